@@ -1,0 +1,50 @@
+"""The result record (DESIGN §2): one per scored image, written as JSONL."""
+from __future__ import annotations
+
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Cause = Literal["subject_missing", "target_missing", "forbidden_rendered", "wrong_value", "dead_zone"]
+CAUSES: tuple[str, ...] = ("subject_missing", "target_missing", "forbidden_rendered", "wrong_value", "dead_zone")
+
+
+class ObjectResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    present: bool
+    confidence: float
+    box: Optional[list[float]] = None  # x0, y0, x1, y1 in pixels
+
+
+class StatementResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    index: int
+    polarity: Literal["positive", "negated"]
+    satisfied: bool
+    cause: Optional[Cause] = None  # exactly one when not satisfied, None when satisfied
+    observed: list[str] = Field(default_factory=list)  # predicates / values measured
+    measurements: dict[str, Any] = Field(default_factory=dict)
+    dead_zone_pass: bool = False  # negated relation passed because nothing was emitted
+
+
+class ResultRecord(BaseModel):
+    """The verdict on one image. `error` is set (and `passed` False) when it could not be scored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_id: str
+    model_key: str
+    sample_index: int
+    passed: bool
+    objects: list[ObjectResult] = Field(default_factory=list)
+    statements: list[StatementResult] = Field(default_factory=list)
+    evaluator_version: str
+    config_hash: str
+    error: Optional[str] = None
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.model_key, self.prompt_id, self.sample_index)

@@ -1,0 +1,1 @@
+"""NegT2IBench generation."""

@@ -1,0 +1,28 @@
+"""Errors that the CLI turns into one clear line and an exit code, never a traceback."""
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """Bad input or a missing resource the user can fix. Exit code 1 unless given."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, exit_code: int | None = None):
+        super().__init__(message)
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class MissingWeightsError(UserError):
+    """A model weight is not on this machine and cannot be downloaded (offline). Exit code 2."""
+
+    exit_code = 2
+
+    def __init__(self, model: str, detail: str = ""):
+        message = (
+            f"model weights for {model} are not available offline{': ' + detail if detail else ''}. "
+            f"Run `negt2ibench download-models` on a machine with internet access "
+            f"(then set HF_HOME / RF_HOME to the same folders here), or pass a local path."
+        )
+        super().__init__(message)
+        self.model = model
