@@ -14,7 +14,7 @@ from . import __version__
 from .errors import UserError
 
 # Parts that contribute sub-commands, in the order `--help` lists them.
-COMMAND_MODULES = ("dataset_builder.cli", "generation.cli", "evaluator.cli", "space.cli")
+COMMAND_MODULES = ("dataset_builder.cli", "generation.cli", "evaluator.cli", "evaluator.report_cli", "space.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:
