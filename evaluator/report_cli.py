@@ -1,0 +1,82 @@
+"""`negt2ibench report`: result files → Table 3 on stdout, plus Markdown, CSV, JSON and PNG files."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from negt2ibench.errors import UserError
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = _non_negative_int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected 1 or more")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="aggregate result files into the paper's tables (Markdown, CSV, JSON, PNG)",
+        description=(
+            "Read one or more result JSONL files (from `negt2ibench score`), group the results by model, "
+            "and write Table 3 (accuracy by setting, category and overall, with coverage), statement "
+            "accuracy by polarity and category, failure causes (Figure 3) with the share of forbidden "
+            "content rendered, dead-zone passes (Table 19) and matched-group negated−positive deltas with "
+            "bootstrap 95% intervals. Table 3 is printed to stdout; the files go to --out. Images whose "
+            "result has an error are not scored and lower the model's coverage; a model with missing "
+            "images is marked, never averaged as if complete."
+        ),
+        epilog="Example: negt2ibench report results/sd_1_5.jsonl results/flux.jsonl --out reports/",
+    )
+    parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS.jsonl", help="result files (any number, any mix of models)")
+    parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder for report.md, *.csv, report.json and *.png (created if missing)")
+    parser.add_argument(
+        "--bootstrap", type=_non_negative_int, default=1000, metavar="N",
+        help="bootstrap resamples for the matched-group intervals (default 1000; 0 skips the intervals)",
+    )
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the bootstrap resampling (default 0)")
+    parser.add_argument(
+        "--samples", type=_positive_int, default=4, metavar="K",
+        help="images per prompt in a complete run, for coverage (default 4)",
+    )
+    parser.set_defaults(handler=run_report)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from evaluator.report import build_report, table3_markdown, write_report
+    from evaluator.resultio import ResultFileError, read_results
+
+    results = []
+    for path in args.results:
+        if not path.is_file():
+            raise UserError(f"{path}: no such result file")
+        try:
+            results.extend(read_results(path, strict=True))
+        except ResultFileError as error:
+            raise UserError(str(error)) from None
+    if not results:
+        raise UserError(f"no results in {', '.join(str(p) for p in args.results)}")
+    try:
+        report = build_report(results, n_resamples=args.bootstrap, seed=args.seed, expected_samples=args.samples)
+    except ValueError as error:
+        raise UserError(str(error)) from None
+    if args.out.exists() and not args.out.is_dir():
+        raise UserError(f"--out {args.out} exists and is not a folder")
+    written = write_report(report, args.out)
+    print(table3_markdown(report))
+    print()
+    print(f"wrote {len(written)} files to {args.out}:")
+    for path in written:
+        print(f"  {path}")
+    return 0
