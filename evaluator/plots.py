@@ -28,7 +28,7 @@ def _save(figure: Figure, path: Path) -> Path:
 
 def plot_accuracy_by_setting(report: Report, path: str | Path) -> Path:
     """Image accuracy per setting (1:0 … 2:2), one line per model; load boundaries shaded."""
-    figure = Figure(figsize=(8, 4.5))
+    figure = Figure(figsize=(9, 4.5), layout="constrained")
     axes = figure.add_subplot()
     x = np.arange(len(SETTING_LABELS))
     for start, stop in ((-0.5, 1.5), (4.5, 6.5)):  # loads 1 and 3, alternating bands
@@ -43,7 +43,7 @@ def plot_accuracy_by_setting(report: Report, path: str | Path) -> Path:
     axes.set_ylabel("image accuracy (%)")
     axes.set_ylim(0, 100)
     axes.set_title("Accuracy by polarity setting")
-    axes.legend(fontsize="small")
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _save(figure, Path(path))
 
 
@@ -52,7 +52,7 @@ def plot_statement_accuracy(report: Report, path: str | Path) -> Path:
     count = len(report.models)
     columns = min(3, count)
     rows = math.ceil(count / columns)
-    figure = Figure(figsize=(5 * columns, 3.6 * rows))
+    figure = Figure(figsize=(5 * columns, 3.8 * rows), layout="constrained")
     categories = TABLE3_CATEGORIES + (ALL,)
     x = np.arange(len(categories))
     width = 0.38
@@ -65,7 +65,8 @@ def plot_statement_accuracy(report: Report, path: str | Path) -> Path:
         axes.set_ylim(0, 100)
         axes.set_ylabel("statements satisfied (%)")
         axes.set_title(model)
-        axes.legend(fontsize="small")
+    figure.axes[0].legend(fontsize="small")
+    figure.suptitle("Statement accuracy: positive vs negated")
     return _save(figure, Path(path))
 
 
@@ -73,7 +74,7 @@ def plot_failure_causes(report: Report, path: str | Path) -> Path:
     """Figure 3: stacked shares of the five causes among failed statements, (a) per setting and
     (b) per category, pooled over all models; the failed-statement count above each bar."""
     source = report.failure_causes[POOLED] if POOLED in report.failure_causes else report.failure_causes[report.models[0]]
-    figure = Figure(figsize=(12, 4.5))
+    figure = Figure(figsize=(12, 4.5), layout="constrained")
     panels = (("by_setting", SETTING_LABELS, "(a) by setting"), ("by_category", TABLE3_CATEGORIES, "(b) by category"))
     for position, (key, buckets, title) in enumerate(panels, start=1):
         axes = figure.add_subplot(1, 2, position)

@@ -16,6 +16,7 @@ Conventions used by every table:
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import re
@@ -84,6 +85,7 @@ class PromptKey:
         return kind_of(self.category)
 
 
+@functools.lru_cache(maxsize=8192)  # 4,800 ids, parsed once per result otherwise
 def parse_prompt_id(prompt_id: str) -> PromptKey:
     """Split `{category}_pos{P}_neg{N}_{k:03d}` into its parts; anything else is a ValueError."""
     match = _PROMPT_ID.match(prompt_id)
