@@ -1,0 +1,136 @@
+"""Sub-commands `build`, `validate` and `push` of `negt2ibench`."""
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter
+from pathlib import Path
+
+from negt2ibench.errors import UserError
+
+from .vocabulary import CATEGORIES, SETTINGS, setting_label, setting_name
+
+DEFAULT_DIR = "build/negt2ibench"
+
+
+def _seed(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"the seed must be an integer, got {text!r}") from None
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from .corpus import DEFAULT_SEED
+
+    build = subparsers.add_parser(
+        "build", help="build the 4,800 prompts into a Hub-ready dataset folder",
+        description=(
+            "Build the NegT2IBench corpus (6 categories x 8 polarity settings x 100 prompts) and write a "
+            "Hub-ready dataset folder: prompts/test-00000-of-00001.parquet, prompts.jsonl and README.md "
+            "(the dataset card). The same seed gives byte-identical files. The folder is written to a "
+            "temporary folder next to the target and renamed, so an interrupted build leaves nothing half-written."
+        ),
+        epilog=f"example: negt2ibench build --out {DEFAULT_DIR} --overwrite",
+    )
+    build.add_argument("--out", default=DEFAULT_DIR, metavar="DIR",
+                       help=f"dataset folder to write (default: {DEFAULT_DIR})")
+    build.add_argument("--seed", type=_seed, default=DEFAULT_SEED, metavar="N",
+                       help=f"integer seed of the corpus (default: {DEFAULT_SEED}, the published corpus)")
+    build.add_argument("--overwrite", action="store_true",
+                       help="replace an existing dataset folder (its images/ and results/ are kept)")
+    build.set_defaults(handler=run_build)
+
+    validate = subparsers.add_parser(
+        "validate", help="check every corpus invariant on a built dataset folder",
+        description=(
+            "Check a built dataset folder: file layout and parquet schema, JSONL = parquet, the card's "
+            "configs, and every corpus invariant (counts, ids, matched groups, class and value balance, "
+            "unique texts, text <-> metadata, grammar). Lists each violation by prompt id; exits 1 if any."
+        ),
+    )
+    validate.add_argument("dir", metavar="DIR", nargs="?", default=DEFAULT_DIR,
+                          help=f"dataset folder (default: {DEFAULT_DIR})")
+    validate.add_argument("--max-shown", type=int, default=200, metavar="N",
+                          help="print at most N violations (default: 200; the count is always printed)")
+    validate.set_defaults(handler=run_validate)
+
+    push = subparsers.add_parser(
+        "push", help="publish the dataset folder to the Hugging Face Hub",
+        description=(
+            "Upload a built dataset folder as a Hub dataset repo (created if missing). The token comes "
+            "from `hf auth login` or HF_TOKEN. With --images, only those image splits and README.md are "
+            "uploaded. --dry-run lists the files and needs neither a token nor the network."
+        ),
+        epilog="example: negt2ibench push --repo-id my-org/NegT2IBench --dry-run",
+    )
+    push.add_argument("--repo-id", required=True, metavar="ORG/NAME", help="dataset repo on the Hub")
+    push.add_argument("--dir", default=DEFAULT_DIR, metavar="DIR", help=f"dataset folder (default: {DEFAULT_DIR})")
+    push.add_argument("--images", nargs="+", metavar="KEY",
+                      help="upload only these image splits (images/KEY-*.parquet) plus README.md")
+    push.add_argument("--private", action="store_true", help="create the repo as private")
+    push.add_argument("--dry-run", action="store_true", help="list what would be uploaded; touch nothing")
+    push.set_defaults(handler=run_push)
+
+
+def _summary_table(records) -> str:
+    counts = Counter((r.category, r.setting) for r in records)
+    settings = [setting_name(p, n) for p, n in SETTINGS]
+    header = f"{'category':<12}" + "".join(f"{setting_label(p, n):>6}" for p, n in SETTINGS) + f"{'total':>7}"
+    lines = [header]
+    for category in CATEGORIES:
+        cells = [counts[(category, s)] for s in settings]
+        lines.append(f"{category:<12}" + "".join(f"{c:>6}" for c in cells) + f"{sum(cells):>7}")
+    totals = [sum(counts[(c, s)] for c in CATEGORIES) for s in settings]
+    lines.append(f"{'all':<12}" + "".join(f"{c:>6}" for c in totals) + f"{len(records):>7}")
+    return "\n".join(lines)
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from .corpus import build_corpus
+    from .hub import write_dataset_folder
+
+    started = time.perf_counter()
+    records = build_corpus(args.seed)
+    built = time.perf_counter()
+    out = write_dataset_folder(records, Path(args.out), overwrite=args.overwrite)
+    finished = time.perf_counter()
+    groups = len({r.group_id for r in records})
+    print(_summary_table(records))
+    print(f"{len(records)} prompts in {groups} matched groups, seed {args.seed}; "
+          f"corpus {built - started:.2f} s, files {finished - built:.2f} s")
+    print(f"wrote {out}/ (README.md, prompts/test-00000-of-00001.parquet, prompts.jsonl)")
+    return 0
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    from .validate import validate_folder
+
+    root = Path(args.dir)
+    if not root.is_dir():
+        raise UserError(f"{root} is not a folder; build one with `negt2ibench build --out {root}`")
+    started = time.perf_counter()
+    records, violations = validate_folder(root)
+    elapsed = time.perf_counter() - started
+    if violations:
+        for violation in violations[: max(args.max_shown, 0)]:
+            print(violation)
+        hidden = len(violations) - max(args.max_shown, 0)
+        if hidden > 0:
+            print(f"... and {hidden} more")
+        print(f"INVALID: {len(violations)} violations in {root} ({len(records)} prompts, {elapsed:.2f} s)")
+        return 1
+    print(f"OK: {root} holds {len(records)} valid prompts; every invariant holds ({elapsed:.2f} s)")
+    return 0
+
+
+def run_push(args: argparse.Namespace) -> int:
+    from .hub import push_dataset
+
+    paths = push_dataset(Path(args.dir), args.repo_id, private=args.private, images=args.images,
+                         dry_run=args.dry_run)
+    verb = "would upload" if args.dry_run else "uploaded"
+    print(f"{verb} {len(paths)} files to https://huggingface.co/datasets/{args.repo_id}:")
+    for path in paths:
+        print(f"  {path}")
+    return 0

@@ -1,0 +1,261 @@
+"""The Hub-ready dataset folder: write it atomically, find its splits, push it.
+
+Layout of a dataset folder (a Hugging Face dataset repo as it will be pushed):
+
+    README.md                               the dataset card (rendered from dataset_card.md)
+    prompts/test-00000-of-00001.parquet     config "prompts", split "test"
+    prompts.jsonl                           the same records for people who do not use `datasets`
+    images/{key}-00000-of-0000N.parquet     config "images", one split per model key (generation)
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from negt2ibench.errors import UserError
+
+from .records import PromptRecord
+
+PROMPTS_PARQUET = "prompts/test-00000-of-00001.parquet"
+PROMPTS_JSONL = "prompts.jsonl"
+CARD_FILE = "README.md"
+IMAGES_DIR = "images"
+DEFAULT_DATASET_DIR = Path("build/negt2ibench")
+
+SPLIT_KEY = re.compile(r"^[a-z0-9_]+$")
+# Entries a rebuild may find in an existing folder. Generated images and results cost GPU hours,
+# so `--overwrite` carries them over instead of deleting them; anything else means the folder is
+# not ours and is left alone.
+_BUILD_OUTPUTS = frozenset({CARD_FILE, "prompts", PROMPTS_JSONL})
+_KEPT_ON_REBUILD = frozenset({IMAGES_DIR, "results", ".gitattributes", ".huggingface", ".cache"})
+
+# The `datasets` features of the prompts config as they appear in the parquet schema metadata.
+# Written out here so a build does not pay the ~2 s import of `datasets`; a test checks it equals
+# `records.prompt_features().arrow_schema` exactly.
+_STRING = {"dtype": "string", "_type": "Value"}
+_INT32 = {"dtype": "int32", "_type": "Value"}
+PROMPT_FEATURES_DICT: dict = {
+    "prompt_id": _STRING, "group_id": _STRING, "category": _STRING, "kind": _STRING,
+    "num_pos": _INT32, "num_neg": _INT32, "load": _INT32, "setting": _STRING, "prompt": _STRING,
+    "objects": {"feature": _STRING, "_type": "List"},
+    "statements": {
+        "feature": {"index": _INT32, "polarity": _STRING, "subject": _STRING, "target": _STRING,
+                    "predicate": _STRING, "text": _STRING},
+        "_type": "List",
+    },
+}
+_STATEMENT_TYPE = pa.struct([
+    ("index", pa.int32()), ("polarity", pa.string()), ("subject", pa.string()), ("target", pa.string()),
+    ("predicate", pa.string()), ("text", pa.string()),
+])
+PROMPT_ARROW_SCHEMA = pa.schema(
+    [
+        ("prompt_id", pa.string()), ("group_id", pa.string()), ("category", pa.string()), ("kind", pa.string()),
+        ("num_pos", pa.int32()), ("num_neg", pa.int32()), ("load", pa.int32()), ("setting", pa.string()),
+        ("prompt", pa.string()), ("objects", pa.list_(pa.string())), ("statements", pa.list_(_STATEMENT_TYPE)),
+    ],
+    metadata={"huggingface": json.dumps({"info": {"features": PROMPT_FEATURES_DICT}})},
+)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def prompts_table(records: Sequence[PromptRecord]) -> pa.Table:
+    """The prompt records as an Arrow table with the `datasets` features in its metadata."""
+    return pa.Table.from_pylist([record.model_dump() for record in records], schema=PROMPT_ARROW_SCHEMA)
+
+
+def write_prompt_files(records: Sequence[PromptRecord], dataset_dir: Path) -> list[Path]:
+    """Write the parquet split and the JSONL copy into `dataset_dir` (byte-identical for equal records)."""
+    parquet_path = dataset_dir / PROMPTS_PARQUET
+    parquet_path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(prompts_table(records), parquet_path, compression="snappy")
+    jsonl_path = dataset_dir / PROMPTS_JSONL
+    with jsonl_path.open("w", encoding="utf-8", newline="\n") as handle:
+        for record in records:
+            handle.write(record.model_dump_json() + "\n")
+    return [parquet_path, jsonl_path]
+
+
+def check_output_dir(out_dir: Path, overwrite: bool) -> None:
+    """Refuse, with one clear line, an output folder we must not or cannot write."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UserError(f"{out_dir} exists and is not a folder; choose another --out")
+    if out_dir.is_dir():
+        entries = {entry.name for entry in out_dir.iterdir()}
+        if entries and not overwrite:
+            raise UserError(f"{out_dir} is not empty; pass --overwrite to rebuild it (images/ and results/ are kept)")
+        foreign = sorted(entries - _BUILD_OUTPUTS - _KEPT_ON_REBUILD)
+        if foreign:
+            raise UserError(
+                f"{out_dir} does not look like a NegT2IBench dataset folder (it holds {', '.join(foreign[:5])}); "
+                f"refusing to replace it, choose another --out"
+            )
+    parent = _nearest_existing(out_dir.parent)
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"cannot write to {out_dir}: {parent} is not a writable folder")
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _nearest_existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def write_dataset_folder(records: Sequence[PromptRecord], out_dir: str | Path, *, overwrite: bool = False) -> Path:
+    """Write the whole folder atomically: into a temp folder next to the target, then rename.
+
+    An interruption leaves either the old folder intact or no folder at all, never half of one.
+    With `overwrite`, generated `images/` and `results/` of the old folder move into the new one.
+    """
+    from .card import write_card  # card reads this module's layout constants
+
+    out = Path(out_dir).expanduser().absolute()
+    check_output_dir(out, overwrite)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        staging.chmod(0o777 & ~_current_umask())  # mkdtemp makes it private; a dataset folder is not
+    except OSError as error:
+        raise UserError(f"cannot write to {out}: {error.strerror or error}") from None
+    backup: Path | None = None
+    moved: list[str] = []
+    try:
+        write_prompt_files(records, staging)
+        if out.is_dir():
+            if any(out.iterdir()):
+                backup = out.with_name(f".{out.name}.old-{os.getpid()}")
+                shutil.rmtree(backup, ignore_errors=True)
+                out.rename(backup)
+                for name in sorted(_KEPT_ON_REBUILD):
+                    if (backup / name).exists():
+                        (backup / name).rename(staging / name)
+                        moved.append(name)
+            else:
+                out.rmdir()
+        write_card(staging)
+        staging.rename(out)
+    except BaseException:
+        if backup is not None:  # put the old folder back exactly as it was
+            for name in moved:
+                (staging / name).rename(backup / name)
+            if not out.exists():
+                backup.rename(out)
+            backup = None
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if backup is not None:
+        shutil.rmtree(backup, ignore_errors=True)
+    return out
+
+
+# --------------------------------------------------------------------------- reading the layout
+
+
+def image_splits(dataset_dir: str | Path) -> dict[str, list[Path]]:
+    """Image splits found as `images/{key}-*.parquet` (key = the part before the first '-'), sorted."""
+    splits: dict[str, list[Path]] = {}
+    folder = Path(dataset_dir) / IMAGES_DIR
+    if not folder.is_dir():
+        return splits
+    for path in sorted(folder.glob("*-*.parquet")):
+        key = path.name.split("-", 1)[0]
+        if SPLIT_KEY.match(key):
+            splits.setdefault(key, []).append(path)
+    return dict(sorted(splits.items()))
+
+
+def upload_paths(dataset_dir: str | Path, images: Iterable[str] | None = None) -> list[str]:
+    """Repo paths a push uploads: everything, or with `images` only those splits plus README.md."""
+    root = Path(dataset_dir)
+    if not (root / CARD_FILE).is_file() or not (root / PROMPTS_PARQUET).is_file():
+        raise UserError(f"{root} is not a built dataset folder (run `negt2ibench build --out {root}` first)")
+    splits = image_splits(root)
+    if images is not None:
+        wanted = list(dict.fromkeys(images))
+        unknown = [key for key in wanted if key not in splits]
+        if unknown:
+            found = ", ".join(splits) or "none"
+            raise UserError(f"no image split {', '.join(unknown)} in {root / IMAGES_DIR} (found: {found})")
+        files = [root / CARD_FILE] + [path for key in wanted for path in splits[key]]
+    else:
+        files = [root / CARD_FILE, root / PROMPTS_JSONL, *sorted((root / "prompts").glob("*.parquet"))]
+        files += [path for paths in splits.values() for path in paths]
+        results = root / "results"
+        if results.is_dir():
+            files += sorted(p for p in results.rglob("*") if p.is_file())
+    return [path.relative_to(root).as_posix() for path in files if path.is_file()]
+
+
+# --------------------------------------------------------------------------- pushing
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def push_dataset(
+    dataset_dir: str | Path,
+    repo_id: str,
+    *,
+    private: bool = False,
+    images: list[str] | None = None,
+    dry_run: bool = False,
+) -> list[str]:
+    """Publish the folder as a Hub dataset repo; returns the repo paths uploaded (or that would be).
+
+    `dry_run` needs neither a token nor the network. A missing token or an unreachable Hub raises
+    `UserError` with one line.
+    """
+    if not _REPO_ID.match(repo_id):
+        raise UserError(f"--repo-id must look like ORG/NAME, got {repo_id!r}")
+    paths = upload_paths(dataset_dir, images)
+    if dry_run:
+        return paths
+
+    from huggingface_hub import HfApi, get_token
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    token = get_token()
+    if not token:
+        raise UserError("no Hugging Face token: run `hf auth login` or set HF_TOKEN, then push again")
+    api = HfApi(token=token)
+    try:
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        api.upload_folder(
+            repo_id=repo_id, repo_type="dataset", folder_path=str(dataset_dir), allow_patterns=paths,
+            commit_message=f"Upload NegT2IBench ({'images: ' + ', '.join(images) if images else 'prompts and card'})",
+        )
+    except OfflineModeIsEnabled:
+        raise UserError("cannot push while HF_HUB_OFFLINE=1 is set; unset it and try again") from None
+    except HfHubHTTPError as error:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+        raise UserError(f"the Hub refused the push to {repo_id} (HTTP {status}): {str(error).splitlines()[0]}") from None
+    except Exception as error:  # noqa: BLE001 - network failures come from httpx, OSError, ...
+        if _is_network_error(error):
+            raise UserError(f"cannot reach the Hugging Face Hub ({type(error).__name__}); check the connection") from None
+        raise
+    return paths
+
+
+def _is_network_error(error: BaseException) -> bool:
+    if isinstance(error, OSError):
+        return True
+    try:
+        from httpx2 import HTTPError  # the HTTP client huggingface_hub uses
+    except ImportError:  # pragma: no cover - older huggingface_hub releases use httpx
+        from httpx import HTTPError
+    return isinstance(error, HTTPError)

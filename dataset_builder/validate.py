@@ -1,0 +1,229 @@
+"""Checks every corpus invariant (DESIGN §3, issue 2) on records or on a built folder.
+
+`find_violations` is pure (records in, violations out); `validate_folder` adds the file-level
+checks (layout, parquet schema, JSONL = parquet, card configs).
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from .grammar import PromptParseError, grammar_issues, parse_prompt, render_prompt
+from .records import PromptRecord
+from .vocabulary import (
+    CATEGORIES,
+    CATEGORY_VOCABULARY,
+    OBJECT_CLASSES,
+    PROMPTS_PER_SETTING,
+    SETTINGS,
+    kind_of,
+    setting_name,
+)
+
+_PROMPT_ID = re.compile(r"^(?P<category>[a-z]+)_pos(?P<p>\d)_neg(?P<n>\d)_(?P<k>\d{3})$")
+_CLASSES = frozenset(OBJECT_CLASSES)
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken invariant; `where` is a prompt id, or a group / category / file for corpus-wide checks."""
+
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+def record_violations(record: PromptRecord) -> list[str]:
+    """What is wrong with one record on its own (ids, counts, vocabulary, text ↔ metadata, English)."""
+    problems: list[str] = []
+    match = _PROMPT_ID.match(record.prompt_id)
+    load = record.num_pos + record.num_neg
+    if not match:
+        problems.append("prompt_id is not {category}_pos{P}_neg{N}_{k:03d}")
+    else:
+        if match["category"] != record.category or (int(match["p"]), int(match["n"])) != (record.num_pos, record.num_neg):
+            problems.append("prompt_id disagrees with category / num_pos / num_neg")
+        expected_group = f"{record.category}_load{load}_{match['k']}"
+        if record.group_id != expected_group:
+            problems.append(f"group_id {record.group_id!r} should be {expected_group!r}")
+        if int(match["k"]) >= PROMPTS_PER_SETTING:
+            problems.append(f"prompt number {match['k']} is out of range 000-{PROMPTS_PER_SETTING - 1:03d}")
+    if (record.num_pos, record.num_neg) not in SETTINGS:
+        problems.append(f"setting {record.num_pos}:{record.num_neg} is not one of the benchmark's eight")
+    if record.setting != setting_name(record.num_pos, record.num_neg) or record.load != load:
+        problems.append("setting / load disagree with num_pos and num_neg")
+    if record.category not in CATEGORIES:
+        return problems + [f"unknown category {record.category!r}"]
+    kind = kind_of(record.category)
+    if record.kind != kind:
+        problems.append(f"kind {record.kind!r} should be {kind!r}")
+
+    statements = record.statements
+    if [s.index for s in statements] != list(range(len(statements))) or len(statements) != load:
+        problems.append(f"expected statements indexed 0..{load - 1}")
+    polarities = [s.polarity for s in statements]
+    if polarities != ["positive"] * record.num_pos + ["negated"] * record.num_neg:
+        problems.append("polarities must be num_pos positives followed by num_neg negated")
+    vocabulary = CATEGORY_VOCABULARY[record.category]
+    for statement in statements:
+        if statement.predicate not in vocabulary:
+            problems.append(f"statement {statement.index}: {statement.predicate!r} is not a {record.category} value")
+        if statement.text not in record.prompt:
+            problems.append(f"statement {statement.index}: its text {statement.text!r} is not in the prompt")
+    objects = record.objects
+    unknown = [o for o in objects if o not in _CLASSES]
+    if unknown:
+        problems.append(f"unknown object classes {unknown}")
+    if len(set(objects)) != len(objects):
+        problems.append("objects repeat")
+    if kind == "attribute":
+        if len(objects) != len(statements) or any(s.subject != o or s.target is not None
+                                                  for s, o in zip(statements, objects)):
+            problems.append("attribute statement i must be about objects[i] with no target")
+        if len({s.predicate for s in statements}) > 1:
+            problems.append("an attribute prompt uses one value")
+    else:
+        if len(objects) != len(statements) + 1 or any(
+            s.subject != objects[0] or s.target != t for s, t in zip(statements, objects[1:])
+        ):
+            problems.append("relation statements must share the subject objects[0] and target objects[1:] in order")
+    if problems:
+        return problems  # text checks below assume consistent metadata
+
+    position = 0
+    for name in objects:  # mention order
+        found = re.search(rf"\b{re.escape(name)}\b", record.prompt[position:])
+        if not found:
+            problems.append(f"object {name!r} is not mentioned in order")
+            break
+        position += found.end()
+    prompt, texts = render_prompt(kind, objects, polarities, [s.predicate for s in statements])
+    if prompt != record.prompt or texts != [s.text for s in statements]:
+        problems.append(f"text does not match its metadata (expected {prompt!r})")
+    try:
+        parsed = parse_prompt(record.prompt)
+        if parsed.objects != objects or parsed.statements != statements or parsed.category != record.category:
+            problems.append("parsing the prompt does not give back its objects and statements")
+    except PromptParseError as error:
+        problems.append(f"the prompt does not parse: {error.problem}")
+    problems.extend(grammar_issues(record.prompt))
+    return problems
+
+
+def corpus_violations(records: Sequence[PromptRecord]) -> list[Violation]:
+    """Corpus-wide invariants: counts, unique ids and texts, matched groups, class and value balance."""
+    violations: list[Violation] = []
+    ids = Counter(r.prompt_id for r in records)
+    violations += [Violation(i, f"prompt id occurs {n} times") for i, n in ids.items() if n > 1]
+    expected_total = len(CATEGORIES) * len(SETTINGS) * PROMPTS_PER_SETTING
+    if len(records) != expected_total:
+        violations.append(Violation("corpus", f"{len(records)} prompts, expected {expected_total}"))
+    cells = Counter((r.category, r.setting) for r in records)
+    for category in CATEGORIES:
+        for p, n in SETTINGS:
+            count = cells[(category, setting_name(p, n))]
+            if count != PROMPTS_PER_SETTING:
+                violations.append(Violation(f"{category}_{setting_name(p, n)}", f"{count} prompts, expected {PROMPTS_PER_SETTING}"))
+
+    by_text: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for record in records:
+        by_text[(record.setting, record.prompt)].append(record.prompt_id)
+    for (setting, _), prompt_ids in by_text.items():
+        if len(prompt_ids) > 1:
+            violations += [Violation(i, f"same text as {', '.join(x for x in prompt_ids if x != i)} in {setting}")
+                           for i in prompt_ids]
+
+    groups: dict[str, list[PromptRecord]] = defaultdict(list)
+    for record in records:
+        groups[record.group_id].append(record)
+    for group_id, members in groups.items():
+        first = members[0]
+        content = (first.objects, [s.predicate for s in first.statements])
+        for member in members[1:]:
+            if (member.objects, [s.predicate for s in member.statements]) != content:
+                violations.append(Violation(member.prompt_id, f"differs from {first.prompt_id} in objects or "
+                                                              f"predicates but shares group {group_id}"))
+        load = first.load
+        expected_settings = {setting_name(p, n) for p, n in SETTINGS if p + n == load}
+        present = {m.setting for m in members}
+        if present != expected_settings and len(records) == expected_total:
+            missing = sorted(expected_settings - present)
+            violations.append(Violation(group_id, f"group lacks settings {', '.join(missing) or '-'}"))
+
+    for category in CATEGORIES:
+        draws = {r.group_id: r.objects for r in records if r.category == category}
+        if not draws:
+            continue
+        uses = Counter({name: 0 for name in OBJECT_CLASSES})
+        uses.update(name for objects in draws.values() for name in objects)
+        low, high = min(uses.values()), max(uses.values())
+        if high - low > 1:
+            rare = sorted(n for n, c in uses.items() if c == low)[:5]
+            common = sorted(n for n, c in uses.items() if c == high)[:5]
+            violations.append(Violation(category, f"class use ranges {low}..{high} over {len(draws)} groups "
+                                                  f"(least: {', '.join(rare)}; most: {', '.join(common)})"))
+        for p, n in SETTINGS:
+            setting = setting_name(p, n)
+            for polarity in ("positive", "negated"):
+                counts = Counter({value: 0 for value in CATEGORY_VOCABULARY[category]})
+                counts.update(s.predicate for r in records if r.category == category and r.setting == setting
+                              for s in r.statements if s.polarity == polarity)
+                if sum(counts.values()) and max(counts.values()) - min(counts.values()) > 1:
+                    violations.append(Violation(f"{category}_{setting}",
+                                                f"{polarity} values unbalanced: {dict(sorted(counts.items()))}"))
+    return violations
+
+
+def find_violations(records: Sequence[PromptRecord]) -> list[Violation]:
+    """Every broken invariant: per record (by prompt id), then corpus-wide."""
+    violations = [Violation(r.prompt_id, problem) for r in records for problem in record_violations(r)]
+    return violations + corpus_violations(records)
+
+
+def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[Violation]]:
+    """Load a built folder and check its files and every invariant. Returns (records, violations)."""
+    import pyarrow.parquet as pq
+
+    from .hub import CARD_FILE, PROMPT_ARROW_SCHEMA, PROMPTS_JSONL, PROMPTS_PARQUET
+    from .records import load_prompts
+
+    root = Path(dataset_dir)
+    if not root.is_dir():
+        return [], [Violation(str(root), "not a folder")]
+    violations: list[Violation] = []
+    records: list[PromptRecord] = []
+    parquet_path = root / PROMPTS_PARQUET
+    if not parquet_path.is_file():
+        violations.append(Violation(PROMPTS_PARQUET, "missing"))
+    else:
+        try:
+            schema = pq.read_schema(parquet_path)
+            same_features = (schema.metadata or {}).get(b"huggingface") == PROMPT_ARROW_SCHEMA.metadata[b"huggingface"]
+            if not same_features or not schema.remove_metadata().equals(PROMPT_ARROW_SCHEMA.remove_metadata()):
+                violations.append(Violation(PROMPTS_PARQUET, "schema or `datasets` features metadata differ from the prompts config"))
+            records = load_prompts(parquet_path)
+        except Exception as error:  # noqa: BLE001 - any unreadable file is one violation
+            violations.append(Violation(PROMPTS_PARQUET, f"unreadable: {error}"))
+    jsonl_path = root / PROMPTS_JSONL
+    if not jsonl_path.is_file():
+        violations.append(Violation(PROMPTS_JSONL, "missing"))
+    else:
+        try:
+            if records and load_prompts(jsonl_path) != records:
+                violations.append(Violation(PROMPTS_JSONL, "differs from the parquet split"))
+        except Exception as error:  # noqa: BLE001
+            violations.append(Violation(PROMPTS_JSONL, f"unreadable: {error}"))
+    card = root / CARD_FILE
+    if not card.is_file():
+        violations.append(Violation(CARD_FILE, "missing"))
+    else:
+        text = card.read_text(encoding="utf-8")
+        if not text.startswith("---\n") or "config_name: prompts" not in text or "prompts/test-*.parquet" not in text:
+            violations.append(Violation(CARD_FILE, "no YAML `configs:` declaring the prompts config"))
+    violations += find_violations(records)
+    return records, violations
