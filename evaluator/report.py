@@ -597,6 +597,12 @@ def table3_markdown(report: Report) -> str:
     )
     if incomplete:
         text += "\n\n† Incomplete, accuracies are over the scored images only: " + "; ".join(incomplete) + "."
+    configs = {(p["evaluator_version"], p["config_hash"]) for p in report.provenance.values()}
+    if len(configs) > 1:
+        text += (
+            "\n\nWarning: these models were scored with different evaluator versions or configurations "
+            "(see Provenance); their numbers are not directly comparable."
+        )
     return text
 
 

@@ -306,6 +306,9 @@ def test_markdown_has_paper_layout_with_one_decimal():
     header = next(line for line in table.splitlines() if line.startswith("| Model"))
     assert header.split(" | ")[1:9] == ["1:0", "0:1", "2:0", "1:1", "0:2", "2:1", "1:2", "2:2"]
     assert "Color | Material | Compar. | Depth | Direct. | Proxim. | Overall" in header
+    assert "scored with different evaluator versions or configurations" in table  # alpha h1, beta h9
+    same = build_report([r for r in hand_results() if r.model_key == "alpha"], n_resamples=10)
+    assert "different evaluator" not in table3_markdown(same)
     alpha_row = next(line for line in table.splitlines() if line.startswith("| alpha"))
     # 1:0 50.0, 0:1 40.0, color 25.0, depth 58.3, overall 40.0, gap −10.0
     assert alpha_row.startswith("| alpha † | 50.0 | 40.0 | – |")
