@@ -1,0 +1,208 @@
+"""Sub-commands `generate`, `import-images` and `merge-images`."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from negt2ibench.errors import UserError
+
+DEFAULT_NUM_IMAGES = 4
+DEFAULT_SHARD_SIZE = 128
+
+
+def _load_prompt_records(prompts_source: str | None, out: Path | None):
+    """--prompts DIR if given; else the prompts of OUT when it is a built dataset; else the default corpus."""
+    from dataset_builder.records import load_prompts
+
+    if prompts_source:
+        try:
+            return load_prompts(prompts_source)
+        except (FileNotFoundError, ValueError) as error:
+            raise UserError(f"cannot read prompts from {prompts_source}: {error}") from None
+    if out is not None and ((out / "prompts.jsonl").is_file() or any((out / "prompts").glob("*.parquet"))):
+        return load_prompts(out)
+    return load_prompts(None)
+
+
+def _add_selection(parser: argparse.ArgumentParser) -> None:
+    from dataset_builder.vocabulary import CATEGORIES
+
+    parser.add_argument("--categories", nargs="+", metavar="CATEGORY",
+                        help=f"only these categories ({', '.join(CATEGORIES)}); default: all")
+    parser.add_argument("--settings", nargs="+", metavar="SETTING",
+                        help="only these settings, e.g. pos1_neg0 pos0_neg1; default: all eight")
+    parser.add_argument("--limit", type=int, help="only the first N selected prompts (corpus order)")
+    parser.add_argument("--prompts", metavar="DIR",
+                        help="prompts to use: a built dataset folder, prompts.jsonl or parquet "
+                             "(default: OUT's prompts if it is a built dataset, else the default corpus)")
+
+
+def register(subparsers) -> None:
+    generate = subparsers.add_parser(
+        "generate",
+        help="generate one image split with a text-to-image model (resumable, multi-GPU)",
+        description=(
+            "Generate NUM_IMAGES images per prompt with one model and write them as the split KEY of the "
+            "`images` config: DIR/images/KEY-rRANK-N.parquet. The seed of every image comes from "
+            "(prompt_id, sample_index), so reruns give the same pixels. Run it again after an interruption "
+            "and it resumes. Under `accelerate launch` each process takes its share and writes its own "
+            "shards; rank 0 checks completeness at the end (see merge-images)."
+        ),
+        epilog=(
+            "examples:\n"
+            "  negt2ibench generate --list\n"
+            "  negt2ibench generate --model sd_1_5 --out data --batch-size 8\n"
+            "  accelerate launch --num_processes 8 -m negt2ibench generate --model flux_2_klein_9b --out data\n"
+            "  negt2ibench generate --model-id stabilityai/sdxl-turbo --key sdxl_turbo --steps 1 --out data"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    generate.add_argument("--list", action="store_true", help="print the model registry and exit")
+    generate.add_argument("--model", metavar="KEY", help="registry key (see --list)")
+    generate.add_argument("--model-id", metavar="HUB_ID",
+                          help="any other diffusers pipeline (hub id or local folder); needs --key")
+    generate.add_argument("--key", metavar="NAME", help="split name for --model-id ([a-z0-9_]+)")
+    generate.add_argument("--steps", type=int, help="with --model-id: inference steps (default: the pipeline's)")
+    generate.add_argument("--guidance", type=float, help="with --model-id: guidance scale (default: the pipeline's)")
+    generate.add_argument("--resolution", type=int, metavar="PX",
+                          help="with --model-id: square image size (default: the pipeline's)")
+    generate.add_argument("--out", type=Path, metavar="DIR", help="dataset folder (images go to DIR/images/)")
+    generate.add_argument("--num-images", type=int, default=DEFAULT_NUM_IMAGES,
+                          help=f"images per prompt (default {DEFAULT_NUM_IMAGES}, as in the paper)")
+    generate.add_argument("--batch-size", type=int, default=1,
+                          help="prompts per pipeline call (default 1; halved automatically on out-of-memory)")
+    generate.add_argument("--device", default="auto",
+                          help="cuda, cuda:1, cpu, ... (default: the accelerate process's GPU, else cuda if present)")
+    generate.add_argument("--shard-size", type=int, default=DEFAULT_SHARD_SIZE,
+                          help=f"images per parquet shard (default {DEFAULT_SHARD_SIZE}); an interrupted run "
+                               f"loses at most one unflushed shard")
+    generate.add_argument("--no-merge", action="store_true", help="skip the completeness check at the end")
+    generate.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_selection(generate)
+    generate.set_defaults(handler=run_generate)
+
+    importer = subparsers.add_parser(
+        "import-images",
+        help="add images made elsewhere ({prompt_id}_{sample_index}.png) as a split",
+        description=(
+            "Validate a folder of {prompt_id}_{sample_index}.png files (every id known, every file a "
+            "decodable PNG) and write them as the split KEY of DIR's images config. Any bad file stops the "
+            "import before anything is written, unless --skip-bad. Gaps (expected images absent) are reported."
+        ),
+    )
+    importer.add_argument("--key", required=True, metavar="NAME", help="split name ([a-z0-9_]+)")
+    importer.add_argument("--dir", required=True, type=Path, metavar="FOLDER", help="folder holding the PNG files")
+    importer.add_argument("--out", required=True, type=Path, metavar="DIR", help="dataset folder")
+    importer.add_argument("--model-id", metavar="ID", help="hub id of the model that made them (default: KEY)")
+    importer.add_argument("--num-images", type=int,
+                          help="expected images per prompt for the gap report (default: largest index + 1)")
+    importer.add_argument("--skip-bad", action="store_true", help="import the valid files even if others are bad")
+    importer.add_argument("--prompts", metavar="DIR",
+                          help="prompts the ids refer to (default: OUT's prompts, else the default corpus)")
+    importer.set_defaults(handler=run_import)
+
+    merge = subparsers.add_parser(
+        "merge-images",
+        help="check an image split for completeness and duplicates; refresh the dataset card",
+        description=(
+            "After a (multi-process) generate run: check that split KEY holds every selected prompt "
+            "× NUM_IMAGES exactly once, list what is missing, and re-render DIR/README.md so its "
+            "`images` config lists the split. Exit code 1 when images are missing or duplicated."
+        ),
+    )
+    merge.add_argument("--dir", required=True, type=Path, metavar="DIR", help="dataset folder")
+    merge.add_argument("--key", required=True, metavar="KEY", help="split to check")
+    merge.add_argument("--num-images", type=int, default=DEFAULT_NUM_IMAGES,
+                       help=f"expected images per prompt (default {DEFAULT_NUM_IMAGES})")
+    merge.add_argument("--drop-duplicates", action="store_true",
+                       help="rewrite shards keeping the first copy of each duplicated image")
+    _add_selection(merge)
+    merge.set_defaults(handler=run_merge)
+
+
+def _spec_from_args(args):
+    from .registry import custom_spec, get_spec, validate_key
+
+    if args.model and args.model_id:
+        raise UserError("pass either --model KEY or --model-id HUB_ID --key NAME, not both")
+    if args.model_id:
+        if not args.key:
+            raise UserError("--model-id needs --key NAME (the split name, [a-z0-9_]+)")
+        size = args.resolution
+        return custom_spec(args.model_id, args.key, steps=args.steps, guidance=args.guidance, height=size, width=size)
+    if not args.model:
+        raise UserError("pass --model KEY (see `negt2ibench generate --list`) or --model-id HUB_ID --key NAME")
+    if args.key and args.key != args.model:
+        validate_key(args.key)
+        raise UserError("--key is only for --model-id; registry models write the split named by --model")
+    if args.steps is not None or args.guidance is not None or args.resolution is not None:
+        raise UserError("--steps/--guidance/--resolution are only for --model-id; registry models use Table 18")
+    return get_spec(args.model)
+
+
+def run_generate(args) -> int:
+    from .merge import merge_split
+    from .registry import registry_lines
+    from .runner import RankInfo, generate_images, load_generator, plan_work, resolve_device, select_prompts
+
+    if args.list:
+        print("\n".join(registry_lines()))
+        return 0
+    spec = _spec_from_args(args)
+    if spec.backend == "unsupported":
+        load_generator(spec, "cpu")  # raises the clear "use import-images" message
+    if args.out is None:
+        raise UserError("--out DIR is required (the dataset folder)")
+    prompts = select_prompts(_load_prompt_records(args.prompts, args.out), args.categories, args.settings, args.limit)
+    work = plan_work(prompts, args.num_images)
+    rank = RankInfo.from_accelerate()
+    device = resolve_device(args.device, rank)
+    generator = load_generator(spec, device)
+    summary = generate_images(generator, spec, work, args.out, rank=rank, batch_size=args.batch_size,
+                              shard_size=args.shard_size, device=device, progress=not args.quiet)
+    rate = summary.generated / summary.seconds if summary.seconds > 0 else 0.0
+    print(f"rank {summary.rank}: {summary.generated} generated ({rate:.2f} img/s), {summary.skipped} already done, "
+          f"{summary.nsfw_flagged} flagged NSFW, {len(summary.shards)} shards written", file=sys.stderr)
+    rank.wait_for_everyone()
+    if rank.is_main and not args.no_merge:
+        report = merge_split(args.out, spec.key, prompts, args.num_images)
+        print("\n".join(report.summary_lines()))
+        print(_card_line(args.out))
+    return 0
+
+
+def _card_line(out: Path) -> str:
+    from .merge import refresh_card
+
+    try:
+        return refresh_card(out)
+    except FileNotFoundError as error:
+        return f"dataset card not refreshed ({error}); run `negt2ibench build --out {out}` to add the prompts"
+
+
+def run_import(args) -> int:
+    from .importer import import_images
+
+    prompts = _load_prompt_records(args.prompts, args.out)
+    report = import_images(args.key, args.dir, args.out, prompts, model_id=args.model_id,
+                           num_images=args.num_images, skip_bad=args.skip_bad)
+    print("\n".join(report.summary_lines()))
+    print(_card_line(args.out))
+    return 0
+
+
+def run_merge(args) -> int:
+    from .merge import merge_split
+    from .registry import validate_key
+    from .runner import select_prompts
+    from .shards import shard_paths
+
+    validate_key(args.key)
+    if not shard_paths(args.dir, args.key):
+        raise UserError(f"no shards of split {args.key!r} in {args.dir / 'images'}")
+    prompts = select_prompts(_load_prompt_records(args.prompts, args.dir), args.categories, args.settings, args.limit)
+    report = merge_split(args.dir, args.key, prompts, args.num_images, remove_duplicates=args.drop_duplicates)
+    print("\n".join(report.summary_lines()))
+    print(_card_line(args.dir))
+    return 0 if report.complete else 1

@@ -1,0 +1,218 @@
+"""The text-to-image models of the benchmark sweep (paper Table 18), by split key.
+
+Each entry names the hub id, the class that loads it (an import path), and the settings the
+paper used. Resolutions are the pipeline defaults the paper reports (1024², SD 1.5: 512²,
+Janus-Pro: its fixed 384²). Guidance is left to the pipeline default unless the model card
+requires a value (Z-Image-Turbo: 0; the distilled FLUX.2-klein ignores guidance above 1).
+"""
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from negt2ibench.errors import UserError
+
+KEY_PATTERN = re.compile(r"^[a-z0-9_]+$")
+
+Backend = Literal["diffusers", "janus", "unsupported"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to load one model and the settings every image of its split is made with."""
+
+    key: str
+    hub_id: str
+    pipeline_class: str  # import path, e.g. "diffusers.StableDiffusionPipeline"
+    backend: Backend = "diffusers"
+    steps: int | None = None  # None: the pipeline default (or not applicable)
+    height: int | None = None  # None: the pipeline default
+    width: int | None = None
+    guidance: float | None = None  # None: the pipeline default
+    guidance_argument: str = "guidance_scale"  # the call argument that carries `guidance`
+    dtype: str = "bfloat16"
+    quantization: str | None = None  # "bnb_4bit": bitsandbytes NF4 for the listed components
+    quantized_components: tuple[str, ...] = ()
+    # Components loaded from another repository and swapped in: name -> (class path, hub id, subfolder).
+    component_overrides: dict[str, tuple[str, str, str | None]] = field(default_factory=dict)
+    display_name: str = ""
+    note: str = ""
+
+    def settings(self) -> dict[str, Any]:
+        """The settings recorded in every image's `params` (JSON-ready)."""
+        return {
+            "steps": self.steps,
+            "height": self.height,
+            "width": self.width,
+            "guidance": self.guidance,
+            "guidance_argument": self.guidance_argument,
+            "dtype": self.dtype,
+            "quantization": self.quantization,
+            "pipeline_class": self.pipeline_class,
+            "component_overrides": {name: list(value) for name, value in self.component_overrides.items()},
+        }
+
+    @property
+    def resolution(self) -> str:
+        if self.height is None or self.width is None:
+            return "default"
+        return f"{self.width}x{self.height}"
+
+
+REGISTRY: dict[str, ModelSpec] = {
+    spec.key: spec
+    for spec in (
+        ModelSpec(
+            key="sd_1_5",
+            hub_id="stable-diffusion-v1-5/stable-diffusion-v1-5",
+            pipeline_class="diffusers.StableDiffusionPipeline",
+            steps=50,
+            height=512,
+            width=512,
+            guidance=7.5,
+            dtype="float16",
+            display_name="SD 1.5",
+        ),
+        ModelSpec(
+            key="sd_1_5_negationclip",
+            hub_id="stable-diffusion-v1-5/stable-diffusion-v1-5",
+            pipeline_class="diffusers.StableDiffusionPipeline",
+            steps=50,
+            height=512,
+            width=512,
+            guidance=7.5,
+            dtype="float16",
+            component_overrides={"text_encoder": ("transformers.CLIPTextModel", "jerryray/negationclip", None)},
+            display_name="SD 1.5 + NegationCLIP",
+            note="text encoder replaced by NegationCLIP's CLIPTextModel",
+        ),
+        ModelSpec(
+            key="sd_3_5_large",
+            hub_id="stabilityai/stable-diffusion-3.5-large",
+            pipeline_class="diffusers.StableDiffusion3Pipeline",
+            steps=28,
+            height=1024,
+            width=1024,
+            display_name="SD 3.5 Large",
+        ),
+        ModelSpec(
+            key="flux_2_dev",
+            hub_id="black-forest-labs/FLUX.2-dev",
+            pipeline_class="diffusers.Flux2Pipeline",
+            steps=28,
+            height=1024,
+            width=1024,
+            quantization="bnb_4bit",
+            quantized_components=("transformer", "text_encoder"),
+            display_name="FLUX.2-dev (4-bit)",
+            note="needs `pip install bitsandbytes` (CUDA)",
+        ),
+        ModelSpec(
+            key="flux_2_klein_9b",
+            hub_id="black-forest-labs/FLUX.2-klein-9B",
+            pipeline_class="diffusers.Flux2KleinPipeline",
+            steps=4,
+            height=1024,
+            width=1024,
+            guidance=1.0,
+            display_name="FLUX.2-klein-9B",
+            note="step-distilled; guidance above 1 is ignored",
+        ),
+        ModelSpec(
+            key="z_image_turbo",
+            hub_id="Tongyi-MAI/Z-Image-Turbo",
+            pipeline_class="diffusers.ZImagePipeline",
+            steps=9,
+            height=1024,
+            width=1024,
+            guidance=0.0,
+            display_name="Z-Image-Turbo",
+        ),
+        ModelSpec(
+            key="hunyuanimage_2_1",
+            hub_id="hunyuanvideo-community/HunyuanImage-2.1-Distilled-Diffusers",
+            pipeline_class="diffusers.HunyuanImagePipeline",
+            steps=8,
+            height=1024,
+            width=1024,
+            guidance_argument="distilled_guidance_scale",
+            display_name="HunyuanImage-2.1 (distilled)",
+        ),
+        ModelSpec(
+            key="janus_pro_7b",
+            hub_id="deepseek-community/Janus-Pro-7B",
+            pipeline_class="transformers.JanusForConditionalGeneration",
+            backend="janus",
+            height=384,
+            width=384,
+            display_name="Janus-Pro-7B",
+            note="autoregressive: no diffusion steps; transformers generation_mode='image'",
+        ),
+        ModelSpec(
+            key="blip3o_next",
+            hub_id="BLIP3o/BLIP3o-NEXT-SFT-3B",
+            pipeline_class="",
+            backend="unsupported",
+            steps=30,
+            height=1024,
+            width=1024,
+            display_name="BLIP3-o NEXT SFT 3B",
+            note="no diffusers/transformers support: generate with the authors' code, then `negt2ibench import-images`",
+        ),
+    )
+}
+
+
+def validate_key(key: str) -> str:
+    """A split name must match [a-z0-9_]+ (the Hub's split rule, and the shard file prefix)."""
+    if not KEY_PATTERN.match(key or ""):
+        raise UserError(f"model key {key!r} is not a valid split name: use lowercase letters, digits and _ only")
+    return key
+
+
+def get_spec(key: str) -> ModelSpec:
+    """The registry entry for KEY, or a clear error listing the known keys."""
+    try:
+        return REGISTRY[key]
+    except KeyError:
+        raise UserError(
+            f"unknown model key {key!r}; known: {', '.join(REGISTRY)}. "
+            f"For any other diffusers pipeline pass --model-id HUB_ID --key NAME"
+        ) from None
+
+
+def custom_spec(model_id: str, key: str, steps: int | None = None, guidance: float | None = None,
+                height: int | None = None, width: int | None = None, dtype: str = "bfloat16") -> ModelSpec:
+    """An entry for any diffusers pipeline (loaded with DiffusionPipeline, its defaults unless given)."""
+    validate_key(key)
+    return ModelSpec(
+        key=key,
+        hub_id=model_id,
+        pipeline_class="diffusers.DiffusionPipeline",
+        steps=steps,
+        height=height,
+        width=width,
+        guidance=guidance,
+        dtype=dtype,
+        display_name=model_id,
+    )
+
+
+def import_object(path: str) -> Any:
+    """`"package.module.Name"` or `"package.Name"` → the object (a class here)."""
+    module_name, _, name = path.rpartition(".")
+    if not module_name:
+        raise ValueError(f"not an import path: {path!r}")
+    return getattr(importlib.import_module(module_name), name)
+
+
+def registry_lines() -> list[str]:
+    """`generate --list`: one line per model (key, hub id, steps, resolution, notes)."""
+    lines = [f"{'key':<22}{'hub id':<62}{'steps':>6}  {'resolution':<11}note"]
+    for spec in REGISTRY.values():
+        steps = "n/a" if spec.backend == "janus" else (str(spec.steps) if spec.steps is not None else "default")
+        note = ("UNSUPPORTED: " if spec.backend == "unsupported" else "") + spec.note
+        lines.append(f"{spec.key:<22}{spec.hub_id:<62}{steps:>6}  {spec.resolution:<11}{note}")
+    return lines
