@@ -1,0 +1,267 @@
+"""Result files: one `ResultRecord` per line (JSONL), safe to append to and to resume.
+
+- `read_results(path)` reads a file; a malformed line raises `ResultFileError` with "path:line:".
+- `ResultWriter(path)` appends; on opening it reads what is there, so a re-run skips keys
+  ``(model_key, prompt_id, sample_index)`` already written, and a torn last line left by a
+  killed run is cut away (with a warning) instead of being merged with the next record.
+- `merge_results(paths, out)` joins the files of several processes, one record per key.
+
+A *torn* line is a last line without its trailing newline that is not a whole record (the
+writer ends every record with a newline in the same write, so only an interrupted write leaves
+one). A last line without a newline that is a whole record is kept.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional, Union
+
+from pydantic import ValidationError
+
+from negt2ibench.errors import UserError
+
+from .results import ResultRecord
+
+try:  # advisory lock against two writers on one file; not available on Windows
+    import fcntl
+except ImportError:  # pragma: no cover - non-POSIX
+    fcntl = None
+
+log = logging.getLogger(__name__)
+
+PathLike = Union[str, Path]
+Key = tuple[str, str, int]
+
+
+class ResultFileError(UserError, ValueError):
+    """A result file that cannot be read or appended to as it is; the message names path and line."""
+
+
+@dataclass
+class _Parsed:
+    records: list[ResultRecord]
+    good_bytes: int  # length of the file up to the end of the last whole record line
+    torn: Optional[str]  # description of a torn last line, if any
+    missing_newline: bool  # the last line is a whole record but has no newline
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, json.JSONDecodeError):
+        return f"not JSON ({error.msg} at column {error.colno})"
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        if first.get("type") == "json_invalid":
+            return f"not JSON ({first.get('ctx', {}).get('error', first.get('msg'))})"
+        where = ".".join(str(part) for part in first.get("loc", ())) or "record"
+        return f"not a result record ({where}: {first.get('msg')}; {error.error_count()} error(s))"
+    return str(error)
+
+
+def _parse(path: Path) -> _Parsed:
+    data = path.read_bytes()
+    records: list[ResultRecord] = []
+    offset, good_bytes, line_number = 0, 0, 0
+    while offset < len(data):
+        end = data.find(b"\n", offset)
+        complete = end != -1
+        stop = end + 1 if complete else len(data)
+        raw = data[offset:stop]
+        line_number += 1
+        offset = stop
+        if raw.strip():
+            try:
+                records.append(ResultRecord.model_validate_json(raw))
+            except (ValidationError, ValueError) as error:
+                if not complete:
+                    return _Parsed(records, good_bytes, f"{path}:{line_number}: torn last line "
+                                   f"({len(raw)} bytes without a newline: {_reason(error)})", False)
+                raise ResultFileError(f"{path}:{line_number}: {_reason(error)}") from None
+        if complete:
+            good_bytes = stop
+    missing_newline = good_bytes < len(data)  # a whole record without its newline
+    return _Parsed(records, len(data), None, missing_newline)
+
+
+def read_results(path: PathLike, *, strict: bool = True) -> list[ResultRecord]:
+    """All records of a JSONL result file, in file order.
+
+    A malformed line raises `ResultFileError` ("path:line: reason"). A torn last line (a killed
+    writer) raises too when `strict`, else it is dropped with a warning.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ResultFileError(f"{path}: no such result file")
+    parsed = _parse(path)
+    if parsed.torn:
+        if strict:
+            raise ResultFileError(parsed.torn + "; pass strict=False to drop it")
+        log.warning("dropping %s", parsed.torn)
+    return parsed.records
+
+
+def _version(record: ResultRecord) -> tuple[str, str]:
+    return (record.evaluator_version, record.config_hash)
+
+
+class ResultWriter:
+    """Append-safe writer of one result file; use as a context manager.
+
+    On opening, existing rows are read (`done` holds their keys), a torn last line is cut away
+    with a warning, and an advisory lock keeps a second writer off the file. `write` skips a
+    key already in the file (returns False), refuses a record scored with another evaluator
+    version or config than the file's, and flushes each line (fsync too when asked).
+    """
+
+    def __init__(self, path: PathLike, *, fsync: bool = False):
+        self.path = Path(path)
+        self.fsync = fsync
+        self.done: set[Key] = set()
+        self.version: Optional[tuple[str, str]] = None  # (evaluator_version, config_hash) of the file
+        self.written = 0
+        self._handle = None
+
+    def __enter__(self) -> "ResultWriter":
+        self.open()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def open(self) -> None:
+        if self._handle is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "ab+")
+        try:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise ResultFileError(f"{self.path}: another process is writing this result file") from None
+            parsed = _parse(self.path)
+            if parsed.torn:
+                log.warning("cutting away %s", parsed.torn)
+                handle.truncate(parsed.good_bytes)
+            elif parsed.missing_newline:
+                handle.write(b"\n")
+                handle.flush()
+            versions = {_version(record) for record in parsed.records}
+            if len(versions) > 1:
+                raise ResultFileError(
+                    f"{self.path}: holds records of several evaluator versions/configs "
+                    f"({', '.join(f'{v} {h}' for v, h in sorted(versions))}); write to a new file"
+                )
+            self.version = next(iter(versions), None)
+            self.done = {record.key for record in parsed.records}
+        except BaseException:
+            handle.close()
+            raise
+        self._handle = handle
+
+    def write(self, record: ResultRecord) -> bool:
+        """Append `record` unless its key is already in the file; True when written."""
+        if self._handle is None:
+            raise RuntimeError("ResultWriter is not open; use it as `with ResultWriter(path) as writer:`")
+        if record.key in self.done:
+            return False
+        version = _version(record)
+        if self.version is not None and version != self.version:
+            raise ResultFileError(
+                f"{self.path}: holds results of evaluator {self.version[0]} config {self.version[1]}, "
+                f"but this record is evaluator {version[0]} config {version[1]}; "
+                f"write it to another file (or delete the old one to rescore)"
+            )
+        self._handle.write(record.model_dump_json().encode("utf-8") + b"\n")
+        self._handle.flush()
+        if self.fsync:
+            os.fsync(self._handle.fileno())
+        self.version = version
+        self.done.add(record.key)
+        self.written += 1
+        return True
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()  # closing releases the lock
+            self._handle = None
+
+
+@dataclass
+class MergeSummary:
+    """What `merge_results` did."""
+
+    inputs: list[str]
+    records_in: int = 0
+    records_out: int = 0
+    duplicates: int = 0  # identical copies of a key, dropped
+    conflicts: dict[Key, list[str]] = field(default_factory=dict)  # key → files that disagree; first kept
+    torn_dropped: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        text = (f"merged {len(self.inputs)} file(s): {self.records_in} records in, {self.records_out} out, "
+                f"{self.duplicates} identical duplicate(s) dropped")
+        if self.conflicts:
+            text += f", {len(self.conflicts)} conflicting key(s) (first file's record kept)"
+        if self.torn_dropped:
+            text += f", {len(self.torn_dropped)} torn last line(s) dropped"
+        return text
+
+
+def merge_results(
+    paths: Iterable[PathLike], out: PathLike, *, strict: bool = True, overwrite: bool = False
+) -> MergeSummary:
+    """Join result files into `out`, one record per key, sorted by (model_key, prompt_id, sample_index).
+
+    Identical duplicates are dropped; duplicates that differ are reported in `conflicts` (the
+    record of the earliest file wins). Files of different evaluator versions/configs are
+    refused. With `strict=False` a torn last line of an input is dropped and reported.
+    `out` is written atomically; it may be one of the inputs, otherwise it must not exist
+    unless `overwrite`.
+    """
+    paths = [Path(p) for p in paths]
+    out = Path(out)
+    if not paths:
+        raise ResultFileError("merge needs at least one result file")
+    if out.exists() and not overwrite and all(out.resolve() != p.resolve() for p in paths):
+        raise ResultFileError(f"{out} exists; choose another output or allow overwriting")
+    summary = MergeSummary(inputs=[str(p) for p in paths])
+    kept: dict[Key, tuple[ResultRecord, str]] = {}
+    versions: dict[tuple[str, str], str] = {}
+    for path in paths:
+        if not path.is_file():
+            raise ResultFileError(f"{path}: no such result file")
+        parsed = _parse(path)
+        if parsed.torn:
+            if strict:
+                raise ResultFileError(parsed.torn + "; merge with strict=False to drop it")
+            summary.torn_dropped.append(parsed.torn)
+        for record in parsed.records:
+            summary.records_in += 1
+            versions.setdefault(_version(record), str(path))
+            previous = kept.get(record.key)
+            if previous is None:
+                kept[record.key] = (record, str(path))
+            elif previous[0] == record:
+                summary.duplicates += 1
+            else:
+                summary.conflicts.setdefault(record.key, [previous[1]]).append(str(path))
+    if len(versions) > 1:
+        listed = "; ".join(f"evaluator {v} config {h} (first in {p})" for (v, h), p in versions.items())
+        raise ResultFileError(f"cannot merge results of different evaluator versions/configs: {listed}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            for key in sorted(kept):
+                handle.write(kept[key][0].model_dump_json().encode("utf-8") + b"\n")
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; results are meant to be shared
+        os.replace(temporary, out)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    summary.records_out = len(kept)
+    return summary
