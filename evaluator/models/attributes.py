@@ -1,0 +1,94 @@
+"""SigLIP 2 colour / material scores on masked object crops (100 × cosine, averaged over templates)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+from PIL import Image
+
+from dataset_builder.vocabulary import CATEGORY_VOCABULARY, MATERIAL_NOUNS
+from evaluator.config import EvaluatorConfig
+
+
+def masked_crop(image: Image.Image, mask: np.ndarray, gray: int) -> Image.Image:
+    """The mask's bounding box cut from the image, pixels outside the mask set to `gray`."""
+    rows = np.flatnonzero(mask.any(axis=1))
+    cols = np.flatnonzero(mask.any(axis=0))
+    if rows.size == 0:
+        return Image.new("RGB", (1, 1), (gray, gray, gray))
+    top, bottom, left, right = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+    pixels = np.asarray(image.convert("RGB"))[top:bottom, left:right].copy()
+    pixels[~mask[top:bottom, left:right]] = gray
+    return Image.fromarray(pixels, "RGB")
+
+
+def attribute_texts(category: str, object_name: str, config: EvaluatorConfig) -> dict[str, list[str]]:
+    """Value → its template sentences for one object (lower case, as SigLIP 2 was trained)."""
+    if category == "color":
+        templates = config.color_templates
+    elif category == "material":
+        templates = config.material_templates
+    else:
+        raise ValueError(f"{category!r} has no attribute values")
+    return {
+        value: [
+            template.format(value=value, object=object_name, noun=MATERIAL_NOUNS.get(value, value)).lower()
+            for template in templates
+        ]
+        for value in CATEGORY_VOCABULARY[category]
+    }
+
+
+class AttributeScorer:
+    """SigLIP(2) model + processor; text embeddings are computed once per sentence and cached."""
+
+    def __init__(self, model, processor, *, device: torch.device, dtype: torch.dtype = torch.float32,
+                 max_text_length: int = 64):
+        self.model = model.to(device=device, dtype=dtype).eval()
+        self.processor = processor
+        self.device = device
+        self.dtype = dtype
+        self.max_text_length = max_text_length
+        self._text_cache: dict[str, torch.Tensor] = {}
+
+    @staticmethod
+    def _pooled(output) -> torch.Tensor:
+        # transformers 5 returns an output object; older versions a tensor.
+        return output.pooler_output if hasattr(output, "pooler_output") else output
+
+    @torch.inference_mode()
+    def text_embeddings(self, sentences: Sequence[str]) -> torch.Tensor:
+        """Unit-norm embeddings (float32, CPU) of the sentences, computing only unseen ones."""
+        new = [sentence for sentence in dict.fromkeys(sentences) if sentence not in self._text_cache]
+        if new:
+            tokens = self.processor(text=new, padding="max_length", max_length=self.max_text_length,
+                                    truncation=True, return_tensors="pt")
+            tokens = {key: value.to(self.device) for key, value in tokens.items()}
+            features = self._pooled(self.model.get_text_features(**tokens)).float()
+            features = torch.nn.functional.normalize(features, dim=-1).cpu()
+            for sentence, feature in zip(new, features):
+                self._text_cache[sentence] = feature
+        return torch.stack([self._text_cache[sentence] for sentence in sentences])
+
+    @torch.inference_mode()
+    def image_embeddings(self, crops: Sequence[Image.Image]) -> torch.Tensor:
+        pixels = self.processor(images=list(crops), return_tensors="pt")["pixel_values"]
+        features = self._pooled(self.model.get_image_features(pixel_values=pixels.to(self.device, self.dtype))).float()
+        return torch.nn.functional.normalize(features, dim=-1).cpu()
+
+    def score(self, crops: Sequence[Image.Image], requests: Sequence[tuple[str, str]],
+              config: EvaluatorConfig) -> list[dict[str, float]]:
+        """For each crop and its (category, object name): value → mean over templates of 100 × cosine."""
+        if not crops:
+            return []
+        image_features = self.image_embeddings(crops)
+        results = []
+        for feature, (category, object_name) in zip(image_features, requests):
+            texts = attribute_texts(category, object_name, config)
+            values = list(texts)
+            sentences = [sentence for value in values for sentence in texts[value]]
+            cosines = (self.text_embeddings(sentences) @ feature).reshape(len(values), -1)
+            means = (100.0 * cosines).mean(dim=1)
+            results.append({value: float(score) for value, score in zip(values, means)})
+        return results

@@ -1,0 +1,168 @@
+"""RF-DETR Seg detection, filtered to the prompt's classes before any full-resolution mask work.
+
+`rfdetr`'s `predict` upsamples a mask for every detection above its threshold (hundreds at the
+benchmark's 0.03), so this module runs the model's forward itself, selects the top query/class
+pairs the same way rfdetr's `PostProcess` does, keeps only the prompt's classes (at most
+`per_class_cap` each), and upsamples a mask only for the instance a statement uses.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+import torchvision.transforms.functional as TF
+from PIL import Image
+
+from dataset_builder.vocabulary import OBJECT_CLASSES
+
+# COCO names (as in rfdetr.assets.coco_classes) that the benchmark spells differently (GenEval's names).
+COCO_TO_BENCHMARK_NAME: dict[str, str] = {
+    "mouse": "computer mouse",
+    "remote": "tv remote",
+    "keyboard": "computer keyboard",
+}
+
+
+def benchmark_class_ids(coco_classes: Optional[dict[int, str]] = None) -> dict[str, int]:
+    """Benchmark class name → RF-DETR's (sparse COCO) class id, for all 79 benchmark classes."""
+    if coco_classes is None:
+        from rfdetr.assets.coco_classes import COCO_CLASSES
+
+        coco_classes = COCO_CLASSES
+    by_name = {COCO_TO_BENCHMARK_NAME.get(name, name): class_id for class_id, name in coco_classes.items()}
+    missing = [name for name in OBJECT_CLASSES if name not in by_name]
+    if missing:
+        raise ValueError(f"benchmark classes without a COCO id: {', '.join(missing)}")
+    return {name: by_name[name] for name in OBJECT_CLASSES}
+
+
+@dataclass
+class ClassDetections:
+    """The kept detections of one class in one image, most confident first."""
+
+    name: str
+    scores: list[float] = field(default_factory=list)
+    boxes: list[tuple[float, float, float, float]] = field(default_factory=list)  # xyxy pixels
+    queries: list[int] = field(default_factory=list)  # decoder query of each detection
+    top_mask: Optional[np.ndarray] = None  # RF-DETR's own mask of the best instance, when asked for
+
+    @property
+    def best_score(self) -> float:
+        return self.scores[0] if self.scores else 0.0
+
+
+def select_class_detections(
+    probabilities: np.ndarray,
+    class_ids: dict[str, int],
+    *,
+    num_select: int,
+    threshold: float,
+    per_class_cap: int,
+) -> dict[str, list[tuple[int, float]]]:
+    """Pick (query, score) pairs per wanted class from one image's sigmoid scores (queries × classes).
+
+    Same selection as rfdetr's PostProcess (top `num_select` query/class pairs overall, ties by
+    flat index), then only the wanted classes at or above `threshold`, at most `per_class_cap` each.
+    """
+    num_classes = probabilities.shape[1]
+    flat = probabilities.reshape(-1)
+    order = np.argsort(-flat, kind="stable")[: min(num_select, flat.size)]
+    wanted = {class_id: name for name, class_id in class_ids.items()}
+    selected: dict[str, list[tuple[int, float]]] = {name: [] for name in class_ids}
+    for flat_index in order:
+        score = float(flat[flat_index])
+        if score < threshold:
+            break  # sorted: nothing after this reaches the threshold
+        name = wanted.get(int(flat_index % num_classes))
+        if name is not None and len(selected[name]) < per_class_cap:
+            selected[name].append((int(flat_index // num_classes), score))
+    return selected
+
+
+def _cxcywh_to_xyxy(boxes: np.ndarray, width: int, height: int) -> np.ndarray:
+    cx, cy, w, h = boxes.T
+    xyxy = np.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], axis=1) * np.array([width, height, width, height])
+    return np.clip(xyxy, 0, [width, height, width, height])
+
+
+class Detector:
+    """A loaded `rfdetr.RFDETRSeg*` model used below `predict`."""
+
+    def __init__(
+        self,
+        rfdetr_model,
+        *,
+        presence_threshold: float,
+        per_class_cap: int,
+        device: torch.device,
+        autocast_dtype: Optional[torch.dtype] = None,
+    ):
+        self.rfdetr = rfdetr_model
+        self.presence_threshold = presence_threshold
+        self.per_class_cap = per_class_cap
+        self.device = device
+        self.autocast_dtype = autocast_dtype
+        context = rfdetr_model.model
+        context.device = device
+        self.network = context.model.to(device).eval()
+        self.resolution = int(context.resolution)
+        self.num_select = int(getattr(context.postprocess, "num_select", 300))
+        self.means = list(rfdetr_model.means)
+        self.stds = list(rfdetr_model.stds)
+        self.class_ids = benchmark_class_ids()
+
+    def _preprocess(self, images: Sequence[Image.Image]) -> torch.Tensor:
+        # As rfdetr's predict: [0, 1] floats, square resize without antialias, ImageNet normalisation.
+        tensors = [TF.resize(TF.pil_to_tensor(image).to(self.device), [self.resolution] * 2, antialias=False)
+                   for image in images]
+        batch = torch.stack(tensors).float().div_(255.0)
+        return TF.normalize(batch, self.means, self.stds)
+
+    @torch.inference_mode()
+    def detect(
+        self, images: Sequence[Image.Image], wanted: Sequence[Sequence[str]], *, with_masks: bool
+    ) -> list[dict[str, ClassDetections]]:
+        """Detections of each image's wanted classes; with_masks adds RF-DETR's mask of the best instance."""
+        if not images:
+            return []
+        batch = self._preprocess(images)
+        if self.autocast_dtype is not None and self.device.type != "cpu":
+            with torch.autocast(self.device.type, dtype=self.autocast_dtype):
+                outputs = self.network(batch)
+        else:
+            outputs = self.network(batch)
+        probabilities = outputs["pred_logits"].float().sigmoid().cpu().numpy()
+        boxes_normalised = outputs["pred_boxes"].float().cpu().numpy()
+        results = []
+        for index, (image, names) in enumerate(zip(images, wanted)):
+            width, height = image.size
+            unknown = [name for name in names if name not in self.class_ids]
+            if unknown:
+                raise ValueError(f"not a benchmark class: {', '.join(unknown)}")
+            picked = select_class_detections(
+                probabilities[index],
+                {name: self.class_ids[name] for name in names},
+                num_select=self.num_select,
+                threshold=self.presence_threshold,
+                per_class_cap=self.per_class_cap,
+            )
+            per_class = {}
+            for name, pairs in picked.items():
+                queries = [query for query, _ in pairs]
+                boxes = _cxcywh_to_xyxy(boxes_normalised[index, queries], width, height) if queries else np.zeros((0, 4))
+                detections = ClassDetections(
+                    name=name,
+                    scores=[score for _, score in pairs],
+                    boxes=[tuple(float(v) for v in box) for box in boxes],
+                    queries=queries,
+                )
+                if with_masks and queries:
+                    logits = outputs["pred_masks"][index, queries[0]].float()[None, None]
+                    upsampled = F.interpolate(logits, size=(height, width), mode="bilinear", align_corners=False)
+                    detections.top_mask = (upsampled[0, 0] > 0).cpu().numpy()
+                per_class[name] = detections
+            results.append(per_class)
+        return results

@@ -1,0 +1,287 @@
+"""Perception: what the four models see in an image, for the objects and values a prompt names.
+
+`Perception.observe` is the only call the pipeline and the Space make. `ModelPerception` runs the
+real models (DESIGN §4), each loaded on first need: RF-DETR always, SAM 2.1 only when the preset
+uses it, SigLIP 2 only for attribute prompts, Depth-Anything V2 only for depth prompts.
+Tests build it with `ModelPerception.from_models` from tiny random models.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional, Protocol, Sequence
+
+import numpy as np
+import torch
+from PIL import Image
+
+from dataset_builder.records import PromptRecord
+from evaluator.config import PRESETS, EvaluatorConfig
+from evaluator.models.attributes import AttributeScorer, masked_crop
+from evaluator.models.depth import DepthEstimator
+from evaluator.models.detector import Detector
+from evaluator.models.masks import BoxSegmenter
+from evaluator.observation import ImageObservation, ObjectObservation
+from negt2ibench.errors import MissingWeightsError, UserError
+
+DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
+
+
+class Perception(Protocol):
+    def observe(self, images: list[Image.Image], prompts: list[PromptRecord]) -> list[ImageObservation]:
+        """One observation per (image, prompt) pair, in order."""
+        ...
+
+
+def select_device(device: str = "auto") -> torch.device:
+    """`auto` picks cuda, then mps, then cpu; an explicit device that is not there is a user error."""
+    if device not in DEVICE_CHOICES and not device.startswith("cuda:"):
+        raise UserError(f"unknown device {device!r}; choose one of {', '.join(DEVICE_CHOICES)}")
+    if device == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError("--device cuda was asked for but no CUDA GPU is visible (try --device auto)")
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise UserError("--device mps was asked for but MPS is not available (try --device auto)")
+    return torch.device(device)
+
+
+def weights_layout(weights_dir: str | Path) -> tuple[Path, Path]:
+    """Where `download-models --dir DIR` puts weights: (HF hub cache, RF-DETR home)."""
+    root = Path(weights_dir)
+    return root / "hub", root / "rfdetr"
+
+
+def _offline() -> bool:
+    return any(os.environ.get(name, "").lower() in ("1", "true", "yes", "on")
+               for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def detector_weights_path(config: EvaluatorConfig, weights_dir: Optional[str | Path] = None) -> Path:
+    """The RF-DETR weights file: `weights_dir/rfdetr/` if given, else `$RF_HOME` (rfdetr's own cache)."""
+    if Path(config.detector_weights).is_absolute():
+        return Path(config.detector_weights)
+    if weights_dir is not None:
+        return weights_layout(weights_dir)[1] / config.detector_weights
+    from rfdetr.assets.model_weights import get_model_cache_dir
+
+    return Path(get_model_cache_dir()) / config.detector_weights
+
+
+def load_rfdetr(config: EvaluatorConfig, weights_dir: Optional[str | Path] = None):
+    """The rfdetr model object with the preset's weights; downloads them unless offline."""
+    import rfdetr
+
+    model_class = getattr(rfdetr, config.detector)
+    path = detector_weights_path(config, weights_dir)
+    if not path.is_file() and _offline():
+        raise MissingWeightsError(config.detector, f"{path} does not exist and HF_HUB_OFFLINE is set")
+    try:
+        return model_class(pretrain_weights=str(path), resolution=config.detector_resolution, device="cpu")
+    except Exception as error:  # noqa: BLE001 - rfdetr's download raises requests/OS/MD5 errors alike
+        if path.is_file():
+            raise
+        raise MissingWeightsError(config.detector, f"could not download {path.name} ({type(error).__name__})") from None
+
+
+def load_hf(model_class, processor_class, model_id: str, *, dtype: torch.dtype,
+            weights_dir: Optional[str | Path] = None):
+    """(model, processor) from the Hub cache or a local folder; MissingWeightsError when not available."""
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    cache_dir = str(weights_layout(weights_dir)[0]) if weights_dir is not None else None
+    try:
+        processor = processor_class.from_pretrained(model_id, cache_dir=cache_dir)
+        model = model_class.from_pretrained(model_id, cache_dir=cache_dir, dtype=dtype)
+    except (OSError, LocalEntryNotFoundError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise MissingWeightsError(model_id, first_line[:200]) from None
+    return model, processor
+
+
+class ModelPerception:
+    """The real perception stack, batched across images, each model loaded on its first use."""
+
+    def __init__(
+        self,
+        config: EvaluatorConfig = PRESETS["current"],
+        device: str = "auto",
+        batch_size: int = 8,
+        dtype: Optional[torch.dtype] = None,
+        weights_dir: Optional[str | Path] = None,
+    ):
+        if batch_size < 1:
+            raise UserError(f"batch size must be at least 1, got {batch_size}")
+        self.config = config
+        self.device = select_device(device)
+        # bf16 halves memory and doubles throughput on GPUs; CPU stays in float32 for exactness.
+        self.dtype = dtype or (torch.bfloat16 if self.device.type == "cuda" else torch.float32)
+        self.batch_size = batch_size
+        self.weights_dir = weights_dir
+        self._detector: Optional[Detector] = None
+        self._segmenter: Optional[BoxSegmenter] = None
+        self._attributes: Optional[AttributeScorer] = None
+        self._depth: Optional[DepthEstimator] = None
+
+    @classmethod
+    def from_models(
+        cls,
+        config: EvaluatorConfig,
+        *,
+        detector,
+        sam: Optional[tuple] = None,
+        siglip: Optional[tuple] = None,
+        depth: Optional[tuple] = None,
+        device: str = "cpu",
+        batch_size: int = 8,
+        dtype: torch.dtype = torch.float32,
+    ) -> "ModelPerception":
+        """Wrap already built models (an rfdetr object and (model, processor) pairs), e.g. tiny test ones."""
+        perception = cls(config, device=device, batch_size=batch_size, dtype=dtype)
+        perception._detector = perception._wrap_detector(detector)
+        if sam is not None:
+            perception._segmenter = BoxSegmenter(*sam, device=perception.device, dtype=dtype)
+        if siglip is not None:
+            perception._attributes = AttributeScorer(*siglip, device=perception.device, dtype=dtype)
+        if depth is not None:
+            perception._depth = DepthEstimator(*depth, device=perception.device, dtype=dtype)
+        return perception
+
+    # -- lazy model access ------------------------------------------------------------------
+    def _wrap_detector(self, rfdetr_model) -> Detector:
+        return Detector(
+            rfdetr_model,
+            presence_threshold=self.config.presence_threshold,
+            per_class_cap=self.config.per_class_cap,
+            device=self.device,
+            autocast_dtype=self.dtype if self.dtype != torch.float32 else None,
+        )
+
+    @property
+    def detector(self) -> Detector:
+        if self._detector is None:
+            self._detector = self._wrap_detector(load_rfdetr(self.config, self.weights_dir))
+        return self._detector
+
+    @property
+    def segmenter(self) -> BoxSegmenter:
+        if self._segmenter is None:
+            from transformers import Sam2Model, Sam2Processor
+
+            model, processor = load_hf(Sam2Model, Sam2Processor, self.config.sam_model_id, dtype=self.dtype,
+                                       weights_dir=self.weights_dir)
+            self._segmenter = BoxSegmenter(model, processor, device=self.device, dtype=self.dtype)
+        return self._segmenter
+
+    @property
+    def attributes(self) -> AttributeScorer:
+        if self._attributes is None:
+            from transformers import AutoProcessor, SiglipModel
+
+            model, processor = load_hf(SiglipModel, AutoProcessor, self.config.attribute_model_id, dtype=self.dtype,
+                                       weights_dir=self.weights_dir)
+            self._attributes = AttributeScorer(model, processor, device=self.device, dtype=self.dtype)
+        return self._attributes
+
+    @property
+    def depth(self) -> DepthEstimator:
+        if self._depth is None:
+            from transformers import AutoImageProcessor, DepthAnythingForDepthEstimation
+
+            model, processor = load_hf(DepthAnythingForDepthEstimation, AutoImageProcessor, self.config.depth_model_id,
+                                       dtype=self.dtype, weights_dir=self.weights_dir)
+            self._depth = DepthEstimator(model, processor, device=self.device, dtype=self.dtype)
+        return self._depth
+
+    def load_all(self, prompts: Sequence[PromptRecord] = ()) -> None:
+        """Load every model these prompts (all, when none given) need, e.g. to fail early when offline."""
+        categories = {prompt.category for prompt in prompts} or {"color", "depth"}
+        self.detector
+        if self.config.use_sam:
+            self.segmenter
+        if categories & {"color", "material"}:
+            self.attributes
+        if "depth" in categories:
+            self.depth
+
+    # -- observation ------------------------------------------------------------------------
+    def observe(self, images: list[Image.Image], prompts: list[PromptRecord]) -> list[ImageObservation]:
+        if len(images) != len(prompts):
+            raise ValueError(f"{len(images)} images but {len(prompts)} prompts")
+        observations: list[ImageObservation] = []
+        for start in range(0, len(images), self.batch_size):
+            observations += self._observe_batch(images[start : start + self.batch_size],
+                                                prompts[start : start + self.batch_size])
+        return observations
+
+    def _observe_batch(self, images: list[Image.Image], prompts: list[PromptRecord]) -> list[ImageObservation]:
+        config = self.config
+        names = [list(dict.fromkeys(prompt.objects)) for prompt in prompts]
+        detections = self.detector.detect(images, names, with_masks=not config.use_sam)
+
+        observations = []
+        for image, image_names, found in zip(images, names, detections):
+            objects = {}
+            for name in image_names:
+                hits = found[name]
+                present = bool(hits.scores)
+                objects[name] = ObjectObservation(
+                    name=name,
+                    present=present,
+                    confidence=hits.best_score,
+                    box=hits.boxes[0] if present else None,
+                    mask=hits.top_mask if present else None,
+                    count=sum(score >= config.counting_threshold for score in hits.scores),
+                )
+            observations.append(ImageObservation(width=image.width, height=image.height, objects=objects))
+
+        if config.use_sam:
+            present_names = [[name for name, obj in obs.objects.items() if obj.present] for obs in observations]
+            masks = self.segmenter.segment(
+                images, [[obs.objects[name].box for name in image_names]
+                         for obs, image_names in zip(observations, present_names)]
+            )
+            for obs, image_names, image_masks in zip(observations, present_names, masks):
+                for name, mask in zip(image_names, image_masks):
+                    obs.objects[name].mask = mask
+
+        for obs in observations:
+            for obj in obs.objects.values():
+                if obj.present and (obj.mask is None or not obj.mask.any()):
+                    # An empty mask (SAM or RF-DETR missed the pixels) still has a box: use its pixels.
+                    obj.mask = box_mask(obj.box, obs.width, obs.height)
+
+        crops, requests, targets = [], [], []
+        for image, prompt, obs in zip(images, prompts, observations):
+            if prompt.kind != "attribute":
+                continue
+            for name, obj in obs.objects.items():
+                if obj.present:
+                    crops.append(masked_crop(image, obj.mask, config.attribute_background_gray))
+                    requests.append((prompt.category, name))
+                    targets.append(obj)
+        if crops:
+            for obj, scores in zip(targets, self.attributes.score(crops, requests, config)):
+                obj.value_scores = scores
+
+        depth_indices = [index for index, prompt in enumerate(prompts) if prompt.category == "depth"]
+        if depth_indices:
+            disparities = self.depth.disparity([images[index] for index in depth_indices])
+            for index, disparity in zip(depth_indices, disparities):
+                observations[index].disparity = disparity
+        return observations
+
+
+def box_mask(box: tuple[float, float, float, float], width: int, height: int) -> np.ndarray:
+    """A bool H×W mask filling the box (at least one pixel, clamped to the image)."""
+    mask = np.zeros((height, width), dtype=bool)
+    x0 = min(max(int(np.floor(box[0])), 0), width - 1)
+    y0 = min(max(int(np.floor(box[1])), 0), height - 1)
+    x1 = max(min(int(np.ceil(box[2])), width), x0 + 1)
+    y1 = max(min(int(np.ceil(box[3])), height), y0 + 1)
+    mask[y0:y1, x0:x1] = True
+    return mask

@@ -1,0 +1,268 @@
+"""Perception mechanics with tiny random models: class mapping and filtering, batching, laziness, offline errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from _perception_helpers import VISIBLE_CLASSES, make_prompt, random_image, tiny_models, tiny_perception
+from dataset_builder.vocabulary import CATEGORY_VOCABULARY, OBJECT_CLASSES
+from evaluator.config import PRESETS
+from evaluator.models.attributes import attribute_texts, masked_crop
+from evaluator.models.detector import COCO_TO_BENCHMARK_NAME, Detector, benchmark_class_ids, select_class_detections
+from evaluator.perception import ModelPerception, box_mask, load_hf, select_device
+from negt2ibench.errors import MissingWeightsError, UserError
+
+
+# -- class mapping ---------------------------------------------------------------------------
+
+def test_every_benchmark_class_maps_to_a_distinct_coco_id():
+    from rfdetr.assets.coco_classes import COCO_CLASSES
+
+    ids = benchmark_class_ids()
+    assert set(ids) == set(OBJECT_CLASSES) and len(ids) == 79
+    assert len(set(ids.values())) == 79
+    for name, class_id in ids.items():
+        coco_name = COCO_CLASSES[class_id]
+        assert COCO_TO_BENCHMARK_NAME.get(coco_name, coco_name) == name
+    assert COCO_CLASSES[ids["computer mouse"]] == "mouse"
+    assert COCO_CLASSES[ids["tv remote"]] == "remote"
+    assert COCO_CLASSES[ids["computer keyboard"]] == "keyboard"
+    assert "person" not in ids
+
+
+def test_mapping_reports_a_class_missing_from_the_detector():
+    with pytest.raises(ValueError, match="tv remote"):
+        benchmark_class_ids({1: "person", 2: "bicycle"})
+
+
+# -- selection (pure) -------------------------------------------------------------------------
+
+def test_selection_keeps_wanted_classes_above_threshold_and_caps_them():
+    probabilities = np.zeros((10, 5))
+    probabilities[:, 1] = np.linspace(0.9, 0.5, 10)  # 10 queries of class 1
+    probabilities[0, 2] = 0.95  # unwanted class, highest score
+    probabilities[3, 3] = 0.04  # wanted, just above threshold
+    probabilities[4, 3] = 0.02  # wanted, below threshold
+    picked = select_class_detections(probabilities, {"a": 1, "c": 3}, num_select=300, threshold=0.03,
+                                     per_class_cap=4)
+    assert set(picked) == {"a", "c"}
+    assert [query for query, _ in picked["a"]] == [0, 1, 2, 3]
+    assert [score for _, score in picked["a"]] == sorted((score for _, score in picked["a"]), reverse=True)
+    assert picked["c"] == [(3, pytest.approx(0.04))]
+
+
+def test_selection_is_limited_to_the_top_query_class_pairs_like_rfdetr():
+    probabilities = np.zeros((4, 3))
+    probabilities[:, 0] = [0.9, 0.8, 0.7, 0.6]
+    probabilities[0, 2] = 0.5
+    picked = select_class_detections(probabilities, {"x": 2}, num_select=4, threshold=0.03, per_class_cap=16)
+    assert picked["x"] == []  # the pair (0, 2) ranks fifth: outside the top 4
+    picked = select_class_detections(probabilities, {"x": 2}, num_select=5, threshold=0.03, per_class_cap=16)
+    assert picked["x"] == [(0, pytest.approx(0.5))]
+
+
+# -- the detector on a tiny random RF-DETR ----------------------------------------------------
+
+def _detector(cap: int = 16, threshold: float = 0.03) -> Detector:
+    detector, *_ = tiny_models()
+    return Detector(detector, presence_threshold=threshold, per_class_cap=cap, device=torch.device("cpu"))
+
+
+def test_detector_returns_only_prompt_classes_capped_and_in_bounds():
+    images = [random_image(1, (90, 70)), random_image(2, (64, 120))]
+    wanted = [["cup", "dog", "bicycle"], ["bus", "car"]]
+    results = _detector(cap=3).detect(images, wanted, with_masks=True)
+    assert [set(result) for result in results] == [set(names) for names in wanted]
+    seen_any = False
+    for image, result in zip(images, results):
+        for name, found in result.items():
+            assert len(found.scores) <= 3 and len(found.scores) == len(found.boxes)
+            assert all(score >= 0.03 for score in found.scores)
+            assert found.scores == sorted(found.scores, reverse=True)
+            for x0, y0, x1, y1 in found.boxes:
+                assert 0 <= x0 <= x1 <= image.width and 0 <= y0 <= y1 <= image.height
+            if found.scores:
+                seen_any = True
+                assert found.top_mask.shape == (image.height, image.width) and found.top_mask.dtype == bool
+    assert seen_any
+    assert results[0]["bicycle"].scores == []  # the tiny detector never sees bicycles
+
+
+def test_detector_cap_and_threshold_apply():
+    image = [random_image(3)]
+    uncapped = _detector(cap=100).detect(image, [list(VISIBLE_CLASSES)], with_masks=False)[0]
+    capped = _detector(cap=2).detect(image, [list(VISIBLE_CLASSES)], with_masks=False)[0]
+    assert max(len(found.scores) for found in uncapped.values()) > 2
+    for name in VISIBLE_CLASSES:
+        assert capped[name].scores == uncapped[name].scores[:2]
+    strict = _detector(threshold=0.999).detect(image, [list(VISIBLE_CLASSES)], with_masks=False)[0]
+    assert all(found.scores == [] for found in strict.values())
+
+
+def test_detector_rejects_a_non_benchmark_class():
+    with pytest.raises(ValueError, match="not a benchmark class"):
+        _detector().detect([random_image(0)], [["person"]], with_masks=False)
+
+
+# -- ModelPerception -------------------------------------------------------------------------
+
+PROMPTS = [
+    make_prompt("color", ["tv remote", "cup"]),
+    make_prompt("depth", ["dog", "cat"]),
+    make_prompt("proximity", ["car", "bus"]),
+    make_prompt("material", ["bench", "bowl"]),
+    make_prompt("comparative", ["sheep", "dog"]),
+]
+IMAGES = [random_image(10 + i, (96 + 8 * i, 80)) for i in range(len(PROMPTS))]
+
+
+def _assert_same_observations(first, second):
+    assert len(first) == len(second)
+    for a, b in zip(first, second):
+        assert (a.width, a.height) == (b.width, b.height)
+        assert set(a.objects) == set(b.objects)
+        for name in a.objects:
+            x, y = a.objects[name], b.objects[name]
+            assert (x.present, x.count) == (y.present, y.count)
+            assert x.confidence == pytest.approx(y.confidence, abs=1e-5)
+            if x.present:
+                assert np.allclose(x.box, y.box, atol=1e-3)
+                assert np.mean(x.mask != y.mask) < 1e-3
+            if x.value_scores is not None:
+                assert y.value_scores is not None
+                for value in x.value_scores:
+                    assert x.value_scores[value] == pytest.approx(y.value_scores[value], abs=1e-3)
+        assert (a.disparity is None) == (b.disparity is None)
+        if a.disparity is not None:
+            assert np.allclose(a.disparity, b.disparity, atol=1e-4)
+
+
+def test_observations_cover_each_prompt_object_with_the_right_extras():
+    observations = tiny_perception().observe(IMAGES, PROMPTS)
+    assert len(observations) == len(PROMPTS)
+    present = 0
+    for image, prompt, observation in zip(IMAGES, PROMPTS, observations):
+        assert (observation.width, observation.height) == image.size
+        assert list(observation.objects) == prompt.objects
+        for obj in observation.objects.values():
+            if obj.present:
+                present += 1
+                assert obj.mask.shape == (image.height, image.width) and obj.mask.any()
+                assert 0.03 <= obj.confidence <= 1 and obj.count <= 16
+                if prompt.kind == "attribute":
+                    assert set(obj.value_scores) == set(CATEGORY_VOCABULARY[prompt.category])
+                    assert all(-100 <= score <= 100 for score in obj.value_scores.values())
+                else:
+                    assert obj.value_scores is None
+            else:
+                assert obj.mask is None and obj.box is None and obj.confidence == 0
+        if prompt.category == "depth":
+            assert observation.disparity.shape == (image.height, image.width)
+        else:
+            assert observation.disparity is None
+    assert present >= 4
+
+
+def test_batched_observations_equal_unbatched_ones():
+    batched = tiny_perception(batch_size=len(PROMPTS)).observe(IMAGES, PROMPTS)
+    one_by_one = tiny_perception(batch_size=1).observe(IMAGES, PROMPTS)
+    _assert_same_observations(batched, one_by_one)
+
+
+def test_no_sam_preset_uses_rfdetr_masks_without_loading_sam():
+    detector, _, siglip, depth = tiny_models()
+    perception = ModelPerception.from_models(PRESETS["no_sam"], detector=detector, siglip=siglip, depth=depth)
+    observations = perception.observe(IMAGES[:3], PROMPTS[:3])
+    assert perception._segmenter is None  # never loaded
+    masks = [obj.mask for obs in observations for obj in obs.objects.values() if obj.present]
+    assert masks and all(mask.dtype == bool and mask.any() for mask in masks)
+
+
+def test_models_a_prompt_does_not_need_are_not_loaded(monkeypatch, tmp_path):
+    detector, sam, _, _ = tiny_models()
+    perception = ModelPerception.from_models(PRESETS["current"], detector=detector, sam=sam)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    observations = perception.observe([IMAGES[2]], [PROMPTS[2]])  # proximity: no SigLIP, no depth
+    assert perception._attributes is None and perception._depth is None
+    assert observations[0].disparity is None
+    with pytest.raises(MissingWeightsError, match="siglip2"):  # an attribute prompt would load SigLIP: offline
+        perception.observe([IMAGES[0]], [PROMPTS[0]])
+
+
+def test_missing_detector_weights_offline_name_the_model_and_the_fix(monkeypatch, tmp_path):
+    monkeypatch.setenv("RF_HOME", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    perception = ModelPerception(PRESETS["current"], device="cpu")
+    with pytest.raises(MissingWeightsError) as caught:
+        perception.observe([IMAGES[0]], [PROMPTS[0]])
+    assert caught.value.exit_code == 2
+    message = str(caught.value)
+    assert "RFDETRSegXLarge" in message and "negt2ibench download-models" in message and "\n" not in message
+
+
+def test_missing_hub_weights_offline_raise_missing_weights(tmp_path):
+    from transformers import AutoImageProcessor, DepthAnythingForDepthEstimation
+
+    with pytest.raises(MissingWeightsError, match="Depth-Anything-V2-Large-hf"):
+        load_hf(DepthAnythingForDepthEstimation, AutoImageProcessor, "depth-anything/Depth-Anything-V2-Large-hf",
+                dtype=torch.float32, weights_dir=tmp_path)
+
+
+def test_attribute_text_embeddings_are_computed_once():
+    _, _, siglip, _ = tiny_models()
+    from evaluator.models.attributes import AttributeScorer
+
+    scorer = AttributeScorer(*siglip, device=torch.device("cpu"))
+    calls = []
+    original = scorer.model.get_text_features
+
+    def counting(**kwargs):
+        calls.append(kwargs["input_ids"].shape[0])
+        return original(**kwargs)
+
+    scorer.model.get_text_features = counting
+    crops = [random_image(1, (40, 40)), random_image(2, (40, 40))]
+    first = scorer.score(crops, [("color", "cup"), ("color", "cup")], PRESETS["current"])
+    second = scorer.score(crops[:1], [("color", "cup")], PRESETS["current"])
+    assert calls == [len(set(s for texts in attribute_texts("color", "cup", PRESETS["current"]).values()
+                               for s in texts))]
+    assert first[0] == pytest.approx(second[0], abs=1e-4)
+
+
+def test_attribute_texts_use_every_value_and_template():
+    config = PRESETS["current"]
+    color = attribute_texts("color", "tv remote", config)
+    assert list(color) == list(CATEGORY_VOCABULARY["color"])
+    assert color["red"] == ["a photo of a red tv remote", "a photo of a red-colored tv remote",
+                            "a photo of a red object"]
+    material = attribute_texts("material", "bench", config)
+    assert material["wooden"][1] == "a photo of a bench made of wood"
+    with pytest.raises(ValueError):
+        attribute_texts("depth", "bench", config)
+
+
+def test_masked_crop_cuts_to_the_mask_box_and_grays_the_rest():
+    pixels = np.full((50, 60, 3), 10, dtype=np.uint8)
+    mask = np.zeros((50, 60), dtype=bool)
+    mask[10:20, 30:45] = True
+    mask[10, 30] = False
+    crop = np.asarray(masked_crop(Image.fromarray(pixels), mask, gray=153))
+    assert crop.shape == (10, 15, 3)
+    assert tuple(crop[0, 0]) == (153, 153, 153) and tuple(crop[5, 5]) == (10, 10, 10)
+
+
+def test_box_mask_is_clamped_and_never_empty():
+    mask = box_mask((-5.0, 2.2, 10.0, 2.4), width=8, height=6)
+    assert mask.shape == (6, 8) and mask.any() and mask[2, 0] and not mask[4, 0]
+
+
+def test_device_selection():
+    assert select_device("cpu") == torch.device("cpu")
+    assert select_device("auto").type in ("cpu", "cuda", "mps")
+    with pytest.raises(UserError, match="unknown device"):
+        select_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(UserError, match="no CUDA"):
+            select_device("cuda")
