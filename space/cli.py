@@ -1,0 +1,81 @@
+"""`negt2ibench serve` and `negt2ibench deploy-space`."""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from pathlib import Path
+
+from negt2ibench.errors import UserError
+
+DEFAULT_DATASET = Path("build/negt2ibench")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    if args.home:
+        os.environ["NEGT2I_HOME"] = str(args.home)
+    dataset = args.dataset
+    if dataset is not None and not Path(dataset).exists():
+        raise UserError(f"no dataset at {dataset}: run `negt2ibench build --out {dataset}` first, or omit --dataset")
+    if dataset is None and DEFAULT_DATASET.exists():
+        dataset = DEFAULT_DATASET
+    from .app import LAUNCH_KWARGS, build_app
+    from .store import open_store
+
+    store = open_store()
+    print(f"prompts: {dataset or 'built in memory (default seed)'}; leaderboard store: {store!r}")
+    try:
+        demo = build_app(dataset=dataset, store=store)
+    except (FileNotFoundError, ValueError) as error:
+        raise UserError(f"cannot load the prompts: {error}") from None
+    demo.launch(server_name=args.host, server_port=args.port, **LAUNCH_KWARGS)
+    return 0
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", args.repo_id):
+        raise UserError(f"--repo-id must look like ORG/NAME, got {args.repo_id!r}")
+    from .deploy import deploy_space
+
+    out = Path(args.out)
+    files, url = deploy_space(args.repo_id, out, dry_run=args.dry_run)
+    for path in files:
+        print(path)
+    if args.dry_run:
+        print(f"dry run: {len(files)} files assembled in {out}; nothing uploaded")
+    else:
+        print(f"uploaded {len(files)} files to https://huggingface.co/spaces/{args.repo_id} ({url})")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    serve = subparsers.add_parser(
+        "serve",
+        help="serve the Space (explore, score an upload, leaderboard, submit) on this machine",
+        description=(
+            "Run the Gradio app locally. Prompts come from --dataset (default build/negt2ibench when it exists, "
+            "else the corpus is built in memory); the leaderboard is SQLite under NEGT2I_HOME "
+            "(default ~/.cache/negt2ibench), or the Hub dataset repo named by NEGT2I_RESULTS_REPO. "
+            "Scoring loads the evaluator's models on first use."
+        ),
+    )
+    serve.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)),
+                       help="port to listen on (default 7860)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 to share on the LAN)")
+    serve.add_argument("--dataset", type=Path, default=None, help="built dataset folder (from `negt2ibench build`)")
+    serve.add_argument("--home", type=Path, default=None, help="NEGT2I_HOME for this run (the SQLite leaderboard lives there)")
+    serve.set_defaults(handler=_serve)
+
+    deploy = subparsers.add_parser(
+        "deploy-space",
+        help="assemble the Space folder and upload it to a Hugging Face Space",
+        description=(
+            "Write the Space folder (app.py, the project's packages, requirements.txt, README.md with the Space YAML: "
+            "gradio SDK, ZeroGPU hardware) to --out and upload it with huggingface_hub (token: HF_TOKEN or `hf auth login`). "
+            "--dry-run lists the files and uploads nothing."
+        ),
+    )
+    deploy.add_argument("--repo-id", required=True, help="the Space, as ORG/NAME")
+    deploy.add_argument("--dry-run", action="store_true", help="assemble and list the files; no network")
+    deploy.add_argument("--out", default="build/space", help="where to assemble the folder (default build/space)")
+    deploy.set_defaults(handler=_deploy)

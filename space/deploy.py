@@ -1,0 +1,97 @@
+"""Assemble the Space folder (entry file, code, requirements, README with the Space YAML) and upload it."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Callable
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("negt2ibench", "dataset_builder", "evaluator", "space")
+# The Space installs gradio itself (sdk_version); test-only tools are not needed there.
+EXCLUDED_REQUIREMENTS = ("gradio", "gradio_client", "pytest", "pytest-timeout", "playwright")
+GRADIO_VERSION = "6.31.0"
+ZERO_GPU_HARDWARE = "zero-a10g"  # huggingface_hub.SpaceHardware.ZERO_A10G
+
+APP_PY = '''"""Hugging Face Space entry point: the NegT2IBench app (see space/app.py)."""
+from space.app import LAUNCH_KWARGS, build_app
+
+demo = build_app()
+
+if __name__ == "__main__":
+    demo.launch(**LAUNCH_KWARGS)
+'''
+
+
+def space_readme(repo_id: str) -> str:
+    title = repo_id.split("/")[-1]
+    return f"""---
+title: {title}
+emoji: 🚫
+colorFrom: indigo
+colorTo: red
+sdk: gradio
+sdk_version: {GRADIO_VERSION}
+app_file: app.py
+python_version: "3.11"
+suggested_hardware: {ZERO_GPU_HARDWARE}
+pinned: false
+license: apache-2.0
+short_description: Negation benchmark for text-to-image models
+---
+
+# NegT2IBench
+
+Explore the 4,800 prompts, score an image of your own with the detector-based evaluator,
+browse the leaderboard, and submit a model's results.
+
+This Space runs on ZeroGPU: pick **ZeroGPU** hardware in the Space settings (the evaluator's
+models load once and run inside `@spaces.GPU`). The leaderboard lives in SQLite under
+`NEGT2I_HOME` unless the variable `NEGT2I_RESULTS_REPO` names a Hub dataset repo (set the
+secret `HF_TOKEN` with write access to it).
+"""
+
+
+def space_requirements(requirements: Path = REPO_ROOT / "requirements.txt") -> str:
+    kept = []
+    for line in requirements.read_text(encoding="utf-8").splitlines():
+        name = line.split("==")[0].split(">=")[0].strip().lower()
+        if line.strip().startswith("#") or not line.strip() or name in EXCLUDED_REQUIREMENTS:
+            continue
+        kept.append(line.strip())
+    return "\n".join(kept) + "\n"
+
+
+def assemble_space(out_dir: str | Path, repo_id: str, source_root: Path = REPO_ROOT) -> list[Path]:
+    """Write the Space folder into `out_dir` (replacing what it held); the files, relative to it."""
+    out = Path(out_dir)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
+    for package in PACKAGES:
+        shutil.copytree(source_root / package, out / package, ignore=ignore)
+    (out / "app.py").write_text(APP_PY, encoding="utf-8")
+    (out / "requirements.txt").write_text(space_requirements(source_root / "requirements.txt"), encoding="utf-8")
+    (out / "README.md").write_text(space_readme(repo_id), encoding="utf-8")
+    return sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
+
+
+def upload_space(folder: Path, repo_id: str, token: str | None = None) -> str:
+    """Create the Space (gradio SDK) if needed and upload the folder as one commit; the commit URL."""
+    from huggingface_hub import HfApi
+
+    api = HfApi(token=token)
+    api.create_repo(repo_id, repo_type="space", space_sdk="gradio", exist_ok=True)
+    commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="space",
+                               commit_message="Deploy NegT2IBench Space")
+    return str(getattr(commit, "commit_url", commit))
+
+
+def deploy_space(repo_id: str, out_dir: str | Path, *, dry_run: bool = False,
+                 upload: Callable[[Path, str], str] | None = None) -> tuple[list[Path], str | None]:
+    """Assemble the folder; upload it unless `dry_run`. The files and the commit URL (None when dry)."""
+    files = assemble_space(out_dir, repo_id)
+    if dry_run:
+        return files, None
+    uploader = upload or (lambda folder, repo: upload_space(folder, repo))
+    return files, uploader(Path(out_dir), repo_id)

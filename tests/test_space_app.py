@@ -1,0 +1,182 @@
+"""The Space's endpoints through gradio_client against a localhost launch (perception: a test double)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from gradio_client import Client, handle_file
+
+from dataset_builder.records import load_prompts
+from space.app import PAPER_ROWS, REPORTED, build_app, leaderboard_frame, newest_entries
+from space.store import Entry, SQLiteStore
+from space.submissions import ImagesUnreachable, ParquetImages, SubmissionLimits
+
+from _space_helpers import RectanglePerception, scene_png, write_images_dataset, write_results
+
+SPLIT = "toy_model"
+IMAGES_REPO = "org/toy-images"
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    return load_prompts(None)
+
+
+@pytest.fixture(scope="module")
+def data(prompts, tmp_path_factory):
+    root = tmp_path_factory.mktemp("space_data")
+    return {
+        "good": write_results(root / "good.jsonl", prompts, SPLIT, passed=False),
+        "old_version": write_results(root / "old.jsonl", prompts[:10], SPLIT, passed=False, version="0.1.0"),
+        "images": write_images_dataset(root / "images_repo", prompts, SPLIT),
+        "scene": scene_png(root / "scene.png"),
+        "not_image": (root / "notes.png").write_bytes(b"this is not an image") and root / "notes.png",
+        "tiny": scene_png(root / "tiny.png", size=(8, 8)),
+        "store": root / "lb.sqlite",
+    }
+
+
+@pytest.fixture(scope="module")
+def app(prompts, data):
+    def open_images(repo_id, revision, split):
+        if repo_id != IMAGES_REPO:
+            raise ImagesUnreachable(f"images not reachable: {repo_id} (offline test)")
+        return ParquetImages.from_folder(data["images"], split)
+
+    store = SQLiteStore(data["store"])
+    demo = build_app(prompts=prompts, store=store, perception=RectanglePerception(), open_images=open_images,
+                     limits=SubmissionLimits(per_day=3, spot_check_k=3))
+    demo.queue()
+    _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
+    client = Client(url, verbose=False)
+    yield {"client": client, "store": store}
+    client.close()
+    demo.close()
+
+
+def table(value) -> pd.DataFrame:
+    return pd.DataFrame(value["data"], columns=value["headers"])
+
+
+# ------------------------------------------------------------------------ score
+
+
+def test_score_a_benchmark_prompt(app, data):
+    # directional_pos1_neg0: the double places the first-mentioned object left of the second.
+    image, verdict, rows, result_json = app["client"].predict(
+        handle_file(str(data["scene"])), "directional_pos1_neg0_000", "", api_name="/score")
+    frame = table(rows)
+    assert "Image verdict" in verdict
+    assert list(frame["item"][:2]) == ["object", "object"] and frame["verdict"][0] == "present"
+    assert frame["item"].str.startswith("statement").sum() == 1
+    record = json.loads(Path(result_json).read_text())
+    assert record["prompt_id"] == "directional_pos1_neg0_000" and record["model_key"] == "upload"
+    assert Path(image).suffix == ".png"
+
+
+def test_score_a_typed_prompt_pass_and_fail(app, data):
+    client = app["client"]
+    _, verdict, rows, _ = client.predict(handle_file(str(data["scene"])), None,
+                                         "a photo of a cat and a dog, where the cat is left of the dog", api_name="/score")
+    assert "PASS" in verdict
+    assert table(rows)["verdict"].iloc[-1] == "pass"
+    _, verdict, rows, _ = client.predict(handle_file(str(data["scene"])), None,
+                                         "a photo of a cat and a dog, where the cat is not left of the dog", api_name="/score")
+    frame = table(rows)
+    assert "FAIL" in verdict
+    assert (frame["verdict"].iloc[-1], frame["cause"].iloc[-1]) == ("fail", "forbidden_rendered")
+
+
+@pytest.mark.parametrize(
+    "upload, prompt_id, custom, message",
+    [
+        ("not_image", "color_pos1_neg0_000", "", "not a recognised image format"),
+        ("tiny", "color_pos1_neg0_000", "", "image too small"),
+        ("scene", "color_pos9_neg9_000", "", "unknown prompt id"),
+        ("scene", None, "a picture of a cat", "cannot parse the prompt"),
+        ("scene", None, None, "pick a benchmark prompt"),
+        (None, "color_pos1_neg0_000", "", "upload an image"),
+    ],
+)
+def test_bad_score_input_gets_a_clear_message(app, data, upload, prompt_id, custom, message):
+    file = handle_file(str(data[upload])) if upload else None
+    image, verdict, rows, result_json = app["client"].predict(file, prompt_id, custom, api_name="/score")
+    assert verdict.startswith("**Error:**") and message in verdict
+    assert "Traceback" not in verdict and image is None and result_json is None
+
+
+def test_unparseable_prompt_shows_the_grammar(app, data):
+    _, verdict, _, _ = app["client"].predict(handle_file(str(data["scene"])), None, "a photo of a cat near", api_name="/score")
+    assert "prompts follow the benchmark's grammar" in verdict
+
+
+# ------------------------------------------------------------------------ explore
+
+
+def test_explore_filters_and_prompt_detail(app):
+    client = app["client"]
+    count, rows, chosen = client.predict("proximity", "pos1_neg1", "2", "any", api_name="/explore")
+    frame = table(rows)
+    assert count.startswith("100 prompts") and len(frame) == 100 and set(frame["setting"]) == {"1:1"}
+    detail, statements, group = client.predict("proximity_pos1_neg1_007", api_name="/prompt")
+    assert "proximity_pos1_neg1_007" in detail and "proximity_load2_007" in detail
+    assert list(table(statements)["polarity"]) == ["positive", "negated"]
+    assert sorted(table(group)["setting"]) == ["0:2", "1:1", "2:0"]
+    detail, _, _ = client.predict("nope_000", api_name="/prompt")
+    assert detail.startswith("**Error:**") and "unknown prompt id" in detail
+
+
+# ------------------------------------------------------------------------ submit + leaderboard
+
+
+def test_submissions_and_leaderboard(app, data):
+    client, store = app["client"], app["store"]
+    status, _ = client.predict(handle_file(str(data["good"])), "Toy Model", "https://example.org", IMAGES_REPO, "main",
+                               api_name="/submit")
+    assert "status **verified**" in status and "3 of 3 re-scored images agree" in status
+
+    status, _ = client.predict(handle_file(str(data["old_version"])), "Old Model", "", IMAGES_REPO, "main", api_name="/submit")
+    assert "status **rejected**" in status and "evaluator version 0.1.0" in status
+
+    status, submissions = client.predict(handle_file(str(data["good"])), "Offline Model", "", "org/elsewhere", "main",
+                                         api_name="/submit")
+    assert "status **pending**" in status and "images not reachable" in status
+    assert list(table(submissions)["status"]) == ["pending", "rejected", "verified"]
+
+    # Per-day limit (3 in this app): refused, nothing stored.
+    status, submissions = client.predict(handle_file(str(data["good"])), "Fourth", "", IMAGES_REPO, "main", api_name="/submit")
+    assert status.startswith("**Error:**") and "limit 3" in status
+    assert len(table(submissions)) == 3 and len(store.list_entries()) == 3
+
+    board, csv_path, model_choice = client.predict(api_name="/leaderboard")
+    frame = table(board)
+    assert set(frame["model"]) == {"Toy Model", "Offline Model", "SD 1.5", "SD 1.5 + NegationCLIP"}
+    assert dict(zip(frame["model"], frame["status"]))["SD 1.5"] == REPORTED
+    assert dict(zip(frame["model"], frame["status"]))["Toy Model"] == "verified"
+    assert dict(zip(frame["model"], frame["polarity_gap"]))["SD 1.5"] == pytest.approx(8.0)
+    assert list(frame["overall"][:2]) == [14.9, 14.5]  # sorted by overall, best first
+    assert pd.read_csv(csv_path)["model"].tolist() == frame["model"].tolist()
+
+    status_md, plot, causes = client.predict("Toy Model", api_name="/model_detail")
+    assert "verified" in status_md
+    causes_frame = table(causes)
+    assert causes_frame["subject_missing"].sum() > 0 and causes_frame["forbidden_rendered"].sum() == 0
+
+
+# ------------------------------------------------------------------------ pure views
+
+
+def test_leaderboard_prefers_verified_and_hides_rejected():
+    row = {"model": "m", "overall": 10.0, "1:0": 1.0}
+    entries = [
+        Entry(model_name="M", model_key="m", submitter="a", created_at=1, status="verified", row=row),
+        Entry(model_name="M", model_key="m", submitter="a", created_at=2, status="pending", row={**row, "overall": 50.0}),
+        Entry(model_name="R", model_key="r", submitter="b", created_at=3, status="rejected", row=row),
+    ]
+    assert [e.created_at for e in newest_entries(entries)] == [1]
+    frame = leaderboard_frame(entries, include_paper=False)
+    assert frame["model"].tolist() == ["M"] and frame["overall"].tolist() == [10.0]
+    paper = leaderboard_frame([], include_paper=True)
+    assert len(paper) == len(PAPER_ROWS) and set(paper["status"]) == {REPORTED}
