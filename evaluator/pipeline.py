@@ -1,0 +1,347 @@
+"""Images + prompt records → result records, streamed to JSONL, resumable, across processes.
+
+`score_image` scores one image (the Space and `explain` call it). `score_images` scores a
+whole source: a folder of `{prompt_id}_{sample_index}.png`, an `images` dataset split (a local
+dataset folder with `images/{key}-*.parquet`, or a Hub repo id), or a single image file with a
+prompt id. Finished keys in the output are skipped, so rerunning the same command resumes.
+Bad images and unknown prompt ids become error rows and the run goes on. Under
+`accelerate launch`, each process scores its share into `OUT.rank{i}.jsonl` and the main
+process merges them into OUT without duplicates.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Iterable, Optional, Sequence
+
+from PIL import Image
+from tqdm.auto import tqdm
+
+from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
+from evaluator.config import EvaluatorConfig
+from evaluator.images import ImageError, ImageSource, load_image
+from evaluator.observation import ImageObservation
+from evaluator.perception import Perception
+from evaluator.results import ResultRecord
+from negt2ibench.errors import MissingWeightsError, UserError
+
+IMAGE_FILE = re.compile(r"^(?P<prompt_id>.+)_(?P<sample_index>\d+)\.(?:png|jpe?g|webp|bmp|tiff?)$", re.IGNORECASE)
+SPLIT_NAME = re.compile(r"^[a-z0-9_]+$")
+
+
+@dataclass(frozen=True)
+class ImageItem:
+    """One image to score: its key and how to fetch its data (a path, bytes, or a loader)."""
+
+    prompt_id: str
+    sample_index: int
+    fetch: Callable[[], ImageSource]
+    label: str = ""  # where it came from, for error messages
+
+
+@dataclass
+class ScoreSummary:
+    out_path: Path
+    total: int = 0  # images in the source (after --limit)
+    already_done: int = 0  # skipped because the output had them
+    scored: int = 0  # new rows without error
+    errors: int = 0  # new error rows
+    passed: int = 0  # new rows that passed
+    seconds: float = 0.0
+    error_reasons: dict[str, int] = field(default_factory=dict)
+
+    def line(self) -> str:
+        rate = f", {self.seconds / max(self.scored + self.errors, 1):.2f} s/image" if self.scored + self.errors else ""
+        return (
+            f"{self.scored + self.errors} new rows ({self.scored} scored, {self.passed} passed, {self.errors} errors), "
+            f"{self.already_done} already done, {self.total} in source{rate} → {self.out_path}"
+        )
+
+
+# -- sources ---------------------------------------------------------------------------------
+
+def folder_items(folder: Path) -> list[ImageItem]:
+    """Images named `{prompt_id}_{sample_index}.png` in a folder (other files are ignored)."""
+    items = []
+    for path in sorted(folder.iterdir()):
+        match = IMAGE_FILE.match(path.name)
+        if match and path.is_file():
+            items.append(ImageItem(match["prompt_id"], int(match["sample_index"]), (lambda p=path: p), str(path)))
+    if not items:
+        raise UserError(f"{folder} holds no images named {{prompt_id}}_{{sample_index}}.png")
+    return items
+
+
+def _local_shards(dataset_dir: Path, split: Optional[str]) -> tuple[str, list[Path]]:
+    shards_dir = dataset_dir / "images"
+    keys = sorted({path.name.split("-")[0] for path in shards_dir.glob("*-*.parquet")})
+    if split is None:
+        if len(keys) != 1:
+            raise UserError(f"{dataset_dir} holds image splits {', '.join(keys) or '(none)'}: choose one with --split")
+        split = keys[0]
+    shards = sorted(path for path in shards_dir.glob(f"{split}-*.parquet") if path.name.split("-")[0] == split)
+    if not shards:
+        raise UserError(f"no split {split!r} in {shards_dir} (splits there: {', '.join(keys) or 'none'})")
+    return split, shards
+
+
+@lru_cache(maxsize=4)
+def _row_group_images(path: str, row_group: int) -> list:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).read_row_group(row_group, columns=["image"]).column("image").to_pylist()
+
+
+def _image_bytes(cell) -> bytes:
+    if isinstance(cell, dict):
+        if cell.get("bytes"):
+            return cell["bytes"]
+        if cell.get("path"):
+            return Path(cell["path"]).read_bytes()
+    if isinstance(cell, (bytes, bytearray)):
+        return bytes(cell)
+    raise ImageError("dataset row has no image bytes")
+
+
+def local_dataset_items(dataset_dir: Path, split: Optional[str]) -> tuple[str, list[ImageItem]]:
+    """Rows of `images/{split}-*.parquet`; image bytes are read one row group at a time, on demand."""
+    import pyarrow.parquet as pq
+
+    split, shards = _local_shards(dataset_dir, split)
+    items = []
+    for shard in shards:
+        parquet = pq.ParquetFile(shard)
+        for group in range(parquet.num_row_groups):
+            keys = parquet.read_row_group(group, columns=["prompt_id", "sample_index"]).to_pylist()
+            for offset, row in enumerate(keys):
+                fetch = lambda s=str(shard), g=group, o=offset: _image_bytes(_row_group_images(s, g)[o])  # noqa: E731
+                items.append(ImageItem(row["prompt_id"], int(row["sample_index"]), fetch, f"{shard.name}#{group}:{offset}"))
+    return split, items
+
+
+def hub_dataset_items(repo_id: str, split: str) -> list[ImageItem]:
+    """Rows of the Hub dataset's `images` config, split `split` (downloaded through `datasets`)."""
+    import datasets
+
+    try:
+        dataset = datasets.load_dataset(repo_id, "images", split=split)
+    except Exception as error:  # noqa: BLE001 - datasets raises many kinds; one line is enough here
+        raise UserError(f"could not load split {split!r} of the images config of {repo_id}: {error}") from None
+    dataset = dataset.cast_column("image", datasets.Image(decode=False))
+    keys = dataset.select_columns(["prompt_id", "sample_index"]).to_list()
+    return [
+        ImageItem(row["prompt_id"], int(row["sample_index"]), (lambda i=index: _image_bytes(dataset[i]["image"])),
+                  f"{repo_id}[{split}][{index}]")
+        for index, row in enumerate(keys)
+    ]
+
+
+def resolve_source(
+    images: str | Path, *, split: Optional[str] = None, prompt_id: Optional[str] = None, sample_index: int = 0
+) -> tuple[list[ImageItem], str]:
+    """The items of a source and a default model key (the split, the folder name, or `upload`)."""
+    path = Path(images)
+    if path.is_file():
+        if prompt_id is None:
+            match = IMAGE_FILE.match(path.name)
+            if not match:
+                raise UserError(f"{path.name} is not named {{prompt_id}}_{{sample_index}}.png: pass --prompt-id")
+            prompt_id, sample_index = match["prompt_id"], int(match["sample_index"])
+        return [ImageItem(prompt_id, sample_index, lambda: path, str(path))], "upload"
+    if path.is_dir():
+        if (path / "images").is_dir() and any((path / "images").glob("*.parquet")):
+            key, items = local_dataset_items(path, split)
+            return items, key
+        items = folder_items(path)
+        return items, _sanitize_key(path.resolve().name)
+    if path.exists():
+        raise UserError(f"{path} is neither an image file nor a folder")
+    if re.match(r"^[\w.-]+/[\w.-]+$", str(images)):
+        if not split:
+            raise UserError("a Hub dataset source needs --split (the model key, e.g. sd_1_5)")
+        return hub_dataset_items(str(images), split), split
+    raise UserError(f"no such image, folder or dataset: {images}")
+
+
+def _sanitize_key(name: str) -> str:
+    key = re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_")
+    return key or "images"
+
+
+# -- scoring ---------------------------------------------------------------------------------
+
+def score_image(
+    image: ImageSource,
+    prompt: PromptRecord,
+    perception: Perception,
+    *,
+    config: EvaluatorConfig,
+    model_key: str = "upload",
+    sample_index: int = 0,
+) -> tuple[ResultRecord, ImageObservation]:
+    """Score one image (raises `ImageError` for an image that cannot be scored)."""
+    from evaluator.verdict import judge
+
+    rgb = load_image(image)
+    observation = perception.observe([rgb], [prompt])[0]
+    record = judge(prompt, observation, model_key=model_key, sample_index=sample_index, config=config)
+    return record, observation
+
+
+def _as_index(prompts: PromptIndex | Iterable[PromptRecord]) -> PromptIndex:
+    return prompts if isinstance(prompts, PromptIndex) else PromptIndex(prompts)
+
+
+def _score_batch(batch: Sequence[ImageItem], prompts: PromptIndex, perception: Perception, *,
+                 config: EvaluatorConfig, model_key: str) -> list[ResultRecord]:
+    """Records for one batch, in order; per-item problems become error rows."""
+    from evaluator.verdict import error_record, judge
+
+    records: list[Optional[ResultRecord]] = [None] * len(batch)
+    ready: list[tuple[int, Image.Image, PromptRecord]] = []
+    for position, item in enumerate(batch):
+        try:
+            prompt = prompts[item.prompt_id]
+            ready.append((position, load_image(item.fetch()), prompt))
+        except PromptLookupError as error:
+            records[position] = error_record(item.prompt_id, model_key, item.sample_index, str(error), config)
+        except (ImageError, OSError) as error:
+            records[position] = error_record(item.prompt_id, model_key, item.sample_index,
+                                             f"bad image: {error}", config)
+
+    def observe_each(group):
+        return perception.observe([image for _, image, _ in group], [prompt for _, _, prompt in group])
+
+    try:
+        observations = observe_each(ready) if ready else []
+        groups = [(entry, observation) for entry, observation in zip(ready, observations)]
+    except (MissingWeightsError, KeyboardInterrupt):
+        raise
+    except Exception:  # noqa: BLE001 - isolate the image that breaks a batch, keep the rest
+        groups = []
+        for entry in ready:
+            try:
+                groups.append((entry, observe_each([entry])[0]))
+            except (MissingWeightsError, KeyboardInterrupt):
+                raise
+            except Exception as error:  # noqa: BLE001
+                item = batch[entry[0]]
+                records[entry[0]] = error_record(item.prompt_id, model_key, item.sample_index,
+                                                 f"perception failed: {type(error).__name__}: {error}", config)
+    for (position, _, prompt), observation in groups:
+        item = batch[position]
+        try:
+            records[position] = judge(prompt, observation, model_key=model_key, sample_index=item.sample_index,
+                                      config=config)
+        except ValueError as error:  # an observation the rules cannot judge: record it, go on
+            records[position] = error_record(item.prompt_id, model_key, item.sample_index,
+                                             f"verdict failed: {error}", config)
+    return [record for record in records if record is not None]
+
+
+def _score_into(path: Path, items: Sequence[ImageItem], prompts: PromptIndex, perception: Perception, *,
+                config: EvaluatorConfig, model_key: str, batch_size: int, summary: ScoreSummary,
+                skip: frozenset = frozenset(), progress: bool = True, position: int = 0) -> None:
+    from evaluator.resultio import ResultWriter
+
+    with ResultWriter(path) as writer:
+        done = set(writer.done) | set(skip)
+        pending = [item for item in items if (model_key, item.prompt_id, item.sample_index) not in done]
+        summary.already_done += len(items) - len(pending)
+        bar = tqdm(total=len(items), initial=len(items) - len(pending), unit="img", desc=f"score {model_key}",
+                   disable=not progress, position=position, dynamic_ncols=True)
+        with bar:
+            for start in range(0, len(pending), batch_size):
+                batch = pending[start : start + batch_size]
+                for record in _score_batch(batch, prompts, perception, config=config, model_key=model_key):
+                    if not writer.write(record):
+                        continue
+                    if record.error:
+                        summary.errors += 1
+                        reason = _error_kind(record.error)
+                        summary.error_reasons[reason] = summary.error_reasons.get(reason, 0) + 1
+                    else:
+                        summary.scored += 1
+                        summary.passed += int(record.passed)
+                bar.update(len(batch))
+
+
+ERROR_KINDS = ("unknown prompt id", "bad image", "perception failed", "verdict failed")
+
+
+def _error_kind(message: str) -> str:
+    return next((kind for kind in ERROR_KINDS if message.startswith(kind)), "other")
+
+
+def rank_path(out_path: Path, rank: int) -> Path:
+    """`results.jsonl` → `results.rank{rank}.jsonl` (one per process under accelerate)."""
+    return out_path.with_name(f"{out_path.stem}.rank{rank}{out_path.suffix or '.jsonl'}")
+
+
+def _done_keys(path: Path) -> frozenset:
+    from evaluator.resultio import read_results
+
+    if not path.exists():
+        return frozenset()
+    # Read-only (no writer lock): every rank reads the merged file at once.
+    return frozenset(record.key for record in read_results(path, strict=False))
+
+
+def score_images(
+    source: str | Path | Sequence[ImageItem],
+    prompts: PromptIndex | Iterable[PromptRecord],
+    perception: Perception,
+    *,
+    out_path: str | Path,
+    config: EvaluatorConfig,
+    model_key: Optional[str] = None,
+    batch_size: int = 8,
+    limit: Optional[int] = None,
+    split: Optional[str] = None,
+    prompt_id: Optional[str] = None,
+    progress: bool = True,
+) -> ScoreSummary:
+    """Score every image of `source` into `out_path` (JSONL), skipping keys already there."""
+    if batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, got {batch_size}")
+    if limit is not None and limit < 0:
+        raise UserError(f"--limit must not be negative, got {limit}")
+    if isinstance(source, (str, Path)):
+        items, default_key = resolve_source(source, split=split, prompt_id=prompt_id)
+    else:
+        items, default_key = list(source), "upload"
+    model_key = model_key or default_key
+    if not SPLIT_NAME.match(model_key):
+        raise UserError(f"model key {model_key!r} must match [a-z0-9_]+ (it names a dataset split)")
+    items = items[:limit] if limit is not None else items
+    index = _as_index(prompts)
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    summary = ScoreSummary(out_path=out, total=len(items))
+    started = time.perf_counter()
+
+    from accelerate import PartialState
+
+    state = PartialState()
+    if state.num_processes <= 1:
+        _score_into(out, items, index, perception, config=config, model_key=model_key, batch_size=batch_size,
+                    summary=summary, progress=progress)
+    else:
+        from evaluator.resultio import merge_results
+
+        merged_done = _done_keys(out)  # keys already merged earlier stay skipped on every rank
+        own = rank_path(out, state.process_index)
+        with state.split_between_processes(items) as share:
+            _score_into(own, list(share), index, perception, config=config, model_key=model_key,
+                        batch_size=batch_size, summary=summary, skip=merged_done,
+                        progress=progress and state.is_local_main_process, position=state.process_index)
+        state.wait_for_everyone()
+        if state.is_main_process:
+            inputs = ([out] if out.exists() else []) + [rank_path(out, rank) for rank in range(state.num_processes)]
+            merge_results([path for path in inputs if path.exists()], out)
+        state.wait_for_everyone()
+    summary.seconds = time.perf_counter() - started
+    return summary
