@@ -6,6 +6,7 @@ the folder it describes, so a rebuilt or extended folder gets a card that is sti
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Sequence
@@ -93,13 +94,17 @@ def render_card(context: dict, template_text: str) -> str:
     return environment.from_string(template_text).render(**context).rstrip("\n") + "\n"
 
 
-def write_card(dataset_dir: Path) -> Path:
-    """(Re)render `DIR/README.md` from `dataset_card.md`, the prompts in DIR and its image splits."""
+def write_card(dataset_dir: Path, *, records: Sequence[PromptRecord] | None = None) -> Path:
+    """(Re)render `DIR/README.md` from `dataset_card.md`, the prompts in DIR and its image splits.
+
+    `records` saves re-reading the prompts when the caller has just written them.
+    """
     dataset_dir = Path(dataset_dir)
-    records = load_prompts(dataset_dir)
+    if records is None:
+        records = load_prompts(dataset_dir)
     text = render_card(card_context(dataset_dir, records), CARD_TEMPLATE.read_text(encoding="utf-8"))
     path = dataset_dir / CARD_FILE
-    temporary = path.with_name(f".{CARD_FILE}.tmp")
+    temporary = path.with_name(f".{CARD_FILE}.{os.getpid()}.tmp")  # unique: generation ranks may race
     temporary.write_text(text, encoding="utf-8", newline="\n")
     temporary.replace(path)  # never a half-written card, even when generation re-renders it
     return path

@@ -197,7 +197,7 @@ def test_interrupted_rebuild_keeps_the_old_folder(tmp_path, corpus, monkeypatch)
     before = _files(folder)
     import dataset_builder.card as card
 
-    def fail(dataset_dir):
+    def fail(dataset_dir, **kwargs):
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(card, "write_card", fail)
