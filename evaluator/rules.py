@@ -229,11 +229,17 @@ def _nearest_distance(mask_a: np.ndarray, a: _Geometry, mask_b: np.ndarray, b: _
         if len(edge_a) and len(edge_b):
             distances, _ = cKDTree(edge_b).query(edge_a, k=1)
             nearest = float(distances.min())
-            if nearest <= margin:
-                return nearest
+            if nearest <= margin or _covers(a, b, margin) and _covers(b, a, margin):
+                return nearest  # exact: closer pairs would be in the windows, or nothing was left out
             margin = nearest
         else:
             margin = 2.0 * margin
+
+
+def _covers(own: _Geometry, other: _Geometry, margin: float) -> bool:
+    """Whether `other`'s box widened by `margin` contains all of `own`'s box."""
+    m = int(math.floor(margin))
+    return other.y0 - m <= own.y0 and own.y1 <= other.y1 + m and other.x0 - m <= own.x0 and own.x1 <= other.x1 + m
 
 
 def _gap_from_distance(distance: float) -> float:
@@ -244,6 +250,16 @@ def _gap_from_distance(distance: float) -> float:
 def _reach_for_gap(gap_limit: float) -> float:
     """The centre distance below which a pixel's gap is ≤ `gap_limit` (inverse of _gap_from_distance)."""
     return max(gap_limit + 1.0, _SQRT2) + 1e-9
+
+
+def _farthest_pixel_distance(mask: np.ndarray, geo: _Geometry) -> float:
+    """Largest distance from the mask's centroid to one of its pixels (row ends suffice)."""
+    crop = mask[geo.box]
+    rows = np.flatnonzero(crop.any(axis=1))
+    first = crop[rows].argmax(axis=1)
+    last = crop.shape[1] - 1 - crop[rows, ::-1].argmax(axis=1)
+    dy = (rows + geo.y0 - geo.cy) ** 2
+    return float(np.sqrt(np.maximum(dy + (first + geo.x0 - geo.cx) ** 2, dy + (last + geo.x0 - geo.cx) ** 2).max()))
 
 
 def _facing_pixels(
@@ -259,30 +275,39 @@ def _facing_pixels(
         return np.empty(0, np.intp), np.empty(0, np.intp)
     cand_a = mask_a[cy0 : cy1 + 1, cx0 : cx1 + 1]
     inside_b = mask_b[cy0 : cy1 + 1, cx0 : cx1 + 1]
-    outside = cand_a & ~inside_b
-    # Window for the EDT: the candidates widened by the reach (holds every B pixel that can be
-    # nearest to a qualifying candidate), cut to the hull of candidates and B's box.
-    wy0 = max(cy0 - margin, min(cy0, b.y0), 0)
-    wy1 = min(cy1 + margin, max(cy1, b.y1), height - 1)
-    wx0 = max(cx0 - margin, min(cx0, b.x0), 0)
-    wx1 = min(cx1 + margin, max(cx1, b.x1), width - 1)
-    window_b = mask_b[wy0 : wy1 + 1, wx0 : wx1 + 1]
-    n_outside = int(np.count_nonzero(outside))
-    within = np.zeros_like(cand_a)
-    if n_outside and window_b.any():
+    facing = cand_a & inside_b  # distance 0
+    # Pixels of A outside B that may still qualify are also within reach + r_B of B's centroid,
+    # r_B = the largest distance from that centroid to a pixel of B.
+    ys, xs = np.ogrid[cy0 : cy1 + 1, cx0 : cx1 + 1]
+    bound = reach + _farthest_pixel_distance(mask_b, b)
+    outside = cand_a & ~inside_b & ((ys - b.cy) ** 2 + (xs - b.cx) ** 2 <= bound**2)
+    rows_any = np.flatnonzero(outside.any(axis=1))
+    if rows_any.size:
+        cols_any = np.flatnonzero(outside.any(axis=0))
+        oy0, oy1 = cy0 + int(rows_any[0]), cy0 + int(rows_any[-1])
+        ox0, ox1 = cx0 + int(cols_any[0]), cx0 + int(cols_any[-1])
+        # EDT window: the remaining candidates widened by the reach (it holds every B pixel that
+        # can be nearest to a qualifying candidate), cut to their hull with B's box.
+        wy0, wy1 = max(oy0 - margin, min(oy0, b.y0), 0), min(oy1 + margin, max(oy1, b.y1), height - 1)
+        wx0, wx1 = max(ox0 - margin, min(ox0, b.x0), 0), min(ox1 + margin, max(ox1, b.x1), width - 1)
+        window_b = mask_b[wy0 : wy1 + 1, wx0 : wx1 + 1]
+        n_outside = int(np.count_nonzero(outside))
         if window_b.size * _EDT_COST_PER_PIXEL <= n_outside * _KD_COST_PER_POINT:
-            distance = ndimage.distance_transform_edt(~window_b)
-            distance = distance[cy0 - wy0 : cy1 - wy0 + 1, cx0 - wx0 : cx1 - wx0 + 1]
-            within = outside & (distance <= reach)
+            if window_b.any():
+                distance = ndimage.distance_transform_edt(~window_b)
+                sub = distance[oy0 - wy0 : oy1 - wy0 + 1, ox0 - wx0 : ox1 - wx0 + 1]
+                region = (slice(oy0 - cy0, oy1 - cy0 + 1), slice(ox0 - cx0, ox1 - cx0 + 1))
+                facing[region] |= outside[region] & (sub <= reach)
         else:
-            ys, xs = np.nonzero(outside)
-            cand_box = _Geometry(area=0, x0=cx0, y0=cy0, x1=cx1, y1=cy1, cx=0.0, cy=0.0)
-            edge_b = _edge_points_near(mask_b, b, cand_box, reach)
+            box = _Geometry(area=0, x0=ox0, y0=oy0, x1=ox1, y1=oy1, cx=0.0, cy=0.0)
+            edge_b = _edge_points_near(mask_b, b, box, reach)
             if len(edge_b):
-                points = np.column_stack((ys + cy0, xs + cx0)).astype(np.float64)
+                py, px = np.nonzero(outside)
+                points = np.column_stack((py + cy0, px + cx0)).astype(np.float64)
                 distances, _ = cKDTree(edge_b).query(points, k=1, distance_upper_bound=reach)
-                within[ys[distances <= reach], xs[distances <= reach]] = True
-    rows, cols = np.nonzero((cand_a & inside_b) | within)
+                close = distances <= reach
+                facing[py[close], px[close]] = True
+    rows, cols = np.nonzero(facing)
     return rows + cy0, cols + cx0
 
 
