@@ -1,0 +1,108 @@
+"""Drawing what perception saw (supervision annotators) and tabulating the verdict per statement."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from dataset_builder.records import PromptRecord
+from evaluator.observation import ImageObservation
+from evaluator.results import ResultRecord
+
+
+def observation_detections(observation: ImageObservation):
+    """`supervision.Detections` of the present objects (box, mask, confidence), one per prompt object."""
+    import supervision as sv
+
+    present = [obj for obj in observation.objects.values() if obj.present and obj.box is not None]
+    if not present:
+        return sv.Detections.empty(), []
+    masks = None
+    if all(obj.mask is not None for obj in present):
+        masks = np.stack([obj.mask.astype(bool) for obj in present])
+    detections = sv.Detections(
+        xyxy=np.array([obj.box for obj in present], dtype=np.float32),
+        mask=masks,
+        confidence=np.array([obj.confidence for obj in present], dtype=np.float32),
+        class_id=np.arange(len(present)),
+    )
+    return detections, [f"{obj.name} {obj.confidence:.2f}" for obj in present]
+
+
+def annotate(image: Image.Image, observation: ImageObservation, result: ResultRecord | None = None) -> Image.Image:
+    """A copy of the image with each present object's mask, box and "name confidence" label.
+
+    When a result is given, a PASS / FAIL banner (green / red) is drawn in the top-left corner.
+    """
+    import supervision as sv
+
+    detections, labels = observation_detections(observation)
+    scene = np.array(image.convert("RGB"))
+    if len(detections):
+        if detections.mask is not None:
+            scene = sv.MaskAnnotator(opacity=0.45).annotate(scene, detections)
+        thickness = max(2, round(min(image.size) / 256))
+        scene = sv.BoxAnnotator(thickness=thickness).annotate(scene, detections)
+        scene = sv.LabelAnnotator(text_scale=max(0.4, min(image.size) / 1024), smart_position=True).annotate(
+            scene, detections, labels=labels
+        )
+    if result is not None:
+        passed = result.passed and not result.error
+        scene = sv.draw_text(
+            scene,
+            "PASS" if passed else ("ERROR" if result.error else "FAIL"),
+            text_anchor=sv.Point(x=40, y=16),
+            text_color=sv.Color.WHITE,
+            text_scale=0.6,
+            background_color=sv.Color.GREEN if passed else sv.Color.RED,
+        )
+    return Image.fromarray(scene)
+
+
+def _format_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_format_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_format_value(v) for v in value) + "]"
+    return str(value)
+
+
+def statement_table(prompt: PromptRecord, result: ResultRecord) -> list[dict[str, Any]]:
+    """One row per statement: index, polarity, statement, verdict, cause, observed, measurements."""
+    by_index = {statement.index: statement for statement in prompt.statements}
+    rows = []
+    for statement_result in sorted(result.statements, key=lambda s: s.index):
+        statement = by_index.get(statement_result.index)
+        verdict = "pass" if statement_result.satisfied else "fail"
+        if statement_result.dead_zone_pass:
+            verdict = "pass (dead zone)"
+        rows.append(
+            {
+                "index": statement_result.index,
+                "polarity": statement_result.polarity,
+                "statement": statement.text if statement is not None else "",
+                "verdict": verdict,
+                "cause": statement_result.cause or "",
+                "observed": ", ".join(statement_result.observed) or "(nothing)",
+                "measurements": "; ".join(f"{key}={_format_value(value)}"
+                                          for key, value in statement_result.measurements.items()),
+            }
+        )
+    return rows
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """A plain-text table of `statement_table` rows for the terminal."""
+    if not rows:
+        return "(no statements)"
+    columns = list(rows[0])
+    widths = {column: max(len(column), *(len(str(row[column])) for row in rows)) for column in columns}
+    widths["measurements"] = min(widths.get("measurements", 0), 80)
+    lines = ["  ".join(column.ljust(widths[column]) for column in columns)]
+    lines.append("  ".join("-" * widths[column] for column in columns))
+    for row in rows:
+        lines.append("  ".join(str(row[column])[: widths[column]].ljust(widths[column]) for column in columns))
+    return "\n".join(lines)

@@ -1,0 +1,227 @@
+"""`negt2ibench score`, `explain` and `download-models`: the evaluator's commands.
+
+Heavy imports (torch, the models) happen inside the handlers so `--help` stays fast.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from negt2ibench.errors import UserError
+
+PRESET_NAMES = ("current", "previous", "no_sam")
+DEVICES = ("auto", "cpu", "cuda", "mps")
+
+
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preset", choices=PRESET_NAMES, default="current",
+                        help="scorer constants: current (paper Table 15, default), previous (Table 16 relation "
+                             "rules), no_sam (RF-DETR's own masks instead of SAM 2.1)")
+    parser.add_argument("--device", choices=DEVICES, default="auto",
+                        help="where the models run; auto picks cuda, then mps, then cpu (default: auto)")
+    parser.add_argument("--weights-dir", metavar="DIR", default=None,
+                        help="folder filled by `negt2ibench download-models --dir DIR` (default: the Hugging Face "
+                             "cache and $RF_HOME)")
+
+
+def register(subparsers) -> None:
+    score = subparsers.add_parser(
+        "score",
+        help="score images against their prompts (writes result records as JSONL, resumable)",
+        description=(
+            "Score generated images with the detector-based evaluator and append one result record per image to "
+            "--out (JSONL). Images already in --out are skipped, so rerunning the same command resumes. Bad images "
+            "and unknown prompt ids become error rows; the run goes on. Under `accelerate launch -m "
+            "negt2ibench.cli score ...` each process writes OUT.rank{i}.jsonl and the main process merges them."
+        ),
+        epilog=(
+            "examples:\n"
+            "  negt2ibench score --images out/sd_1_5 --out results/sd_1_5.jsonl\n"
+            "  negt2ibench score --images data/ --split sd_1_5 --out results/sd_1_5.jsonl --batch-size 16\n"
+            "  negt2ibench score --images user/negt2ibench --split flux_1_dev --out flux.jsonl\n"
+            "  negt2ibench score --images cat.png --prompt-id color_pos1_neg0_000 --out one.jsonl"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    score.add_argument("--images", required=True, metavar="SRC",
+                       help="a folder of {prompt_id}_{sample_index}.png, a dataset folder holding "
+                            "images/{key}-*.parquet, a Hub dataset repo id, or one image file")
+    score.add_argument("--split", metavar="KEY", help="the images split (model key) of a dataset source")
+    score.add_argument("--prompt-id", metavar="ID",
+                       help="prompt of a single image file whose name is not {prompt_id}_{sample_index}.png")
+    score.add_argument("--prompts", metavar="DIR",
+                       help="prompt records (dataset folder, prompts.jsonl or parquet); default: the built-in corpus")
+    score.add_argument("--out", required=True, metavar="FILE", help="results JSONL to append to (created if missing)")
+    score.add_argument("--model-key", metavar="KEY",
+                       help="model key written in every record (default: the split, the folder name, or 'upload')")
+    score.add_argument("--batch-size", type=int, default=8, metavar="N", help="images per model batch (default: 8)")
+    score.add_argument("--limit", type=int, metavar="N", help="score at most the first N images of the source")
+    score.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_model_options(score)
+    score.set_defaults(handler=run_score)
+
+    explain = subparsers.add_parser(
+        "explain",
+        help="score one image and show why: statement table and an annotated PNG",
+        description="Score one image, print one row per statement (verdict, cause, what was measured) and write "
+                    "the image with masks, boxes and 'name confidence' labels drawn on it.",
+        epilog="examples:\n"
+               "  negt2ibench explain cup.png --prompt-id color_pos1_neg1_004\n"
+               "  negt2ibench explain cup.png --prompt 'a photo of a red cup and a non-blue bowl' --out why.png",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    explain.add_argument("image", metavar="IMAGE", help="the image file to score")
+    which = explain.add_mutually_exclusive_group(required=True)
+    which.add_argument("--prompt-id", metavar="ID", help="a benchmark prompt id, e.g. depth_pos1_neg1_012")
+    which.add_argument("--prompt-json", metavar="FILE", help="a prompt record as JSON")
+    which.add_argument("--prompt", metavar="TEXT", help="prompt text in the benchmark's grammar (parsed into statements)")
+    explain.add_argument("--prompts", metavar="DIR", help="prompt records for --prompt-id (default: built-in corpus)")
+    explain.add_argument("--out", metavar="PNG", help="annotated image path (default: IMAGE_explained.png next to IMAGE)")
+    explain.add_argument("--json", action="store_true", help="also print the result record as JSON")
+    _add_model_options(explain)
+    explain.set_defaults(handler=run_explain)
+
+    download = subparsers.add_parser(
+        "download-models",
+        help="fetch every model weight the evaluator needs, for offline use later",
+        description="Download RF-DETR Seg XL (rfdetr's own storage), SAM 2.1, SigLIP 2 and Depth-Anything V2 "
+                    "(Hugging Face Hub) and print the environment variables that make later runs offline.",
+    )
+    download.add_argument("--dir", metavar="DIR",
+                          help="put everything under DIR (DIR/hub for Hugging Face, DIR/rfdetr for RF-DETR); "
+                               "default: the Hugging Face cache and $RF_HOME")
+    download.add_argument("--preset", choices=PRESET_NAMES, default="current",
+                          help="download the models of this preset (default: current, which uses all four)")
+    download.set_defaults(handler=run_download_models)
+
+
+def _preset(name: str):
+    from evaluator.config import get_preset
+
+    try:
+        return get_preset(name)
+    except ValueError as error:
+        raise UserError(str(error)) from None
+
+
+def _prompt_records(source: str | None):
+    from dataset_builder.records import load_prompts
+
+    try:
+        return load_prompts(source)
+    except (FileNotFoundError, ValueError) as error:
+        raise UserError(f"cannot read prompts: {error}") from None
+
+
+def run_score(args: argparse.Namespace) -> int:
+    from dataset_builder.records import PromptIndex
+    from evaluator.perception import ModelPerception
+    from evaluator.pipeline import resolve_source, score_images
+
+    config = _preset(args.preset)
+    if args.batch_size < 1:
+        raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
+    items, default_key = resolve_source(args.images, split=args.split, prompt_id=args.prompt_id)
+    index = PromptIndex(_prompt_records(args.prompts))
+    perception = ModelPerception(config, device=args.device, batch_size=args.batch_size, weights_dir=args.weights_dir)
+    # Fail before any work when a needed weight is missing (offline): exit 2 with one line.
+    perception.load_all([index[item.prompt_id] for item in items if item.prompt_id in index])
+    summary = score_images(items, index, perception, out_path=args.out, config=config,
+                           model_key=args.model_key or default_key, batch_size=args.batch_size, limit=args.limit,
+                           progress=not args.no_progress)
+    print(summary.line())
+    if summary.error_reasons:
+        print("errors: " + ", ".join(f"{reason} ×{count}" for reason, count in sorted(summary.error_reasons.items())))
+    return 0
+
+
+def _explain_prompt(args: argparse.Namespace):
+    from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
+
+    if args.prompt_json:
+        path = Path(args.prompt_json)
+        try:
+            return PromptRecord.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            raise UserError(f"no prompt JSON at {path}") from None
+        except ValueError as error:
+            raise UserError(f"{path} is not a prompt record: {str(error).splitlines()[0]}") from None
+    if args.prompt:
+        from dataset_builder.grammar import parse_prompt
+
+        try:
+            return parse_prompt(args.prompt)
+        except ValueError as error:
+            raise UserError(f"cannot parse the prompt: {error}") from None
+    try:
+        return PromptIndex(_prompt_records(args.prompts))[args.prompt_id]
+    except PromptLookupError as error:
+        raise UserError(str(error)) from None
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    from evaluator.annotate import annotate, format_table, statement_table
+    from evaluator.images import ImageError, load_image
+    from evaluator.perception import ModelPerception
+    from evaluator.pipeline import score_image
+
+    config = _preset(args.preset)
+    prompt = _explain_prompt(args)
+    try:
+        image = load_image(args.image)
+    except ImageError as error:
+        raise UserError(f"{args.image}: {error}") from None
+    perception = ModelPerception(config, device=args.device, batch_size=1, weights_dir=args.weights_dir)
+    record, observation = score_image(image, prompt, perception, config=config)
+    print(f"prompt ({prompt.prompt_id}): {prompt.prompt}")
+    objects = ", ".join(f"{o.name} {'%.2f' % o.confidence if o.present else 'absent'}" for o in record.objects)
+    print(f"objects: {objects}")
+    print(format_table(statement_table(prompt, record)))
+    print(f"image {'PASSED' if record.passed else 'FAILED'}")
+    out = Path(args.out) if args.out else Path(args.image).with_name(Path(args.image).stem + "_explained.png")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    annotate(image, observation, record).save(out, format="PNG")
+    print(f"annotated image → {out}")
+    if args.json:
+        print(record.model_dump_json())
+    return 0
+
+
+def run_download_models(args: argparse.Namespace) -> int:
+    from huggingface_hub import snapshot_download
+
+    from evaluator.perception import detector_weights_path, weights_layout
+
+    config = _preset(args.preset)
+    hub_cache = str(weights_layout(args.dir)[0]) if args.dir else None
+    repos = ([config.sam_model_id] if config.use_sam else []) + [config.attribute_model_id, config.depth_model_id]
+    for repo_id in repos:
+        print(f"downloading {repo_id} ...", flush=True)
+        try:
+            path = snapshot_download(repo_id, cache_dir=hub_cache,
+                                     ignore_patterns=["*.msgpack", "*.h5", "*.onnx", "onnx/*", "*.tflite", "*.ot"])
+        except Exception as error:  # noqa: BLE001 - network / auth / offline: one line
+            raise UserError(f"could not download {repo_id}: {type(error).__name__}: {str(error).splitlines()[0]}")
+        print(f"  {repo_id} → {path}")
+    weights = detector_weights_path(config, args.dir)
+    print(f"downloading {config.detector_weights} (RF-DETR) ...", flush=True)
+    try:
+        from rfdetr.assets.model_weights import download_pretrain_weights
+
+        weights.parent.mkdir(parents=True, exist_ok=True)
+        download_pretrain_weights(str(weights))
+    except Exception as error:  # noqa: BLE001
+        raise UserError(f"could not download {config.detector_weights}: {type(error).__name__}: {error}") from None
+    if not weights.is_file():
+        raise UserError(f"rfdetr did not write {weights}")
+    print(f"  {config.detector} → {weights}")
+    print("\nall weights are here. For offline runs set:")
+    if args.dir:
+        print(f"  export HF_HUB_CACHE={hub_cache}")
+    print(f"  export RF_HOME={weights.parent}")
+    print("  export HF_HUB_OFFLINE=1")
+    if args.dir:
+        print(f"(or pass --weights-dir {args.dir} to score / explain)")
+    return 0

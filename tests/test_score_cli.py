@@ -1,0 +1,123 @@
+"""`negt2ibench score`, `explain` and `download-models` through the real CLI entry point."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+import evaluator.perception as perception_module
+from _perception_helpers import make_prompt, random_image, tiny_perception
+from evaluator.resultio import read_results
+from negt2ibench.cli import main
+
+PROMPTS = [make_prompt("color", ["tv remote", "cup"], "color_pos1_neg0_000"),
+           make_prompt("proximity", ["car", "bus"], "proximity_pos1_neg0_000")]
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(prompt.model_dump_json() + "\n" for prompt in PROMPTS))
+    folder = tmp_path / "my_model"
+    folder.mkdir()
+    for number, prompt in enumerate(PROMPTS):
+        random_image(number, (96, 72)).save(folder / f"{prompt.prompt_id}_0.png")
+    return tmp_path, prompts, folder
+
+
+@pytest.fixture
+def tiny_models_in_cli(monkeypatch):
+    """The CLI builds ModelPerception(config, device=..., ...): hand it the tiny models instead."""
+    made = []
+
+    def factory(config, device="auto", batch_size=8, dtype=None, weights_dir=None):
+        made.append((config.name, device, batch_size))
+        return tiny_perception(config, batch_size=batch_size)
+
+    monkeypatch.setattr(perception_module, "ModelPerception", factory)
+    return made
+
+
+@pytest.mark.parametrize("command", ["score", "explain", "download-models"])
+def test_help_texts(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert "--preset" in text and len(text) > 400
+
+
+def test_score_writes_records_and_resumes(workspace, tiny_models_in_cli, capsys):
+    tmp_path, prompts, folder = workspace
+    out = tmp_path / "results.jsonl"
+    argv = ["score", "--images", str(folder), "--prompts", str(prompts), "--out", str(out), "--device", "cpu",
+            "--batch-size", "2", "--no-progress", "--preset", "no_sam"]
+    assert main(argv) == 0
+    assert "2 new rows" in capsys.readouterr().out
+    records = read_results(out)
+    assert {record.key for record in records} == {("my_model", p.prompt_id, 0) for p in PROMPTS}
+    assert tiny_models_in_cli[0] == ("no_sam", "cpu", 2)
+    assert main(argv) == 0
+    assert "0 new rows" in (text := capsys.readouterr().out) and "2 already done" in text
+    assert len(read_results(out)) == 2
+
+
+def test_score_offline_without_weights_exits_2_with_one_line(workspace, monkeypatch, capsys):
+    tmp_path, prompts, folder = workspace
+    monkeypatch.setenv("RF_HOME", str(tmp_path / "no_weights"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code = main(["score", "--images", str(folder), "--prompts", str(prompts), "--out", str(tmp_path / "r.jsonl"),
+                 "--device", "cpu", "--no-progress"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: model weights for RFDETRSegXLarge") and "negt2ibench download-models" in err
+    assert "Traceback" not in err and err.count("\n") == 1
+    assert not (tmp_path / "r.jsonl").exists() or read_results(tmp_path / "r.jsonl") == []
+
+
+def test_score_bad_arguments_are_one_line_errors(workspace, capsys):
+    tmp_path, prompts, folder = workspace
+    assert main(["score", "--images", str(folder), "--out", str(tmp_path / "r.jsonl"), "--batch-size", "0"]) == 1
+    assert "--batch-size" in capsys.readouterr().err
+    assert main(["score", "--images", str(tmp_path / "nowhere"), "--out", str(tmp_path / "r.jsonl")]) == 1
+    assert "no such image" in capsys.readouterr().err
+
+
+def test_explain_prints_the_table_and_writes_the_annotated_png(workspace, tiny_models_in_cli, capsys):
+    tmp_path, prompts, folder = workspace
+    prompt_json = tmp_path / "prompt.json"
+    prompt_json.write_text(PROMPTS[1].model_dump_json())
+    image = folder / f"{PROMPTS[1].prompt_id}_0.png"
+    out = tmp_path / "why.png"
+    assert main(["explain", str(image), "--prompt-json", str(prompt_json), "--out", str(out), "--json",
+                 "--device", "cpu"]) == 0
+    text = capsys.readouterr().out
+    assert "statement" in text and "verdict" in text and PROMPTS[1].prompt in text
+    assert "PASSED" in text or "FAILED" in text
+    record = json.loads(text.strip().splitlines()[-1])
+    assert record["prompt_id"] == PROMPTS[1].prompt_id and len(record["statements"]) == 1
+    annotated = Image.open(out)
+    assert annotated.size == (96, 72) and annotated.mode == "RGB"
+
+    assert main(["explain", str(image), "--prompt-id", PROMPTS[0].prompt_id, "--prompts", str(prompts)]) == 0
+    assert (folder / f"{PROMPTS[1].prompt_id}_0_explained.png").is_file()
+
+
+def test_explain_input_errors(workspace, tiny_models_in_cli, capsys):
+    tmp_path, prompts, folder = workspace
+    image = folder / f"{PROMPTS[0].prompt_id}_0.png"
+    assert main(["explain", str(image), "--prompt-id", "color_pos1_neg0_099", "--prompts", str(prompts)]) == 1
+    assert "unknown prompt id" in capsys.readouterr().err
+    tiny = tmp_path / "tiny.png"
+    Image.new("RGB", (10, 10)).save(tiny)
+    assert main(["explain", str(tiny), "--prompt-id", PROMPTS[0].prompt_id, "--prompts", str(prompts)]) == 1
+    assert "too small" in capsys.readouterr().err
+    assert main(["explain", str(image), "--prompt-json", str(tmp_path / "none.json")]) == 1
+    assert "no prompt JSON" in capsys.readouterr().err
+
+
+def test_download_models_offline_fails_with_one_line(tmp_path, capsys):
+    assert main(["download-models", "--dir", str(tmp_path / "w")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: could not download facebook/sam2.1-hiera-small") and "Traceback" not in err
