@@ -19,6 +19,10 @@ EVALUATOR_VERSION = "1.0.0"
 class EvaluatorConfig:
     """Constants of detection, masks, attributes and relation rules.
 
+    Gaps ("within N px") are measured as in `evaluator.rules`: the gap of a pixel to a mask is
+    its centre distance to the nearest mask pixel minus 1, and 0 when it is inside the mask or
+    8-adjacent to it (touching); the gap g between two masks is the smallest such gap.
+
     Depth rules:
     - ``"facing_surface"`` (current, Table 14): each object's facing surface is its pixels
       within ``g + depth_band_px`` of the other mask (g = mask-to-mask gap). A relation is

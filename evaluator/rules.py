@@ -1,8 +1,8 @@
 """The paper's Table 14 as code: which values an object has and which relations a pair shows.
 
 Pure numpy/scipy on masks, scores and a disparity map; no model, no file. One small function
-per row of Table 14 (`color_material`, `directional`, `proximity`, `comparative`, `depth`),
-read side by side with the table:
+per row of Table 14 (`attribute_values` for color / material, then `directional`, `proximity`,
+`comparative`, `depth`), read side by side with the table:
 
 - Mask centre = centroid of the mask's pixels (x = column, y = row; y grows down).
   Extent (width, height) = size of the mask's bounding box in pixels.
@@ -393,7 +393,8 @@ def depth(
     emitted when |δA − δB| / (δmax − δmin) ≥ base + slope·g/R.
     ``contact_band`` (Table 16): each object's pixels within band px of the other mask, so only
     pairs at most band px apart; emitted when |δA − δB| / (δmax − δmin) ≥ base.
-    δmax, δmin: over the whole disparity map. The larger mean disparity is in front.
+    δmax, δmin: over the whole disparity map. The larger mean disparity is in front. Pixels in
+    both masks (overlap) are at gap 0 and count for both surfaces. No predicate when the map is flat.
     """
     radius = (a.radius + b.radius) / 2
     low, high = float(disparity.min()), float(disparity.max())
