@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Sequence
@@ -18,6 +19,10 @@ from .records import PromptRecord, load_prompts
 from .vocabulary import CATEGORIES, CATEGORY_VOCABULARY, OBJECT_CLASSES, SETTINGS, setting_label, setting_name
 
 CARD_TEMPLATE = Path(__file__).resolve().parent.parent / "dataset_card.md"
+# Shown in the card's loading code until the folder is pushed; `push` re-renders with the real id
+# and the card keeps it (a comment in the card) when generation re-renders it later.
+PLACEHOLDER_REPO_ID = "ORG/NegT2IBench"
+_REPO_ID_COMMENT = re.compile(r"<!-- repo_id: ([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*) -->")
 # The row the card shows in full: a relation prompt with both polarities.
 EXAMPLE_PROMPT_ID = "directional_pos1_neg1_000"
 
@@ -64,11 +69,12 @@ def image_split_summary(dataset_dir: Path) -> list[dict]:
     return summary
 
 
-def card_context(dataset_dir: Path, records: Sequence[PromptRecord]) -> dict:
+def card_context(dataset_dir: Path, records: Sequence[PromptRecord], repo_id: str = PLACEHOLDER_REPO_ID) -> dict:
     """Everything the template needs, computed from the folder's data."""
     by_id = {r.prompt_id: r for r in records}
     example = by_id.get(EXAMPLE_PROMPT_ID, records[0] if records else None)
     return {
+        "repo_id": repo_id,
         "num_prompts": len(records),
         "counts": counts_table(records),
         "balance": balance_summary(records),
@@ -94,15 +100,28 @@ def render_card(context: dict, template_text: str) -> str:
     return environment.from_string(template_text).render(**context).rstrip("\n") + "\n"
 
 
-def write_card(dataset_dir: Path, *, records: Sequence[PromptRecord] | None = None) -> Path:
+def published_repo_id(dataset_dir: Path) -> str | None:
+    """The Hub repo id an earlier `push` wrote into the folder's card, if any."""
+    card = Path(dataset_dir) / CARD_FILE
+    if not card.is_file():
+        return None
+    match = _REPO_ID_COMMENT.search(card.read_text(encoding="utf-8"))
+    return match.group(1) if match and match.group(1) != PLACEHOLDER_REPO_ID else None
+
+
+def write_card(dataset_dir: Path, *, records: Sequence[PromptRecord] | None = None,
+               repo_id: str | None = None) -> Path:
     """(Re)render `DIR/README.md` from `dataset_card.md`, the prompts in DIR and its image splits.
 
-    `records` saves re-reading the prompts when the caller has just written them.
+    `records` saves re-reading the prompts when the caller has just written them; `repo_id` (else
+    the one the card already names, else a placeholder) goes into the card's loading code.
     """
     dataset_dir = Path(dataset_dir)
     if records is None:
         records = load_prompts(dataset_dir)
-    text = render_card(card_context(dataset_dir, records), CARD_TEMPLATE.read_text(encoding="utf-8"))
+    repo_id = repo_id or published_repo_id(dataset_dir) or PLACEHOLDER_REPO_ID
+    context = card_context(dataset_dir, records, repo_id)
+    text = render_card(context, CARD_TEMPLATE.read_text(encoding="utf-8"))
     path = dataset_dir / CARD_FILE
     temporary = path.with_name(f".{CARD_FILE}.{os.getpid()}.tmp")  # unique: generation ranks may race
     temporary.write_text(text, encoding="utf-8", newline="\n")

@@ -139,6 +139,9 @@ def write_dataset_folder(records: Sequence[PromptRecord], out_dir: str | Path, *
         staging.chmod(0o777 & ~_current_umask())  # mkdtemp makes it private; a dataset folder is not
     except OSError as error:
         raise UserError(f"cannot write to {out}: {error.strerror or error}") from None
+    from .card import published_repo_id
+
+    repo_id = published_repo_id(out) if out.is_dir() else None  # a rebuilt card keeps naming its Hub repo
     backup: Path | None = None
     moved: list[str] = []
     try:
@@ -154,7 +157,7 @@ def write_dataset_folder(records: Sequence[PromptRecord], out_dir: str | Path, *
                         moved.append(name)
             else:
                 out.rmdir()
-        write_card(staging, records=records)
+        write_card(staging, records=records, repo_id=repo_id)
         staging.rename(out)
     except BaseException:
         if backup is not None:  # put the old folder back exactly as it was
@@ -239,6 +242,9 @@ def push_dataset(
     if not token:
         raise UserError("no Hugging Face token: run `hf auth login` or set HF_TOKEN, then push again")
     api = HfApi(token=token)
+    from .card import write_card
+
+    write_card(Path(dataset_dir), repo_id=repo_id)  # the card's loading code names this repo
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
         api.upload_folder(

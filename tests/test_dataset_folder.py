@@ -280,9 +280,10 @@ def test_push_without_token_is_one_clear_line(built, fake_hub):
     assert _FakeApi.calls == []
 
 
-def test_push_uploads_with_the_listed_paths(built, fake_hub):
+def test_push_uploads_with_the_listed_paths(tmp_path, corpus, fake_hub):
     import huggingface_hub
 
+    built = write_dataset_folder(corpus, tmp_path / "ds")  # push re-renders the card: not the shared folder
     fake_hub.setattr(huggingface_hub, "get_token", lambda: "hf_test")
     paths = push_dataset(built, "org/negt2ibench", private=True)
     (create, repo_id, create_args), (upload, upload_args) = _FakeApi.calls
@@ -291,8 +292,26 @@ def test_push_uploads_with_the_listed_paths(built, fake_hub):
     assert Path(upload_args["folder_path"]) == built
 
 
-def test_push_unreachable_hub_is_one_clear_line(built, fake_hub):
+def test_push_names_the_repo_in_the_card_and_rebuilds_keep_it(tmp_path, corpus, fake_hub):
     import huggingface_hub
+
+    folder = write_dataset_folder(corpus, tmp_path / "ds")
+    assert 'load_dataset("ORG/NegT2IBench"' in (folder / "README.md").read_text(encoding="utf-8")
+    push_dataset(folder, "my-org/neg-bench", dry_run=True)  # a dry run changes nothing
+    assert "my-org/neg-bench" not in (folder / "README.md").read_text(encoding="utf-8")
+    fake_hub.setattr(huggingface_hub, "get_token", lambda: "hf_test")
+    push_dataset(folder, "my-org/neg-bench")
+    assert 'load_dataset("my-org/neg-bench", "prompts"' in (folder / "README.md").read_text(encoding="utf-8")
+    write_card(folder)  # as generation does after adding a split
+    assert 'load_dataset("my-org/neg-bench", "prompts"' in (folder / "README.md").read_text(encoding="utf-8")
+    write_dataset_folder(corpus, folder, overwrite=True)
+    assert 'load_dataset("my-org/neg-bench", "prompts"' in (folder / "README.md").read_text(encoding="utf-8")
+
+
+def test_push_unreachable_hub_is_one_clear_line(tmp_path, corpus, fake_hub):
+    import huggingface_hub
+
+    built = write_dataset_folder(corpus, tmp_path / "ds")
     from httpx2 import ConnectError
 
     fake_hub.setattr(huggingface_hub, "get_token", lambda: "hf_test")
