@@ -230,6 +230,14 @@ def test_gap_for_a_disc_inside_a_ring():
     assert 28 <= result.measurements["gap"] <= 30
 
 
+def test_gap_for_discs_in_opposite_corners():
+    """Box-to-box distance underestimates the gap of round shapes on a diagonal: the search widens."""
+    a, b = disc(30, 30, 20), disc(170, 170, 25)
+    result = relation_predicates("proximity", a, b)
+    assert result.measurements["gap"] == pytest.approx(reference_gap(a, b))
+    assert result.predicates == {"far from"}
+
+
 # ----------------------------------------------------------------------------- comparative
 
 
@@ -368,6 +376,10 @@ def test_measurements_are_json_safe_plain_python():
         for value in result.measurements.values():
             assert type(value) in (float, int, bool, str, type(None)), (category, value)
         json.dumps(result.measurements)
+
+
+def test_all_relation_predicates_leaves_out_depth_without_a_disparity_map():
+    assert set(all_relation_predicates(box(0, 0, 5, 5), box(9, 9, 5, 5))) == {"directional", "proximity", "comparative"}
 
 
 def test_non_boolean_masks_count_non_zero_pixels():
