@@ -343,8 +343,11 @@ def build_app(
         entry = next((e for e in newest_entries(store.list_entries()) if e.model_name == model_name), None)
         if entry is None:
             return "Pick a submitted model (paper-reported rows have no detail).", polarity_figure(None), causes_frame(None)
-        status = (f"**{entry.model_name}**: {entry.status} ({entry.reason}); submitted by {entry.submitter}; "
-                  f"images `{entry.images_repo}@{entry.images_revision}`")
+        status = f"**{entry.model_name}**: {entry.status} ({entry.reason}); submitted by {entry.submitter}"
+        if entry.images_repo:
+            status += f"; images `{entry.images_repo}@{entry.images_revision}`"
+        if entry.link:
+            status += f"; [link]({entry.link})"
         return status, polarity_figure(entry), causes_frame(entry)
 
     # --- submit
@@ -386,11 +389,14 @@ def build_app(
                                  show_search="filter", label="Prompts (click a row)")
             chosen = gr.Dropdown(prompt_choices[:1000], label="Prompt", filterable=True, allow_custom_value=True)
             detail = gr.Markdown()
-            statements = gr.Dataframe(label="Statements", interactive=False)
-            group = gr.Dataframe(label="Matched group (same content, other polarities)", interactive=False)
+            statements = gr.Dataframe(headers=["#", "polarity", "subject", "target", "predicate", "sentence"],
+                                      label="Statements", interactive=False)
+            group = gr.Dataframe(headers=["prompt_id", "setting", "prompt"],
+                                 label="Matched group (same content, other polarities)", interactive=False)
             filters = [category, setting, load, obj]
             for control in filters:
-                control.change(explore, filters, [count, table, chosen], api_name=False)
+                control.change(explore, filters, [count, table, chosen], api_name=False).then(
+                    show_prompt, chosen, [detail, statements, group], api_name=False)
             table.select(pick_row, None, chosen, api_name=False)
             chosen.change(show_prompt, chosen, [detail, statements, group], api_name="prompt")
             gr.Button("Filter", visible=False).click(explore, filters, [count, table, chosen], api_name="explore")
@@ -421,7 +427,8 @@ def build_app(
             model_pick = gr.Dropdown([], label="Model detail")
             model_status = gr.Markdown()
             plot = gr.Plot(label="Positive vs negated statements per category")
-            causes = gr.Dataframe(label="Failure causes by category (failed statements)", interactive=False)
+            causes = gr.Dataframe(headers=["category", *CAUSES, "failed"], interactive=False,
+                                  label="Failure causes by category (failed statements)")
             refresh.click(leaderboard, None, [board, csv_file, model_pick], api_name="leaderboard")
             model_pick.change(model_details, model_pick, [model_status, plot, causes], api_name="model_detail")
         with gr.Tab("Submit", id="submit"):
@@ -440,10 +447,12 @@ def build_app(
                 revision = gr.Textbox(label="Revision", value="main")
             send = gr.Button("Submit", variant="primary")
             submit_status = gr.Markdown()
-            submissions = gr.Dataframe(label="Submissions", interactive=False, wrap=True)
+            submissions = gr.Dataframe(headers=list(submissions_frame([]).columns), label="Submissions",
+                                       interactive=False, wrap=True)
             send.click(submit_results, [results_upload, model_name, link, images_repo, revision],
                        [submit_status, submissions], api_name="submit")
-        demo.load(explore, filters, [count, table, chosen], api_name=False)
+        demo.load(explore, filters, [count, table, chosen], api_name=False).then(
+            show_prompt, chosen, [detail, statements, group], api_name=False)
         demo.load(leaderboard, None, [board, csv_file, model_pick], api_name=False)
         demo.load(lambda: submissions_frame(store.list_entries()), None, submissions, api_name=False)
     return demo

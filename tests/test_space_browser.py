@@ -1,0 +1,92 @@
+"""One real headless-browser pass over the Space: open it, upload an image, see the verdict table
+and the leaderboard. Screenshots of every tab go to the test's tmp dir and /tmp/space_screens/."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dataset_builder.records import load_prompts
+from space.app import build_app
+from evaluator.report import leaderboard_row
+from evaluator.results import ResultRecord
+from space.store import Entry, SQLiteStore
+from space.submissions import model_detail
+
+from _space_helpers import RectanglePerception, result_line, scene_png
+
+CHROMIUM = Path("/usr/bin/chromium")
+SHARED_SCREENS = Path("/tmp/space_screens")
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(240)
+def test_browser_scores_an_upload_and_shows_the_leaderboard(tmp_path):
+    assert CHROMIUM.exists(), "install Debian's chromium (`make browser`) to run the browser test"
+    from playwright.sync_api import expect, sync_playwright
+
+    prompts = load_prompts(None)
+    store = SQLiteStore(tmp_path / "lb.sqlite")
+    # One verified model (every other prompt passes) so the leaderboard has a detail view and a plot.
+    results = [ResultRecord.model_validate(result_line(p, 0, "toy_model", passed=i % 2 == 0)) for i, p in enumerate(prompts)]
+    store.add_submission(Entry(model_name="Toy Model", model_key="toy_model", submitter="alice", status="verified",
+                               reason="spot check: 8 of 8 re-scored images agree",
+                               row={**leaderboard_row(results, "toy_model"), "model": "Toy Model"},
+                               detail=model_detail(results)), results)
+    demo = build_app(prompts=prompts, store=store, perception=RectanglePerception())
+    _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
+    image = scene_png(tmp_path / "scene.png")
+    screens: list[Path] = []
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=str(CHROMIUM),
+                args=["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                      "--disable-component-update", "--disable-sync", "--no-first-run"],
+            )
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page.goto(url)
+            expect(page.get_by_text("prompts", exact=False).first).to_be_visible(timeout=60_000)
+            expect(page.get_by_text("4800 prompts")).to_be_visible(timeout=60_000)
+            expect(page.get_by_role("grid", name="Statements").get_by_text("positive").filter(visible=True).first
+                   ).to_be_visible(timeout=30_000)
+
+            def shot(name: str) -> None:
+                path = tmp_path / f"{name}.png"
+                page.screenshot(path=str(path), full_page=True)
+                screens.append(path)
+
+            shot("1_explore")
+
+            page.get_by_role("tab", name="Score an image").click()
+            page.get_by_role("tabpanel").locator("input[type=file]").first.set_input_files(str(image))
+            expect(page.get_by_role("tabpanel").get_by_text("scene.png").first).to_be_visible(timeout=30_000)
+            page.get_by_label("…or a prompt in the benchmark grammar").fill(
+                "a photo of a cat and a dog, where the cat is not left of the dog")
+            page.get_by_role("button", name="Score").click()
+            expect(page.get_by_text("Image verdict: FAIL")).to_be_visible(timeout=90_000)
+            verdicts = page.get_by_role("grid", name="Objects and statements")
+            expect(verdicts.get_by_text("forbidden_rendered").filter(visible=True).first).to_be_visible()
+            expect(verdicts.get_by_text("statement 0").filter(visible=True).first).to_be_visible()
+            shot("2_score")
+
+            page.get_by_role("tab", name="Leaderboard").click()
+            board = page.get_by_role("grid", name="Leaderboard")
+            expect(board.get_by_text("SD 1.5 + NegationCLIP").filter(visible=True).first).to_be_visible(timeout=30_000)
+            expect(board.get_by_text("reported (paper)").filter(visible=True).first).to_be_visible()
+            expect(board.get_by_text("Toy Model").filter(visible=True).first).to_be_visible()
+            expect(page.get_by_text("Toy Model: verified", exact=False).or_(page.get_by_text("verified (spot check"))
+                   .first).to_be_visible(timeout=30_000)
+            shot("3_leaderboard")
+
+            page.get_by_role("tab", name="Submit").click()
+            expect(page.get_by_role("button", name="Submit")).to_be_visible()
+            shot("4_submit")
+            browser.close()
+    finally:
+        demo.close()
+        SHARED_SCREENS.mkdir(exist_ok=True)
+        for path in screens:
+            shutil.copy(path, SHARED_SCREENS / path.name)
+    assert [p.name for p in screens] == ["1_explore.png", "2_score.png", "3_leaderboard.png", "4_submit.png"]
