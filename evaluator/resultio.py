@@ -86,6 +86,13 @@ def _parse(path: Path) -> _Parsed:
     return _Parsed(records, len(data), None, missing_newline)
 
 
+def _require_file(path: Path) -> None:
+    if path.is_dir():
+        raise ResultFileError(f"{path}: is a folder, not a result file")
+    if not path.is_file():
+        raise ResultFileError(f"{path}: no such result file")
+
+
 def read_results(path: PathLike, *, strict: bool = True) -> list[ResultRecord]:
     """All records of a JSONL result file, in file order.
 
@@ -93,8 +100,7 @@ def read_results(path: PathLike, *, strict: bool = True) -> list[ResultRecord]:
     writer) raises too when `strict`, else it is dropped with a warning.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ResultFileError(f"{path}: no such result file")
+    _require_file(path)
     parsed = _parse(path)
     if parsed.torn:
         if strict:
@@ -134,8 +140,11 @@ class ResultWriter:
     def open(self) -> None:
         if self._handle is not None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "ab+")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(self.path, "ab+")
+        except OSError as error:
+            raise ResultFileError(f"{self.path}: cannot open for appending ({error.strerror or error})") from None
         try:
             if fcntl is not None:
                 try:
@@ -232,8 +241,7 @@ def merge_results(
     kept: dict[Key, tuple[ResultRecord, str]] = {}
     versions: dict[tuple[str, str], str] = {}
     for path in paths:
-        if not path.is_file():
-            raise ResultFileError(f"{path}: no such result file")
+        _require_file(path)
         parsed = _parse(path)
         if parsed.torn:
             if strict:

@@ -72,6 +72,10 @@ def test_result_file_errors_are_user_errors_and_value_errors(tmp_path):
         read_results(tmp_path / "absent.jsonl")
     assert isinstance(caught.value, UserError) and isinstance(caught.value, ValueError)
     assert "no such result file" in str(caught.value)
+    with pytest.raises(ResultFileError, match="is a folder"):
+        read_results(tmp_path)
+    with pytest.raises(ResultFileError, match="cannot open for appending"):
+        ResultWriter(tmp_path).open()
 
 
 def test_torn_last_line_strict_and_lenient(tmp_path, caplog):
