@@ -274,6 +274,7 @@ def parse_prompt(text: str) -> PromptRecord:
 # --------------------------------------------------------------------------- lint
 
 _WORD = re.compile(r"[a-z][a-z-]*")
+_DOUBLED_WORD = re.compile(r"\b([a-z][a-z-]*) \1\b")  # only across a space: "wine glass, glass skis" is right
 _PLURAL_ALTERNATION = "|".join(sorted(map(re.escape, PLURAL_NOUNS)))
 _ARTICLE_BEFORE_PLURAL = re.compile(rf"\ban? (?:(?:non-)?[a-z]+ )?({_PLURAL_ALTERNATION})\b")
 _SUBJECT_VERB = re.compile(r"\bwhere the ([a-z][a-z ]*?) (is|are)\b")
@@ -284,9 +285,11 @@ def grammar_issues(prompt: str) -> list[str]:
     and verb agreement after them. Empty when the prompt reads right."""
     issues: list[str] = []
     words = _WORD.findall(prompt.lower())
+    for match in _DOUBLED_WORD.finditer(prompt.lower()):
+        word = match.group(1)
+        if not (word in ATTRIBUTE_VALUES and word in _CLASSES):  # "an orange orange" is right
+            issues.append(f"doubled word {word!r}")
     for first, second in zip(words, words[1:]):
-        if first == second and not (first in ATTRIBUTE_VALUES and first in _CLASSES):  # "an orange orange"
-            issues.append(f"doubled word {first!r}")
         if first in ("a", "an"):
             vowel = starts_with_vowel_sound(second) and not second.startswith("non-")
             if first == "a" and vowel:

@@ -126,6 +126,7 @@ def test_grammar_lint_catches_the_papers_mistakes():
     assert grammar_issues("a photo of skis and a bench, where the skis is near the bench")
     assert grammar_issues("a photo of a a cup")
     assert grammar_issues("a photo of an orange orange") == []
+    assert grammar_issues("a photo of a glass wine glass, glass skis, and a non-glass sink") == []
     assert grammar_issues("a photo of a non-orange umbrella") == []
 
 
