@@ -22,9 +22,12 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "chromium missing: install Debian's chromium to run the browser test"; fi; }
 
+# Ends by serving the Space on localhost: the built prompts, a SQLite leaderboard under NEGT2I_HOME
+# (default build/home here). Ctrl-C stops it.
 run: install
 	$(VENV)/bin/negt2ibench build --out $(OUT) --overwrite
 	$(VENV)/bin/negt2ibench validate $(OUT)
+	NEGT2I_HOME=$${NEGT2I_HOME:-build/home} $(VENV)/bin/negt2ibench serve --dataset $(OUT) --port $(PORT)
 
 test: install browser
 	$(PY) -m pytest -q
