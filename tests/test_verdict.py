@@ -261,3 +261,41 @@ def test_error_record():
     assert record.config_hash == PRESETS["no_sam"].config_hash
     with pytest.raises(ValueError, match="needs a reason"):
         error_record("color_pos1_neg0_000", "toy", 1, " ")
+
+
+def test_invariants_over_real_corpus_prompts_with_random_observations():
+    """Every category and setting of the built corpus, random perception: the record is always
+    consistent (one cause exactly when failed, dead-zone passes only on passing negated
+    relations, image pass = all present and all satisfied)."""
+    from dataset_builder.records import load_prompts
+    from dataset_builder.vocabulary import CATEGORY_VOCABULARY
+
+    rng = np.random.default_rng(5)
+    prompts = [p for p in load_prompts() if p.prompt_id.endswith(("_000", "_001", "_002"))]
+    assert len(prompts) == 6 * 8 * 3
+    causes_seen = set()
+    for record in prompts:
+        objects = []
+        for name in record.objects:
+            if rng.random() < 0.1:
+                objects.append(missing(name))
+                continue
+            y, x = rng.integers(0, 160, 2)
+            h, w = rng.integers(5, 40, 2)
+            scores = None
+            if record.kind == "attribute":
+                scores = {v: float(rng.normal(20, 1)) for v in CATEGORY_VOCABULARY[record.category]}
+            objects.append(seen(name, box_mask(int(y), int(x), int(h), int(w)), scores))
+        disparity = rng.random(SHAPE) if record.category == "depth" else None
+        result = judge(record, image(*objects, disparity=disparity), model_key="toy", sample_index=0)
+        assert [o.name for o in result.objects] == record.objects
+        for statement, verdict in zip(record.statements, result.statements):
+            assert verdict.index == statement.index and verdict.polarity == statement.polarity
+            assert (verdict.cause is None) == verdict.satisfied
+            causes_seen.add(verdict.cause)
+            if verdict.dead_zone_pass:
+                assert verdict.satisfied and statement.polarity == "negated" and record.kind == "relation"
+            if verdict.cause == "dead_zone":
+                assert statement.polarity == "positive" and record.category != "proximity"
+        assert result.passed == (all(o.present for o in result.objects) and all(s.satisfied for s in result.statements))
+    assert {"subject_missing", "target_missing", "forbidden_rendered", "wrong_value", "dead_zone", None} <= causes_seen
