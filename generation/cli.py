@@ -156,7 +156,7 @@ def run_generate(args) -> int:
         raise UserError("--out DIR is required (the dataset folder)")
     prompts = select_prompts(_load_prompt_records(args.prompts, args.out), args.categories, args.settings, args.limit)
     work = plan_work(prompts, args.num_images)
-    rank = RankInfo.from_accelerate()
+    rank = RankInfo.from_accelerate(cpu=True if args.device == "cpu" else None)
     device = resolve_device(args.device, rank)
     generator = load_generator(spec, device)
     summary = generate_images(generator, spec, work, args.out, rank=rank, batch_size=args.batch_size,
