@@ -120,6 +120,10 @@ def run_validate(args: argparse.Namespace) -> int:
             print(f"... and {hidden} more")
         print(f"INVALID: {len(violations)} violations in {root} ({len(records)} prompts, {elapsed:.2f} s)")
         return 1
+    from .card import balance_summary
+
+    uses = ", ".join(f"{row['category']} {row['min']}-{row['max']}" for row in balance_summary(records))
+    print(f"class uses per category (least-most over its group draws): {uses}")
     print(f"OK: {root} holds {len(records)} valid prompts; every invariant holds ({elapsed:.2f} s)")
     return 0
 
