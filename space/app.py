@@ -68,6 +68,19 @@ def get_perception() -> Any:
         return _PERCEPTION
 
 
+def preload_models() -> None:
+    """Load every model now. On ZeroGPU this must happen in the main process at start-up: each
+    `@spaces.GPU` call runs in a forked worker, so models loaded there would be lost after the call."""
+    try:
+        get_perception().load_all()
+    except UserError as error:  # e.g. weights missing: the app still starts, scoring shows the reason
+        log.warning("models not loaded at start-up: %s", error)
+
+
+def on_zero_gpu() -> bool:
+    return bool(spaces.config.Config.zero_gpu)
+
+
 def set_perception(perception: Any) -> None:
     """Install a perception (a test double, or models loaded elsewhere) for this process."""
     global _PERCEPTION
@@ -250,9 +263,11 @@ def build_app(
     perception: Any = None,
     open_images: ImageSourceFactory = hub_images,
     limits: SubmissionLimits = SubmissionLimits(),
+    preload: bool | None = None,
 ) -> gr.Blocks:
     """The Space. Prompts from `prompts`, else the built `dataset` folder, else the corpus built in
-    memory; the store from `store`, else `open_store()` (SQLite under NEGT2I_HOME or the Hub repo)."""
+    memory; the store from `store`, else `open_store()` (SQLite under NEGT2I_HOME or the Hub repo).
+    Models load on the first score, or now when `preload` (default: when running on ZeroGPU)."""
     if prompts is None:
         prompts = load_prompts(dataset)
     prompts = list(prompts)
@@ -260,6 +275,8 @@ def build_app(
     store = store if store is not None else open_store()
     if perception is not None:
         set_perception(perception)
+    elif preload if preload is not None else on_zero_gpu():
+        preload_models()
     work_dir = Path(tempfile.mkdtemp(prefix="negt2i_space_"))
     prompt_choices = [(prompt_label(p), p.prompt_id) for p in prompts]
 

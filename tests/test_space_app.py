@@ -180,3 +180,28 @@ def test_leaderboard_prefers_verified_and_hides_rejected():
     assert frame["model"].tolist() == ["M"] and frame["overall"].tolist() == [10.0]
     paper = leaderboard_frame([], include_paper=True)
     assert len(paper) == len(PAPER_ROWS) and set(paper["status"]) == {REPORTED}
+
+
+def test_preload_loads_models_once_and_survives_missing_weights(prompts, tmp_path):
+    import space.app as space_app
+    from negt2ibench.errors import MissingWeightsError
+
+    class CountingModels(RectanglePerception):
+        loads = 0
+
+        def load_all(self, prompts=()):
+            CountingModels.loads += 1
+            if CountingModels.loads > 1:
+                raise MissingWeightsError("RFDETRSegXLarge")
+
+    previous = space_app._PERCEPTION
+    try:
+        space_app.set_perception(CountingModels())
+        build_app(prompts=prompts[:10], store=SQLiteStore(tmp_path / "a.sqlite"), preload=True)
+        assert CountingModels.loads == 1
+        space_app.preload_models()  # missing weights: logged, the app still builds
+        assert CountingModels.loads == 2
+        build_app(prompts=prompts[:10], store=SQLiteStore(tmp_path / "b.sqlite"), preload=False)
+        assert CountingModels.loads == 2
+    finally:
+        space_app.set_perception(previous)

@@ -142,3 +142,37 @@ def test_model_key_of():
     assert model_key_of(" SD 1.5 + NegationCLIP ") == "sd_1_5_negationclip"
     with pytest.raises(ValueError, match="no letters"):
         model_key_of("+++")
+
+
+def test_hub_uploader_makes_one_dataset_commit_with_the_env_token(tmp_path, monkeypatch, capsys):
+    import huggingface_hub
+
+    from space.store import hub_uploader
+
+    seen = {}
+
+    class FakeApi:
+        def __init__(self, token=None):
+            seen["token"] = token
+
+        def create_commit(self, **kwargs):
+            seen.update(kwargs)
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
+    hub = HubStore(tmp_path / "clone", hub_uploader("org/results"))
+    added = hub.add_submission(entry(), records(2))
+    assert seen["token"] == "hf_secret_value"
+    assert (seen["repo_id"], seen["repo_type"]) == ("org/results", "dataset")
+    paths = sorted(op.path_in_repo for op in seen["operations"])
+    assert paths == [f"results/{added.submission_id}.jsonl.gz", f"submissions/{added.submission_id}.json"]
+    captured = capsys.readouterr()
+    assert "hf_secret_value" not in captured.out + captured.err + repr(hub)
+
+
+def test_open_store_uses_the_hub_repo_when_configured(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setenv("NEGT2I_RESULTS_REPO", "org/results")
+    monkeypatch.setattr(HubStore, "from_repo", classmethod(lambda cls, repo, local: calls.append((repo, local)) or "hub"))
+    assert open_store(tmp_path) == "hub"
+    assert calls == [("org/results", tmp_path / "results_repo")]
