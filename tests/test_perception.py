@@ -90,6 +90,26 @@ def test_detector_returns_only_prompt_classes_capped_and_in_bounds():
     assert results[0]["bicycle"].scores == []  # the tiny detector never sees bicycles
 
 
+def test_detections_equal_rfdetr_predict_filtered_to_the_prompt_classes():
+    detector, *_ = tiny_models()
+    images = [random_image(1, (90, 70)), random_image(2, (64, 120))]
+    names = ["cup", "dog", "bus"]
+    mine = _detector(cap=300).detect(images, [names] * 2, with_masks=True)
+    reference = detector.predict(images, threshold=0.03)
+    ids = benchmark_class_ids()
+    compared = 0
+    for ours, theirs in zip(mine, reference):
+        for name in names:
+            selected = theirs.class_id == ids[name]
+            assert ours[name].scores == pytest.approx(sorted(theirs.confidence[selected], reverse=True), abs=1e-5)
+            if selected.any():
+                top = int(np.argmax(np.where(selected, theirs.confidence, -1.0)))
+                assert np.allclose(ours[name].boxes[0], theirs.xyxy[top], atol=1e-2)
+                assert np.array_equal(ours[name].top_mask, theirs.mask[top])
+                compared += 1
+    assert compared >= 2
+
+
 def test_detector_cap_and_threshold_apply():
     image = [random_image(3)]
     uncapped = _detector(cap=100).detect(image, [list(VISIBLE_CLASSES)], with_masks=False)[0]

@@ -64,7 +64,8 @@ class AttributeScorer:
         if new:
             tokens = self.processor(text=new, padding="max_length", max_length=self.max_text_length,
                                     truncation=True, return_tensors="pt")
-            tokens = {key: value.to(self.device) for key, value in tokens.items()}
+            tokens = {key: value.to(self.device) for key, value in tokens.items()
+                      if key in ("input_ids", "attention_mask")}
             features = self._pooled(self.model.get_text_features(**tokens)).float()
             features = torch.nn.functional.normalize(features, dim=-1).cpu()
             for sentence, feature in zip(new, features):

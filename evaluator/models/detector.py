@@ -116,10 +116,12 @@ class Detector:
 
     def _preprocess(self, images: Sequence[Image.Image]) -> torch.Tensor:
         # As rfdetr's predict: [0, 1] floats, square resize without antialias, ImageNet normalisation.
-        tensors = [TF.resize(TF.pil_to_tensor(image).to(self.device), [self.resolution] * 2, antialias=False)
-                   for image in images]
-        batch = torch.stack(tensors).float().div_(255.0)
-        return TF.normalize(batch, self.means, self.stds)
+        tensors = [
+            TF.resize(TF.pil_to_tensor(image).to(self.device).float().div_(255.0), [self.resolution] * 2,
+                      antialias=False)
+            for image in images
+        ]
+        return TF.normalize(torch.stack(tensors), self.means, self.stds)
 
     @torch.inference_mode()
     def detect(
