@@ -37,6 +37,9 @@ def select_device(device: str = "auto") -> torch.device:
     """`auto` picks cuda, then mps, then cpu; an explicit device that is not there is a user error."""
     if device not in DEVICE_CHOICES and not device.startswith("cuda:"):
         raise UserError(f"unknown device {device!r}; choose one of {', '.join(DEVICE_CHOICES)}")
+    if device in ("auto", "cuda") and torch.cuda.is_available() and "LOCAL_RANK" in os.environ:
+        # Under `accelerate launch` / torchrun each process uses its own GPU.
+        return torch.device("cuda", int(os.environ["LOCAL_RANK"]) % torch.cuda.device_count())
     if device == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
