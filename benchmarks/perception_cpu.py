@@ -155,12 +155,13 @@ def bench_end_to_end(count: int, size: int, batch_size: int) -> dict:
     perception = ModelPerception.from_models(config, detector=full_detector(), sam=full_sam(), siglip=full_siglip(),
                                              depth=full_depth(), batch_size=batch_size)
     timer = ForwardTimer()
-    timer.wrap(perception._detector, "network")
+    # Instance attributes shadow the methods: nn.Module.__call__ then runs the timed forward.
+    timer.wrap(perception._detector.network, "forward")
     timer.wrap(perception._segmenter.model, "get_image_embeddings")
-    timer.wrap(perception._segmenter, "model")
+    timer.wrap(perception._segmenter.model, "forward")  # the box-prompt decoder on cached embeddings
     timer.wrap(perception._attributes.model, "get_image_features")
     timer.wrap(perception._attributes.model, "get_text_features")
-    timer.wrap(perception._depth, "model")
+    timer.wrap(perception._depth.model, "forward")
     kinds = [("color", ["cup", "dog"]), ("depth", ["cat", "dog"]), ("proximity", ["car", "bus"])]
     prompts = [make_prompt(category, objects, f"{category}_pos1_neg0_{n:03d}")
                for n in range(count) for category, objects in [kinds[n % len(kinds)]]]
