@@ -49,7 +49,12 @@ PAPER_ROWS: tuple[dict[str, Any], ...] = (
      "1:2": 3.0, "2:2": 0.5, "color": 28.3, "material": 23.9, "comparative": 8.4, "depth": 9.4, "directional": 10.0,
      "proximity": 9.2, "overall": 14.9},
 )
-LAUNCH_KWARGS: dict[str, Any] = {"theme": gr.themes.Soft(), "css": ".verdict-pass{color:#15803d}.verdict-fail{color:#b91c1c}"}
+# theme/css go to launch() in gradio 6; uploads above the size limit are refused before any handler runs.
+LAUNCH_KWARGS: dict[str, Any] = {
+    "theme": gr.themes.Soft(),
+    "css": ".verdict-pass{color:#15803d}.verdict-fail{color:#b91c1c}",
+    "max_file_size": f"{SubmissionLimits().max_bytes // 2**20}mb",
+}
 
 # ----------------------------------------------------------------------------- models (GPU side)
 
