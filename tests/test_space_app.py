@@ -34,6 +34,7 @@ def data(prompts, tmp_path_factory):
         "scene": scene_png(root / "scene.png"),
         "not_image": (root / "notes.png").write_bytes(b"this is not an image") and root / "notes.png",
         "tiny": scene_png(root / "tiny.png", size=(8, 8)),
+        "huge": scene_png(root / "huge.png", size=(8000, 6000)),  # 48 MP: over the scorer's limit
         "store": root / "lb.sqlite",
     }
 
@@ -94,6 +95,7 @@ def test_score_a_typed_prompt_pass_and_fail(app, data):
     [
         ("not_image", "color_pos1_neg0_000", "", "not a recognised image format"),
         ("tiny", "color_pos1_neg0_000", "", "image too small"),
+        ("huge", "color_pos1_neg0_000", "", "image too large"),
         ("scene", "color_pos9_neg9_000", "", "unknown prompt id"),
         ("scene", None, "a picture of a cat", "cannot parse the prompt"),
         ("scene", None, None, "pick a benchmark prompt"),
