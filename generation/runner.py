@@ -218,10 +218,13 @@ class JanusGenerator:
 def resolve_device(requested: str | None, rank: RankInfo) -> str:
     import torch
 
+    own_device = str(rank.state.device) if rank.state is not None else "cpu"
+    if requested == "cuda" and own_device.startswith("cuda"):
+        return own_device  # under a launcher, plain "cuda" means this process's GPU, not GPU 0 for all
     if requested and requested != "auto":
         return requested
-    if rank.state is not None and str(rank.state.device) != "cpu":
-        return str(rank.state.device)
+    if own_device != "cpu":
+        return own_device
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
