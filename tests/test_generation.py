@@ -78,6 +78,12 @@ def test_registry_entries_name_installed_classes():
         assert isinstance(import_object(spec.pipeline_class), type), spec.pipeline_class
         for class_path, _, _ in spec.component_overrides.values():
             assert isinstance(import_object(class_path), type), class_path
+        if spec.backend == "diffusers":  # the arguments DiffusersGenerator passes exist on that pipeline
+            import inspect
+
+            accepted = inspect.signature(import_object(spec.pipeline_class).__call__).parameters
+            call = DiffusersGenerator(None, spec).call_kwargs()
+            assert {"prompt", "generator", "output_type", *call} <= set(accepted), key
     table18 = {"flux_2_klein_9b": 4, "hunyuanimage_2_1": 8, "z_image_turbo": 9, "flux_2_dev": 28, "sd_3_5_large": 28}
     assert {key: REGISTRY[key].steps for key in table18} == table18
     assert REGISTRY["sd_1_5"].height == 512 and REGISTRY["flux_2_dev"].quantization == "bnb_4bit"
