@@ -246,12 +246,20 @@ def _error(message: str) -> str:
 
 
 def requester(request: gr.Request | None) -> str:
-    """The logged-in user, else the client's IP address, else "anonymous"."""
+    """The logged-in user, else the client's IP address, else "anonymous".
+
+    Behind the Spaces proxy the client is the proxy, so the IP comes from X-Forwarded-For: its
+    last entry, the one the proxy itself appended (earlier entries are whatever the client sent)."""
     if request is None:
         return "anonymous"
     username = getattr(request, "username", None)
     if username:
         return str(username)
+    headers = getattr(request, "headers", None) or {}
+    forwarded = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
+    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+    if hops:
+        return f"ip:{hops[-1]}"
     client = getattr(request, "client", None)
     host = getattr(client, "host", None) if client else None
     return f"ip:{host}" if host else "anonymous"

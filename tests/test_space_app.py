@@ -207,3 +207,16 @@ def test_preload_loads_models_once_and_survives_missing_weights(prompts, tmp_pat
         assert CountingModels.loads == 2
     finally:
         space_app.set_perception(previous)
+
+
+def test_requester_identity():
+    from types import SimpleNamespace
+
+    from space.app import requester
+
+    assert requester(None) == "anonymous"
+    assert requester(SimpleNamespace(username="alice", headers={}, client=None)) == "alice"
+    proxied = SimpleNamespace(username=None, headers={"x-forwarded-for": "6.6.6.6, 203.0.113.7"},
+                              client=SimpleNamespace(host="10.0.0.1"))
+    assert requester(proxied) == "ip:203.0.113.7"
+    assert requester(SimpleNamespace(username=None, headers={}, client=SimpleNamespace(host="127.0.0.1"))) == "ip:127.0.0.1"
