@@ -203,14 +203,19 @@ class JanusGenerator:
 
     def __call__(self, prompts: list[str], seeds: list[int]) -> list[GeneratedImage]:
         import torch
+        from PIL import Image
 
         results = []
         for prompt, seed in zip(prompts, seeds):
             torch.manual_seed(seed)
             inputs = self.processor(text=[prompt], generation_mode="image", return_tensors="pt").to(self.device)
             tokens = self.model.generate(**inputs, generation_mode="image", do_sample=True, use_cache=True)
-            decoded = self.model.decode_image_tokens(tokens)
-            image = self.processor.post_process_multimodal_output(decoded, generation_mode="image")[0]
+            decoded = self.model.decode_image_tokens(tokens)  # (1, H, W, C), normalized
+            # transformers 5.24's post_process_multimodal_output(generation_mode="image") fails on its own
+            # return_tensors="PIL.Image.Image"; un-normalize to uint8 tensors and convert here instead.
+            pixels = self.processor.image_processor.postprocess(list(decoded.float().cpu()), return_tensors="pt")
+            array = pixels["pixel_values"][0].permute(1, 2, 0).numpy()
+            image = Image.fromarray(array)
             results.append(GeneratedImage(image=image, nsfw_flagged=is_black(image)))
         return results
 

@@ -266,3 +266,29 @@ def test_black_safety_checker_images_are_flagged(tmp_path):
     summary = generate_images(censored, TINY, plan_work(three_prompts(), 1), tmp_path, progress=False)
     assert summary.nsfw_flagged == 3
     assert all(row["nsfw_flagged"] for row in read_split(tmp_path, "tiny").values())
+
+
+def test_janus_image_mode_is_seeded_per_image_and_loads_from_a_folder(tmp_path):
+    from _generation_helpers import JANUS_IMAGE_SIZE, tiny_janus
+    from generation.runner import JanusGenerator, load_generator
+
+    model, processor = tiny_janus()
+    janus = JanusGenerator(model, processor, "cpu")
+    pair = janus(["a photo of a red cup", "a photo of a glass cup"], [11, 12])
+    alone = janus(["a photo of a glass cup"], [12])
+    assert pair[0].image.size == (JANUS_IMAGE_SIZE, JANUS_IMAGE_SIZE) and pair[0].image.mode == "RGB"
+    np.testing.assert_array_equal(np.asarray(pair[1].image), np.asarray(alone[0].image))
+    assert not np.array_equal(np.asarray(pair[0].image), np.asarray(janus(["a photo of a red cup"], [13])[0].image))
+
+    folder = tmp_path / "tiny-janus"
+    model.save_pretrained(folder)
+    processor.save_pretrained(folder)
+    spec = ModelSpec(key="janus_tiny", hub_id=str(folder), pipeline_class="transformers.JanusForConditionalGeneration",
+                     backend="janus", dtype="float32")
+    loaded = load_generator(spec, "cpu")
+    again = loaded(["a photo of a glass cup"], [12])
+    np.testing.assert_array_equal(np.asarray(again[0].image), np.asarray(alone[0].image))
+    summary = generate_images(loaded, spec, plan_work(three_prompts()[:1], 2), tmp_path / "data", progress=False)
+    assert summary.generated == 2
+    assert json.loads(read_split(tmp_path / "data", "janus_tiny")[("color_pos1_neg0_000", 0)]["params"])[
+        "generation_mode"] == "image"
