@@ -111,3 +111,31 @@ def test_import_images_validates_everything_before_writing(dataset, tmp_path, ca
 def test_merge_images_without_shards_is_a_clear_error(dataset, capsys):
     assert main(["merge-images", "--dir", str(dataset), "--key", "nothing_here"]) == 1
     assert "no shards of split 'nothing_here'" in capsys.readouterr().err
+
+
+def test_text_encoder_override_is_swapped_in(local_pipeline, tmp_path):
+    """sd_1_5_negationclip's mechanism: a CLIPTextModel from another repo (here a full CLIPModel folder)."""
+    import torch
+    from transformers import CLIPConfig, CLIPModel
+
+    from generation.registry import ModelSpec
+    from generation.runner import load_generator
+
+    base = tiny_sd_pipeline().text_encoder.config
+    clip = CLIPModel(CLIPConfig(
+        text_config=base.to_dict(),
+        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
+                           image_size=32, patch_size=16),
+        projection_dim=16,
+    ))
+    with torch.no_grad():
+        clip.text_model.final_layer_norm.bias.fill_(0.5)  # a weight the base encoder does not have
+    clip.save_pretrained(tmp_path / "negation-clip")
+    spec = ModelSpec(key="tiny_negclip", hub_id=str(local_pipeline), pipeline_class="diffusers.StableDiffusionPipeline",
+                     steps=2, height=TINY_SIZE, width=TINY_SIZE, dtype="float32",
+                     component_overrides={"text_encoder": ("transformers.CLIPTextModel", str(tmp_path / "negation-clip"),
+                                                           None)})
+    generator = load_generator(spec, "cpu")
+    bias = generator.pipeline.text_encoder.final_layer_norm.bias
+    assert torch.all(bias == 0.5)
+    assert generator(["a red cup"], [3])[0].image.size == (TINY_SIZE, TINY_SIZE)
