@@ -376,6 +376,21 @@ class _BackgroundEncoder:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
 
+def check_same_settings(dataset_dir: Path, spec: ModelSpec) -> None:
+    """Resuming into a split made with other settings would mix two experiments in one split: refuse."""
+    from .shards import read_params
+
+    wanted = spec.settings()
+    for params in read_params(dataset_dir, spec.key):
+        differing = sorted(name for name, value in wanted.items() if params.get(name, "(absent)") != value)
+        if differing:
+            shown = ", ".join(f"{name}: {params.get(name, '(absent)')!r} there, {wanted[name]!r} now" for name in differing)
+            raise UserError(
+                f"split {spec.key!r} in {dataset_dir} was made with other settings ({shown}); "
+                f"write to another --out or split name, or move its shards away"
+            )
+
+
 @dataclass
 class RunSummary:
     key: str
@@ -414,6 +429,7 @@ def generate_images(
     if batch_size < 1:
         raise UserError("--batch-size must be at least 1")
     mine = rank.split(work)
+    check_same_settings(dataset_dir, spec)
     done = existing_keys(dataset_dir, spec.key)
     todo = [item for item in mine if item.key not in done]
     summary = RunSummary(key=spec.key, rank=rank.rank, planned=len(mine), skipped=len(mine) - len(todo),

@@ -292,3 +292,15 @@ def test_janus_image_mode_is_seeded_per_image_and_loads_from_a_folder(tmp_path):
     assert summary.generated == 2
     assert json.loads(read_split(tmp_path / "data", "janus_tiny")[("color_pos1_neg0_000", 0)]["params"])[
         "generation_mode"] == "image"
+
+
+def test_resuming_with_other_settings_is_refused(generator, tmp_path):
+    from dataclasses import replace
+
+    work = plan_work(three_prompts()[:1], 1)
+    generate_images(generator, TINY, work, tmp_path, progress=False)
+    more_steps = replace(TINY, steps=3)
+    with pytest.raises(UserError, match="made with other settings .*steps: 2 there, 3 now"):
+        generate_images(DiffusersGenerator(generator.pipeline, more_steps), more_steps, plan_work(three_prompts(), 1),
+                        tmp_path, progress=False)
+    assert len(existing_keys(tmp_path, "tiny")) == 1
