@@ -43,17 +43,19 @@ def register(subparsers) -> None:
         "generate",
         help="generate one image split with a text-to-image model (resumable, multi-GPU)",
         description=(
-            "Generate NUM_IMAGES images per prompt with one model and write them as the split KEY of the "
-            "`images` config: DIR/images/KEY-rRANK-N.parquet. The seed of every image comes from "
-            "(prompt_id, sample_index), so reruns give the same pixels. Run it again after an interruption "
-            "and it resumes. Under `accelerate launch` each process takes its share and writes its own "
-            "shards; rank 0 checks completeness at the end (see merge-images)."
+            "Generate NUM_IMAGES images per prompt with one model and write them as the split KEY\n"
+            "of the `images` config: DIR/images/KEY-rRANK-N.parquet (PNG bytes, seed, params).\n"
+            "The seed of every image comes from (prompt_id, sample_index), so reruns give the same\n"
+            "pixels. Run the same command again after an interruption and it resumes.\n"
+            "Under `accelerate launch` (or torchrun) each process takes its share and writes its own\n"
+            "shards; rank 0 checks completeness at the end and refreshes DIR/README.md (see merge-images)."
         ),
         epilog=(
             "examples:\n"
             "  negt2ibench generate --list\n"
             "  negt2ibench generate --model sd_1_5 --out data --batch-size 8\n"
-            "  accelerate launch --num_processes 8 -m negt2ibench generate --model flux_2_klein_9b --out data\n"
+            "  accelerate launch --multi_gpu --num_processes 8 -m negt2ibench generate \\\n"
+            "      --model flux_2_klein_9b --out data --batch-size 4\n"
             "  negt2ibench generate --model-id stabilityai/sdxl-turbo --key sdxl_turbo --steps 1 --out data"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
