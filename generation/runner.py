@@ -384,7 +384,9 @@ def check_same_settings(dataset_dir: Path, spec: ModelSpec) -> None:
     for params in read_params(dataset_dir, spec.key):
         differing = sorted(name for name, value in wanted.items() if params.get(name, "(absent)") != value)
         if differing:
-            shown = ", ".join(f"{name}: {params.get(name, '(absent)')!r} there, {wanted[name]!r} now" for name in differing)
+            shown = ", ".join(
+                f"{name}: {params.get(name, '(absent)')!r} there, {wanted[name]!r} now" for name in differing
+            )
             raise UserError(
                 f"split {spec.key!r} in {dataset_dir} was made with other settings ({shown}); "
                 f"write to another --out or split name, or move its shards away"

@@ -65,7 +65,8 @@ def tiny_sd_pipeline(seed: int = 0):
         )
     )
     scheduler = DDIMScheduler(
-        beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear", clip_sample=False, set_alpha_to_one=False, steps_offset=1
+        beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
+        clip_sample=False, set_alpha_to_one=False, steps_offset=1,
     )
     pipeline = StableDiffusionPipeline(
         unet=unet,

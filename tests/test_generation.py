@@ -14,7 +14,6 @@ from _generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, writ
 from generation.registry import REGISTRY, ModelSpec, get_spec, import_object, registry_lines
 from generation.runner import (
     DiffusersGenerator,
-    GeneratedImage,
     RankInfo,
     generate_images,
     image_seed,

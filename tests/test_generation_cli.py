@@ -133,8 +133,8 @@ def test_text_encoder_override_is_swapped_in(local_pipeline, tmp_path):
     clip.save_pretrained(tmp_path / "negation-clip")
     spec = ModelSpec(key="tiny_negclip", hub_id=str(local_pipeline), pipeline_class="diffusers.StableDiffusionPipeline",
                      steps=2, height=TINY_SIZE, width=TINY_SIZE, dtype="float32",
-                     component_overrides={"text_encoder": ("transformers.CLIPTextModel", str(tmp_path / "negation-clip"),
-                                                           None)})
+                     component_overrides={
+                         "text_encoder": ("transformers.CLIPTextModel", str(tmp_path / "negation-clip"), None)})
     generator = load_generator(spec, "cpu")
     bias = generator.pipeline.text_encoder.final_layer_norm.bias
     assert torch.all(bias == 0.5)
