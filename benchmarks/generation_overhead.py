@@ -120,6 +120,7 @@ def main() -> None:
     args = parser.parse_args()
     print("| tiny pipeline | images | pipeline ms/img | loop overhead ms/img | overhead / pipeline |")
     print("|---|---:|---:|---:|---:|")
+    loop_overhead(32, 8, args.batch_size)  # warm-up: first imports (pyarrow writer, tqdm) are not per-image costs
     for size in (32, 64):
         r = loop_overhead(size, args.images, args.batch_size)
         print(f"| {r['size']}² | {r['images']} | {r['pipeline_ms']:.1f} | {r['overhead_ms']:.2f} | {r['ratio']:.1%} |")
