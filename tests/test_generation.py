@@ -136,6 +136,13 @@ def test_accelerate_single_process_takes_everything():
     assert rank.split(list(range(7))) == list(range(7))
 
 
+def test_launcher_world_size_that_accelerate_does_not_see_is_refused(monkeypatch):
+    RankInfo.from_accelerate()  # the process's (single) state exists
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(UserError, match="launched as 2 processes but accelerate sees 1"):
+        RankInfo.from_accelerate()
+
+
 # --------------------------------------------------------------------------- generation
 
 
