@@ -25,7 +25,9 @@ from evaluator.config import EvaluatorConfig
 from evaluator.images import ImageError, ImageSource, load_image
 from evaluator.observation import ImageObservation
 from evaluator.perception import Perception
+from evaluator.resultio import ResultWriter, merge_results, read_results
 from evaluator.results import ResultRecord
+from evaluator.verdict import error_record, judge
 from negt2ibench.errors import MissingWeightsError, UserError
 
 IMAGE_FILE = re.compile(r"^(?P<prompt_id>.+)_(?P<sample_index>\d+)\.(?:png|jpe?g|webp|bmp|tiff?)$", re.IGNORECASE)
@@ -183,8 +185,6 @@ def score_image(
     sample_index: int = 0,
 ) -> tuple[ResultRecord, ImageObservation]:
     """Score one image (raises `ImageError` for an image that cannot be scored)."""
-    from evaluator.verdict import judge
-
     rgb = load_image(image)
     observation = perception.observe([rgb], [prompt])[0]
     record = judge(prompt, observation, model_key=model_key, sample_index=sample_index, config=config)
@@ -198,8 +198,6 @@ def _as_index(prompts: PromptIndex | Iterable[PromptRecord]) -> PromptIndex:
 def _score_batch(batch: Sequence[ImageItem], prompts: PromptIndex, perception: Perception, *,
                  config: EvaluatorConfig, model_key: str) -> list[ResultRecord]:
     """Records for one batch, in order; per-item problems become error rows."""
-    from evaluator.verdict import error_record, judge
-
     records: list[Optional[ResultRecord]] = [None] * len(batch)
     ready: list[tuple[int, Image.Image, PromptRecord]] = []
     for position, item in enumerate(batch):
@@ -245,8 +243,6 @@ def _score_batch(batch: Sequence[ImageItem], prompts: PromptIndex, perception: P
 def _score_into(path: Path, items: Sequence[ImageItem], prompts: PromptIndex, perception: Perception, *,
                 config: EvaluatorConfig, model_key: str, batch_size: int, summary: ScoreSummary,
                 skip: frozenset = frozenset(), progress: bool = True, position: int = 0) -> None:
-    from evaluator.resultio import ResultWriter
-
     with ResultWriter(path) as writer:
         done = set(writer.done) | set(skip)
         pending = [item for item in items if (model_key, item.prompt_id, item.sample_index) not in done]
@@ -282,8 +278,6 @@ def rank_path(out_path: Path, rank: int) -> Path:
 
 
 def _done_keys(path: Path) -> frozenset:
-    from evaluator.resultio import read_results
-
     if not path.exists():
         return frozenset()
     # Read-only (no writer lock): every rank reads the merged file at once.
@@ -330,8 +324,6 @@ def score_images(
         _score_into(out, items, index, perception, config=config, model_key=model_key, batch_size=batch_size,
                     summary=summary, progress=progress)
     else:
-        from evaluator.resultio import merge_results
-
         merged_done = _done_keys(out)  # keys already merged earlier stay skipped on every rank
         own = rank_path(out, state.process_index)
         with state.split_between_processes(items) as share:
