@@ -69,7 +69,14 @@ def register(subparsers) -> None:
                     "the image with masks, boxes and 'name confidence' labels drawn on it.",
         epilog="examples:\n"
                "  negt2ibench explain cup.png --prompt-id color_pos1_neg1_004\n"
-               "  negt2ibench explain cup.png --prompt 'a photo of a red cup and a non-blue bowl' --out why.png",
+               "  negt2ibench explain cup.png --prompt 'a photo of a red cup and a non-red bowl' --out why.png\n"
+               "\n--prompt TEXT follows the benchmark's grammar, one category per prompt:\n"
+               "  a photo of a plastic bus, a plastic knife, and a non-plastic toilet\n"
+               "  a photo of a laptop, a zebra, and a carrot, where the laptop is right of the zebra and is not "
+               "below the carrot\n"
+               "  values: red orange yellow green blue purple pink brown black white | wooden metal plastic glass\n"
+               "  relations: left of, right of, above, below, near, far from, bigger than, smaller than, taller than,"
+               "\n             shorter than, in front of, behind",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     explain.add_argument("image", metavar="IMAGE", help="the image file to score")
@@ -154,7 +161,8 @@ def _explain_prompt(args: argparse.Namespace):
         try:
             return parse_prompt(args.prompt)
         except ValueError as error:
-            raise UserError(f"cannot parse the prompt: {error}") from None
+            first_line = str(error).strip().splitlines()[0]
+            raise UserError(f"cannot parse the prompt: {first_line} (see `negt2ibench explain --help`)") from None
     try:
         return PromptIndex(_prompt_records(args.prompts))[args.prompt_id]
     except PromptLookupError as error:

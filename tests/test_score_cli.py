@@ -121,3 +121,16 @@ def test_download_models_offline_fails_with_one_line(tmp_path, capsys):
     assert main(["download-models", "--dir", str(tmp_path / "w")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: could not download facebook/sam2.1-hiera-small") and "Traceback" not in err
+
+
+def test_explain_parses_prompt_text(workspace, tiny_models_in_cli, capsys):
+    tmp_path, prompts, folder = workspace
+    image = folder / f"{PROMPTS[1].prompt_id}_0.png"
+    out = tmp_path / "text.png"
+    assert main(["explain", str(image), "--prompt", "a photo of a car and a bus, where the car is not near the bus",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "negated" in text and "is not near the bus" in text and out.is_file()
+    assert main(["explain", str(image), "--prompt", "hello world"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot parse the prompt") and err.count("\n") == 1
