@@ -81,13 +81,16 @@ def load_rfdetr(config: EvaluatorConfig, weights_dir: Optional[str | Path] = Non
 
     model_class = getattr(rfdetr, config.detector)
     path = detector_weights_path(config, weights_dir)
-    if not path.is_file() and _offline():
+    existed = path.is_file()
+    if not existed and _offline():
         raise MissingWeightsError(config.detector, f"{path} does not exist and HF_HUB_OFFLINE is set")
     try:
         return model_class(pretrain_weights=str(path), resolution=config.detector_resolution, device="cpu")
     except Exception as error:  # noqa: BLE001 - rfdetr's download raises requests/OS/MD5 errors alike
-        if path.is_file():
-            raise
+        if existed:  # rfdetr re-downloads a file it cannot load; that failed too
+            detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+            raise UserError(f"{path} could not be loaded as {config.detector} weights ({type(error).__name__}: "
+                            f"{detail}); delete it and run `negt2ibench download-models` again") from None
         raise MissingWeightsError(config.detector, f"could not download {path.name} ({type(error).__name__})") from None
 
 

@@ -286,3 +286,13 @@ def test_device_selection():
     if not torch.cuda.is_available():
         with pytest.raises(UserError, match="no CUDA"):
             select_device("cuda")
+
+
+def test_corrupt_detector_weights_are_a_clear_user_error(monkeypatch, tmp_path):
+    (tmp_path / "rf-detr-seg-xlarge.pt").write_bytes(b"not a checkpoint")
+    monkeypatch.setenv("RF_HOME", str(tmp_path))
+    from evaluator.perception import load_rfdetr
+
+    with pytest.raises(UserError, match="could not be loaded") as caught:
+        load_rfdetr(PRESETS["current"])
+    assert not isinstance(caught.value, MissingWeightsError)
