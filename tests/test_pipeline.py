@@ -269,3 +269,46 @@ def test_ranks_write_their_own_files_and_the_main_process_merges_without_duplica
         assert summary.scored == 0
     assert len(read_results(out)) == len(keys)
     assert all(json.loads(line) for line in out.read_text().splitlines())
+
+
+def test_hub_dataset_source_reads_undecoded_bytes(monkeypatch, tmp_path):
+    import datasets
+
+    rows = {"prompt_id": [PROMPTS[0].prompt_id, PROMPTS[1].prompt_id], "sample_index": [0, 3],
+            "image": [{"bytes": png(random_image(1)), "path": None}, {"bytes": b"junk", "path": None}]}
+    local = datasets.Dataset.from_dict(rows, features=datasets.Features({
+        "prompt_id": datasets.Value("string"), "sample_index": datasets.Value("int32"), "image": datasets.Image()}))
+    calls = []
+
+    def fake_load_dataset(repo_id, config_name, split):
+        calls.append((repo_id, config_name, split))
+        return local
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    with pytest.raises(UserError, match="--split"):
+        resolve_source("someone/negt2ibench")
+    items, key = resolve_source("someone/negt2ibench", split="sd_1_5")
+    assert calls == [("someone/negt2ibench", "images", "sd_1_5")] and key == "sd_1_5"
+    assert [(item.prompt_id, item.sample_index) for item in items] == [(PROMPTS[0].prompt_id, 0),
+                                                                        (PROMPTS[1].prompt_id, 3)]
+    assert items[0].fetch()[:8] == b"\x89PNG\r\n\x1a\n" and items[1].fetch() == b"junk"
+
+
+def test_annotate_draws_masks_boxes_labels_and_the_statement_table():
+    from evaluator.annotate import annotate, statement_table
+    from evaluator.verdict import judge
+
+    image = Image.new("RGB", (120, 80), (128, 128, 128))
+    observation = FlakyPerception().observe([image], [PROMPTS[1]])[0]
+    record = judge(PROMPTS[1], observation, model_key="m", sample_index=0, config=CONFIG)
+    drawn = np.asarray(annotate(image, observation, record)).astype(int)
+    original = np.asarray(image).astype(int)
+    assert drawn.shape == original.shape
+    assert np.abs(drawn[20, 15] - original[20, 15]).sum() > 30  # inside the first mask: tinted
+    assert np.abs(drawn[70, 110] - original[70, 110]).sum() == 0  # far from every object: untouched
+    rows = statement_table(PROMPTS[1], record)
+    assert [row["index"] for row in rows] == [0]
+    assert rows[0]["statement"] == PROMPTS[1].statements[0].text and rows[0]["polarity"] == "positive"
+    assert rows[0]["verdict"] in ("pass", "fail") and "gap" in rows[0]["measurements"]
+    empty = annotate(image, ImageObservation(width=120, height=80))
+    assert np.array_equal(np.asarray(empty), np.asarray(image))
