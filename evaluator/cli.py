@@ -83,9 +83,12 @@ def register(subparsers) -> None:
     which = explain.add_mutually_exclusive_group(required=True)
     which.add_argument("--prompt-id", metavar="ID", help="a benchmark prompt id, e.g. depth_pos1_neg1_012")
     which.add_argument("--prompt-json", metavar="FILE", help="a prompt record as JSON")
-    which.add_argument("--prompt", metavar="TEXT", help="prompt text in the benchmark's grammar (parsed into statements)")
-    explain.add_argument("--prompts", metavar="DIR", help="prompt records for --prompt-id (default: built-in corpus)")
-    explain.add_argument("--out", metavar="PNG", help="annotated image path (default: IMAGE_explained.png next to IMAGE)")
+    which.add_argument("--prompt", metavar="TEXT",
+                       help="prompt text in the benchmark's grammar (parsed into statements)")
+    explain.add_argument("--prompts", metavar="DIR",
+                         help="prompt records for --prompt-id (default: built-in corpus)")
+    explain.add_argument("--out", metavar="PNG",
+                         help="annotated image path (default: IMAGE_explained.png next to IMAGE)")
     explain.add_argument("--json", action="store_true", help="also print the result record as JSON")
     _add_model_options(explain)
     explain.set_defaults(handler=run_explain)

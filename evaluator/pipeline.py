@@ -120,7 +120,8 @@ def local_dataset_items(dataset_dir: Path, split: Optional[str]) -> tuple[str, l
             keys = parquet.read_row_group(group, columns=["prompt_id", "sample_index"]).to_pylist()
             for offset, row in enumerate(keys):
                 fetch = lambda s=str(shard), g=group, o=offset: _image_bytes(_row_group_images(s, g)[o])  # noqa: E731
-                items.append(ImageItem(row["prompt_id"], int(row["sample_index"]), fetch, f"{shard.name}#{group}:{offset}"))
+                label = f"{shard.name}#{group}:{offset}"
+                items.append(ImageItem(row["prompt_id"], int(row["sample_index"]), fetch, label))
     return split, items
 
 

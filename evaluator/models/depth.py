@@ -27,7 +27,9 @@ class DepthEstimator:
             inputs = self.processor(images=[images[index] for index in indices], return_tensors="pt")
             outputs = self.model(pixel_values=inputs["pixel_values"].to(self.device, self.dtype))
             outputs.predicted_depth = outputs.predicted_depth.float()
-            resized = self.processor.post_process_depth_estimation(outputs, target_sizes=[(height, width)] * len(indices))
+            resized = self.processor.post_process_depth_estimation(
+                outputs, target_sizes=[(height, width)] * len(indices)
+            )
             for index, item in zip(indices, resized):
                 results[index] = item["predicted_depth"].cpu().numpy().astype(np.float32)
         return results  # type: ignore[return-value]

@@ -154,7 +154,8 @@ class Detector:
             per_class = {}
             for name, pairs in picked.items():
                 queries = [query for query, _ in pairs]
-                boxes = _cxcywh_to_xyxy(boxes_normalised[index, queries], width, height) if queries else np.zeros((0, 4))
+                boxes = (_cxcywh_to_xyxy(boxes_normalised[index, queries], width, height) if queries
+                         else np.zeros((0, 4)))
                 detections = ClassDetections(
                     name=name,
                     scores=[score for _, score in pairs],
