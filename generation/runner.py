@@ -243,7 +243,14 @@ def _torch_dtype(name: str, device: str):
 
 def _missing_weights(spec: ModelSpec, error: Exception) -> MissingWeightsError:
     first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return MissingWeightsError(f"{spec.key} ({spec.hub_id})", first_line[:300])
+    return MissingWeightsError(
+        f"{spec.key} ({spec.hub_id})",
+        first_line[:300],
+        how_to_get=(
+            f"Download it once with internet access (`hf download {spec.hub_id}`; gated models need "
+            f"`hf auth login` and accepting the licence on the Hub), or pass a local folder with --model-id."
+        ),
+    )
 
 
 def _loading_errors() -> tuple[type[BaseException], ...]:

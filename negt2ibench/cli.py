@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
+import warnings
 
 from . import __version__
 from .errors import UserError
@@ -39,7 +41,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_library_noise() -> None:
+    """Hide start-up chatter that users cannot act on (it buries our one-line errors)."""
+    # bitsandbytes (4-bit FLUX.2-dev) looks for an optional CPU kernel package on import.
+    logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
+    # rfdetr calls torch.jit.script, deprecated in this torch; harmless for inference.
+    warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.*", category=FutureWarning)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _quiet_library_noise()
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):

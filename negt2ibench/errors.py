@@ -18,11 +18,12 @@ class MissingWeightsError(UserError):
 
     exit_code = 2
 
-    def __init__(self, model: str, detail: str = ""):
-        message = (
-            f"model weights for {model} are not available offline{': ' + detail if detail else ''}. "
-            f"Run `negt2ibench download-models` on a machine with internet access "
-            f"(then set HF_HOME / RF_HOME to the same folders here), or pass a local path."
-        )
+    def __init__(self, model: str, detail: str = "", *, how_to_get: str | None = None):
+        if how_to_get is None:  # the evaluator's models
+            how_to_get = (
+                "Run `negt2ibench download-models` on a machine with internet access "
+                "(it prints the HF_HUB_CACHE / RF_HOME lines to set here), or pass --weights-dir."
+            )
+        message = f"model weights for {model} are not available offline{': ' + detail if detail else ''}. {how_to_get}"
         super().__init__(message)
         self.model = model
