@@ -12,8 +12,10 @@ first that applies in this order:
    same axis (relations: asked left of, got right of; asked near, got far from);
 5. ``dead_zone``          positive relation: nothing emitted on the statement's axis.
 
-A negated relation that holds because nothing was emitted on its axis is a *dead-zone pass*
-(`dead_zone_pass=True`, paper Table 19). Axes: directional horizontal / vertical, comparative
+A negated relation that holds while the rule emitted no predicate at all for the pair is a
+*dead-zone pass* (`dead_zone_pass=True`): the paper's Table 19 definition ("the relation
+evaluator returns no predicate for that object pair"). A pass with another predicate emitted
+(asked "not left of", measured "above") is an ordinary pass. Axes: directional horizontal / vertical, comparative
 area / height, proximity, depth (see `rules.RELATION_AXES`).
 """
 from __future__ import annotations
@@ -158,7 +160,7 @@ def _judge_relation(prompt: PromptRecord, statement: Statement, relation: Relati
     dead_zone_pass = False
     if statement.negated:
         satisfied, cause = not holds, "forbidden_rendered"
-        dead_zone_pass = satisfied and not on_axis
+        dead_zone_pass = satisfied and not emitted
     else:
         satisfied = holds
         cause = "wrong_value" if on_axis else "dead_zone"

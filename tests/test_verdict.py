@@ -168,9 +168,13 @@ def test_negated_relation_forbidden_rendered():
 
 def test_negated_relation_dead_zone_pass_and_plain_pass():
     record = prompt("directional", [("negated", "cat", "dog", "left of")])
-    above, below = box_mask(10, 80, 40, 40), box_mask(150, 80, 40, 40)
-    dead_zone = run(record, image(seen("cat", above), seen("dog", below)))
-    assert dead_zone.passed and dead_zone.statements[0].dead_zone_pass
+    stacked, under = box_mask(80, 80, 40, 40), box_mask(84, 84, 40, 40)  # same place: no predicate at all
+    dead_zone = run(record, image(seen("cat", stacked), seen("dog", under)))
+    assert dead_zone.passed and dead_zone.statements[0].dead_zone_pass and dead_zone.statements[0].observed == []
+    above, below = box_mask(10, 80, 40, 40), box_mask(150, 80, 40, 40)  # "above" emitted: an ordinary pass
+    vertical = run(record, image(seen("cat", above), seen("dog", below)))
+    assert vertical.passed and not vertical.statements[0].dead_zone_pass
+    assert vertical.statements[0].observed == ["above"]
     opposite = run(record, image(seen("cat", RIGHT), seen("dog", LEFT)))  # right of: a real pass
     assert opposite.passed and not opposite.statements[0].dead_zone_pass
 
