@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import tempfile
 import threading
 import time
@@ -245,11 +246,15 @@ def _error(message: str) -> str:
         "\n\n```text\n" + "\n".join(message.splitlines()[1:]) + "\n```" if "\n" in message else "")
 
 
-def requester(request: gr.Request | None) -> str:
-    """The logged-in user, else the client's IP address, else "anonymous".
+def requester(request: gr.Request | None, profile: Any = None) -> str:
+    """The user signed in with Hugging Face, else the logged-in user, else the client's IP address,
+    else "anonymous".
 
     Behind the Spaces proxy the client is the proxy, so the IP comes from X-Forwarded-For: its
     last entry, the one the proxy itself appended (earlier entries are whatever the client sent)."""
+    hub_user = getattr(profile, "username", None)
+    if hub_user:
+        return f"hf:{hub_user}"
     if request is None:
         return "anonymous"
     username = getattr(request, "username", None)
@@ -277,10 +282,15 @@ def build_app(
     open_images: ImageSourceFactory = hub_images,
     limits: SubmissionLimits = SubmissionLimits(),
     preload: bool | None = None,
+    require_login: bool | None = None,
 ) -> gr.Blocks:
     """The Space. Prompts from `prompts`, else the built `dataset` folder, else the corpus built in
     memory; the store from `store`, else `open_store()` (SQLite under NEGT2I_HOME or the Hub repo).
-    Models load on the first score, or now when `preload` (default: when running on ZeroGPU)."""
+    Models load on the first score, or now when `preload` (default: when running on ZeroGPU).
+    `require_login` (default: when running on a Hugging Face Space) shows "Sign in with Hugging
+    Face" and refuses anonymous submissions, so the per-user limits key on a real account."""
+    if require_login is None:
+        require_login = bool(os.environ.get("SPACE_ID"))
     if prompts is None:
         prompts = load_prompts(dataset)
     prompts = list(prompts)
@@ -382,9 +392,11 @@ def build_app(
 
     # --- submit
     def submit_results(results_file: str | None, model_name: str, link: str, images_repo: str, revision: str,
-                       request: gr.Request):
-        submitter = requester(request)
-        if not results_file:
+                       request: gr.Request, profile: gr.OAuthProfile | None = None):
+        submitter = requester(request, profile)
+        if require_login and profile is None:
+            message = _error("sign in with Hugging Face (button above) to submit: limits are per account")
+        elif not results_file:
             message = _error("upload the results JSONL written by `negt2ibench score`")
         else:
             form = SubmissionForm(model_name=model_name or "", link=link or "", images_repo=images_repo or "",
@@ -468,6 +480,9 @@ def build_app(
                 f"images (config `images`, split = the model key). {limits.spot_check_k} random images are re-scored "
                 f"to verify. Limits: {limits.max_bytes // 2**20} MB, {limits.per_day} submissions per user per day."
             )
+            if require_login and os.environ.get("SPACE_ID"):
+                # Off a Space gradio mocks the OAuth routes with the local HF token (and a whoami call).
+                gr.LoginButton()
             results_upload = gr.File(label="results JSONL", file_types=[".jsonl"], type="filepath")
             with gr.Row():
                 model_name = gr.Textbox(label="Model name")

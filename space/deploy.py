@@ -34,6 +34,7 @@ sdk_version: {GRADIO_VERSION}
 app_file: app.py
 python_version: "3.11"
 suggested_hardware: {ZERO_GPU_HARDWARE}
+hf_oauth: true
 pinned: false
 license: apache-2.0
 short_description: Negation benchmark for text-to-image models

@@ -215,8 +215,26 @@ def test_requester_identity():
     from space.app import requester
 
     assert requester(None) == "anonymous"
+    signed_in = SimpleNamespace(username="bob")  # what gradio injects as gr.OAuthProfile
+    assert requester(SimpleNamespace(username=None, headers={}, client=None), signed_in) == "hf:bob"
     assert requester(SimpleNamespace(username="alice", headers={}, client=None)) == "alice"
     proxied = SimpleNamespace(username=None, headers={"x-forwarded-for": "6.6.6.6, 203.0.113.7"},
                               client=SimpleNamespace(host="10.0.0.1"))
     assert requester(proxied) == "ip:203.0.113.7"
     assert requester(SimpleNamespace(username=None, headers={}, client=SimpleNamespace(host="127.0.0.1"))) == "ip:127.0.0.1"
+
+
+def test_a_space_with_login_refuses_anonymous_submissions(prompts, data, tmp_path):
+    """On a Hugging Face Space the per-user limits need an account: no sign-in, nothing stored."""
+    store = SQLiteStore(tmp_path / "login.sqlite")
+    demo = build_app(prompts=prompts[:10], store=store, perception=RectanglePerception(), require_login=True)
+    _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
+    client = Client(url, verbose=False)
+    try:
+        status, submissions = client.predict(handle_file(str(data["good"])), "Anon Model", "", IMAGES_REPO, "main",
+                                             api_name="/submit")
+        assert status.startswith("**Error:**") and "sign in with Hugging Face" in status
+        assert store.list_entries() == [] and len(table(submissions)) == 0
+    finally:
+        client.close()
+        demo.close()

@@ -28,6 +28,7 @@ def test_deploy_dry_run_lists_the_space_folder(tmp_path, capsys):
     meta = yaml.safe_load(front_matter)
     assert (meta["sdk"], meta["sdk_version"], meta["app_file"]) == ("gradio", "6.31.0", "app.py")
     assert meta["suggested_hardware"] == "zero-a10g"
+    assert meta["hf_oauth"] is True  # "Sign in with Hugging Face" for per-account submission limits
     assert "from space.app import" in (out / "app.py").read_text()
 
 
