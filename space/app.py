@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import gradio as gr
+import matplotlib.pyplot  # noqa: F401  (see below)
 import pandas as pd
 import spaces
 from PIL import Image
@@ -29,6 +30,10 @@ from negt2ibench.errors import UserError
 
 from .store import Entry, LeaderboardStore, open_store
 from .submissions import ImageSourceFactory, SubmissionError, SubmissionForm, SubmissionLimits, hub_images, submit
+
+# gradio switches matplotlib's backend around every event, importing pyplot on first use; two
+# first events at once then race on a half-imported module ("partially initialized module
+# 'matplotlib.pyplot'"). Importing it above, before any event runs, removes the race.
 
 log = logging.getLogger(__name__)
 
