@@ -70,6 +70,18 @@ class Entry(BaseModel):
     detail: Optional[dict[str, Any]] = None  # per-model detail: polarity × category, failure causes
 
 
+def with_status(
+    entry: Entry, status: Status, reason: str = "", *, row: dict | None = None, detail: dict | None = None
+) -> Entry:
+    """A copy of `entry` with a new status and reason (and its row/detail when given): both backends' update."""
+    changes: dict[str, Any] = {"status": status, "reason": reason}
+    if row is not None:
+        changes["row"] = row
+    if detail is not None:
+        changes["detail"] = detail
+    return entry.model_copy(update=changes)
+
+
 @runtime_checkable
 class LeaderboardStore(Protocol):
     """What the Space needs from a store, whatever holds the data."""
@@ -173,13 +185,7 @@ class SQLiteStore:
         self, submission_id: str, status: Status, reason: str = "", *, row: dict | None = None, detail: dict | None = None
     ) -> Entry:
         with self._lock, self._connect() as connection:
-            entry = self._get(connection, submission_id)
-            changes: dict[str, Any] = {"status": status, "reason": reason}
-            if row is not None:
-                changes["row"] = row
-            if detail is not None:
-                changes["detail"] = detail
-            entry = entry.model_copy(update=changes)
+            entry = with_status(self._get(connection, submission_id), status, reason, row=row, detail=detail)
             connection.execute(
                 "UPDATE entries SET status = ?, entry_json = ? WHERE submission_id = ?",
                 (status, entry.model_dump_json(), submission_id),
@@ -323,13 +329,7 @@ class HubStore:
         self, submission_id: str, status: Status, reason: str = "", *, row: dict | None = None, detail: dict | None = None
     ) -> Entry:
         with self._lock:
-            entry = self.get_entry(submission_id)
-            changes: dict[str, Any] = {"status": status, "reason": reason}
-            if row is not None:
-                changes["row"] = row
-            if detail is not None:
-                changes["detail"] = detail
-            entry = entry.model_copy(update=changes)
+            entry = with_status(self.get_entry(submission_id), status, reason, row=row, detail=detail)
             rel = f"submissions/{submission_id}.json"
             self._commit({rel: entry.model_dump_json(indent=1).encode("utf-8")}, [], f"{entry.model_name}: {status}")
         return entry
