@@ -285,6 +285,25 @@ def _done_keys(path: Path) -> frozenset:
     return frozenset(record.key for record in read_results(path, strict=False))
 
 
+def _process_state():
+    """accelerate's state of this process (one process: a world of 1).
+
+    Without CUDA, accelerate ignores torchrun's WORLD_SIZE unless asked for a CPU (gloo) group:
+    every process would then score everything into OUT at once.
+    """
+    import os
+
+    import torch
+    from accelerate import PartialState
+
+    launched = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    state = PartialState(cpu=True) if launched > 1 and not torch.cuda.is_available() else PartialState()
+    if launched > 1 and state.num_processes != launched:
+        raise UserError(f"launched as {launched} processes but accelerate sees {state.num_processes}: every "
+                        f"process would score the same images. Use `accelerate launch` with a matching config")
+    return state
+
+
 def score_images(
     source: str | Path | Sequence[ImageItem],
     prompts: PromptIndex | Iterable[PromptRecord],
@@ -318,9 +337,7 @@ def score_images(
     summary = ScoreSummary(out_path=out, total=len(items))
     started = time.perf_counter()
 
-    from accelerate import PartialState
-
-    state = PartialState()
+    state = _process_state()
     if state.num_processes <= 1:
         _score_into(out, items, index, perception, config=config, model_key=model_key, batch_size=batch_size,
                     summary=summary, progress=progress)
