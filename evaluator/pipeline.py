@@ -54,12 +54,18 @@ class ScoreSummary:
     passed: int = 0  # new rows that passed
     seconds: float = 0.0
     error_reasons: dict[str, int] = field(default_factory=dict)
+    rank: int = 0  # this process, under a launcher
+    world: int = 1  # processes in the run; each wrote its share to rank_path(out_path, rank)
 
     def line(self) -> str:
         rate = f", {self.seconds / max(self.scored + self.errors, 1):.2f} s/image" if self.scored + self.errors else ""
+        where = str(self.out_path)
+        if self.world > 1:
+            where = f"{rank_path(self.out_path, self.rank).name}, merged into {self.out_path}"
+        prefix = f"[rank {self.rank}/{self.world}] " if self.world > 1 else ""
         return (
-            f"{self.scored + self.errors} new rows ({self.scored} scored, {self.passed} passed, {self.errors} errors), "
-            f"{self.already_done} already done, {self.total} in source{rate} → {self.out_path}"
+            f"{prefix}{self.scored + self.errors} new rows ({self.scored} scored, {self.passed} passed, {self.errors} errors), "
+            f"{self.already_done} already done, {self.total} in source{rate} → {where}"
         )
 
 
@@ -342,6 +348,7 @@ def score_images(
         _score_into(out, items, index, perception, config=config, model_key=model_key, batch_size=batch_size,
                     summary=summary, progress=progress)
     else:
+        summary.rank, summary.world = state.process_index, state.num_processes
         merged_done = _done_keys(out)  # keys already merged earlier stay skipped on every rank
         own = rank_path(out, state.process_index)
         with state.split_between_processes(items) as share:

@@ -312,3 +312,13 @@ def test_annotate_draws_masks_boxes_labels_and_the_statement_table():
     assert rows[0]["verdict"] in ("pass", "fail") and "gap" in rows[0]["measurements"]
     empty = annotate(image, ImageObservation(width=120, height=80))
     assert np.array_equal(np.asarray(empty), np.asarray(image))
+
+
+def test_summary_line_names_the_rank_file_under_a_launcher(tmp_path):
+    from evaluator.pipeline import ScoreSummary, rank_path
+
+    out = tmp_path / "results.jsonl"
+    alone = ScoreSummary(out_path=out, total=4, scored=3, passed=1, errors=1).line()
+    assert alone.startswith("4 new rows (3 scored, 1 passed, 1 errors)") and alone.endswith(f"→ {out}")
+    shared = ScoreSummary(out_path=out, total=4, scored=2, rank=1, world=2).line()
+    assert shared.startswith("[rank 1/2] 2 new rows") and f"{rank_path(out, 1).name}, merged into {out}" in shared
