@@ -1,19 +1,30 @@
 """Speed of the Table 14 relation rules on one pair of masks (run by hand, not a test).
 
-    .venv/bin/python benchmarks/rules_speed.py [--repeats 50]
+    .venv/bin/python benchmarks/rules_speed.py [--repeats 50] [--baseline GIT_REV]
 
 For each scene and image size it reports the median time of
 - ``all``: `all_relation_predicates` (directional, proximity, comparative and depth on one pair,
   sharing geometry and gap), the figure the ≤ 5 ms goal at 1024×1024 refers to;
 - ``4 calls``: the four `relation_predicates` calls a verdict would make one by one.
 Scenes are drawn in a 1024-pixel frame and scaled with the image, so objects keep their share.
+
+With ``--baseline REV`` it also loads `evaluator/rules.py` as it was at that git revision, times
+its `all_relation_predicates` on the same inputs in alternation with the current one (so load
+on the machine hits both alike), reports the ratio, and checks both give identical results.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import math
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
+from types import ModuleType
 from typing import Callable
 
 import numpy as np
@@ -59,10 +70,74 @@ def _median_ms(function: Callable[[], object], repeats: int) -> tuple[float, flo
     return statistics.median(wall) * 1000, statistics.median(cpu) * 1000
 
 
+def _load_baseline(revision: str) -> ModuleType:
+    """`evaluator/rules.py` as of a git revision, imported as a sibling module of the package."""
+    root = Path(__file__).resolve().parent.parent
+    source = subprocess.run(["git", "show", f"{revision}:evaluator/rules.py"], cwd=root, check=True,
+                            capture_output=True, text=True).stdout
+    path = Path(tempfile.mkdtemp()) / "rules_baseline.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("evaluator._rules_baseline", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def _same(left: dict, right: dict) -> bool:
+    """Identical predicates and measurements (NaN equal to NaN, floats compared exactly)."""
+    if left.keys() != right.keys():
+        return False
+    for category in left:
+        if left[category].predicates != right[category].predicates:
+            return False
+        a, b = left[category].measurements, right[category].measurements
+        if a.keys() != b.keys():
+            return False
+        for key in a:
+            x, y = a[key], b[key]
+            both_nan = isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y)
+            if not (both_nan or (x == y and type(x) is type(y))):
+                return False
+    return True
+
+
+def _alternating_cpu_ms(first: Callable[[], object], second: Callable[[], object], repeats: int) -> tuple[float, float]:
+    """Median CPU ms of two functions timed in alternation."""
+    first(), second()
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(repeats):
+        for function, spent in ((first, times[0]), (second, times[1])):
+            start = time.process_time()
+            function()
+            spent.append(time.process_time() - start)
+    return statistics.median(times[0]) * 1000, statistics.median(times[1]) * 1000
+
+
+def compare(revision: str, sizes: list[int], repeats: int) -> None:
+    baseline = _load_baseline(revision)
+    rng = np.random.default_rng(0)
+    print(f"\nall_relation_predicates, {revision} vs working tree: median CPU ms of {repeats} alternating runs")
+    print(f"{'scene':<12} {'size':>5} {'baseline':>9} {'current':>8} {'speed-up':>9}  identical")
+    for name, scene in SCENES.items():
+        for size in sizes:
+            mask_a, mask_b = scene(size)
+            disparity = rng.random((size, size), dtype=np.float32)
+            disparity[mask_a] += 0.5
+            old, new = _alternating_cpu_ms(lambda: baseline.all_relation_predicates(mask_a, mask_b, disparity),
+                                           lambda: all_relation_predicates(mask_a, mask_b, disparity), repeats)
+            same = _same(baseline.all_relation_predicates(mask_a, mask_b, disparity),
+                         all_relation_predicates(mask_a, mask_b, disparity))
+            print(f"{name:<12} {size:>5} {old:>9.2f} {new:>8.2f} {old / new:>8.2f}×  {'yes' if same else 'NO'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=50, help="timed runs per figure (median reported)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024, 2048], help="image sides in px")
+    parser.add_argument("--baseline", metavar="GIT_REV",
+                        help="also time evaluator/rules.py at this git revision (e.g. HEAD) against the working "
+                             "tree, alternating runs, and check the results are identical")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; medians of {args.repeats} runs, ms")
@@ -81,6 +156,8 @@ def main() -> None:
             found = sorted(p for r in all_relation_predicates(mask_a, mask_b, disparity).values() for p in r.predicates)
             print(f"{name:<12} {size:>5} {together[0]:>9.2f} {together[1]:>8.2f} {separately[0]:>13.2f} "
                   f"{separately[1]:>12.2f}  {', '.join(found)}")
+    if args.baseline:
+        compare(args.baseline, args.sizes, args.repeats)
 
 
 if __name__ == "__main__":

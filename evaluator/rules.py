@@ -22,8 +22,12 @@ pixel of one to the other: 0 when they overlap or touch.
 
 Speed: everything runs inside bounding-box windows, never on the full image. The gap is the
 exact nearest-pair distance between the two masks' boundary pixels (a scipy cKDTree over the
-pixels that can be nearest); facing surfaces use `scipy.ndimage.distance_transform_edt` on a
-window around the pair, or the same KD-tree when that window would be mostly empty space.
+pixels that can be nearest). For a facing surface, A's pixels inside B are at distance 0 and
+only A's pixels outside B need one, to B's edge pixels; the cheapest of three exact methods
+runs: `scipy.ndimage.distance_transform_edt` on a window, the union of the pixel discs round
+B's edge pixels painted as row spans (small reach: touching and overlapping pairs), or KD-tree
+queries that settle whole tiles of pixels at once by the triangle inequality and query only
+pixels near the rim of the reach (large reach: far pairs). All three give the same pixels.
 """
 from __future__ import annotations
 
@@ -50,10 +54,15 @@ RELATION_AXES: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 _SQRT2 = math.sqrt(2.0)
-# Rough cost per pixel of an EDT window versus per point of a KD-tree query (measured on
-# this project's benchmark machine); only decides which exact method runs, never the result.
-_EDT_COST_PER_PIXEL = 1.0
-_KD_COST_PER_POINT = 8.0
+# Rough relative costs of the three exact ways to find the pixels within reach of a mask
+# (measured on this project's benchmark machine, in units of one EDT window pixel); they only
+# decide which method runs, never the result.
+_EDT_COST_PER_PIXEL = 1.0  # distance_transform_edt, per window pixel
+_KD_COST_PER_POINT = 8.0  # cKDTree query, per candidate pixel (before tiles settle most of them)
+_SPAN_COST_PER_SPAN = 0.4  # disc painting, per (edge point, row) span
+_SPAN_COST_PER_PIXEL = 0.1  # disc painting, per window pixel (the running sum)
+# KD-tree candidates are settled in tiles of TILE × TILE pixels first (a power of 2), then quarters.
+_TILE = 16
 
 
 @dataclass(frozen=True)
@@ -153,8 +162,9 @@ def _geometry(mask: np.ndarray, label: str) -> _Geometry:
     cols = np.flatnonzero(mask.any(axis=0))
     y0, y1, x0, x1 = int(rows[0]), int(rows[-1]), int(cols[0]), int(cols[-1])
     crop = mask[y0 : y1 + 1, x0 : x1 + 1]
-    per_row = np.count_nonzero(crop, axis=1)
-    per_col = np.count_nonzero(crop, axis=0)
+    # Summing bytes into int32 is several times faster than count_nonzero along an axis.
+    per_row = np.add.reduce(crop.view(np.uint8), axis=1, dtype=np.int32)
+    per_col = np.add.reduce(crop.view(np.uint8), axis=0, dtype=np.int32)
     area = int(per_row.sum())
     cy = y0 + float(per_row @ np.arange(per_row.size)) / area
     cx = x0 + float(per_col @ np.arange(per_col.size)) / area
@@ -171,6 +181,12 @@ def _as_mask(mask: np.ndarray, label: str) -> np.ndarray:
 # --------------------------------------------------------------------------- gaps and facing surfaces
 
 
+def _nonzero(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of a 2-D boolean array's set pixels in row-major order, like np.nonzero
+    but through the flat indices, which is several times faster on sparse windows."""
+    return np.divmod(np.flatnonzero(mask), mask.shape[1])
+
+
 def _edge_points(mask: np.ndarray, y0: int, y1: int, x0: int, x1: int) -> np.ndarray:
     """(n, 2) coordinates (y, x) of the mask's pixels in rows y0..y1, columns x0..x1 that have a
     4-neighbour outside the mask (or outside the image).
@@ -185,7 +201,7 @@ def _edge_points(mask: np.ndarray, y0: int, y1: int, x0: int, x1: int) -> np.nda
     )
     core = block[1:-1, 1:-1]
     interior = core & block[:-2, 1:-1] & block[2:, 1:-1] & block[1:-1, :-2] & block[1:-1, 2:]
-    ys, xs = np.nonzero(core & ~interior)
+    ys, xs = _nonzero(core & ~interior)
     return np.column_stack((ys + y0, xs + x0)).astype(np.float64)
 
 
@@ -227,7 +243,12 @@ def _nearest_distance(mask_a: np.ndarray, a: _Geometry, mask_b: np.ndarray, b: _
         edge_a = _edge_points_near(mask_a, a, b, margin)
         edge_b = _edge_points_near(mask_b, b, a, margin)
         if len(edge_a) and len(edge_b):
-            distances, _ = cKDTree(edge_b).query(edge_a, k=1)
+            tree = cKDTree(edge_b)
+            # One pair's distance bounds the nearest one, so the bulk query can prune early
+            # (farther neighbours come back as inf; the minimum is unchanged).
+            seed = edge_a[np.argmin(np.square(edge_a - (b.cy, b.cx)).sum(axis=1))]
+            bound, _ = tree.query(seed, k=1)
+            distances, _ = tree.query(edge_a, k=1, distance_upper_bound=float(bound) + 1.0)
             nearest = float(distances.min())
             if nearest <= margin or _covers(a, b, margin) and _covers(b, a, margin):
                 return nearest  # exact: closer pairs would be in the windows, or nothing was left out
@@ -252,63 +273,150 @@ def _reach_for_gap(gap_limit: float) -> float:
     return max(gap_limit + 1.0, _SQRT2) + 1e-9
 
 
-def _farthest_pixel_distance(mask: np.ndarray, geo: _Geometry) -> float:
-    """Largest distance from the mask's centroid to one of its pixels (row ends suffice)."""
-    crop = mask[geo.box]
-    rows = np.flatnonzero(crop.any(axis=1))
-    first = crop[rows].argmax(axis=1)
-    last = crop.shape[1] - 1 - crop[rows, ::-1].argmax(axis=1)
-    dy = (rows + geo.y0 - geo.cy) ** 2
-    return float(np.sqrt(np.maximum(dy + (first + geo.x0 - geo.cx) ** 2, dy + (last + geo.x0 - geo.cx) ** 2).max()))
-
-
-def _facing_pixels(
+def _facing_window(
     mask_a: np.ndarray, a: _Geometry, mask_b: np.ndarray, b: _Geometry, reach: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, cols) of A's pixels whose centre lies within `reach` of a pixel centre of B."""
+) -> tuple[int, int, np.ndarray]:
+    """A's pixels whose centre lies within `reach` of a pixel centre of B, as a boolean window
+    whose top-left pixel is (y0, x0): `(y0, x0, window)`; the window may be empty."""
     margin = int(math.floor(reach))
     height, width = mask_a.shape
     # Candidates: A's box cut to B's box widened by the reach (a farther pixel cannot qualify).
     cy0, cy1 = max(a.y0, b.y0 - margin), min(a.y1, b.y1 + margin)
     cx0, cx1 = max(a.x0, b.x0 - margin), min(a.x1, b.x1 + margin)
     if cy0 > cy1 or cx0 > cx1:
-        return np.empty(0, np.intp), np.empty(0, np.intp)
+        return a.y0, a.x0, np.zeros((0, 0), bool)
     cand_a = mask_a[cy0 : cy1 + 1, cx0 : cx1 + 1]
     inside_b = mask_b[cy0 : cy1 + 1, cx0 : cx1 + 1]
     facing = cand_a & inside_b  # distance 0
-    # Pixels of A outside B that may still qualify are also within reach + r_B of B's centroid,
-    # r_B = the largest distance from that centroid to a pixel of B.
-    ys, xs = np.ogrid[cy0 : cy1 + 1, cx0 : cx1 + 1]
-    bound = reach + _farthest_pixel_distance(mask_b, b)
-    outside = cand_a & ~inside_b & ((ys - b.cy) ** 2 + (xs - b.cx) ** 2 <= bound**2)
+    outside = cand_a & ~inside_b  # these need a distance to B
     rows_any = np.flatnonzero(outside.any(axis=1))
-    if rows_any.size:
-        cols_any = np.flatnonzero(outside.any(axis=0))
-        oy0, oy1 = cy0 + int(rows_any[0]), cy0 + int(rows_any[-1])
-        ox0, ox1 = cx0 + int(cols_any[0]), cx0 + int(cols_any[-1])
-        # EDT window: the remaining candidates widened by the reach (it holds every B pixel that
-        # can be nearest to a qualifying candidate), cut to their hull with B's box.
-        wy0, wy1 = max(oy0 - margin, min(oy0, b.y0), 0), min(oy1 + margin, max(oy1, b.y1), height - 1)
-        wx0, wx1 = max(ox0 - margin, min(ox0, b.x0), 0), min(ox1 + margin, max(ox1, b.x1), width - 1)
-        window_b = mask_b[wy0 : wy1 + 1, wx0 : wx1 + 1]
-        n_outside = int(np.count_nonzero(outside))
-        if window_b.size * _EDT_COST_PER_PIXEL <= n_outside * _KD_COST_PER_POINT:
-            if window_b.any():
-                distance = ndimage.distance_transform_edt(~window_b)
-                sub = distance[oy0 - wy0 : oy1 - wy0 + 1, ox0 - wx0 : ox1 - wx0 + 1]
-                region = (slice(oy0 - cy0, oy1 - cy0 + 1), slice(ox0 - cx0, ox1 - cx0 + 1))
-                facing[region] |= outside[region] & (sub <= reach)
-        else:
-            box = _Geometry(area=0, x0=ox0, y0=oy0, x1=ox1, y1=oy1, cx=0.0, cy=0.0)
-            edge_b = _edge_points_near(mask_b, b, box, reach)
-            if len(edge_b):
-                py, px = np.nonzero(outside)
-                points = np.column_stack((py + cy0, px + cx0)).astype(np.float64)
-                distances, _ = cKDTree(edge_b).query(points, k=1, distance_upper_bound=reach)
-                close = distances <= reach
-                facing[py[close], px[close]] = True
-    rows, cols = np.nonzero(facing)
-    return rows + cy0, cols + cx0
+    if rows_any.size == 0:
+        return cy0, cx0, facing
+    cols_any = np.flatnonzero(outside.any(axis=0))
+    region = (slice(int(rows_any[0]), int(rows_any[-1]) + 1), slice(int(cols_any[0]), int(cols_any[-1]) + 1))
+    candidates = outside[region]
+    oy0, ox0 = cy0 + region[0].start, cx0 + region[1].start
+    oy1, ox1 = oy0 + candidates.shape[0] - 1, ox0 + candidates.shape[1] - 1
+    # Every pixel of B within reach of a candidate lies in the candidates' box widened by the reach,
+    # and the nearest one to a pixel outside B is an edge pixel of B.
+    ey0, ey1 = max(oy0 - margin, b.y0), min(oy1 + margin, b.y1)
+    ex0, ex1 = max(ox0 - margin, b.x0), min(ox1 + margin, b.x1)
+    if ey0 > ey1 or ex0 > ex1:
+        return cy0, cx0, facing
+    edge_b = _edge_points(mask_b, ey0, ey1, ex0, ex1)
+    if len(edge_b) == 0:
+        return cy0, cx0, facing
+    # EDT window: the candidates' box widened by the reach, cut to its hull with B's box.
+    wy0, wy1 = max(oy0 - margin, min(oy0, b.y0), 0), min(oy1 + margin, max(oy1, b.y1), height - 1)
+    wx0, wx1 = max(ox0 - margin, min(ox0, b.x0), 0), min(ox1 + margin, max(ox1, b.x1), width - 1)
+    costs = {
+        "edt": (wy1 - wy0 + 1) * (wx1 - wx0 + 1) * _EDT_COST_PER_PIXEL,
+        "kd": int(np.count_nonzero(candidates)) * _KD_COST_PER_POINT,
+        "spans": len(edge_b) * (2 * margin + 1) * _SPAN_COST_PER_SPAN + candidates.size * _SPAN_COST_PER_PIXEL,
+    }
+    method = min(costs, key=costs.__getitem__)
+    if method == "edt":
+        distance = ndimage.distance_transform_edt(~mask_b[wy0 : wy1 + 1, wx0 : wx1 + 1])
+        within = distance[oy0 - wy0 : oy1 - wy0 + 1, ox0 - wx0 : ox1 - wx0 + 1] <= reach
+    elif method == "kd":
+        within = _within_reach_kd(edge_b, candidates, oy0, ox0, reach)
+    else:
+        within = _within_reach_spans(edge_b, oy0, ox0, candidates.shape, reach)
+    facing[region] |= candidates & within
+    return cy0, cx0, facing
+
+
+def _facing_pixels(
+    mask_a: np.ndarray, a: _Geometry, mask_b: np.ndarray, b: _Geometry, reach: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols) of A's pixels whose centre lies within `reach` of a pixel centre of B."""
+    y0, x0, facing = _facing_window(mask_a, a, mask_b, b, reach)
+    rows, cols = _nonzero(facing)
+    return rows + y0, cols + x0
+
+
+def _within_reach_kd(
+    edge: np.ndarray, candidates: np.ndarray, y0: int, x0: int, reach: float
+) -> np.ndarray:
+    """Which set pixels of `candidates` (a window with top-left pixel (y0, x0)) lie within `reach`
+    of one of the `edge` points, by KD-tree queries.
+
+    Square tiles are settled whole where their centre is far enough inside or outside the reach
+    (triangle inequality: every pixel of a t × t tile is within (t − 1)/√2 of its centre); the
+    others are split in four, down to single pixels, so only pixels near the rim are queried.
+    """
+    tree = cKDTree(edge)
+    height, width = candidates.shape
+    padded = np.zeros((-(-height // _TILE) * _TILE, -(-width // _TILE) * _TILE), bool)
+    padded[:height, :width] = candidates
+    occupied = {1: padded}  # tile size → which tiles hold a candidate
+    tile = 1
+    while tile < _TILE:
+        finer = occupied[tile]
+        occupied[2 * tile] = finer[0::2, 0::2] | finer[1::2, 0::2] | finer[0::2, 1::2] | finer[1::2, 1::2]
+        tile *= 2
+    tiles_y, tiles_x = _nonzero(occupied[tile])
+    within = np.zeros_like(occupied[tile])
+    while tile > 1:
+        if tiles_y.size:
+            centres = np.column_stack((y0 + tiles_y * tile + (tile - 1) / 2, x0 + tiles_x * tile + (tile - 1) / 2))
+            slack = (tile - 1) / _SQRT2 + 1e-6  # the 1e-6 absorbs rounding of the centre distance
+            centre_distance, _ = tree.query(centres, k=1, distance_upper_bound=reach + slack)
+            inside = centre_distance + slack <= reach
+            within[tiles_y[inside], tiles_x[inside]] = True
+            undecided = ~inside & (centre_distance - slack <= reach)
+            # Split the undecided tiles in four and keep the quarters that hold a candidate.
+            quarter_y = (2 * tiles_y[undecided])[:, None] + np.array([0, 0, 1, 1])
+            quarter_x = (2 * tiles_x[undecided])[:, None] + np.array([0, 1, 0, 1])
+            keep = occupied[tile // 2][quarter_y, quarter_x]
+            tiles_y, tiles_x = quarter_y[keep], quarter_x[keep]
+        tile //= 2
+        within = within.repeat(2, axis=0).repeat(2, axis=1)
+    if tiles_y.size:
+        points = np.column_stack((tiles_y + y0, tiles_x + x0)).astype(np.float64)
+        distances, _ = tree.query(points, k=1, distance_upper_bound=reach)
+        close = distances <= reach
+        within[tiles_y[close], tiles_x[close]] = True
+    return within[:height, :width] & candidates
+
+
+def _within_reach_spans(
+    edge: np.ndarray, y0: int, x0: int, shape: tuple[int, int], reach: float
+) -> np.ndarray:
+    """Which pixels of a window (top-left pixel (y0, x0), `shape`) lie within `reach` of one of
+    the `edge` points: the union of the pixel discs round the points, painted as row spans
+    (+1 at a span's first pixel, −1 after its last, closed by a running sum along each row).
+
+    Points next to each other in a row are painted as one run: the discs round x0..x1 cover
+    x0 − w .. x1 + w on each row, w being the disc's half width on that row.
+    """
+    margin = int(math.floor(reach))
+    offsets = np.arange(-margin, margin + 1)
+    half_widths = _disc_half_widths(offsets, reach)
+    height, width = shape
+    ys, xs = edge[:, 0].astype(np.intp), edge[:, 1].astype(np.intp)
+    run_start = np.ones(ys.size, bool)
+    run_start[1:] = (ys[1:] != ys[:-1]) | (xs[1:] != xs[:-1] + 1)
+    first = np.flatnonzero(run_start)
+    last = np.append(first[1:], ys.size) - 1
+    rows = ys[first, None] + (offsets - y0)
+    start = np.maximum(xs[first, None] - x0 - half_widths, 0)
+    stop = np.minimum(xs[last, None] - x0 + half_widths + 1, width)
+    keep = (rows >= 0) & (rows < height) & (start < stop)
+    row_base = rows[keep] * (width + 1)
+    size = height * (width + 1)
+    marks = np.bincount(row_base + start[keep], minlength=size) - np.bincount(row_base + stop[keep], minlength=size)
+    return np.cumsum(marks.reshape(height, width + 1), axis=1)[:, :width] > 0
+
+
+def _disc_half_widths(offsets: np.ndarray, reach: float) -> np.ndarray:
+    """For each row offset dy (|dy| ≤ reach), the largest w with sqrt(w² + dy²) ≤ reach."""
+    squared = offsets.astype(np.float64) ** 2
+    half = np.floor(np.sqrt(np.maximum(reach * reach - squared, 0.0))).astype(np.intp)
+    # Settle rounding at the rim with the very test the distance transform makes.
+    half += np.sqrt((half + 1.0) ** 2 + squared) <= reach
+    half -= np.sqrt(half.astype(np.float64) ** 2 + squared) > reach
+    return half
 
 
 # --------------------------------------------------------------------------- Table 14, one rule per row
@@ -419,15 +527,12 @@ def depth(
     if gap > gap_limit:  # contact band: the objects do not touch the band
         return RelationResult(frozenset(), measurements)
     reach = _reach_for_gap(gap_limit)
-    rows_a, cols_a = _facing_pixels(mask_a, a, mask_b, b, reach)
-    rows_b, cols_b = _facing_pixels(mask_b, b, mask_a, a, reach)
-    if rows_a.size == 0 or rows_b.size == 0:  # cannot happen for gap ≤ limit; kept as a guard
+    count_a, mean_a = _facing_mean(disparity, *_facing_window(mask_a, a, mask_b, b, reach))
+    count_b, mean_b = _facing_mean(disparity, *_facing_window(mask_b, b, mask_a, a, reach))
+    if count_a == 0 or count_b == 0:  # cannot happen for gap ≤ limit; kept as a guard
         return RelationResult(frozenset(), measurements)
-    mean_a = float(disparity[rows_a, cols_a].mean())
-    mean_b = float(disparity[rows_b, cols_b].mean())
     measurements.update(
-        facing_pixels_a=int(rows_a.size), facing_pixels_b=int(rows_b.size),
-        facing_disparity_a=mean_a, facing_disparity_b=mean_b,
+        facing_pixels_a=count_a, facing_pixels_b=count_b, facing_disparity_a=mean_a, facing_disparity_b=mean_b,
     )
     if spread <= 0:
         return RelationResult(frozenset(), measurements)
@@ -436,6 +541,19 @@ def depth(
     if difference >= threshold and mean_a != mean_b:
         return RelationResult(frozenset({"in front of" if mean_a > mean_b else "behind"}), measurements)
     return RelationResult(frozenset(), measurements)
+
+
+def _facing_mean(disparity: np.ndarray, y0: int, x0: int, facing: np.ndarray) -> tuple[int, float]:
+    """Pixel count and mean disparity of a facing surface given as a window (0, nan when empty).
+
+    The boolean selection yields the pixels in row-major order, as indexing with their
+    coordinates would, so the mean is the same number to the last bit.
+    """
+    count = int(np.count_nonzero(facing))
+    if count == 0:
+        return 0, math.nan
+    height, width = facing.shape
+    return count, float(disparity[y0 : y0 + height, x0 : x0 + width][facing].mean())
 
 
 def _validated_pair(
