@@ -326,15 +326,6 @@ def _facing_window(
     return cy0, cx0, facing
 
 
-def _facing_pixels(
-    mask_a: np.ndarray, a: _Geometry, mask_b: np.ndarray, b: _Geometry, reach: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """(rows, cols) of A's pixels whose centre lies within `reach` of a pixel centre of B."""
-    y0, x0, facing = _facing_window(mask_a, a, mask_b, b, reach)
-    rows, cols = _nonzero(facing)
-    return rows + y0, cols + x0
-
-
 def _within_reach_kd(
     edge: np.ndarray, candidates: np.ndarray, y0: int, x0: int, reach: float
 ) -> np.ndarray:

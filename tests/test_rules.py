@@ -358,9 +358,9 @@ def test_both_facing_methods_agree_with_brute_force(monkeypatch):
         expected = a & (ndimage.distance_transform_edt(~b) <= reach)
         for kd_cost in (1e-9, 1e9):  # force the KD-tree, then the EDT
             monkeypatch.setattr(rules, "_KD_COST_PER_POINT", kd_cost)
-            rows, cols = rules._facing_pixels(mask_a, geo_a, mask_b, geo_b, reach)
+            y0, x0, window = rules._facing_window(mask_a, geo_a, mask_b, geo_b, reach)
             found = np.zeros_like(a)
-            found[rows, cols] = True
+            found[y0 : y0 + window.shape[0], x0 : x0 + window.shape[1]] = window
             assert np.array_equal(found, expected)
 
 
