@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 
+from dataset_builder.grammar import GRAMMAR_HELP
 from negt2ibench.errors import UserError
 
 PRESET_NAMES = ("current", "previous", "no_sam")
@@ -70,13 +71,7 @@ def register(subparsers) -> None:
         epilog="examples:\n"
                "  negt2ibench explain cup.png --prompt-id color_pos1_neg1_004\n"
                "  negt2ibench explain cup.png --prompt 'a photo of a red cup and a non-red bowl' --out why.png\n"
-               "\n--prompt TEXT follows the benchmark's grammar, one category per prompt:\n"
-               "  a photo of a plastic bus, a plastic knife, and a non-plastic toilet\n"
-               "  a photo of a laptop, a zebra, and a carrot, where the laptop is right of the zebra and is not "
-               "below the carrot\n"
-               "  values: red orange yellow green blue purple pink brown black white | wooden metal plastic glass\n"
-               "  relations: left of, right of, above, below, near, far from, bigger than, smaller than, taller than,"
-               "\n             shorter than, in front of, behind",
+               "\n--prompt TEXT: " + GRAMMAR_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     explain.add_argument("image", metavar="IMAGE", help="the image file to score")
