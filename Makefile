@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 OUT ?= build/negt2ibench
 PORT ?= 7860
 
-.PHONY: install run test browser clean
+.PHONY: install run test lint browser clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,7 +29,12 @@ run: install
 	$(VENV)/bin/negt2ibench validate $(OUT)
 	NEGT2I_HOME=$${NEGT2I_HOME:-build/home} $(VENV)/bin/negt2ibench serve --dataset $(OUT) --port $(PORT)
 
-test: install browser
+# ruff: lint (pyflakes, pycodestyle, isort, bugbear, pyupgrade to py310) and formatting.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: lint browser
 	$(PY) -m pytest -q
 
 clean:

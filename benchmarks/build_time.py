@@ -3,6 +3,7 @@
 Run by hand: `.venv/bin/python benchmarks/build_time.py [--repeats 5]`. Prints a Markdown table
 to paste into benchmarks/RESULTS.md. Nothing here is asserted by the tests.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,12 @@ def main() -> None:
         command = [sys.executable, "-m", "negt2ibench", "build", "--out", str(out), "--overwrite"]
         subprocess.run(command, cwd=REPO, check=True, capture_output=True)  # warm the file cache
         end_to_end = _time(lambda: subprocess.run(command, cwd=REPO, check=True, capture_output=True), args.repeats)
-        startup = _time(lambda: subprocess.run([sys.executable, "-m", "negt2ibench", "--help"], cwd=REPO, check=True,
-                                               capture_output=True), args.repeats)
+        startup = _time(
+            lambda: subprocess.run(
+                [sys.executable, "-m", "negt2ibench", "--help"], cwd=REPO, check=True, capture_output=True
+            ),
+            args.repeats,
+        )
         corpus = _time(build_corpus, args.repeats)
         records = build_corpus()
         files = _time(lambda: write_dataset_folder(records, out, overwrite=True), args.repeats)

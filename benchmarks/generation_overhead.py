@@ -8,6 +8,7 @@ PNG encoding, parquet writing, progress bar), reported per image and as a ratio 
 time. The tiny model makes the ratio a worst case; the second table gives the absolute cost of
 encoding and writing one image at the real sizes (512², 1024²).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from _generation_helpers import make_prompt, tiny_sd_pipeline  # noqa: E402
+
 from generation.registry import ModelSpec  # noqa: E402
 from generation.runner import DiffusersGenerator, generate_images, plan_work  # noqa: E402
 from generation.shards import ImageRecord, ShardWriter, png_bytes  # noqa: E402
@@ -41,8 +43,15 @@ class TimedGenerator:
 
 
 def loop_overhead(size: int, images: int, batch_size: int) -> dict:
-    spec = ModelSpec(key="bench", hub_id="local/tiny", pipeline_class="diffusers.StableDiffusionPipeline",
-                     steps=2, height=size, width=size, dtype="float32")
+    spec = ModelSpec(
+        key="bench",
+        hub_id="local/tiny",
+        pipeline_class="diffusers.StableDiffusionPipeline",
+        steps=2,
+        height=size,
+        width=size,
+        dtype="float32",
+    )
     generator = DiffusersGenerator(tiny_sd_pipeline(), spec)
     generator(["warm up"], [0])
     prompts = [make_prompt("color", "pos1_neg0", k, f"a photo of a red cup number {k}") for k in range(images // 2)]
@@ -53,8 +62,13 @@ def loop_overhead(size: int, images: int, batch_size: int) -> dict:
         summary = generate_images(timed, spec, work, Path(folder), batch_size=batch_size, shard_size=16, progress=True)
         total = time.perf_counter() - start
     overhead = total - timed.seconds
-    return {"size": size, "images": summary.generated, "pipeline_ms": 1000 * timed.seconds / summary.generated,
-            "overhead_ms": 1000 * overhead / summary.generated, "ratio": overhead / timed.seconds}
+    return {
+        "size": size,
+        "images": summary.generated,
+        "pipeline_ms": 1000 * timed.seconds / summary.generated,
+        "overhead_ms": 1000 * overhead / summary.generated,
+        "ratio": overhead / timed.seconds,
+    }
 
 
 def synthetic_photo(size: int, rng: np.random.Generator):
@@ -80,8 +94,12 @@ def write_cost(size: int, images: int = 16) -> dict:
             writer.add(ImageRecord(f"p{i}", 0, i, data, "m", "bench", "{}"))
         writer.flush()
         write = time.perf_counter() - start
-    return {"size": size, "encode_ms": 1000 * encode / images, "write_ms": 1000 * write / images,
-            "png_kb": sum(map(len, encoded)) / images / 1024}
+    return {
+        "size": size,
+        "encode_ms": 1000 * encode / images,
+        "write_ms": 1000 * write / images,
+        "png_kb": sum(map(len, encoded)) / images / 1024,
+    }
 
 
 class SleepingGenerator:
@@ -105,12 +123,16 @@ def overlapped_overhead(seconds_per_image: float, size: int, images: int, batch_
     generator = SleepingGenerator(seconds_per_image, size)
     with tempfile.TemporaryDirectory() as folder:
         start = time.perf_counter()
-        summary = generate_images(generator, spec, plan_work(prompts, 1), Path(folder), batch_size=batch_size,
-                                  shard_size=16, progress=False)
+        summary = generate_images(
+            generator, spec, plan_work(prompts, 1), Path(folder), batch_size=batch_size, shard_size=16, progress=False
+        )
         total = time.perf_counter() - start
     pipeline = seconds_per_image * summary.generated
-    return {"pipeline_ms": 1000 * seconds_per_image, "overhead_ms": 1000 * (total - pipeline) / summary.generated,
-            "ratio": (total - pipeline) / pipeline}
+    return {
+        "pipeline_ms": 1000 * seconds_per_image,
+        "overhead_ms": 1000 * (total - pipeline) / summary.generated,
+        "ratio": (total - pipeline) / pipeline,
+    }
 
 
 def main() -> None:

@@ -11,6 +11,7 @@ and end to end (`score_images` on a folder of PNGs: loading, the four models, ve
 the pipeline's overhead = wall time / time inside the model forwards, measured in the same run.
 Random weights make the detector "see" every prompt object, the worst case for SAM and SigLIP.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,7 +39,14 @@ def full_detector():
 
 
 def full_sam():
-    from transformers import Sam2Config, Sam2HieraDetConfig, Sam2ImageProcessor, Sam2Model, Sam2Processor, Sam2VisionConfig
+    from transformers import (
+        Sam2Config,
+        Sam2HieraDetConfig,
+        Sam2ImageProcessor,
+        Sam2Model,
+        Sam2Processor,
+        Sam2VisionConfig,
+    )
 
     backbone = Sam2HieraDetConfig(blocks_per_stage=[1, 2, 11, 2], global_attention_blocks=[7, 10, 13])  # Hiera-S
     config = Sam2Config(vision_config=Sam2VisionConfig(backbone_config=backbone))
@@ -57,22 +65,41 @@ def full_siglip():
         vision_config=dict(image_size=384, patch_size=14, **tower),
     )
     vocab = _char_vocab()  # a character tokenizer: ids stay valid; text embeddings are cached anyway
-    tokenizer = GemmaTokenizer(vocab=vocab, merges=[], unk_token="<unk>", pad_token="<pad>", bos_token="<bos>",
-                               eos_token="<eos>")
-    processor = SiglipProcessor(image_processor=SiglipImageProcessor(size={"height": 384, "width": 384}),
-                                tokenizer=tokenizer)
+    tokenizer = GemmaTokenizer(
+        vocab=vocab, merges=[], unk_token="<unk>", pad_token="<pad>", bos_token="<bos>", eos_token="<eos>"
+    )
+    processor = SiglipProcessor(
+        image_processor=SiglipImageProcessor(size={"height": 384, "width": 384}), tokenizer=tokenizer
+    )
     return SiglipModel(config).eval(), processor
 
 
 def full_depth():
     from transformers import DepthAnythingConfig, DepthAnythingForDepthEstimation, Dinov2Config, DPTImageProcessor
 
-    backbone = Dinov2Config(image_size=518, patch_size=14, hidden_size=1024, num_hidden_layers=24,
-                            num_attention_heads=16, out_indices=[5, 12, 18, 24], reshape_hidden_states=False)
-    config = DepthAnythingConfig(backbone_config=backbone, reassemble_hidden_size=1024,
-                                 neck_hidden_sizes=[256, 512, 1024, 1024], fusion_hidden_size=256)
-    processor = DPTImageProcessor(size={"height": 518, "width": 518}, keep_aspect_ratio=True, ensure_multiple_of=14,
-                                  do_pad=False, image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225])
+    backbone = Dinov2Config(
+        image_size=518,
+        patch_size=14,
+        hidden_size=1024,
+        num_hidden_layers=24,
+        num_attention_heads=16,
+        out_indices=[5, 12, 18, 24],
+        reshape_hidden_states=False,
+    )
+    config = DepthAnythingConfig(
+        backbone_config=backbone,
+        reassemble_hidden_size=1024,
+        neck_hidden_sizes=[256, 512, 1024, 1024],
+        fusion_hidden_size=256,
+    )
+    processor = DPTImageProcessor(
+        size={"height": 518, "width": 518},
+        keep_aspect_ratio=True,
+        ensure_multiple_of=14,
+        do_pad=False,
+        image_mean=[0.485, 0.456, 0.406],
+        image_std=[0.229, 0.224, 0.225],
+    )
     return DepthAnythingForDepthEstimation(config).eval(), processor
 
 
@@ -152,8 +179,14 @@ def bench_end_to_end(count: int, size: int, batch_size: int) -> dict:
     from evaluator.pipeline import score_images
 
     config = PRESETS["current"]
-    perception = ModelPerception.from_models(config, detector=full_detector(), sam=full_sam(), siglip=full_siglip(),
-                                             depth=full_depth(), batch_size=batch_size)
+    perception = ModelPerception.from_models(
+        config,
+        detector=full_detector(),
+        sam=full_sam(),
+        siglip=full_siglip(),
+        depth=full_depth(),
+        batch_size=batch_size,
+    )
     timer = ForwardTimer()
     # Instance attributes shadow the methods: nn.Module.__call__ then runs the timed forward.
     timer.wrap(perception._detector.network, "forward")
@@ -163,22 +196,47 @@ def bench_end_to_end(count: int, size: int, batch_size: int) -> dict:
     timer.wrap(perception._attributes.model, "get_text_features")
     timer.wrap(perception._depth.model, "forward")
     kinds = [("color", ["cup", "dog"]), ("depth", ["cat", "dog"]), ("proximity", ["car", "bus"])]
-    prompts = [make_prompt(category, objects, f"{category}_pos1_neg0_{n:03d}")
-               for n in range(count) for category, objects in [kinds[n % len(kinds)]]]
+    prompts = [
+        make_prompt(category, objects, f"{category}_pos1_neg0_{n:03d}")
+        for n in range(count)
+        for category, objects in [kinds[n % len(kinds)]]
+    ]
     with tempfile.TemporaryDirectory() as folder:
-        for prompt, image in zip(prompts, images(count, size)):
+        for prompt, image in zip(prompts, images(count, size), strict=False):
             image.save(Path(folder) / f"{prompt.prompt_id}_0.png")
         # Warm-up on a separate output so lazy initialisation is not counted.
-        score_images(folder, prompts, perception, out_path=Path(folder) / "warm.jsonl", config=config,
-                     model_key="bench", batch_size=batch_size, limit=1, progress=False)
+        score_images(
+            folder,
+            prompts,
+            perception,
+            out_path=Path(folder) / "warm.jsonl",
+            config=config,
+            model_key="bench",
+            batch_size=batch_size,
+            limit=1,
+            progress=False,
+        )
         timer.seconds = 0.0
         started = time.perf_counter()
-        summary = score_images(folder, prompts, perception, out_path=Path(folder) / "out.jsonl", config=config,
-                               model_key="bench", batch_size=batch_size, progress=False)
+        summary = score_images(
+            folder,
+            prompts,
+            perception,
+            out_path=Path(folder) / "out.jsonl",
+            config=config,
+            model_key="bench",
+            batch_size=batch_size,
+            progress=False,
+        )
         wall = time.perf_counter() - started
     assert summary.errors == 0, summary.error_reasons
-    return {"model": "end_to_end", "s_per_image": wall / count, "peak_rss_mib": peak_rss_mib(),
-            "forward_s_per_image": timer.seconds / count, "overhead_ratio": wall / max(timer.seconds, 1e-9)}
+    return {
+        "model": "end_to_end",
+        "s_per_image": wall / count,
+        "peak_rss_mib": peak_rss_mib(),
+        "forward_s_per_image": timer.seconds / count,
+        "overhead_ratio": wall / max(timer.seconds, 1e-9),
+    }
 
 
 def main() -> None:
@@ -189,25 +247,43 @@ def main() -> None:
     parser.add_argument("--only", help=argparse.SUPPRESS)  # child process: one model
     args = parser.parse_args()
     if args.only:
-        result = (bench_end_to_end(args.images, args.size, args.batch_size) if args.only == "end_to_end"
-                  else bench_one(args.only, args.images, args.size))
+        result = (
+            bench_end_to_end(args.images, args.size, args.batch_size)
+            if args.only == "end_to_end"
+            else bench_one(args.only, args.images, args.size)
+        )
         print("RESULT " + json.dumps(result))
         return
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
-          f"{args.images} images of {args.size}², batch {args.batch_size}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, {os.cpu_count()} CPUs, "
+        f"{args.images} images of {args.size}², batch {args.batch_size}"
+    )
     rows = []
     for name in ("detector", "sam", "siglip", "depth", "end_to_end"):
-        command = [sys.executable, __file__, "--only", name, "--images", str(args.images), "--size", str(args.size),
-                   "--batch-size", str(args.batch_size)]
+        command = [
+            sys.executable,
+            __file__,
+            "--only",
+            name,
+            "--images",
+            str(args.images),
+            "--size",
+            str(args.size),
+            "--batch-size",
+            str(args.batch_size),
+        ]
         output = subprocess.run(command, capture_output=True, text=True)
-        line = next((l for l in output.stdout.splitlines() if l.startswith("RESULT ")), None)
+        line = next((text for text in output.stdout.splitlines() if text.startswith("RESULT ")), None)
         if line is None:
             print(f"{name}: failed\n{output.stderr[-2000:]}")
             continue
-        row = json.loads(line[len("RESULT "):])
+        row = json.loads(line[len("RESULT ") :])
         rows.append(row)
-        extra = (f", forwards {row['forward_s_per_image']:.2f} s/img, overhead {row['overhead_ratio']:.3f}×"
-                 if "overhead_ratio" in row else "")
+        extra = (
+            f", forwards {row['forward_s_per_image']:.2f} s/img, overhead {row['overhead_ratio']:.3f}×"
+            if "overhead_ratio" in row
+            else ""
+        )
         print(f"{name:11s} {row['s_per_image']:7.2f} s/img  peak RSS {row['peak_rss_mib']:7.0f} MiB{extra}", flush=True)
     print(json.dumps(rows))
 

@@ -5,6 +5,7 @@
 Builds `--models` complete runs (4,800 prompts × 4 images, one statement result per statement of
 the prompt's setting, random verdicts with a fixed seed) and reports wall times.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,10 +34,16 @@ def synthetic_run(model: str, rng: random.Random) -> list[ResultRecord]:
                         ok = rng.random() < 0.7
                         cause = None
                         if not ok:
-                            cause = "forbidden_rendered" if polarity == "negated" else rng.choice(("wrong_value", "subject_missing"))
+                            cause = (
+                                "forbidden_rendered"
+                                if polarity == "negated"
+                                else rng.choice(("wrong_value", "subject_missing"))
+                            )
                         dead = ok and polarity == "negated" and category in RELATION_CATEGORIES and rng.random() < 0.2
                         statements.append(
-                            StatementResult(index=index, polarity=polarity, satisfied=ok, cause=cause, dead_zone_pass=dead)
+                            StatementResult(
+                                index=index, polarity=polarity, satisfied=ok, cause=cause, dead_zone_pass=dead
+                            )
                         )
                     records.append(
                         ResultRecord(

@@ -12,6 +12,7 @@ With ``--baseline REV`` it also loads `evaluator/rules.py` as it was at that git
 its `all_relation_predicates` on the same inputs in alternation with the current one (so load
 on the machine hits both alike), reports the ratio, and checks both give identical results.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,9 +24,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
 
 import numpy as np
 
@@ -73,8 +75,9 @@ def _median_ms(function: Callable[[], object], repeats: int) -> tuple[float, flo
 def _load_baseline(revision: str) -> ModuleType:
     """`evaluator/rules.py` as of a git revision, imported as a sibling module of the package."""
     root = Path(__file__).resolve().parent.parent
-    source = subprocess.run(["git", "show", f"{revision}:evaluator/rules.py"], cwd=root, check=True,
-                            capture_output=True, text=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{revision}:evaluator/rules.py"], cwd=root, check=True, capture_output=True, text=True
+    ).stdout
     path = Path(tempfile.mkdtemp()) / "rules_baseline.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("evaluator._rules_baseline", path)
@@ -124,38 +127,53 @@ def compare(revision: str, sizes: list[int], repeats: int) -> None:
             mask_a, mask_b = scene(size)
             disparity = rng.random((size, size), dtype=np.float32)
             disparity[mask_a] += 0.5
-            old, new = _alternating_cpu_ms(lambda: baseline.all_relation_predicates(mask_a, mask_b, disparity),
-                                           lambda: all_relation_predicates(mask_a, mask_b, disparity), repeats)
-            same = _same(baseline.all_relation_predicates(mask_a, mask_b, disparity),
-                         all_relation_predicates(mask_a, mask_b, disparity))
+            old, new = _alternating_cpu_ms(
+                partial(baseline.all_relation_predicates, mask_a, mask_b, disparity),
+                partial(all_relation_predicates, mask_a, mask_b, disparity),
+                repeats,
+            )
+            same = _same(
+                baseline.all_relation_predicates(mask_a, mask_b, disparity),
+                all_relation_predicates(mask_a, mask_b, disparity),
+            )
             print(f"{name:<12} {size:>5} {old:>9.2f} {new:>8.2f} {old / new:>8.2f}×  {'yes' if same else 'NO'}")
+
+
+def _each_category(mask_a, mask_b, disparity) -> list:
+    return [
+        relation_predicates(category, mask_a, mask_b, disparity)
+        for category in ("directional", "proximity", "comparative", "depth")
+    ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=50, help="timed runs per figure (median reported)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[256, 512, 1024, 2048], help="image sides in px")
-    parser.add_argument("--baseline", metavar="GIT_REV",
-                        help="also time evaluator/rules.py at this git revision (e.g. HEAD) against the working "
-                             "tree, alternating runs, and check the results are identical")
+    parser.add_argument(
+        "--baseline",
+        metavar="GIT_REV",
+        help="also time evaluator/rules.py at this git revision (e.g. HEAD) against the working "
+        "tree, alternating runs, and check the results are identical",
+    )
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; medians of {args.repeats} runs, ms")
-    print(f"{'scene':<12} {'size':>5} {'all wall':>9} {'all cpu':>8} {'4 calls wall':>13} {'4 calls cpu':>12}  predicates")
+    print(
+        f"{'scene':<12} {'size':>5} {'all wall':>9} {'all cpu':>8} {'4 calls wall':>13} {'4 calls cpu':>12}  predicates"
+    )
     for name, scene in SCENES.items():
         for size in args.sizes:
             mask_a, mask_b = scene(size)
             disparity = rng.random((size, size), dtype=np.float32)
             disparity[mask_a] += 0.5
-            together = _median_ms(lambda: all_relation_predicates(mask_a, mask_b, disparity), args.repeats)
-            separately = _median_ms(
-                lambda: [relation_predicates(c, mask_a, mask_b, disparity)
-                         for c in ("directional", "proximity", "comparative", "depth")],
-                args.repeats,
-            )
+            together = _median_ms(partial(all_relation_predicates, mask_a, mask_b, disparity), args.repeats)
+            separately = _median_ms(partial(_each_category, mask_a, mask_b, disparity), args.repeats)
             found = sorted(p for r in all_relation_predicates(mask_a, mask_b, disparity).values() for p in r.predicates)
-            print(f"{name:<12} {size:>5} {together[0]:>9.2f} {together[1]:>8.2f} {separately[0]:>13.2f} "
-                  f"{separately[1]:>12.2f}  {', '.join(found)}")
+            print(
+                f"{name:<12} {size:>5} {together[0]:>9.2f} {together[1]:>8.2f} {separately[0]:>13.2f} "
+                f"{separately[1]:>12.2f}  {', '.join(found)}"
+            )
     if args.baseline:
         compare(args.baseline, args.sizes, args.repeats)
 

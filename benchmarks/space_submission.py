@@ -8,6 +8,7 @@ version check, the leaderboard row and detail (evaluator.report), and storing wi
 each backend (SQLite; the Hub backend's local clone with a no-op upload). Also the leaderboard
 page build (`leaderboard_frame` over 50 entries). Prints a Markdown table; nothing is asserted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,6 +39,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from _space_helpers import write_results
+
     from dataset_builder.records import PromptIndex, load_prompts
     from evaluator.report import leaderboard_row
     from evaluator.resultio import read_results
@@ -75,7 +77,8 @@ def main() -> None:
         sqlite.add_submission(entry(), [])
     entries = sqlite.list_entries()
     timings[f"leaderboard page ({len(entries)} entries: list + frame)"] = _median(
-        lambda: leaderboard_frame(sqlite.list_entries()), args.repeats)
+        lambda: leaderboard_frame(sqlite.list_entries()), args.repeats
+    )
 
     size = path.stat().st_size / 2**20
     print(f"results file: {size:.1f} MB, {len(results)} records; median of {args.repeats} runs\n")

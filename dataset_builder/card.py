@@ -3,14 +3,15 @@
 Everything the card states about the data (counts, example row, image splits) is computed from
 the folder it describes, so a rebuilt or extended folder gets a card that is still true.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import re
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pyarrow.parquet as pq
 
@@ -32,13 +33,20 @@ def counts_table(records: Sequence[PromptRecord]) -> dict:
     counts = Counter((r.category, r.setting) for r in records)
     settings = [setting_name(p, n) for p, n in SETTINGS]
     rows = [
-        {"category": category, "cells": [counts[(category, s)] for s in settings],
-         "total": sum(counts[(category, s)] for s in settings)}
+        {
+            "category": category,
+            "cells": [counts[(category, s)] for s in settings],
+            "total": sum(counts[(category, s)] for s in settings),
+        }
         for category in CATEGORIES
     ]
     column_totals = [sum(counts[(c, s)] for c in CATEGORIES) for s in settings]
-    return {"labels": [setting_label(p, n) for p, n in SETTINGS], "rows": rows,
-            "column_totals": column_totals, "total": len(records)}
+    return {
+        "labels": [setting_label(p, n) for p, n in SETTINGS],
+        "rows": rows,
+        "column_totals": column_totals,
+        "total": len(records),
+    }
 
 
 def balance_summary(records: Sequence[PromptRecord]) -> list[dict]:
@@ -48,8 +56,15 @@ def balance_summary(records: Sequence[PromptRecord]) -> list[dict]:
         groups = {r.group_id: r.objects for r in records if r.category == category}
         uses = Counter({name: 0 for name in OBJECT_CLASSES})
         uses.update(name for objects in groups.values() for name in objects)
-        summary.append({"category": category, "groups": len(groups), "classes": sum(1 for v in uses.values() if v),
-                        "min": min(uses.values()), "max": max(uses.values())})
+        summary.append(
+            {
+                "category": category,
+                "groups": len(groups),
+                "classes": sum(1 for v in uses.values() if v),
+                "min": min(uses.values()),
+                "max": max(uses.values()),
+            }
+        )
     return summary
 
 
@@ -64,8 +79,15 @@ def image_split_summary(dataset_dir: Path) -> list[dict]:
             model_id = str(column[0]) if len(column) else ""
         except (KeyError, ValueError, OSError):
             model_id = ""
-        summary.append({"key": key, "files": len(paths), "rows": rows, "model_id": model_id,
-                        "path": f"{IMAGES_DIR}/{key}-*.parquet"})
+        summary.append(
+            {
+                "key": key,
+                "files": len(paths),
+                "rows": rows,
+                "model_id": model_id,
+                "path": f"{IMAGES_DIR}/{key}-*.parquet",
+            }
+        )
     return summary
 
 
@@ -81,12 +103,21 @@ def card_context(dataset_dir: Path, records: Sequence[PromptRecord], repo_id: st
         "vocabulary": CATEGORY_VOCABULARY,
         "num_classes": len(OBJECT_CLASSES),
         "example_json": json.dumps(example.model_dump(), indent=2) if example else "{}",
-        "examples": [by_id[i] for i in (
-            "color_pos0_neg1_000", "material_pos2_neg2_000", "directional_pos2_neg2_000",
-            "proximity_pos1_neg0_000", "comparative_pos0_neg2_000", "depth_pos2_neg1_000",
-        ) if i in by_id],
-        "pair": [by_id[i] for i in ("color_pos1_neg0_007", "color_pos0_neg1_007")] if "color_pos0_neg1_007" in by_id
-        and "color_pos1_neg0_007" in by_id else None,
+        "examples": [
+            by_id[i]
+            for i in (
+                "color_pos0_neg1_000",
+                "material_pos2_neg2_000",
+                "directional_pos2_neg2_000",
+                "proximity_pos1_neg0_000",
+                "comparative_pos0_neg2_000",
+                "depth_pos2_neg1_000",
+            )
+            if i in by_id
+        ],
+        "pair": [by_id[i] for i in ("color_pos1_neg0_007", "color_pos0_neg1_007")]
+        if "color_pos0_neg1_007" in by_id and "color_pos1_neg0_007" in by_id
+        else None,
         "image_splits": image_split_summary(dataset_dir),
     }
 
@@ -95,8 +126,9 @@ def render_card(context: dict, template_text: str) -> str:
     """Render the card template (Jinja2, undefined names are errors, output ends with one newline)."""
     from jinja2 import Environment, StrictUndefined
 
-    environment = Environment(undefined=StrictUndefined, keep_trailing_newline=True, trim_blocks=True,
-                              lstrip_blocks=True, autoescape=False)
+    environment = Environment(
+        undefined=StrictUndefined, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False
+    )
     return environment.from_string(template_text).render(**context).rstrip("\n") + "\n"
 
 
@@ -109,8 +141,7 @@ def published_repo_id(dataset_dir: Path) -> str | None:
     return match.group(1) if match and match.group(1) != PLACEHOLDER_REPO_ID else None
 
 
-def write_card(dataset_dir: Path, *, records: Sequence[PromptRecord] | None = None,
-               repo_id: str | None = None) -> Path:
+def write_card(dataset_dir: Path, *, records: Sequence[PromptRecord] | None = None, repo_id: str | None = None) -> Path:
     """(Re)render `DIR/README.md` from `dataset_card.md`, the prompts in DIR and its image splits.
 
     `records` saves re-reading the prompts when the caller has just written them; `repo_id` (else

@@ -1,4 +1,5 @@
 """Sub-commands `build`, `validate` and `push` of `negt2ibench`."""
+
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from .corpus import DEFAULT_SEED
 
     build = subparsers.add_parser(
-        "build", help="build the 4,800 prompts into a Hub-ready dataset folder",
+        "build",
+        help="build the 4,800 prompts into a Hub-ready dataset folder",
         description=(
             "Build the NegT2IBench corpus (6 categories x 8 polarity settings x 100 prompts) and write a "
             "Hub-ready dataset folder: prompts/test-00000-of-00001.parquet, prompts.jsonl and README.md "
@@ -33,30 +35,47 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
         epilog=f"example: negt2ibench build --out {DEFAULT_DIR} --overwrite",
     )
-    build.add_argument("--out", default=DEFAULT_DIR, metavar="DIR",
-                       help=f"dataset folder to write (default: {DEFAULT_DIR})")
-    build.add_argument("--seed", type=_seed, default=DEFAULT_SEED, metavar="N",
-                       help=f"integer seed of the corpus (default: {DEFAULT_SEED}, the published corpus)")
-    build.add_argument("--overwrite", action="store_true",
-                       help="replace an existing dataset folder (its images/ and results/ are kept)")
+    build.add_argument(
+        "--out", default=DEFAULT_DIR, metavar="DIR", help=f"dataset folder to write (default: {DEFAULT_DIR})"
+    )
+    build.add_argument(
+        "--seed",
+        type=_seed,
+        default=DEFAULT_SEED,
+        metavar="N",
+        help=f"integer seed of the corpus (default: {DEFAULT_SEED}, the published corpus)",
+    )
+    build.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing dataset folder (its images/ and results/ are kept)",
+    )
     build.set_defaults(handler=run_build)
 
     validate = subparsers.add_parser(
-        "validate", help="check every corpus invariant on a built dataset folder",
+        "validate",
+        help="check every corpus invariant on a built dataset folder",
         description=(
             "Check a built dataset folder: file layout and parquet schema, JSONL = parquet, the card's "
             "configs, and every corpus invariant (counts, ids, matched groups, class and value balance, "
             "unique texts, text <-> metadata, grammar). Lists each violation by prompt id; exits 1 if any."
         ),
     )
-    validate.add_argument("dir", metavar="DIR", nargs="?", default=DEFAULT_DIR,
-                          help=f"dataset folder (default: {DEFAULT_DIR})")
-    validate.add_argument("--max-shown", type=int, default=200, metavar="N",
-                          help="print at most N violations (default: 200; the count is always printed)")
+    validate.add_argument(
+        "dir", metavar="DIR", nargs="?", default=DEFAULT_DIR, help=f"dataset folder (default: {DEFAULT_DIR})"
+    )
+    validate.add_argument(
+        "--max-shown",
+        type=int,
+        default=200,
+        metavar="N",
+        help="print at most N violations (default: 200; the count is always printed)",
+    )
     validate.set_defaults(handler=run_validate)
 
     push = subparsers.add_parser(
-        "push", help="publish the dataset folder to the Hugging Face Hub",
+        "push",
+        help="publish the dataset folder to the Hugging Face Hub",
         description=(
             "Upload a built dataset folder as a Hub dataset repo (created if missing). The token comes "
             "from `hf auth login` or HF_TOKEN. With --images, only those image splits and README.md are "
@@ -66,8 +85,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     push.add_argument("--repo-id", required=True, metavar="ORG/NAME", help="dataset repo on the Hub")
     push.add_argument("--dir", default=DEFAULT_DIR, metavar="DIR", help=f"dataset folder (default: {DEFAULT_DIR})")
-    push.add_argument("--images", nargs="+", metavar="KEY",
-                      help="upload only these image splits (images/KEY-*.parquet) plus README.md")
+    push.add_argument(
+        "--images",
+        nargs="+",
+        metavar="KEY",
+        help="upload only these image splits (images/KEY-*.parquet) plus README.md",
+    )
     push.add_argument("--private", action="store_true", help="create the repo as private")
     push.add_argument("--dry-run", action="store_true", help="list what would be uploaded; touch nothing")
     push.set_defaults(handler=run_push)
@@ -97,8 +120,10 @@ def run_build(args: argparse.Namespace) -> int:
     finished = time.perf_counter()
     groups = len({r.group_id for r in records})
     print(_summary_table(records))
-    print(f"{len(records)} prompts in {groups} matched groups, seed {args.seed}; "
-          f"corpus {built - started:.2f} s, files {finished - built:.2f} s")
+    print(
+        f"{len(records)} prompts in {groups} matched groups, seed {args.seed}; "
+        f"corpus {built - started:.2f} s, files {finished - built:.2f} s"
+    )
     print(f"wrote {out}/ (README.md, prompts/test-00000-of-00001.parquet, prompts.jsonl)")
     return 0
 
@@ -131,8 +156,7 @@ def run_validate(args: argparse.Namespace) -> int:
 def run_push(args: argparse.Namespace) -> int:
     from .hub import push_dataset
 
-    paths = push_dataset(Path(args.dir), args.repo_id, private=args.private, images=args.images,
-                         dry_run=args.dry_run)
+    paths = push_dataset(Path(args.dir), args.repo_id, private=args.private, images=args.images, dry_run=args.dry_run)
     verb = "would upload" if args.dry_run else "uploaded"
     print(f"{verb} {len(paths)} files to https://huggingface.co/datasets/{args.repo_id}:")
     for path in paths:

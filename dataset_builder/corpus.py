@@ -4,11 +4,12 @@ Per category, one *group draw* per (load, k) fixes the objects, their order and 
 values/predicates; every setting of that load renders the same draw with its own polarities
 (positives first). So `color_pos1_neg1_007` and `color_pos2_neg0_007` differ only in polarity.
 """
+
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from .grammar import render_prompt
 from .records import PromptRecord, Statement
@@ -115,18 +116,27 @@ def render_record(draw: GroupDraw, num_pos: int, num_neg: int) -> PromptRecord:
     polarities = ["positive"] * num_pos + ["negated"] * num_neg
     prompt, texts = render_prompt(kind, draw.objects, polarities, draw.predicates)
     statements = []
-    for index, (polarity, predicate, text) in enumerate(zip(polarities, draw.predicates, texts)):
+    for index, (polarity, predicate, text) in enumerate(zip(polarities, draw.predicates, texts, strict=False)):
         if kind == "attribute":
             subject, target = draw.objects[index], None
         else:
             subject, target = draw.objects[0], draw.objects[index + 1]
-        statements.append(Statement(index=index, polarity=polarity, subject=subject, target=target,
-                                    predicate=predicate, text=text))
+        statements.append(
+            Statement(index=index, polarity=polarity, subject=subject, target=target, predicate=predicate, text=text)
+        )
     setting = setting_name(num_pos, num_neg)
     return PromptRecord(
-        prompt_id=f"{draw.category}_{setting}_{draw.k:03d}", group_id=draw.group_id, category=draw.category,
-        kind=kind, num_pos=num_pos, num_neg=num_neg, load=draw.load, setting=setting, prompt=prompt,
-        objects=list(draw.objects), statements=statements,
+        prompt_id=f"{draw.category}_{setting}_{draw.k:03d}",
+        group_id=draw.group_id,
+        category=draw.category,
+        kind=kind,
+        num_pos=num_pos,
+        num_neg=num_neg,
+        load=draw.load,
+        setting=setting,
+        prompt=prompt,
+        objects=list(draw.objects),
+        statements=statements,
     )
 
 

@@ -10,10 +10,11 @@ Relation prompts (directional, proximity, comparative, depth), one subject, one 
 English rules the paper's corpus missed: "an" before a vowel sound, "a non-..." always "a",
 plural-only nouns (skis, scissors) take no article and "are".
 """
+
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from .records import PromptRecord, Statement
 from .vocabulary import (
@@ -92,25 +93,25 @@ def with_article(noun_phrase: str, head_noun: str) -> str:
 
 
 def attribute_phrase(noun: str, value: str, polarity: str) -> str:
-    """"a red cup", "an orange cup", "a non-red cup", "red skis", "non-red scissors"."""
+    """ "a red cup", "an orange cup", "a non-red cup", "red skis", "non-red scissors"."""
     prefix = value if polarity == "positive" else f"non-{value}"
     return with_article(f"{prefix} {noun}", noun)
 
 
 def object_phrase(noun: str) -> str:
-    """"a laptop", "an apple", "skis"."""
+    """ "a laptop", "an apple", "skis"."""
     return with_article(noun, noun)
 
 
 def relation_verb_phrase(subject: str, target: str, predicate: str, polarity: str) -> str:
-    """"is right of the zebra", "is not below the surfboard", "are not bigger than the bench"."""
+    """ "is right of the zebra", "is not below the surfboard", "are not bigger than the bench"."""
     verb = "are" if subject in PLURAL_NOUNS else "is"
     negation = " not" if polarity == "negated" else ""
     return f"{verb}{negation} {predicate} the {target}"
 
 
 def join_list(items: Sequence[str]) -> str:
-    """"x", "x and y", "x, y, and z" (Oxford comma)."""
+    """ "x", "x and y", "x, y, and z" (Oxford comma)."""
     if not items:
         raise ValueError("nothing to join")
     if len(items) == 1:
@@ -133,13 +134,15 @@ def render_prompt(
     if kind == "attribute":
         if len(objects) != len(predicates):
             raise ValueError("attribute prompts need one object per statement")
-        texts = [attribute_phrase(o, v, p) for o, v, p in zip(objects, predicates, polarities)]
+        texts = [attribute_phrase(o, v, p) for o, v, p in zip(objects, predicates, polarities, strict=False)]
         return PROMPT_PREFIX + join_list(texts), texts
     if kind == "relation":
         if len(objects) != len(predicates) + 1:
             raise ValueError("relation prompts need a subject plus one target per statement")
         subject, targets = objects[0], objects[1:]
-        texts = [relation_verb_phrase(subject, t, r, p) for t, r, p in zip(targets, predicates, polarities)]
+        texts = [
+            relation_verb_phrase(subject, t, r, p) for t, r, p in zip(targets, predicates, polarities, strict=False)
+        ]
         listing = join_list([object_phrase(o) for o in objects])
         return f"{PROMPT_PREFIX}{listing}{RELATION_JOINER}{subject} {join_list(texts)}", texts
     raise ValueError(f"unknown kind {kind!r}; expected attribute or relation")
@@ -181,7 +184,7 @@ def _parse_object_item(item: str) -> tuple[str, str | None, str]:
     head, _, rest = bare.partition(" ")
     polarity = "positive"
     if head.startswith("non-"):
-        head, polarity = head[len("non-"):], "negated"
+        head, polarity = head[len("non-") :], "negated"
     if head in ATTRIBUTE_VALUES and rest in _CLASSES:
         return rest, head, polarity
     raise PromptParseError(
@@ -199,7 +202,7 @@ def _parse_verb_phrase(phrase: str, objects: list[str]) -> tuple[str, str, str]:
     rest = match.group(3)
     for predicate in RELATION_PREDICATES:
         if rest.startswith(predicate + " the "):
-            target = rest[len(predicate) + len(" the "):]
+            target = rest[len(predicate) + len(" the ") :]
             if target not in objects:
                 raise PromptParseError(f"the target {target!r} of {phrase!r} is not in the object list {objects}")
             return polarity, predicate, target
@@ -224,7 +227,7 @@ def parse_prompt(text: str) -> PromptRecord:
     prompt = normalize_prompt(text)
     if not prompt.startswith(PROMPT_PREFIX):
         raise PromptParseError(f"the prompt must start with {PROMPT_PREFIX.strip()!r}")
-    body = prompt[len(PROMPT_PREFIX):]
+    body = prompt[len(PROMPT_PREFIX) :]
     listing, *where_clause = _WHERE.split(body, maxsplit=1)
     where, clause = bool(where_clause), (where_clause[0] if where_clause else "")
     items = [_parse_object_item(item) for item in _split_list(listing)]
@@ -238,10 +241,20 @@ def parse_prompt(text: str) -> PromptRecord:
         for noun, value, polarity in items:
             if value is None:
                 continue
-            statements.append(Statement(index=len(statements), polarity=polarity, subject=noun,
-                                        target=None, predicate=value, text=texts[objects.index(noun)]))
+            statements.append(
+                Statement(
+                    index=len(statements),
+                    polarity=polarity,
+                    subject=noun,
+                    target=None,
+                    predicate=value,
+                    text=texts[objects.index(noun)],
+                )
+            )
         if not statements:
-            raise PromptParseError("the prompt states nothing to score: give an object a value, or add a 'where' clause")
+            raise PromptParseError(
+                "the prompt states nothing to score: give an object a value, or add a 'where' clause"
+            )
     else:
         if any(value is not None for _, value, _ in items):
             raise PromptParseError("a prompt is either about attributes or about relations, not both")
@@ -250,13 +263,21 @@ def parse_prompt(text: str) -> PromptRecord:
         if not candidates:
             raise PromptParseError(f"after 'where the' name one of the listed objects {objects}")
         subject = max(candidates, key=len)
-        verb_phrases = clause[len(subject) + 1:]
+        verb_phrases = clause[len(subject) + 1 :]
         for phrase in _split_list(verb_phrases):
             polarity, predicate, target = _parse_verb_phrase(phrase, objects)
             if target == subject:
                 raise PromptParseError(f"{phrase!r} relates the {subject} to itself")
-            statements.append(Statement(index=len(statements), polarity=polarity, subject=subject,
-                                        target=target, predicate=predicate, text=phrase))
+            statements.append(
+                Statement(
+                    index=len(statements),
+                    polarity=polarity,
+                    subject=subject,
+                    target=target,
+                    predicate=predicate,
+                    text=phrase,
+                )
+            )
         targets = [s.target for s in statements]
         if len(set(targets)) != len(targets):
             raise PromptParseError("each target may appear in one relation only")
@@ -265,9 +286,17 @@ def parse_prompt(text: str) -> PromptRecord:
     num_pos = sum(s.polarity == "positive" for s in statements)
     num_neg = len(statements) - num_pos
     return PromptRecord(
-        prompt_id="custom", group_id="custom", category=category, kind=kind_of(category),
-        num_pos=num_pos, num_neg=num_neg, load=len(statements), setting=setting_name(num_pos, num_neg),
-        prompt=prompt, objects=objects, statements=statements,
+        prompt_id="custom",
+        group_id="custom",
+        category=category,
+        kind=kind_of(category),
+        num_pos=num_pos,
+        num_neg=num_neg,
+        load=len(statements),
+        setting=setting_name(num_pos, num_neg),
+        prompt=prompt,
+        objects=objects,
+        statements=statements,
     )
 
 
@@ -289,7 +318,7 @@ def grammar_issues(prompt: str) -> list[str]:
         word = match.group(1)
         if not (word in ATTRIBUTE_VALUES and word in _CLASSES):  # "an orange orange" is right
             issues.append(f"doubled word {word!r}")
-    for first, second in zip(words, words[1:]):
+    for first, second in zip(words, words[1:], strict=False):
         if first in ("a", "an"):
             vowel = starts_with_vowel_sound(second) and not second.startswith("non-")
             if first == "a" and vowel:

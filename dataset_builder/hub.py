@@ -7,6 +7,7 @@ Layout of a dataset folder (a Hugging Face dataset repo as it will be pushed):
     prompts.jsonl                           the same records for people who do not use `datasets`
     images/{key}-00000-of-0000N.parquet     config "images", one split per model key (generation)
 """
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,8 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -43,24 +44,51 @@ _KEPT_ON_REBUILD = frozenset({IMAGES_DIR, "results", ".gitattributes", ".hugging
 _STRING = {"dtype": "string", "_type": "Value"}
 _INT32 = {"dtype": "int32", "_type": "Value"}
 PROMPT_FEATURES_DICT: dict = {
-    "prompt_id": _STRING, "group_id": _STRING, "category": _STRING, "kind": _STRING,
-    "num_pos": _INT32, "num_neg": _INT32, "load": _INT32, "setting": _STRING, "prompt": _STRING,
+    "prompt_id": _STRING,
+    "group_id": _STRING,
+    "category": _STRING,
+    "kind": _STRING,
+    "num_pos": _INT32,
+    "num_neg": _INT32,
+    "load": _INT32,
+    "setting": _STRING,
+    "prompt": _STRING,
     "objects": {"feature": _STRING, "_type": "List"},
     "statements": {
-        "feature": {"index": _INT32, "polarity": _STRING, "subject": _STRING, "target": _STRING,
-                    "predicate": _STRING, "text": _STRING},
+        "feature": {
+            "index": _INT32,
+            "polarity": _STRING,
+            "subject": _STRING,
+            "target": _STRING,
+            "predicate": _STRING,
+            "text": _STRING,
+        },
         "_type": "List",
     },
 }
-_STATEMENT_TYPE = pa.struct([
-    ("index", pa.int32()), ("polarity", pa.string()), ("subject", pa.string()), ("target", pa.string()),
-    ("predicate", pa.string()), ("text", pa.string()),
-])
+_STATEMENT_TYPE = pa.struct(
+    [
+        ("index", pa.int32()),
+        ("polarity", pa.string()),
+        ("subject", pa.string()),
+        ("target", pa.string()),
+        ("predicate", pa.string()),
+        ("text", pa.string()),
+    ]
+)
 PROMPT_ARROW_SCHEMA = pa.schema(
     [
-        ("prompt_id", pa.string()), ("group_id", pa.string()), ("category", pa.string()), ("kind", pa.string()),
-        ("num_pos", pa.int32()), ("num_neg", pa.int32()), ("load", pa.int32()), ("setting", pa.string()),
-        ("prompt", pa.string()), ("objects", pa.list_(pa.string())), ("statements", pa.list_(_STATEMENT_TYPE)),
+        ("prompt_id", pa.string()),
+        ("group_id", pa.string()),
+        ("category", pa.string()),
+        ("kind", pa.string()),
+        ("num_pos", pa.int32()),
+        ("num_neg", pa.int32()),
+        ("load", pa.int32()),
+        ("setting", pa.string()),
+        ("prompt", pa.string()),
+        ("objects", pa.list_(pa.string())),
+        ("statements", pa.list_(_STATEMENT_TYPE)),
     ],
     metadata={"huggingface": json.dumps({"info": {"features": PROMPT_FEATURES_DICT}})},
 )
@@ -248,17 +276,24 @@ def push_dataset(
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
         api.upload_folder(
-            repo_id=repo_id, repo_type="dataset", folder_path=str(dataset_dir), allow_patterns=paths,
+            repo_id=repo_id,
+            repo_type="dataset",
+            folder_path=str(dataset_dir),
+            allow_patterns=paths,
             commit_message=f"Upload NegT2IBench ({'images: ' + ', '.join(images) if images else 'prompts and card'})",
         )
     except OfflineModeIsEnabled:
         raise UserError("cannot push while HF_HUB_OFFLINE=1 is set; unset it and try again") from None
     except HfHubHTTPError as error:
         status = getattr(getattr(error, "response", None), "status_code", None)
-        raise UserError(f"the Hub refused the push to {repo_id} (HTTP {status}): {str(error).splitlines()[0]}") from None
+        raise UserError(
+            f"the Hub refused the push to {repo_id} (HTTP {status}): {str(error).splitlines()[0]}"
+        ) from None
     except Exception as error:  # noqa: BLE001 - network failures come from httpx, OSError, ...
         if _is_network_error(error):
-            raise UserError(f"cannot reach the Hugging Face Hub ({type(error).__name__}); check the connection") from None
+            raise UserError(
+                f"cannot reach the Hugging Face Hub ({type(error).__name__}); check the connection"
+            ) from None
         raise
     return paths
 

@@ -1,9 +1,11 @@
 """The prompt record (DESIGN §2): one typed object carried by every part of the project."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable, Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -18,7 +20,7 @@ class Statement(BaseModel):
     index: int
     polarity: Literal["positive", "negated"]
     subject: str
-    target: Optional[str] = None  # None for attributes
+    target: str | None = None  # None for attributes
     predicate: str  # attribute value ("red", "glass") or relation ("left of", "near", ...)
     text: str  # the words of the prompt that state it
 

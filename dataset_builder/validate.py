@@ -3,13 +3,14 @@
 `find_violations` is pure (records in, violations out); `validate_folder` adds the file-level
 checks (layout, parquet schema, JSONL = parquet, card configs).
 """
+
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from .grammar import PromptParseError, grammar_issues, parse_prompt, render_prompt
 from .records import PromptRecord
@@ -46,7 +47,10 @@ def record_violations(record: PromptRecord) -> list[str]:
     if not match:
         problems.append("prompt_id is not {category}_pos{P}_neg{N}_{k:03d}")
     else:
-        if match["category"] != record.category or (int(match["p"]), int(match["n"])) != (record.num_pos, record.num_neg):
+        if match["category"] != record.category or (int(match["p"]), int(match["n"])) != (
+            record.num_pos,
+            record.num_neg,
+        ):
             problems.append("prompt_id disagrees with category / num_pos / num_neg")
         expected_group = f"{record.category}_load{load}_{match['k']}"
         if record.group_id != expected_group:
@@ -82,14 +86,15 @@ def record_violations(record: PromptRecord) -> list[str]:
     if len(set(objects)) != len(objects):
         problems.append("objects repeat")
     if kind == "attribute":
-        if len(objects) != len(statements) or any(s.subject != o or s.target is not None
-                                                  for s, o in zip(statements, objects)):
+        if len(objects) != len(statements) or any(
+            s.subject != o or s.target is not None for s, o in zip(statements, objects, strict=False)
+        ):
             problems.append("attribute statement i must be about objects[i] with no target")
         if len({s.predicate for s in statements}) > 1:
             problems.append("an attribute prompt uses one value")
     else:
         if len(objects) != len(statements) + 1 or any(
-            s.subject != objects[0] or s.target != t for s, t in zip(statements, objects[1:])
+            s.subject != objects[0] or s.target != t for s, t in zip(statements, objects[1:], strict=False)
         ):
             problems.append("relation statements must share the subject objects[0] and target objects[1:] in order")
     if problems:
@@ -128,15 +133,19 @@ def corpus_violations(records: Sequence[PromptRecord]) -> list[Violation]:
         for p, n in SETTINGS:
             count = cells[(category, setting_name(p, n))]
             if count != PROMPTS_PER_SETTING:
-                violations.append(Violation(f"{category}_{setting_name(p, n)}", f"{count} prompts, expected {PROMPTS_PER_SETTING}"))
+                violations.append(
+                    Violation(f"{category}_{setting_name(p, n)}", f"{count} prompts, expected {PROMPTS_PER_SETTING}")
+                )
 
     by_text: dict[tuple[str, str], list[str]] = defaultdict(list)
     for record in records:
         by_text[(record.setting, record.prompt)].append(record.prompt_id)
     for (setting, _), prompt_ids in by_text.items():
         if len(prompt_ids) > 1:
-            violations += [Violation(i, f"same text as {', '.join(x for x in prompt_ids if x != i)} in {setting}")
-                           for i in prompt_ids]
+            violations += [
+                Violation(i, f"same text as {', '.join(x for x in prompt_ids if x != i)} in {setting}")
+                for i in prompt_ids
+            ]
 
     groups: dict[str, list[PromptRecord]] = defaultdict(list)
     for record in records:
@@ -146,8 +155,12 @@ def corpus_violations(records: Sequence[PromptRecord]) -> list[Violation]:
         content = (first.objects, [s.predicate for s in first.statements])
         for member in members[1:]:
             if (member.objects, [s.predicate for s in member.statements]) != content:
-                violations.append(Violation(member.prompt_id, f"differs from {first.prompt_id} in objects or "
-                                                              f"predicates but shares group {group_id}"))
+                violations.append(
+                    Violation(
+                        member.prompt_id,
+                        f"differs from {first.prompt_id} in objects or predicates but shares group {group_id}",
+                    )
+                )
         load = first.load
         expected_settings = {setting_name(p, n) for p, n in SETTINGS if p + n == load}
         present = {m.setting for m in members}
@@ -165,17 +178,30 @@ def corpus_violations(records: Sequence[PromptRecord]) -> list[Violation]:
         if high - low > 1:
             rare = sorted(n for n, c in uses.items() if c == low)[:5]
             common = sorted(n for n, c in uses.items() if c == high)[:5]
-            violations.append(Violation(category, f"class use ranges {low}..{high} over {len(draws)} groups "
-                                                  f"(least: {', '.join(rare)}; most: {', '.join(common)})"))
+            violations.append(
+                Violation(
+                    category,
+                    f"class use ranges {low}..{high} over {len(draws)} groups "
+                    f"(least: {', '.join(rare)}; most: {', '.join(common)})",
+                )
+            )
         for p, n in SETTINGS:
             setting = setting_name(p, n)
             for polarity in ("positive", "negated"):
                 counts = Counter({value: 0 for value in CATEGORY_VOCABULARY[category]})
-                counts.update(s.predicate for r in records if r.category == category and r.setting == setting
-                              for s in r.statements if s.polarity == polarity)
+                counts.update(
+                    s.predicate
+                    for r in records
+                    if r.category == category and r.setting == setting
+                    for s in r.statements
+                    if s.polarity == polarity
+                )
                 if sum(counts.values()) and max(counts.values()) - min(counts.values()) > 1:
-                    violations.append(Violation(f"{category}_{setting}",
-                                                f"{polarity} values unbalanced: {dict(sorted(counts.items()))}"))
+                    violations.append(
+                        Violation(
+                            f"{category}_{setting}", f"{polarity} values unbalanced: {dict(sorted(counts.items()))}"
+                        )
+                    )
     return violations
 
 
@@ -205,7 +231,9 @@ def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[V
             schema = pq.read_schema(parquet_path)
             same_features = (schema.metadata or {}).get(b"huggingface") == PROMPT_ARROW_SCHEMA.metadata[b"huggingface"]
             if not same_features or not schema.remove_metadata().equals(PROMPT_ARROW_SCHEMA.remove_metadata()):
-                violations.append(Violation(PROMPTS_PARQUET, "schema or `datasets` features metadata differ from the prompts config"))
+                violations.append(
+                    Violation(PROMPTS_PARQUET, "schema or `datasets` features metadata differ from the prompts config")
+                )
             records = load_prompts(parquet_path)
         except Exception as error:  # noqa: BLE001 - any unreadable file is one violation
             violations.append(Violation(PROMPTS_PARQUET, f"unreadable: {error}"))

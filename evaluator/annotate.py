@@ -1,4 +1,5 @@
 """Drawing what perception saw (supervision annotators) and tabulating the verdict per statement."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -87,8 +88,9 @@ def statement_table(prompt: PromptRecord, result: ResultRecord) -> list[dict[str
                 "verdict": verdict,
                 "cause": statement_result.cause or "",
                 "observed": ", ".join(statement_result.observed) or "(nothing)",
-                "measurements": "; ".join(f"{key}={_format_value(value)}"
-                                          for key, value in statement_result.measurements.items()),
+                "measurements": "; ".join(
+                    f"{key}={_format_value(value)}" for key, value in statement_result.measurements.items()
+                ),
             }
         )
     return rows

@@ -2,11 +2,11 @@
 
 Heavy imports (torch, the models) happen inside the handlers so `--help` stays fast.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from dataset_builder.grammar import GRAMMAR_HELP
@@ -17,14 +17,25 @@ DEVICES = ("auto", "cpu", "cuda", "mps")
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--preset", choices=PRESET_NAMES, default="current",
-                        help="scorer constants: current (paper Table 15, default), previous (Table 16 relation "
-                             "rules), no_sam (RF-DETR's own masks instead of SAM 2.1)")
-    parser.add_argument("--device", choices=DEVICES, default="auto",
-                        help="where the models run; auto picks cuda, then mps, then cpu (default: auto)")
-    parser.add_argument("--weights-dir", metavar="DIR", default=None,
-                        help="folder filled by `negt2ibench download-models --dir DIR` (default: the Hugging Face "
-                             "cache and $RF_HOME)")
+    parser.add_argument(
+        "--preset",
+        choices=PRESET_NAMES,
+        default="current",
+        help="scorer constants: current (paper Table 15, default), previous (Table 16 relation "
+        "rules), no_sam (RF-DETR's own masks instead of SAM 2.1)",
+    )
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="auto",
+        help="where the models run; auto picks cuda, then mps, then cpu (default: auto)",
+    )
+    parser.add_argument(
+        "--weights-dir",
+        metavar="DIR",
+        default=None,
+        help="folder filled by `negt2ibench download-models --dir DIR` (default: the Hugging Face cache and $RF_HOME)",
+    )
 
 
 def register(subparsers) -> None:
@@ -46,17 +57,30 @@ def register(subparsers) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    score.add_argument("--images", required=True, metavar="SRC",
-                       help="a folder of {prompt_id}_{sample_index}.png, a dataset folder holding "
-                            "images/{key}-*.parquet, a Hub dataset repo id, or one image file")
+    score.add_argument(
+        "--images",
+        required=True,
+        metavar="SRC",
+        help="a folder of {prompt_id}_{sample_index}.png, a dataset folder holding "
+        "images/{key}-*.parquet, a Hub dataset repo id, or one image file",
+    )
     score.add_argument("--split", metavar="KEY", help="the images split (model key) of a dataset source")
-    score.add_argument("--prompt-id", metavar="ID",
-                       help="prompt of a single image file whose name is not {prompt_id}_{sample_index}.png")
-    score.add_argument("--prompts", metavar="DIR",
-                       help="prompt records (dataset folder, prompts.jsonl or parquet); default: the built-in corpus")
+    score.add_argument(
+        "--prompt-id",
+        metavar="ID",
+        help="prompt of a single image file whose name is not {prompt_id}_{sample_index}.png",
+    )
+    score.add_argument(
+        "--prompts",
+        metavar="DIR",
+        help="prompt records (dataset folder, prompts.jsonl or parquet); default: the built-in corpus",
+    )
     score.add_argument("--out", required=True, metavar="FILE", help="results JSONL to append to (created if missing)")
-    score.add_argument("--model-key", metavar="KEY",
-                       help="model key written in every record (default: the split, the folder name, or 'upload')")
+    score.add_argument(
+        "--model-key",
+        metavar="KEY",
+        help="model key written in every record (default: the split, the folder name, or 'upload')",
+    )
     score.add_argument("--batch-size", type=int, default=8, metavar="N", help="images per model batch (default: 8)")
     score.add_argument("--limit", type=int, metavar="N", help="score at most the first N images of the source")
     score.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -67,23 +91,24 @@ def register(subparsers) -> None:
         "explain",
         help="score one image and show why: statement table and an annotated PNG",
         description="Score one image, print one row per statement (verdict, cause, what was measured) and write "
-                    "the image with masks, boxes and 'name confidence' labels drawn on it.",
+        "the image with masks, boxes and 'name confidence' labels drawn on it.",
         epilog="examples:\n"
-               "  negt2ibench explain cup.png --prompt-id color_pos1_neg1_004\n"
-               "  negt2ibench explain cup.png --prompt 'a photo of a red cup and a non-red bowl' --out why.png\n"
-               "\n--prompt TEXT: " + GRAMMAR_HELP,
+        "  negt2ibench explain cup.png --prompt-id color_pos1_neg1_004\n"
+        "  negt2ibench explain cup.png --prompt 'a photo of a red cup and a non-red bowl' --out why.png\n"
+        "\n--prompt TEXT: " + GRAMMAR_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     explain.add_argument("image", metavar="IMAGE", help="the image file to score")
     which = explain.add_mutually_exclusive_group(required=True)
     which.add_argument("--prompt-id", metavar="ID", help="a benchmark prompt id, e.g. depth_pos1_neg1_012")
     which.add_argument("--prompt-json", metavar="FILE", help="a prompt record as JSON")
-    which.add_argument("--prompt", metavar="TEXT",
-                       help="prompt text in the benchmark's grammar (parsed into statements)")
-    explain.add_argument("--prompts", metavar="DIR",
-                         help="prompt records for --prompt-id (default: built-in corpus)")
-    explain.add_argument("--out", metavar="PNG",
-                         help="annotated image path (default: IMAGE_explained.png next to IMAGE)")
+    which.add_argument(
+        "--prompt", metavar="TEXT", help="prompt text in the benchmark's grammar (parsed into statements)"
+    )
+    explain.add_argument("--prompts", metavar="DIR", help="prompt records for --prompt-id (default: built-in corpus)")
+    explain.add_argument(
+        "--out", metavar="PNG", help="annotated image path (default: IMAGE_explained.png next to IMAGE)"
+    )
     explain.add_argument("--json", action="store_true", help="also print the result record as JSON")
     _add_model_options(explain)
     explain.set_defaults(handler=run_explain)
@@ -92,13 +117,20 @@ def register(subparsers) -> None:
         "download-models",
         help="fetch every model weight the evaluator needs, for offline use later",
         description="Download RF-DETR Seg XL (rfdetr's own storage), SAM 2.1, SigLIP 2 and Depth-Anything V2 "
-                    "(Hugging Face Hub) and print the environment variables that make later runs offline.",
+        "(Hugging Face Hub) and print the environment variables that make later runs offline.",
     )
-    download.add_argument("--dir", metavar="DIR",
-                          help="put everything under DIR (DIR/hub for Hugging Face, DIR/rfdetr for RF-DETR); "
-                               "default: the Hugging Face cache and $RF_HOME")
-    download.add_argument("--preset", choices=PRESET_NAMES, default="current",
-                          help="download the models of this preset (default: current, which uses all four)")
+    download.add_argument(
+        "--dir",
+        metavar="DIR",
+        help="put everything under DIR (DIR/hub for Hugging Face, DIR/rfdetr for RF-DETR); "
+        "default: the Hugging Face cache and $RF_HOME",
+    )
+    download.add_argument(
+        "--preset",
+        choices=PRESET_NAMES,
+        default="current",
+        help="download the models of this preset (default: current, which uses all four)",
+    )
     download.set_defaults(handler=run_download_models)
 
 
@@ -133,9 +165,17 @@ def run_score(args: argparse.Namespace) -> int:
     perception = ModelPerception(config, device=args.device, batch_size=args.batch_size, weights_dir=args.weights_dir)
     # Fail before any work when a needed weight is missing (offline): exit 2 with one line.
     perception.load_all([index[item.prompt_id] for item in items if item.prompt_id in index])
-    summary = score_images(items, index, perception, out_path=args.out, config=config,
-                           model_key=args.model_key or default_key, batch_size=args.batch_size, limit=args.limit,
-                           progress=not args.no_progress)
+    summary = score_images(
+        items,
+        index,
+        perception,
+        out_path=args.out,
+        config=config,
+        model_key=args.model_key or default_key,
+        batch_size=args.batch_size,
+        limit=args.limit,
+        progress=not args.no_progress,
+    )
     print(summary.line())
     if summary.error_reasons:
         print("errors: " + ", ".join(f"{reason} ×{count}" for reason, count in sorted(summary.error_reasons.items())))
@@ -182,7 +222,7 @@ def run_explain(args: argparse.Namespace) -> int:
     perception = ModelPerception(config, device=args.device, batch_size=1, weights_dir=args.weights_dir)
     record, observation = score_image(image, prompt, perception, config=config)
     print(f"prompt ({prompt.prompt_id}): {prompt.prompt}")
-    objects = ", ".join(f"{o.name} {'%.2f' % o.confidence if o.present else 'absent'}" for o in record.objects)
+    objects = ", ".join(f"{o.name} {f'{o.confidence:.2f}' if o.present else 'absent'}" for o in record.objects)
     print(f"objects: {objects}")
     print(format_table(statement_table(prompt, record)))
     print(f"image {'PASSED' if record.passed else 'FAILED'}")
@@ -206,10 +246,15 @@ def run_download_models(args: argparse.Namespace) -> int:
     for repo_id in repos:
         print(f"downloading {repo_id} ...", flush=True)
         try:
-            path = snapshot_download(repo_id, cache_dir=hub_cache,
-                                     ignore_patterns=["*.msgpack", "*.h5", "*.onnx", "onnx/*", "*.tflite", "*.ot"])
+            path = snapshot_download(
+                repo_id,
+                cache_dir=hub_cache,
+                ignore_patterns=["*.msgpack", "*.h5", "*.onnx", "onnx/*", "*.tflite", "*.ot"],
+            )
         except Exception as error:  # noqa: BLE001 - network / auth / offline: one line
-            raise UserError(f"could not download {repo_id}: {type(error).__name__}: {str(error).splitlines()[0]}")
+            raise UserError(
+                f"could not download {repo_id}: {type(error).__name__}: {str(error).splitlines()[0]}"
+            ) from None
         print(f"  {repo_id} → {path}")
     weights = detector_weights_path(config, args.dir)
     print(f"downloading {config.detector_weights} (RF-DETR) ...", flush=True)

@@ -4,12 +4,13 @@
 `PRESETS["previous"]` swaps in Table 16's relation rules (attribute scoring unchanged).
 `PRESETS["no_sam"]` is the C8 ablation: RF-DETR's own masks instead of SAM 2.1.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 EVALUATOR_VERSION = "1.0.0"
@@ -90,7 +91,7 @@ class EvaluatorConfig:
     depth_base: float = 0.05
     depth_gap_slope: float = 0.10
 
-    def replace(self, **changes) -> "EvaluatorConfig":
+    def replace(self, **changes) -> EvaluatorConfig:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:

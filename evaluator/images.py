@@ -9,6 +9,7 @@ Refused, with `ImageError` and a reason (the pipeline writes an error row and go
 - a side under 32 px, more than 40 megapixels (checked from the header, before decoding, so a
   decompression bomb is never decoded), a corrupt, truncated or unrecognised file.
 """
+
 from __future__ import annotations
 
 import io

@@ -3,10 +3,10 @@
 Perception fills these; the rules and the verdict only read them. Masks are 2-D boolean numpy
 arrays at the image's full resolution; boxes are ``(x0, y0, x1, y1)`` in pixels.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
 
 import numpy as np
 
@@ -18,9 +18,9 @@ class ObjectObservation:
     name: str
     present: bool
     confidence: float = 0.0  # best detection score of the class (0 when none)
-    box: Optional[tuple[float, float, float, float]] = None
-    mask: Optional[np.ndarray] = None  # bool H×W of the most confident instance
-    value_scores: Optional[dict[str, float]] = None  # attribute value → 100 × cosine
+    box: tuple[float, float, float, float] | None = None
+    mask: np.ndarray | None = None  # bool H×W of the most confident instance
+    value_scores: dict[str, float] | None = None  # attribute value → 100 × cosine
     count: int = 0  # detections at or above the counting threshold (informational)
 
 
@@ -31,7 +31,7 @@ class ImageObservation:
     width: int
     height: int
     objects: dict[str, ObjectObservation] = field(default_factory=dict)
-    disparity: Optional[np.ndarray] = None  # float H×W, larger = nearer; only for depth prompts
+    disparity: np.ndarray | None = None  # float H×W, larger = nearer; only for depth prompts
 
     def get(self, name: str) -> ObjectObservation:
         """The observation of a prompt object; an absent one if perception did not report it."""

@@ -5,11 +5,13 @@ real models (DESIGN §4), each loaded on first need: RF-DETR always, SAM 2.1 onl
 uses it, SigLIP 2 only for attribute prompts, Depth-Anything V2 only for depth prompts.
 Tests build it with `ModelPerception.from_models` from tiny random models.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional, Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -60,11 +62,13 @@ def weights_layout(weights_dir: str | Path) -> tuple[Path, Path]:
 
 
 def _offline() -> bool:
-    return any(os.environ.get(name, "").lower() in ("1", "true", "yes", "on")
-               for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return any(
+        os.environ.get(name, "").lower() in ("1", "true", "yes", "on")
+        for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
 
 
-def detector_weights_path(config: EvaluatorConfig, weights_dir: Optional[str | Path] = None) -> Path:
+def detector_weights_path(config: EvaluatorConfig, weights_dir: str | Path | None = None) -> Path:
     """The RF-DETR weights file: `weights_dir/rfdetr/` if given, else `$RF_HOME` (rfdetr's own cache)."""
     if Path(config.detector_weights).is_absolute():
         return Path(config.detector_weights)
@@ -75,7 +79,7 @@ def detector_weights_path(config: EvaluatorConfig, weights_dir: Optional[str | P
     return Path(get_model_cache_dir()) / config.detector_weights
 
 
-def load_rfdetr(config: EvaluatorConfig, weights_dir: Optional[str | Path] = None):
+def load_rfdetr(config: EvaluatorConfig, weights_dir: str | Path | None = None):
     """The rfdetr model object with the preset's weights; downloads them unless offline."""
     import rfdetr
 
@@ -89,13 +93,14 @@ def load_rfdetr(config: EvaluatorConfig, weights_dir: Optional[str | Path] = Non
     except Exception as error:  # noqa: BLE001 - rfdetr's download raises requests/OS/MD5 errors alike
         if existed:  # rfdetr re-downloads a file it cannot load; that failed too
             detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
-            raise UserError(f"{path} could not be loaded as {config.detector} weights ({type(error).__name__}: "
-                            f"{detail}); delete it and run `negt2ibench download-models` again") from None
+            raise UserError(
+                f"{path} could not be loaded as {config.detector} weights ({type(error).__name__}: "
+                f"{detail}); delete it and run `negt2ibench download-models` again"
+            ) from None
         raise MissingWeightsError(config.detector, f"could not download {path.name} ({type(error).__name__})") from None
 
 
-def load_hf(model_class, processor_class, model_id: str, *, dtype: torch.dtype,
-            weights_dir: Optional[str | Path] = None):
+def load_hf(model_class, processor_class, model_id: str, *, dtype: torch.dtype, weights_dir: str | Path | None = None):
     """(model, processor) from the Hub cache or a local folder; MissingWeightsError when not available."""
     from huggingface_hub.errors import LocalEntryNotFoundError
 
@@ -117,8 +122,8 @@ class ModelPerception:
         config: EvaluatorConfig = PRESETS["current"],
         device: str = "auto",
         batch_size: int = 8,
-        dtype: Optional[torch.dtype] = None,
-        weights_dir: Optional[str | Path] = None,
+        dtype: torch.dtype | None = None,
+        weights_dir: str | Path | None = None,
     ):
         if batch_size < 1:
             raise UserError(f"batch size must be at least 1, got {batch_size}")
@@ -128,10 +133,10 @@ class ModelPerception:
         self.dtype = dtype or (torch.bfloat16 if self.device.type == "cuda" else torch.float32)
         self.batch_size = batch_size
         self.weights_dir = weights_dir
-        self._detector: Optional[Detector] = None
-        self._segmenter: Optional[BoxSegmenter] = None
-        self._attributes: Optional[AttributeScorer] = None
-        self._depth: Optional[DepthEstimator] = None
+        self._detector: Detector | None = None
+        self._segmenter: BoxSegmenter | None = None
+        self._attributes: AttributeScorer | None = None
+        self._depth: DepthEstimator | None = None
 
     @classmethod
     def from_models(
@@ -139,13 +144,13 @@ class ModelPerception:
         config: EvaluatorConfig,
         *,
         detector,
-        sam: Optional[tuple] = None,
-        siglip: Optional[tuple] = None,
-        depth: Optional[tuple] = None,
+        sam: tuple | None = None,
+        siglip: tuple | None = None,
+        depth: tuple | None = None,
         device: str = "cpu",
         batch_size: int = 8,
         dtype: torch.dtype = torch.float32,
-    ) -> "ModelPerception":
+    ) -> ModelPerception:
         """Wrap already built models (an rfdetr object and (model, processor) pairs), e.g. tiny test ones."""
         perception = cls(config, device=device, batch_size=batch_size, dtype=dtype)
         perception._detector = perception._wrap_detector(detector)
@@ -178,8 +183,9 @@ class ModelPerception:
         if self._segmenter is None:
             from transformers import Sam2Model, Sam2Processor
 
-            model, processor = load_hf(Sam2Model, Sam2Processor, self.config.sam_model_id, dtype=self.dtype,
-                                       weights_dir=self.weights_dir)
+            model, processor = load_hf(
+                Sam2Model, Sam2Processor, self.config.sam_model_id, dtype=self.dtype, weights_dir=self.weights_dir
+            )
             self._segmenter = BoxSegmenter(model, processor, device=self.device, dtype=self.dtype)
         return self._segmenter
 
@@ -188,8 +194,13 @@ class ModelPerception:
         if self._attributes is None:
             from transformers import AutoProcessor, SiglipModel
 
-            model, processor = load_hf(SiglipModel, AutoProcessor, self.config.attribute_model_id, dtype=self.dtype,
-                                       weights_dir=self.weights_dir)
+            model, processor = load_hf(
+                SiglipModel,
+                AutoProcessor,
+                self.config.attribute_model_id,
+                dtype=self.dtype,
+                weights_dir=self.weights_dir,
+            )
             self._attributes = AttributeScorer(model, processor, device=self.device, dtype=self.dtype)
         return self._attributes
 
@@ -198,21 +209,24 @@ class ModelPerception:
         if self._depth is None:
             from transformers import AutoImageProcessor, DepthAnythingForDepthEstimation
 
-            model, processor = load_hf(DepthAnythingForDepthEstimation, AutoImageProcessor, self.config.depth_model_id,
-                                       dtype=self.dtype, weights_dir=self.weights_dir)
+            model, processor = load_hf(
+                DepthAnythingForDepthEstimation,
+                AutoImageProcessor,
+                self.config.depth_model_id,
+                dtype=self.dtype,
+                weights_dir=self.weights_dir,
+            )
             self._depth = DepthEstimator(model, processor, device=self.device, dtype=self.dtype)
         return self._depth
 
     def load_all(self, prompts: Sequence[PromptRecord] = ()) -> None:
         """Load every model these prompts (all, when none given) need, e.g. to fail early when offline."""
         categories = {prompt.category for prompt in prompts} or {"color", "depth"}
-        self.detector
-        if self.config.use_sam:
-            self.segmenter
-        if categories & {"color", "material"}:
-            self.attributes
-        if "depth" in categories:
-            self.depth
+        needed = ["detector"] + (["segmenter"] if self.config.use_sam else [])
+        needed += ["attributes"] if categories & {"color", "material"} else []
+        needed += ["depth"] if "depth" in categories else []
+        for name in needed:
+            getattr(self, name)  # each property loads its model on first access
 
     # -- observation ------------------------------------------------------------------------
     def observe(self, images: list[Image.Image], prompts: list[PromptRecord]) -> list[ImageObservation]:
@@ -220,8 +234,9 @@ class ModelPerception:
             raise ValueError(f"{len(images)} images but {len(prompts)} prompts")
         observations: list[ImageObservation] = []
         for start in range(0, len(images), self.batch_size):
-            observations += self._observe_batch(images[start : start + self.batch_size],
-                                                prompts[start : start + self.batch_size])
+            observations += self._observe_batch(
+                images[start : start + self.batch_size], prompts[start : start + self.batch_size]
+            )
         return observations
 
     def _observe_batch(self, images: list[Image.Image], prompts: list[PromptRecord]) -> list[ImageObservation]:
@@ -230,7 +245,7 @@ class ModelPerception:
         detections = self.detector.detect(images, names, with_masks=not config.use_sam)
 
         observations = []
-        for image, image_names, found in zip(images, names, detections):
+        for image, image_names, found in zip(images, names, detections, strict=False):
             objects = {}
             for name in image_names:
                 hits = found[name]
@@ -248,11 +263,14 @@ class ModelPerception:
         if config.use_sam:
             present_names = [[name for name, obj in obs.objects.items() if obj.present] for obs in observations]
             masks = self.segmenter.segment(
-                images, [[obs.objects[name].box for name in image_names]
-                         for obs, image_names in zip(observations, present_names)]
+                images,
+                [
+                    [obs.objects[name].box for name in image_names]
+                    for obs, image_names in zip(observations, present_names, strict=False)
+                ],
             )
-            for obs, image_names, image_masks in zip(observations, present_names, masks):
-                for name, mask in zip(image_names, image_masks):
+            for obs, image_names, image_masks in zip(observations, present_names, masks, strict=False):
+                for name, mask in zip(image_names, image_masks, strict=False):
                     obs.objects[name].mask = mask
 
         for obs in observations:
@@ -262,7 +280,7 @@ class ModelPerception:
                     obj.mask = box_mask(obj.box, obs.width, obs.height)
 
         crops, requests, targets = [], [], []
-        for image, prompt, obs in zip(images, prompts, observations):
+        for image, prompt, obs in zip(images, prompts, observations, strict=False):
             if prompt.kind != "attribute":
                 continue
             for name, obj in obs.objects.items():
@@ -271,13 +289,13 @@ class ModelPerception:
                     requests.append((prompt.category, name))
                     targets.append(obj)
         if crops:
-            for obj, scores in zip(targets, self.attributes.score(crops, requests, config)):
+            for obj, scores in zip(targets, self.attributes.score(crops, requests, config), strict=False):
                 obj.value_scores = scores
 
         depth_indices = [index for index, prompt in enumerate(prompts) if prompt.category == "depth"]
         if depth_indices:
             disparities = self.depth.disparity([images[index] for index in depth_indices])
-            for index, disparity in zip(depth_indices, disparities):
+            for index, disparity in zip(depth_indices, disparities, strict=False):
                 observations[index].disparity = disparity
         return observations
 

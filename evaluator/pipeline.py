@@ -8,14 +8,15 @@ Bad images and unknown prompt ids become error rows and the run goes on. Under
 `accelerate launch`, each process scores its share into `OUT.rank{i}.jsonl` and the main
 process merges them into OUT without duplicates.
 """
+
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Sequence
 
 from PIL import Image
 from tqdm.auto import tqdm
@@ -64,12 +65,14 @@ class ScoreSummary:
             where = f"{rank_path(self.out_path, self.rank).name}, merged into {self.out_path}"
         prefix = f"[rank {self.rank}/{self.world}] " if self.world > 1 else ""
         return (
-            f"{prefix}{self.scored + self.errors} new rows ({self.scored} scored, {self.passed} passed, {self.errors} errors), "
+            f"{prefix}{self.scored + self.errors} new rows "
+            f"({self.scored} scored, {self.passed} passed, {self.errors} errors), "
             f"{self.already_done} already done, {self.total} in source{rate} → {where}"
         )
 
 
 # -- sources ---------------------------------------------------------------------------------
+
 
 def folder_items(folder: Path) -> list[ImageItem]:
     """Images named `{prompt_id}_{sample_index}.png` in a folder (other files are ignored)."""
@@ -83,7 +86,7 @@ def folder_items(folder: Path) -> list[ImageItem]:
     return items
 
 
-def _local_shards(dataset_dir: Path, split: Optional[str]) -> tuple[str, list[Path]]:
+def _local_shards(dataset_dir: Path, split: str | None) -> tuple[str, list[Path]]:
     shards_dir = dataset_dir / "images"
     keys = sorted({path.name.split("-")[0] for path in shards_dir.glob("*-*.parquet")})
     if split is None:
@@ -114,7 +117,7 @@ def _image_bytes(cell) -> bytes:
     raise ImageError("dataset row has no image bytes")
 
 
-def local_dataset_items(dataset_dir: Path, split: Optional[str]) -> tuple[str, list[ImageItem]]:
+def local_dataset_items(dataset_dir: Path, split: str | None) -> tuple[str, list[ImageItem]]:
     """Rows of `images/{split}-*.parquet`; image bytes are read one row group at a time, on demand."""
     import pyarrow.parquet as pq
 
@@ -142,14 +145,18 @@ def hub_dataset_items(repo_id: str, split: str) -> list[ImageItem]:
     dataset = dataset.cast_column("image", datasets.Image(decode=False))
     keys = dataset.select_columns(["prompt_id", "sample_index"]).to_list()
     return [
-        ImageItem(row["prompt_id"], int(row["sample_index"]), (lambda i=index: _image_bytes(dataset[i]["image"])),
-                  f"{repo_id}[{split}][{index}]")
+        ImageItem(
+            row["prompt_id"],
+            int(row["sample_index"]),
+            (lambda i=index: _image_bytes(dataset[i]["image"])),
+            f"{repo_id}[{split}][{index}]",
+        )
         for index, row in enumerate(keys)
     ]
 
 
 def resolve_source(
-    images: str | Path, *, split: Optional[str] = None, prompt_id: Optional[str] = None, sample_index: int = 0
+    images: str | Path, *, split: str | None = None, prompt_id: str | None = None, sample_index: int = 0
 ) -> tuple[list[ImageItem], str]:
     """The items of a source and a default model key (the split, the folder name, or `upload`)."""
     path = Path(images)
@@ -182,6 +189,7 @@ def _sanitize_key(name: str) -> str:
 
 # -- scoring ---------------------------------------------------------------------------------
 
+
 def score_image(
     image: ImageSource,
     prompt: PromptRecord,
@@ -202,10 +210,11 @@ def _as_index(prompts: PromptIndex | Iterable[PromptRecord]) -> PromptIndex:
     return prompts if isinstance(prompts, PromptIndex) else PromptIndex(prompts)
 
 
-def _score_batch(batch: Sequence[ImageItem], prompts: PromptIndex, perception: Perception, *,
-                 config: EvaluatorConfig, model_key: str) -> list[ResultRecord]:
+def _score_batch(
+    batch: Sequence[ImageItem], prompts: PromptIndex, perception: Perception, *, config: EvaluatorConfig, model_key: str
+) -> list[ResultRecord]:
     """Records for one batch, in order; per-item problems become error rows."""
-    records: list[Optional[ResultRecord]] = [None] * len(batch)
+    records: list[ResultRecord | None] = [None] * len(batch)
     ready: list[tuple[int, Image.Image, PromptRecord]] = []
     for position, item in enumerate(batch):
         try:
@@ -214,15 +223,16 @@ def _score_batch(batch: Sequence[ImageItem], prompts: PromptIndex, perception: P
         except PromptLookupError as error:
             records[position] = error_record(item.prompt_id, model_key, item.sample_index, str(error), config)
         except (ImageError, OSError) as error:
-            records[position] = error_record(item.prompt_id, model_key, item.sample_index,
-                                             f"bad image: {error}", config)
+            records[position] = error_record(
+                item.prompt_id, model_key, item.sample_index, f"bad image: {error}", config
+            )
 
     def observe_each(group):
         return perception.observe([image for _, image, _ in group], [prompt for _, _, prompt in group])
 
     try:
         observations = observe_each(ready) if ready else []
-        groups = [(entry, observation) for entry, observation in zip(ready, observations)]
+        groups = [(entry, observation) for entry, observation in zip(ready, observations, strict=False)]
     except (MissingWeightsError, KeyboardInterrupt):
         raise
     except Exception:  # noqa: BLE001 - isolate the image that breaks a batch, keep the rest
@@ -234,28 +244,53 @@ def _score_batch(batch: Sequence[ImageItem], prompts: PromptIndex, perception: P
                 raise
             except Exception as error:  # noqa: BLE001
                 item = batch[entry[0]]
-                records[entry[0]] = error_record(item.prompt_id, model_key, item.sample_index,
-                                                 f"perception failed: {type(error).__name__}: {error}", config)
+                records[entry[0]] = error_record(
+                    item.prompt_id,
+                    model_key,
+                    item.sample_index,
+                    f"perception failed: {type(error).__name__}: {error}",
+                    config,
+                )
     for (position, _, prompt), observation in groups:
         item = batch[position]
         try:
-            records[position] = judge(prompt, observation, model_key=model_key, sample_index=item.sample_index,
-                                      config=config)
+            records[position] = judge(
+                prompt, observation, model_key=model_key, sample_index=item.sample_index, config=config
+            )
         except ValueError as error:  # an observation the rules cannot judge: record it, go on
-            records[position] = error_record(item.prompt_id, model_key, item.sample_index,
-                                             f"verdict failed: {error}", config)
+            records[position] = error_record(
+                item.prompt_id, model_key, item.sample_index, f"verdict failed: {error}", config
+            )
     return [record for record in records if record is not None]
 
 
-def _score_into(path: Path, items: Sequence[ImageItem], prompts: PromptIndex, perception: Perception, *,
-                config: EvaluatorConfig, model_key: str, batch_size: int, summary: ScoreSummary,
-                skip: frozenset = frozenset(), progress: bool = True, position: int = 0) -> None:
+def _score_into(
+    path: Path,
+    items: Sequence[ImageItem],
+    prompts: PromptIndex,
+    perception: Perception,
+    *,
+    config: EvaluatorConfig,
+    model_key: str,
+    batch_size: int,
+    summary: ScoreSummary,
+    skip: frozenset = frozenset(),
+    progress: bool = True,
+    position: int = 0,
+) -> None:
     with ResultWriter(path) as writer:
         done = set(writer.done) | set(skip)
         pending = [item for item in items if (model_key, item.prompt_id, item.sample_index) not in done]
         summary.already_done += len(items) - len(pending)
-        bar = tqdm(total=len(items), initial=len(items) - len(pending), unit="img", desc=f"score {model_key}",
-                   disable=not progress, position=position, dynamic_ncols=True)
+        bar = tqdm(
+            total=len(items),
+            initial=len(items) - len(pending),
+            unit="img",
+            desc=f"score {model_key}",
+            disable=not progress,
+            position=position,
+            dynamic_ncols=True,
+        )
         with bar:
             for start in range(0, len(pending), batch_size):
                 batch = pending[start : start + batch_size]
@@ -305,8 +340,10 @@ def _process_state():
     launched = int(os.environ.get("WORLD_SIZE", "1") or 1)
     state = PartialState(cpu=True) if launched > 1 and not torch.cuda.is_available() else PartialState()
     if launched > 1 and state.num_processes != launched:
-        raise UserError(f"launched as {launched} processes but accelerate sees {state.num_processes}: every "
-                        f"process would score the same images. Use `accelerate launch` with a matching config")
+        raise UserError(
+            f"launched as {launched} processes but accelerate sees {state.num_processes}: every "
+            f"process would score the same images. Use `accelerate launch` with a matching config"
+        )
     return state
 
 
@@ -317,11 +354,11 @@ def score_images(
     *,
     out_path: str | Path,
     config: EvaluatorConfig,
-    model_key: Optional[str] = None,
+    model_key: str | None = None,
     batch_size: int = 8,
-    limit: Optional[int] = None,
-    split: Optional[str] = None,
-    prompt_id: Optional[str] = None,
+    limit: int | None = None,
+    split: str | None = None,
+    prompt_id: str | None = None,
     progress: bool = True,
 ) -> ScoreSummary:
     """Score every image of `source` into `out_path` (JSONL), skipping keys already there."""
@@ -345,16 +382,35 @@ def score_images(
 
     state = _process_state()
     if state.num_processes <= 1:
-        _score_into(out, items, index, perception, config=config, model_key=model_key, batch_size=batch_size,
-                    summary=summary, progress=progress)
+        _score_into(
+            out,
+            items,
+            index,
+            perception,
+            config=config,
+            model_key=model_key,
+            batch_size=batch_size,
+            summary=summary,
+            progress=progress,
+        )
     else:
         summary.rank, summary.world = state.process_index, state.num_processes
         merged_done = _done_keys(out)  # keys already merged earlier stay skipped on every rank
         own = rank_path(out, state.process_index)
         with state.split_between_processes(items) as share:
-            _score_into(own, list(share), index, perception, config=config, model_key=model_key,
-                        batch_size=batch_size, summary=summary, skip=merged_done,
-                        progress=progress and state.is_local_main_process, position=state.process_index)
+            _score_into(
+                own,
+                list(share),
+                index,
+                perception,
+                config=config,
+                model_key=model_key,
+                batch_size=batch_size,
+                summary=summary,
+                skip=merged_done,
+                progress=progress and state.is_local_main_process,
+                position=state.process_index,
+            )
         state.wait_for_everyone()
         if state.is_main_process:
             inputs = ([out] if out.exists() else []) + [rank_path(out, rank) for rank in range(state.num_processes)]

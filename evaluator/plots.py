@@ -1,4 +1,5 @@
 """PNG plots of a `Report` (matplotlib, Agg canvas; no pyplot global state)."""
+
 from __future__ import annotations
 
 import math
@@ -73,7 +74,9 @@ def plot_statement_accuracy(report: Report, path: str | Path) -> Path:
 def plot_failure_causes(report: Report, path: str | Path) -> Path:
     """Figure 3: stacked shares of the five causes among failed statements, (a) per setting and
     (b) per category, pooled over all models; the failed-statement count above each bar."""
-    source = report.failure_causes[POOLED] if POOLED in report.failure_causes else report.failure_causes[report.models[0]]
+    source = (
+        report.failure_causes[POOLED] if POOLED in report.failure_causes else report.failure_causes[report.models[0]]
+    )
     figure = Figure(figsize=(12, 4.5), layout="constrained")
     panels = (("by_setting", SETTING_LABELS, "(a) by setting"), ("by_category", TABLE3_CATEGORIES, "(b) by category"))
     for position, (key, buckets, title) in enumerate(panels, start=1):
@@ -86,7 +89,7 @@ def plot_failure_causes(report: Report, path: str | Path) -> Path:
             shares = np.divide(100 * counts, failed, out=np.zeros_like(counts), where=failed > 0)
             axes.bar(x, shares, bottom=bottom, label=cause.replace("_", " "), color=CAUSE_COLORS[cause])
             bottom += shares
-        for xi, total in zip(x, failed):
+        for xi, total in zip(x, failed, strict=False):
             axes.text(xi, 101, f"{int(total):,}", ha="center", va="bottom", fontsize="x-small")
         labels = buckets if key == "by_setting" else [CATEGORY_TITLES[b] for b in buckets]
         axes.set_xticks(x, labels, rotation=0 if key == "by_setting" else 30)

@@ -13,6 +13,7 @@ Conventions used by every table:
 - A model whose coverage is below 100% is flagged `complete: False`; its accuracies are over the
   images it has, never presented as a full-benchmark number.
 """
+
 from __future__ import annotations
 
 import csv
@@ -21,9 +22,10 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -96,9 +98,13 @@ def parse_prompt_id(prompt_id: str) -> PromptKey:
         )
     key = PromptKey(match["category"], int(match["pos"]), int(match["neg"]), int(match["k"]))
     if key.category not in CATEGORIES:
-        raise ValueError(f"prompt id {prompt_id!r}: unknown category {key.category!r} (expected one of {', '.join(CATEGORIES)})")
+        raise ValueError(
+            f"prompt id {prompt_id!r}: unknown category {key.category!r} (expected one of {', '.join(CATEGORIES)})"
+        )
     if (key.num_pos, key.num_neg) not in SETTINGS:
-        raise ValueError(f"prompt id {prompt_id!r}: unknown setting {key.setting} (expected one of {', '.join(SETTING_LABELS)})")
+        raise ValueError(
+            f"prompt id {prompt_id!r}: unknown setting {key.setting} (expected one of {', '.join(SETTING_LABELS)})"
+        )
     if key.k >= PROMPTS_PER_SETTING:
         raise ValueError(f"prompt id {prompt_id!r}: prompt number {key.k} is outside 000–{PROMPTS_PER_SETTING - 1:03d}")
     return key
@@ -195,9 +201,7 @@ def _table3_one(records: Sequence[ResultRecord], expected_samples: int) -> dict[
         passed[key.category, key.setting] += int(record.passed)
 
     def setting_accuracy(setting: str) -> float:
-        return _percent(
-            sum(passed[c, setting] for c in CATEGORIES), sum(total[c, setting] for c in CATEGORIES)
-        )
+        return _percent(sum(passed[c, setting] for c in CATEGORIES), sum(total[c, setting] for c in CATEGORIES))
 
     settings = {label: setting_accuracy(label) for label in SETTING_LABELS}
     categories = {
@@ -483,9 +487,7 @@ def build_report(
         statement_accuracy={model: statement_accuracy(records) for model, records in grouped.items()},
         failure_causes=failures,
         dead_zone=dead_zone,
-        matched_deltas={
-            model: matched_group_deltas(records, n_resamples, seed) for model, records in grouped.items()
-        },
+        matched_deltas={model: matched_group_deltas(records, n_resamples, seed) for model, records in grouped.items()},
         provenance={model: model_provenance(records) for model, records in grouped.items()},
         options={"bootstrap": n_resamples, "seed": seed, "expected_samples": expected_samples, "confidence": 0.95},
     )
@@ -577,14 +579,23 @@ def table_rows(report: Report) -> dict[str, tuple[list[str], list[list[Any]]]]:
 
 def table3_markdown(report: Report) -> str:
     """Table 3 in the paper's layout: models as rows, one decimal, incomplete models marked †."""
-    header = ["Model", *SETTING_LABELS, *(CATEGORY_TITLES[c] for c in TABLE3_CATEGORIES), "Overall", "Gap 0:1−1:0", "Coverage"]
+    header = [
+        "Model",
+        *SETTING_LABELS,
+        *(CATEGORY_TITLES[c] for c in TABLE3_CATEGORIES),
+        "Overall",
+        "Gap 0:1−1:0",
+        "Coverage",
+    ]
     rows = []
     incomplete = []
     for model in report.models:
         table = report.table3[model]
         name = model if table["complete"] else f"{model} †"
         if not table["complete"]:
-            incomplete.append(f"{model}: {table['images']:,} of {table['expected_images']:,} images scored ({table['coverage']:.1f}%)")
+            incomplete.append(
+                f"{model}: {table['images']:,} of {table['expected_images']:,} images scored ({table['coverage']:.1f}%)"
+            )
         rows.append(
             [name]
             + [table["settings"][s] for s in SETTING_LABELS]
@@ -610,8 +621,17 @@ def report_markdown(report: Report) -> str:
     """The whole report as Markdown."""
     parts = ["# NegT2IBench report", "", "## Table 3: image accuracy", "", table3_markdown(report), ""]
 
-    parts += ["## Statement accuracy by polarity and category", "", "% of statements satisfied (positive / negated).", ""]
-    header = ["Model"] + [f"{CATEGORY_TITLES[c]} {p}" for c in TABLE3_CATEGORIES for p in ("pos", "neg")] + ["All pos", "All neg"]
+    parts += [
+        "## Statement accuracy by polarity and category",
+        "",
+        "% of statements satisfied (positive / negated).",
+        "",
+    ]
+    header = (
+        ["Model"]
+        + [f"{CATEGORY_TITLES[c]} {p}" for c in TABLE3_CATEGORIES for p in ("pos", "neg")]
+        + ["All pos", "All neg"]
+    )
     rows = [
         [model]
         + [report.statement_accuracy[model][c][p] for c in TABLE3_CATEGORIES + (ALL,) for p in ("positive", "negated")]
@@ -629,7 +649,9 @@ def report_markdown(report: Report) -> str:
         parts += [f"### By {axis}", ""]
         header = ["Model", axis.capitalize(), *CAUSES, "Failed"]
         rows = [
-            [model, bucket] + [causes[f"by_{axis}"][bucket][c] for c in CAUSES] + [causes[f"by_{axis}"][bucket]["failed"]]
+            [model, bucket]
+            + [causes[f"by_{axis}"][bucket][c] for c in CAUSES]
+            + [causes[f"by_{axis}"][bucket]["failed"]]
             for model, causes in report.failure_causes.items()
             for bucket in buckets
         ]
@@ -674,7 +696,13 @@ def report_markdown(report: Report) -> str:
     parts += [_markdown_table(header, rows), ""]
 
     parts += ["## Provenance", ""]
-    parts += [_markdown_table(["Model", "Evaluator version", "Config hash"], [[m, p["evaluator_version"], p["config_hash"]] for m, p in report.provenance.items()]), ""]
+    parts += [
+        _markdown_table(
+            ["Model", "Evaluator version", "Config hash"],
+            [[m, p["evaluator_version"], p["config_hash"]] for m, p in report.provenance.items()],
+        ),
+        "",
+    ]
     return "\n".join(parts)
 
 

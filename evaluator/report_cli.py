@@ -1,4 +1,5 @@
 """`negt2ibench report`: result files → Table 3 on stdout, plus Markdown, CSV, JSON and PNG files."""
+
 from __future__ import annotations
 
 import argparse
@@ -39,15 +40,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
         epilog="Example: negt2ibench report results/sd_1_5.jsonl results/flux.jsonl --out reports/",
     )
-    parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS.jsonl", help="result files (any number, any mix of models)")
-    parser.add_argument("--out", required=True, type=Path, metavar="DIR", help="folder for report.md, *.csv, report.json and *.png (created if missing)")
     parser.add_argument(
-        "--bootstrap", type=_non_negative_int, default=1000, metavar="N",
+        "results", nargs="+", type=Path, metavar="RESULTS.jsonl", help="result files (any number, any mix of models)"
+    )
+    parser.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="folder for report.md, *.csv, report.json and *.png (created if missing)",
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=_non_negative_int,
+        default=1000,
+        metavar="N",
         help="bootstrap resamples for the matched-group intervals (default 1000; 0 skips the intervals)",
     )
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the bootstrap resampling (default 0)")
     parser.add_argument(
-        "--samples", type=_positive_int, default=4, metavar="K",
+        "--samples",
+        type=_positive_int,
+        default=4,
+        metavar="K",
         help="images per prompt in a complete run, for coverage (default 4)",
     )
     parser.set_defaults(handler=run_report)

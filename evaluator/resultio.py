@@ -10,15 +10,16 @@ A *torn* line is a last line without its trailing newline that is not a whole re
 writer ends every record with a newline in the same write, so only an interrupted write leaves
 one). A last line without a newline that is a whole record is kept.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import os
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional, Union
 
 from pydantic import ValidationError
 
@@ -33,7 +34,7 @@ except ImportError:  # pragma: no cover - non-POSIX
 
 log = logging.getLogger(__name__)
 
-PathLike = Union[str, Path]
+PathLike = str | Path
 Key = tuple[str, str, int]
 
 
@@ -45,7 +46,7 @@ class ResultFileError(UserError, ValueError):
 class _Parsed:
     records: list[ResultRecord]
     good_bytes: int  # length of the file up to the end of the last whole record line
-    torn: Optional[str]  # description of a torn last line, if any
+    torn: str | None  # description of a torn last line, if any
     missing_newline: bool  # the last line is a whole record but has no newline
 
 
@@ -77,8 +78,12 @@ def _parse(path: Path) -> _Parsed:
                 records.append(ResultRecord.model_validate_json(raw))
             except (ValidationError, ValueError) as error:
                 if not complete:
-                    return _Parsed(records, good_bytes, f"{path}:{line_number}: torn last line "
-                                   f"({len(raw)} bytes without a newline: {_reason(error)})", False)
+                    return _Parsed(
+                        records,
+                        good_bytes,
+                        f"{path}:{line_number}: torn last line ({len(raw)} bytes without a newline: {_reason(error)})",
+                        False,
+                    )
                 raise ResultFileError(f"{path}:{line_number}: {_reason(error)}") from None
         if complete:
             good_bytes = stop
@@ -126,11 +131,11 @@ class ResultWriter:
         self.path = Path(path)
         self.fsync = fsync
         self.done: set[Key] = set()
-        self.version: Optional[tuple[str, str]] = None  # (evaluator_version, config_hash) of the file
+        self.version: tuple[str, str] | None = None  # (evaluator_version, config_hash) of the file
         self.written = 0
         self._handle = None
 
-    def __enter__(self) -> "ResultWriter":
+    def __enter__(self) -> ResultWriter:
         self.open()
         return self
 
@@ -211,8 +216,10 @@ class MergeSummary:
     torn_dropped: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
-        text = (f"merged {len(self.inputs)} file(s): {self.records_in} records in, {self.records_out} out, "
-                f"{self.duplicates} identical duplicate(s) dropped")
+        text = (
+            f"merged {len(self.inputs)} file(s): {self.records_in} records in, {self.records_out} out, "
+            f"{self.duplicates} identical duplicate(s) dropped"
+        )
         if self.conflicts:
             text += f", {len(self.conflicts)} conflicting key(s) (first file's record kept)"
         if self.torn_dropped:

@@ -1,7 +1,8 @@
 """The result record (DESIGN §2): one per scored image, written as JSONL."""
+
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,7 +16,7 @@ class ObjectResult(BaseModel):
     name: str
     present: bool
     confidence: float
-    box: Optional[list[float]] = None  # x0, y0, x1, y1 in pixels
+    box: list[float] | None = None  # x0, y0, x1, y1 in pixels
 
 
 class StatementResult(BaseModel):
@@ -24,7 +25,7 @@ class StatementResult(BaseModel):
     index: int
     polarity: Literal["positive", "negated"]
     satisfied: bool
-    cause: Optional[Cause] = None  # exactly one when not satisfied, None when satisfied
+    cause: Cause | None = None  # exactly one when not satisfied, None when satisfied
     observed: list[str] = Field(default_factory=list)  # predicates / values measured
     measurements: dict[str, Any] = Field(default_factory=dict)
     dead_zone_pass: bool = False  # negated relation passed because nothing was emitted
@@ -43,7 +44,7 @@ class ResultRecord(BaseModel):
     statements: list[StatementResult] = Field(default_factory=list)
     evaluator_version: str
     config_hash: str
-    error: Optional[str] = None
+    error: str | None = None
 
     @property
     def key(self) -> tuple[str, str, int]:

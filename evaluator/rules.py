@@ -29,11 +29,12 @@ B's edge pixels painted as row spans (small reach: touching and overlapping pair
 queries that settle whole tiles of pixels at once by the triangle inequality and query only
 pixels near the rim of the reach (large reach: far pairs). All three give the same pixels.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Optional, Union
 
 import numpy as np
 from scipy import ndimage
@@ -43,7 +44,7 @@ from dataset_builder.vocabulary import ATTRIBUTE_CATEGORIES, CATEGORY_VOCABULARY
 
 from .config import PRESETS, EvaluatorConfig
 
-Measurement = Union[float, int, bool, str, None]
+Measurement = float | int | bool | str | None
 
 # Predicates on one axis exclude each other; the verdict's causes are defined per axis.
 RELATION_AXES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -78,16 +79,18 @@ def axis_of(category: str, predicate: str) -> tuple[str, ...]:
     for predicates in _relation_axes(category).values():
         if predicate in predicates:
             return predicates
-    raise ValueError(f"{predicate!r} is not a {category} predicate; expected one of "
-                     f"{', '.join(CATEGORY_VOCABULARY[category])}")
+    raise ValueError(
+        f"{predicate!r} is not a {category} predicate; expected one of {', '.join(CATEGORY_VOCABULARY[category])}"
+    )
 
 
 def _relation_axes(category: str) -> dict[str, tuple[str, ...]]:
     try:
         return RELATION_AXES[category]
     except KeyError:
-        raise ValueError(f"unknown relation category {category!r}; expected one of "
-                         f"{', '.join(RELATION_CATEGORIES)}") from None
+        raise ValueError(
+            f"unknown relation category {category!r}; expected one of {', '.join(RELATION_CATEGORIES)}"
+        ) from None
 
 
 # --------------------------------------------------------------------------- attributes
@@ -326,9 +329,7 @@ def _facing_window(
     return cy0, cx0, facing
 
 
-def _within_reach_kd(
-    edge: np.ndarray, candidates: np.ndarray, y0: int, x0: int, reach: float
-) -> np.ndarray:
+def _within_reach_kd(edge: np.ndarray, candidates: np.ndarray, y0: int, x0: int, reach: float) -> np.ndarray:
     """Which set pixels of `candidates` (a window with top-left pixel (y0, x0)) lie within `reach`
     of one of the `edge` points, by KD-tree queries.
 
@@ -371,9 +372,7 @@ def _within_reach_kd(
     return within[:height, :width] & candidates
 
 
-def _within_reach_spans(
-    edge: np.ndarray, y0: int, x0: int, shape: tuple[int, int], reach: float
-) -> np.ndarray:
+def _within_reach_spans(edge: np.ndarray, y0: int, x0: int, shape: tuple[int, int], reach: float) -> np.ndarray:
     """Which pixels of a window (top-left pixel (y0, x0), `shape`) lie within `reach` of one of
     the `edge` points: the union of the pixel discs round the points, painted as row spans
     (+1 at a span's first pixel, −1 after its last, closed by a running sum along each row).
@@ -438,11 +437,20 @@ def directional(a: _Geometry, b: _Geometry, config: EvaluatorConfig) -> Relation
     return RelationResult(
         frozenset(predicates),
         {
-            "center_a_x": a.cx, "center_a_y": a.cy, "center_b_x": b.cx, "center_b_y": b.cy,
-            "offset_x": offset_x, "offset_y": offset_y, "center_distance": distance,
-            "extent_sum_x": a.width + b.width, "extent_sum_y": a.height + b.height,
-            "shrink_x": shrink_x, "shrink_y": shrink_y,
-            "dx": dx, "dy": dy, "axis_threshold": axis,
+            "center_a_x": a.cx,
+            "center_a_y": a.cy,
+            "center_b_x": b.cx,
+            "center_b_y": b.cy,
+            "offset_x": offset_x,
+            "offset_y": offset_y,
+            "center_distance": distance,
+            "extent_sum_x": a.width + b.width,
+            "extent_sum_y": a.height + b.height,
+            "shrink_x": shrink_x,
+            "shrink_y": shrink_y,
+            "dx": dx,
+            "dy": dy,
+            "axis_threshold": axis,
         },
     )
 
@@ -455,8 +463,13 @@ def proximity(gap: float, a: _Geometry, b: _Geometry, config: EvaluatorConfig) -
     return RelationResult(
         frozenset({predicate}),
         {
-            "gap": gap, "touching": gap == 0.0, "radius": radius, "area_a": a.area, "area_b": b.area,
-            "gap_factor": config.proximity_gap_factor, "gap_threshold": limit,
+            "gap": gap,
+            "touching": gap == 0.0,
+            "radius": radius,
+            "area_a": a.area,
+            "area_b": b.area,
+            "gap_factor": config.proximity_gap_factor,
+            "gap_threshold": limit,
         },
     )
 
@@ -476,15 +489,25 @@ def comparative(a: _Geometry, b: _Geometry, config: EvaluatorConfig) -> Relation
     return RelationResult(
         frozenset(predicates),
         {
-            "area_a": a.area, "area_b": b.area, "height_a": a.height, "height_b": b.height,
-            "area_ratio": a.area / b.area, "height_ratio": a.height / b.height, "size_ratio": ratio,
+            "area_a": a.area,
+            "area_b": b.area,
+            "height_a": a.height,
+            "height_b": b.height,
+            "area_ratio": a.area / b.area,
+            "height_ratio": a.height / b.height,
+            "size_ratio": ratio,
         },
     )
 
 
 def depth(
-    mask_a: np.ndarray, a: _Geometry, mask_b: np.ndarray, b: _Geometry, gap: float,
-    disparity: np.ndarray, config: EvaluatorConfig,
+    mask_a: np.ndarray,
+    a: _Geometry,
+    mask_b: np.ndarray,
+    b: _Geometry,
+    gap: float,
+    disparity: np.ndarray,
+    config: EvaluatorConfig,
 ) -> RelationResult:
     """In front of / behind from mean disparity (larger = nearer) on the facing surfaces.
 
@@ -510,10 +533,19 @@ def depth(
     else:
         raise ValueError(f"unknown depth rule {config.depth_rule!r}; expected facing_surface or contact_band")
     measurements: dict[str, Measurement] = {
-        "depth_rule": config.depth_rule, "gap": gap, "radius": radius, "band_px": band,
-        "facing_gap_limit": gap_limit, "facing_pixels_a": 0, "facing_pixels_b": 0,
-        "facing_disparity_a": None, "facing_disparity_b": None,
-        "disparity_min": low, "disparity_max": high, "depth_difference": None, "depth_threshold": threshold,
+        "depth_rule": config.depth_rule,
+        "gap": gap,
+        "radius": radius,
+        "band_px": band,
+        "facing_gap_limit": gap_limit,
+        "facing_pixels_a": 0,
+        "facing_pixels_b": 0,
+        "facing_disparity_a": None,
+        "facing_disparity_b": None,
+        "disparity_min": low,
+        "disparity_max": high,
+        "depth_difference": None,
+        "depth_threshold": threshold,
     }
     if gap > gap_limit:  # contact band: the objects do not touch the band
         return RelationResult(frozenset(), measurements)
@@ -523,7 +555,10 @@ def depth(
     if count_a == 0 or count_b == 0:  # cannot happen for gap ≤ limit; kept as a guard
         return RelationResult(frozenset(), measurements)
     measurements.update(
-        facing_pixels_a=count_a, facing_pixels_b=count_b, facing_disparity_a=mean_a, facing_disparity_b=mean_b,
+        facing_pixels_a=count_a,
+        facing_pixels_b=count_b,
+        facing_disparity_a=mean_a,
+        facing_disparity_b=mean_b,
     )
     if spread <= 0:
         return RelationResult(frozenset(), measurements)
@@ -547,16 +582,14 @@ def _facing_mean(disparity: np.ndarray, y0: int, x0: int, facing: np.ndarray) ->
     return count, float(disparity[y0 : y0 + height, x0 : x0 + width][facing].mean())
 
 
-def _validated_pair(
-    mask_a: np.ndarray, mask_b: np.ndarray
-) -> tuple[np.ndarray, _Geometry, np.ndarray, _Geometry]:
+def _validated_pair(mask_a: np.ndarray, mask_b: np.ndarray) -> tuple[np.ndarray, _Geometry, np.ndarray, _Geometry]:
     mask_a, mask_b = _as_mask(mask_a, "mask_a"), _as_mask(mask_b, "mask_b")
     if mask_a.shape != mask_b.shape:
         raise ValueError(f"mask shapes differ: mask_a {mask_a.shape} vs mask_b {mask_b.shape}")
     return mask_a, _geometry(mask_a, "mask_a"), mask_b, _geometry(mask_b, "mask_b")
 
 
-def _validated_disparity(disparity: Optional[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+def _validated_disparity(disparity: np.ndarray | None, shape: tuple[int, ...]) -> np.ndarray:
     if disparity is None:
         raise ValueError("depth relations need a disparity map, got None")
     disparity = np.asarray(disparity)
@@ -571,7 +604,7 @@ def relation_predicates(
     category: str,
     mask_a: np.ndarray,
     mask_b: np.ndarray,
-    disparity: Optional[np.ndarray] = None,
+    disparity: np.ndarray | None = None,
     config: EvaluatorConfig = PRESETS["current"],
 ) -> RelationResult:
     """The predicates of A relative to B for one relation category, with their measurements.
@@ -596,7 +629,7 @@ def relation_predicates(
 def all_relation_predicates(
     mask_a: np.ndarray,
     mask_b: np.ndarray,
-    disparity: Optional[np.ndarray] = None,
+    disparity: np.ndarray | None = None,
     config: EvaluatorConfig = PRESETS["current"],
 ) -> dict[str, RelationResult]:
     """Every relation category for one pair, sharing the geometry and gap (depth only with a disparity)."""

@@ -18,6 +18,7 @@ evaluator returns no predicate for that object pair"). A pass with another predi
 (asked "not left of", measured "above") is an ordinary pass. Axes: directional horizontal / vertical, comparative
 area / height, proximity, depth (see `rules.RELATION_AXES`).
 """
+
 from __future__ import annotations
 
 from typing import Any

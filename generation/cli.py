@@ -1,4 +1,5 @@
 """Sub-commands `generate`, `import-images` and `merge-images`."""
+
 from __future__ import annotations
 
 import argparse
@@ -28,14 +29,25 @@ def _load_prompt_records(prompts_source: str | None, out: Path | None):
 def _add_selection(parser: argparse.ArgumentParser) -> None:
     from dataset_builder.vocabulary import CATEGORIES
 
-    parser.add_argument("--categories", nargs="+", metavar="CATEGORY",
-                        help=f"only these categories ({', '.join(CATEGORIES)}); default: all")
-    parser.add_argument("--settings", nargs="+", metavar="SETTING",
-                        help="only these settings, e.g. pos1_neg0 pos0_neg1; default: all eight")
+    parser.add_argument(
+        "--categories",
+        nargs="+",
+        metavar="CATEGORY",
+        help=f"only these categories ({', '.join(CATEGORIES)}); default: all",
+    )
+    parser.add_argument(
+        "--settings",
+        nargs="+",
+        metavar="SETTING",
+        help="only these settings, e.g. pos1_neg0 pos0_neg1; default: all eight",
+    )
     parser.add_argument("--limit", type=int, help="only the first N selected prompts (corpus order)")
-    parser.add_argument("--prompts", metavar="DIR",
-                        help="prompts to use: a built dataset folder, prompts.jsonl or parquet "
-                             "(default: OUT's prompts if it is a built dataset, else the default corpus)")
+    parser.add_argument(
+        "--prompts",
+        metavar="DIR",
+        help="prompts to use: a built dataset folder, prompts.jsonl or parquet "
+        "(default: OUT's prompts if it is a built dataset, else the default corpus)",
+    )
 
 
 def register(subparsers) -> None:
@@ -62,23 +74,40 @@ def register(subparsers) -> None:
     )
     generate.add_argument("--list", action="store_true", help="print the model registry and exit")
     generate.add_argument("--model", metavar="KEY", help="registry key (see --list)")
-    generate.add_argument("--model-id", metavar="HUB_ID",
-                          help="any other diffusers pipeline (hub id or local folder); needs --key")
+    generate.add_argument(
+        "--model-id", metavar="HUB_ID", help="any other diffusers pipeline (hub id or local folder); needs --key"
+    )
     generate.add_argument("--key", metavar="NAME", help="split name for --model-id ([a-z0-9_]+)")
     generate.add_argument("--steps", type=int, help="with --model-id: inference steps (default: the pipeline's)")
     generate.add_argument("--guidance", type=float, help="with --model-id: guidance scale (default: the pipeline's)")
-    generate.add_argument("--resolution", type=int, metavar="PX",
-                          help="with --model-id: square image size (default: the pipeline's)")
+    generate.add_argument(
+        "--resolution", type=int, metavar="PX", help="with --model-id: square image size (default: the pipeline's)"
+    )
     generate.add_argument("--out", type=Path, metavar="DIR", help="dataset folder (images go to DIR/images/)")
-    generate.add_argument("--num-images", type=int, default=DEFAULT_NUM_IMAGES,
-                          help=f"images per prompt (default {DEFAULT_NUM_IMAGES}, as in the paper)")
-    generate.add_argument("--batch-size", type=int, default=1,
-                          help="prompts per pipeline call (default 1; halved automatically on out-of-memory)")
-    generate.add_argument("--device", default="auto",
-                          help="cuda, cuda:1, cpu, ... (default: the accelerate process's GPU, else cuda if present)")
-    generate.add_argument("--shard-size", type=int, default=DEFAULT_SHARD_SIZE,
-                          help=f"images per parquet shard (default {DEFAULT_SHARD_SIZE}); an interrupted run "
-                               f"loses at most one unflushed shard")
+    generate.add_argument(
+        "--num-images",
+        type=int,
+        default=DEFAULT_NUM_IMAGES,
+        help=f"images per prompt (default {DEFAULT_NUM_IMAGES}, as in the paper)",
+    )
+    generate.add_argument(
+        "--batch-size",
+        type=int,
+        default=1,
+        help="prompts per pipeline call (default 1; halved automatically on out-of-memory)",
+    )
+    generate.add_argument(
+        "--device",
+        default="auto",
+        help="cuda, cuda:1, cpu, ... (default: the accelerate process's GPU, else cuda if present)",
+    )
+    generate.add_argument(
+        "--shard-size",
+        type=int,
+        default=DEFAULT_SHARD_SIZE,
+        help=f"images per parquet shard (default {DEFAULT_SHARD_SIZE}); an interrupted run "
+        f"loses at most one unflushed shard",
+    )
     generate.add_argument("--no-merge", action="store_true", help="skip the completeness check at the end")
     generate.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_selection(generate)
@@ -97,11 +126,13 @@ def register(subparsers) -> None:
     importer.add_argument("--dir", required=True, type=Path, metavar="FOLDER", help="folder holding the PNG files")
     importer.add_argument("--out", required=True, type=Path, metavar="DIR", help="dataset folder")
     importer.add_argument("--model-id", metavar="ID", help="hub id of the model that made them (default: KEY)")
-    importer.add_argument("--num-images", type=int,
-                          help="expected images per prompt for the gap report (default: largest index + 1)")
+    importer.add_argument(
+        "--num-images", type=int, help="expected images per prompt for the gap report (default: largest index + 1)"
+    )
     importer.add_argument("--skip-bad", action="store_true", help="import the valid files even if others are bad")
-    importer.add_argument("--prompts", metavar="DIR",
-                          help="prompts the ids refer to (default: OUT's prompts, else the default corpus)")
+    importer.add_argument(
+        "--prompts", metavar="DIR", help="prompts the ids refer to (default: OUT's prompts, else the default corpus)"
+    )
     importer.set_defaults(handler=run_import)
 
     merge = subparsers.add_parser(
@@ -115,10 +146,15 @@ def register(subparsers) -> None:
     )
     merge.add_argument("--dir", required=True, type=Path, metavar="DIR", help="dataset folder")
     merge.add_argument("--key", required=True, metavar="KEY", help="split to check")
-    merge.add_argument("--num-images", type=int, default=DEFAULT_NUM_IMAGES,
-                       help=f"expected images per prompt (default {DEFAULT_NUM_IMAGES})")
-    merge.add_argument("--drop-duplicates", action="store_true",
-                       help="rewrite shards keeping the first copy of each duplicated image")
+    merge.add_argument(
+        "--num-images",
+        type=int,
+        default=DEFAULT_NUM_IMAGES,
+        help=f"expected images per prompt (default {DEFAULT_NUM_IMAGES})",
+    )
+    merge.add_argument(
+        "--drop-duplicates", action="store_true", help="rewrite shards keeping the first copy of each duplicated image"
+    )
     _add_selection(merge)
     merge.set_defaults(handler=run_merge)
 
@@ -161,11 +197,23 @@ def run_generate(args) -> int:
     rank = RankInfo.from_accelerate(cpu=True if args.device == "cpu" else None)
     device = resolve_device(args.device, rank)
     generator = load_generator(spec, device)
-    summary = generate_images(generator, spec, work, args.out, rank=rank, batch_size=args.batch_size,
-                              shard_size=args.shard_size, device=device, progress=not args.quiet)
+    summary = generate_images(
+        generator,
+        spec,
+        work,
+        args.out,
+        rank=rank,
+        batch_size=args.batch_size,
+        shard_size=args.shard_size,
+        device=device,
+        progress=not args.quiet,
+    )
     rate = summary.generated / summary.seconds if summary.seconds > 0 else 0.0
-    print(f"rank {summary.rank}: {summary.generated} generated ({rate:.2f} img/s), {summary.skipped} already done, "
-          f"{summary.nsfw_flagged} flagged NSFW, {len(summary.shards)} shards written", file=sys.stderr)
+    print(
+        f"rank {summary.rank}: {summary.generated} generated ({rate:.2f} img/s), {summary.skipped} already done, "
+        f"{summary.nsfw_flagged} flagged NSFW, {len(summary.shards)} shards written",
+        file=sys.stderr,
+    )
     rank.wait_for_everyone()
     if rank.is_main and not args.no_merge:
         report = merge_split(args.out, spec.key, prompts, args.num_images)
@@ -187,8 +235,15 @@ def run_import(args) -> int:
     from .importer import import_images
 
     prompts = _load_prompt_records(args.prompts, args.out)
-    report = import_images(args.key, args.dir, args.out, prompts, model_id=args.model_id,
-                           num_images=args.num_images, skip_bad=args.skip_bad)
+    report = import_images(
+        args.key,
+        args.dir,
+        args.out,
+        prompts,
+        model_id=args.model_id,
+        num_images=args.num_images,
+        skip_bad=args.skip_bad,
+    )
     print("\n".join(report.summary_lines()))
     print(_card_line(args.out))
     return 0

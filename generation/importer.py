@@ -1,12 +1,13 @@
 """Bring images made elsewhere (`{prompt_id}_{sample_index}.png`) into a split, validated."""
+
 from __future__ import annotations
 
 import io
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from dataset_builder.records import PromptRecord
 from negt2ibench.errors import UserError
@@ -31,16 +32,20 @@ class ImportReport:
     def summary_lines(self, show: int = 20) -> list[str]:
         lines = [f"split {self.key}: imported {self.imported}, already present {self.already_present}"]
         if self.ignored:
-            lines.append(f"ignored {len(self.ignored)} files that are not .png: {', '.join(self.ignored[:5])}"
-                         + (" ..." if len(self.ignored) > 5 else ""))
+            lines.append(
+                f"ignored {len(self.ignored)} files that are not .png: {', '.join(self.ignored[:5])}"
+                + (" ..." if len(self.ignored) > 5 else "")
+            )
         if self.problems:
             lines.append(f"{len(self.problems)} files not imported:")
             lines.extend(f"  {problem}" for problem in self.problems[:show])
             if len(self.problems) > show:
                 lines.append(f"  ... and {len(self.problems) - show} more")
         if self.missing:
-            lines.append(f"gaps: {len(self.missing)} expected images are missing, e.g. "
-                         + ", ".join(f"{p}_{i}.png" for p, i in self.missing[:5]))
+            lines.append(
+                f"gaps: {len(self.missing)} expected images are missing, e.g. "
+                + ", ".join(f"{p}_{i}.png" for p, i in self.missing[:5])
+            )
         return lines
 
 
@@ -114,7 +119,8 @@ def import_images(
         candidates.append(candidate)
     if report.problems and not skip_bad:
         raise UserError(
-            "nothing imported: " + "; ".join(report.problems[:10])
+            "nothing imported: "
+            + "; ".join(report.problems[:10])
             + (f"; ... {len(report.problems) - 10} more" if len(report.problems) > 10 else "")
             + " (fix the files, or pass --skip-bad to import the valid ones)"
         )
@@ -122,23 +128,27 @@ def import_images(
         raise UserError(f"no {{prompt_id}}_{{sample_index}}.png files in {folder}")
 
     done = existing_keys(dataset_dir, key)
-    params = json.dumps({"source": "import-images", "folder": folder.name, "seed": "unknown (-1)",
-                         "versions": library_versions()}, sort_keys=True)
+    params = json.dumps(
+        {"source": "import-images", "folder": folder.name, "seed": "unknown (-1)", "versions": library_versions()},
+        sort_keys=True,
+    )
     writer = ShardWriter(dataset_dir, key, rank=IMPORT_RANK, shard_size=shard_size)
     try:
         for candidate in candidates:
             if (candidate.prompt_id, candidate.sample_index) in done:
                 report.already_present += 1
                 continue
-            writer.add(ImageRecord(
-                prompt_id=candidate.prompt_id,
-                sample_index=candidate.sample_index,
-                seed=-1,
-                png=candidate.png,
-                model_id=model_id or key,
-                model_key=key,
-                params=params,
-            ))
+            writer.add(
+                ImageRecord(
+                    prompt_id=candidate.prompt_id,
+                    sample_index=candidate.sample_index,
+                    seed=-1,
+                    png=candidate.png,
+                    model_id=model_id or key,
+                    model_key=key,
+                    params=params,
+                )
+            )
             report.imported += 1
     finally:
         writer.flush()

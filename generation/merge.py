@@ -1,8 +1,9 @@
 """Merge step of a (multi-rank) run: check a split's completeness and refresh the dataset card."""
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from dataset_builder.records import PromptRecord
 

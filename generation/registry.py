@@ -5,6 +5,7 @@ paper used. Resolutions are the pipeline defaults the paper reports (1024², SD 
 Janus-Pro: its fixed 384²). Guidance is left to the pipeline default unless the model card
 requires a value (Z-Image-Turbo: 0; the distilled FLUX.2-klein ignores guidance above 1).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -183,8 +184,15 @@ def get_spec(key: str) -> ModelSpec:
         ) from None
 
 
-def custom_spec(model_id: str, key: str, steps: int | None = None, guidance: float | None = None,
-                height: int | None = None, width: int | None = None, dtype: str = "bfloat16") -> ModelSpec:
+def custom_spec(
+    model_id: str,
+    key: str,
+    steps: int | None = None,
+    guidance: float | None = None,
+    height: int | None = None,
+    width: int | None = None,
+    dtype: str = "bfloat16",
+) -> ModelSpec:
     """An entry for any diffusers pipeline (loaded with DiffusionPipeline, its defaults unless given)."""
     validate_key(key)
     return ModelSpec(

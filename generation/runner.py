@@ -5,6 +5,7 @@ whatever the batch size, the rank that made it, or the run that resumed it (on o
 Models sit behind a small `ImageGenerator` interface: diffusers pipelines and transformers'
 Janus are the two real ones; tests pass a tiny pipeline through the same diffusers adapter.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -13,10 +14,11 @@ import platform
 import sys
 import time
 from collections import deque
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -31,7 +33,7 @@ SEED_RULE = "int.from_bytes(sha256(f'{prompt_id}:{sample_index}')[:4], 'big') & 
 
 def image_seed(prompt_id: str, sample_index: int) -> int:
     """A stable 31-bit seed from (prompt_id, sample_index): no dependence on order or rank."""
-    digest = hashlib.sha256(f"{prompt_id}:{sample_index}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"{prompt_id}:{sample_index}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
@@ -60,15 +62,18 @@ def select_prompts(
     wanted_settings = set(settings) if settings else None
     known_categories = {p.category for p in prompts}
     known_settings = {p.setting for p in prompts}
-    for name, wanted, known in (("category", wanted_categories, known_categories),
-                                ("setting", wanted_settings, known_settings)):
+    for name, wanted, known in (
+        ("category", wanted_categories, known_categories),
+        ("setting", wanted_settings, known_settings),
+    ):
         unknown = sorted((wanted or set()) - known)
         if unknown:
             raise UserError(f"unknown {name} {', '.join(unknown)}; known: {', '.join(sorted(known))}")
     if limit is not None and limit < 1:
         raise UserError("--limit must be at least 1")
     chosen = [
-        p for p in prompts
+        p
+        for p in prompts
         if (wanted_categories is None or p.category in wanted_categories)
         and (wanted_settings is None or p.setting in wanted_settings)
     ]
@@ -105,7 +110,7 @@ class RankInfo:
     state: Any = None  # accelerate PartialState when launched by accelerate
 
     @classmethod
-    def from_accelerate(cls, cpu: bool | None = None) -> "RankInfo":
+    def from_accelerate(cls, cpu: bool | None = None) -> RankInfo:
         """The process's rank under `accelerate launch` / torchrun (one process: rank 0 of 1).
 
         `cpu` (default: no CUDA here) lets several CPU processes form a gloo group; accelerate
@@ -188,7 +193,7 @@ class DiffusersGenerator:
         flags = getattr(output, "nsfw_content_detected", None) or [False] * len(output.images)
         return [
             GeneratedImage(image=image, nsfw_flagged=bool(flag) or is_black(image))
-            for image, flag in zip(output.images, flags)
+            for image, flag in zip(output.images, flags, strict=False)
         ]
 
 
@@ -206,7 +211,7 @@ class JanusGenerator:
         from PIL import Image
 
         results = []
-        for prompt, seed in zip(prompts, seeds):
+        for prompt, seed in zip(prompts, seeds, strict=False):
             torch.manual_seed(seed)
             inputs = self.processor(text=[prompt], generation_mode="image", return_tensors="pt").to(self.device)
             tokens = self.model.generate(**inputs, generation_mode="image", do_sample=True, use_cache=True)
@@ -441,8 +446,9 @@ def generate_images(
     check_same_settings(dataset_dir, spec)
     done = existing_keys(dataset_dir, spec.key)
     todo = [item for item in mine if item.key not in done]
-    summary = RunSummary(key=spec.key, rank=rank.rank, planned=len(mine), skipped=len(mine) - len(todo),
-                         batch_size=batch_size)
+    summary = RunSummary(
+        key=spec.key, rank=rank.rank, planned=len(mine), skipped=len(mine) - len(todo), batch_size=batch_size
+    )
     params = json.dumps(run_params(spec, generator, device), sort_keys=True)
     writer = ShardWriter(dataset_dir, spec.key, rank=rank.rank, shard_size=shard_size)
     started = time.perf_counter()
@@ -451,7 +457,7 @@ def generate_images(
     encoder = _BackgroundEncoder(writer, spec, params, workers=encode_workers)
     try:
         while position < len(todo):
-            batch = todo[position:position + summary.batch_size]
+            batch = todo[position : position + summary.batch_size]
             try:
                 images = generator([item.prompt for item in batch], [item.seed for item in batch])
             except Exception as error:  # noqa: BLE001 - only out-of-memory is handled here
@@ -468,7 +474,7 @@ def generate_images(
                 continue
             if len(images) != len(batch):
                 raise RuntimeError(f"the model returned {len(images)} images for {len(batch)} prompts")
-            for item, generated in zip(batch, images):
+            for item, generated in zip(batch, images, strict=False):
                 encoder.submit(item, generated)
                 summary.nsfw_flagged += int(generated.nsfw_flagged)
             encoder.drain(keep=2 * summary.batch_size)  # bounded memory; the rest encodes during the next call

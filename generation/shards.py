@@ -5,6 +5,7 @@ is always complete: a killed run loses at most the rows it had not flushed yet. 
 carries `datasets` feature metadata, so `load_dataset(DIR, "images", split=key)` decodes the
 `image` column as PIL images.
 """
+
 from __future__ import annotations
 
 import io
@@ -12,9 +13,10 @@ import json
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from negt2ibench.errors import UserError
 
@@ -119,7 +121,7 @@ def read_keys(path: Path) -> list[ImageKey]:
         table = pq.read_table(path, columns=["prompt_id", "sample_index"])
     except Exception as error:  # noqa: BLE001 - any unreadable file gets the same clear message
         raise UserError(f"{path} is not a readable image shard ({error}); move it away and run again") from None
-    return list(zip(table.column("prompt_id").to_pylist(), table.column("sample_index").to_pylist()))
+    return list(zip(table.column("prompt_id").to_pylist(), table.column("sample_index").to_pylist(), strict=False))
 
 
 def existing_keys(dataset_dir: Path, key: str) -> set[ImageKey]:
@@ -198,8 +200,10 @@ class CompletenessReport:
         if self.removed_duplicates:
             lines.append(f"removed {self.removed_duplicates} duplicate rows")
         if self.duplicates:
-            lines.append(f"{sum(self.duplicates.values())} duplicate rows of {len(self.duplicates)} images "
-                         f"(run with --drop-duplicates to keep the first copy)")
+            lines.append(
+                f"{sum(self.duplicates.values())} duplicate rows of {len(self.duplicates)} images "
+                f"(run with --drop-duplicates to keep the first copy)"
+            )
         if self.unexpected:
             lines.append(f"{len(self.unexpected)} images outside the selected prompts/samples (kept)")
         if self.missing:

@@ -3,6 +3,7 @@
 Each part registers its own sub-commands (``register(subparsers)`` in ``<part>/cli.py``);
 this module only assembles them and turns known errors into one line and an exit code.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -1,4 +1,5 @@
 """Errors that the CLI turns into one clear line and an exit code, never a traceback."""
+
 from __future__ import annotations
 
 

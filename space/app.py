@@ -5,16 +5,17 @@
 on the first score; `build_app(perception=...)` installs a test double instead. The scoring
 function is decorated with `spaces.GPU` (a no-op off ZeroGPU) and returns CPU objects only.
 """
+
 from __future__ import annotations
 
-import json
 import logging
 import os
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import gradio as gr
 import matplotlib.pyplot  # noqa: F401  (see below)
@@ -41,19 +42,61 @@ CONFIG = PRESETS["current"]
 ANY = "any"
 SETTING_CHOICES = [(f"{setting_label(p, n)} ({setting_name(p, n)})", setting_name(p, n)) for p, n in SETTINGS]
 LEADERBOARD_HEADERS = (
-    ["model", "status"] + [setting_label(p, n) for p, n in SETTINGS]
-    + ["color", "material", "comparative", "depth", "directional", "proximity", "overall", "polarity_gap",
-       "coverage", "images", "link"]
+    ["model", "status"]
+    + [setting_label(p, n) for p, n in SETTINGS]
+    + [
+        "color",
+        "material",
+        "comparative",
+        "depth",
+        "directional",
+        "proximity",
+        "overall",
+        "polarity_gap",
+        "coverage",
+        "images",
+        "link",
+    ]
 )
 REPORTED = "reported (paper)"
 # Table 3 of the NegT2IBench paper: the rows whose numbers the paper's text gives.
 PAPER_ROWS: tuple[dict[str, Any], ...] = (
-    {"model": "SD 1.5", "1:0": 36.1, "0:1": 44.1, "2:0": 7.3, "1:1": 9.7, "0:2": 14.0, "2:1": 1.8, "1:2": 2.4,
-     "2:2": 0.5, "color": 27.7, "material": 22.8, "comparative": 8.9, "depth": 8.8, "directional": 9.6,
-     "proximity": 9.1, "overall": 14.5},
-    {"model": "SD 1.5 + NegationCLIP", "1:0": 35.7, "0:1": 44.3, "2:0": 8.8, "1:1": 9.6, "0:2": 15.5, "2:1": 1.8,
-     "1:2": 3.0, "2:2": 0.5, "color": 28.3, "material": 23.9, "comparative": 8.4, "depth": 9.4, "directional": 10.0,
-     "proximity": 9.2, "overall": 14.9},
+    {
+        "model": "SD 1.5",
+        "1:0": 36.1,
+        "0:1": 44.1,
+        "2:0": 7.3,
+        "1:1": 9.7,
+        "0:2": 14.0,
+        "2:1": 1.8,
+        "1:2": 2.4,
+        "2:2": 0.5,
+        "color": 27.7,
+        "material": 22.8,
+        "comparative": 8.9,
+        "depth": 8.8,
+        "directional": 9.6,
+        "proximity": 9.1,
+        "overall": 14.5,
+    },
+    {
+        "model": "SD 1.5 + NegationCLIP",
+        "1:0": 35.7,
+        "0:1": 44.3,
+        "2:0": 8.8,
+        "1:1": 9.6,
+        "0:2": 15.5,
+        "2:1": 1.8,
+        "1:2": 3.0,
+        "2:2": 0.5,
+        "color": 28.3,
+        "material": 23.9,
+        "comparative": 8.4,
+        "depth": 9.4,
+        "directional": 10.0,
+        "proximity": 9.2,
+        "overall": 14.9,
+    },
 )
 # theme/css go to launch() in gradio 6; uploads above the size limit are refused before any handler runs.
 LAUNCH_KWARGS: dict[str, Any] = {
@@ -100,14 +143,16 @@ def set_perception(perception: Any) -> None:
 
 
 @spaces.GPU(duration=120)
-def score_on_gpu(image: Image.Image, prompt: PromptRecord, model_key: str = "upload",
-                 sample_index: int = 0) -> tuple[ResultRecord, Image.Image]:
+def score_on_gpu(
+    image: Image.Image, prompt: PromptRecord, model_key: str = "upload", sample_index: int = 0
+) -> tuple[ResultRecord, Image.Image]:
     """Score one image and draw the verdict on it (CPU objects out, as ZeroGPU pickles them)."""
     from evaluator.annotate import annotate
     from evaluator.pipeline import score_image
 
-    result, observation = score_image(image, prompt, get_perception(), config=CONFIG, model_key=model_key,
-                                      sample_index=sample_index)
+    result, observation = score_image(
+        image, prompt, get_perception(), config=CONFIG, model_key=model_key, sample_index=sample_index
+    )
     return result, annotate(image, observation, result)
 
 
@@ -123,11 +168,13 @@ def prompt_label(record: PromptRecord) -> str:
     return f"{record.prompt_id}: {record.prompt}"
 
 
-def filter_prompts(prompts: Sequence[PromptRecord], category: str = ANY, setting: str = ANY, load: str = ANY,
-                   obj: str = ANY) -> list[PromptRecord]:
+def filter_prompts(
+    prompts: Sequence[PromptRecord], category: str = ANY, setting: str = ANY, load: str = ANY, obj: str = ANY
+) -> list[PromptRecord]:
     """Prompts matching every filter that is not `any`."""
     return [
-        p for p in prompts
+        p
+        for p in prompts
         if (category in (ANY, "", None) or p.category == category)
         and (setting in (ANY, "", None) or p.setting == setting)
         and (load in (ANY, "", None) or str(p.load) == str(load))
@@ -139,16 +186,25 @@ def statements_frame(record: PromptRecord) -> pd.DataFrame:
     from dataset_builder.grammar import statement_sentence
 
     rows = [
-        {"#": s.index, "polarity": s.polarity, "subject": s.subject, "target": s.target or "", "predicate": s.predicate,
-         "sentence": statement_sentence(record, s)}
+        {
+            "#": s.index,
+            "polarity": s.polarity,
+            "subject": s.subject,
+            "target": s.target or "",
+            "predicate": s.predicate,
+            "sentence": statement_sentence(record, s),
+        }
         for s in record.statements
     ]
     return pd.DataFrame(rows, columns=["#", "polarity", "subject", "target", "predicate", "sentence"])
 
 
 def group_frame(record: PromptRecord, prompts: Sequence[PromptRecord]) -> pd.DataFrame:
-    rows = [{"prompt_id": p.prompt_id, "setting": setting_label(p.num_pos, p.num_neg), "prompt": p.prompt}
-            for p in prompts if p.group_id == record.group_id]
+    rows = [
+        {"prompt_id": p.prompt_id, "setting": setting_label(p.num_pos, p.num_neg), "prompt": p.prompt}
+        for p in prompts
+        if p.group_id == record.group_id
+    ]
     return pd.DataFrame(rows, columns=["prompt_id", "setting", "prompt"])
 
 
@@ -162,13 +218,29 @@ def verdict_frame(prompt: PromptRecord, result: ResultRecord) -> pd.DataFrame:
     rows = []
     for obj in result.objects:
         box = ", ".join(f"{v:.0f}" for v in obj.box) if obj.box else ""
-        rows.append({"item": "object", "text": obj.name, "polarity": "", "verdict": "present" if obj.present else "missing",
-                     "cause": "", "observed": "",
-                     "measured": f"confidence={obj.confidence:.3f}" + (f"; box=[{box}]" if box else "")})
+        rows.append(
+            {
+                "item": "object",
+                "text": obj.name,
+                "polarity": "",
+                "verdict": "present" if obj.present else "missing",
+                "cause": "",
+                "observed": "",
+                "measured": f"confidence={obj.confidence:.3f}" + (f"; box=[{box}]" if box else ""),
+            }
+        )
     for row in statement_table(prompt, result):
-        rows.append({"item": f"statement {row['index']}", "text": row["statement"], "polarity": row["polarity"],
-                     "verdict": row["verdict"], "cause": row["cause"], "observed": row["observed"],
-                     "measured": row["measurements"]})
+        rows.append(
+            {
+                "item": f"statement {row['index']}",
+                "text": row["statement"],
+                "polarity": row["polarity"],
+                "verdict": row["verdict"],
+                "cause": row["cause"],
+                "observed": row["observed"],
+                "measured": row["measurements"],
+            }
+        )
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
@@ -193,8 +265,14 @@ def leaderboard_frame(entries: Sequence[Entry], include_paper: bool = True) -> p
         rows.append(row)
     if include_paper:
         for paper in PAPER_ROWS:
-            rows.append({**paper, "status": REPORTED, "polarity_gap": round(paper["0:1"] - paper["1:0"], 1),
-                         "link": "https://arxiv.org (NegT2IBench paper, Table 3)"})
+            rows.append(
+                {
+                    **paper,
+                    "status": REPORTED,
+                    "polarity_gap": round(paper["0:1"] - paper["1:0"], 1),
+                    "link": "https://arxiv.org (NegT2IBench paper, Table 3)",
+                }
+            )
     frame = pd.DataFrame(rows, columns=LEADERBOARD_HEADERS)
     for column in LEADERBOARD_HEADERS[2:-1]:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").round(1 if column != "images" else 0)
@@ -204,8 +282,12 @@ def leaderboard_frame(entries: Sequence[Entry], include_paper: bool = True) -> p
 def polarity_frame(entry: Entry) -> pd.DataFrame:
     """Statement accuracy per category and polarity (long form, for the plot)."""
     accuracy = (entry.detail or {}).get("statement_accuracy", {})
-    rows = [{"category": c, "polarity": p, "accuracy": accuracy[c][p]}
-            for c in CATEGORIES if c in accuracy for p in ("positive", "negated")]
+    rows = [
+        {"category": c, "polarity": p, "accuracy": accuracy[c][p]}
+        for c in CATEGORIES
+        if c in accuracy
+        for p in ("positive", "negated")
+    ]
     return pd.DataFrame(rows, columns=["category", "polarity", "accuracy"])
 
 
@@ -222,7 +304,8 @@ def polarity_figure(entry: Entry | None):
         axis.set_axis_off()
         return figure
     wide = frame.pivot(index="category", columns="polarity", values="accuracy").reindex(
-        [c for c in CATEGORIES if c in set(frame["category"])])
+        [c for c in CATEGORIES if c in set(frame["category"])]
+    )
     wide[["positive", "negated"]].plot.bar(ax=axis, color={"positive": "#2563eb", "negated": "#f97316"}, rot=0)
     axis.set_ylabel("statements satisfied (%)")
     axis.set_ylim(0, 100)
@@ -233,22 +316,34 @@ def polarity_figure(entry: Entry | None):
 
 def causes_frame(entry: Entry | None) -> pd.DataFrame:
     causes = (entry.detail or {}).get("failure_causes", {}) if entry else {}
-    rows = [{"category": c, **{k: int(causes[c].get(k, 0)) for k in CAUSES}, "failed": int(causes[c].get("failed", 0))}
-            for c in CATEGORIES if c in causes]
+    rows = [
+        {"category": c, **{k: int(causes[c].get(k, 0)) for k in CAUSES}, "failed": int(causes[c].get("failed", 0))}
+        for c in CATEGORIES
+        if c in causes
+    ]
     return pd.DataFrame(rows, columns=["category", *CAUSES, "failed"])
 
 
 def submissions_frame(entries: Sequence[Entry]) -> pd.DataFrame:
-    rows = [{"submitted (UTC)": time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.created_at)), "model": e.model_name,
-             "submitter": e.submitter, "status": e.status, "reason": e.reason, "id": e.submission_id[:8]}
-            for e in sorted(entries, key=lambda e: e.created_at, reverse=True)]
+    rows = [
+        {
+            "submitted (UTC)": time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.created_at)),
+            "model": e.model_name,
+            "submitter": e.submitter,
+            "status": e.status,
+            "reason": e.reason,
+            "id": e.submission_id[:8],
+        }
+        for e in sorted(entries, key=lambda e: e.created_at, reverse=True)
+    ]
     return pd.DataFrame(rows, columns=["submitted (UTC)", "model", "submitter", "status", "reason", "id"])
 
 
 def _error(message: str) -> str:
     gr.Warning(message.splitlines()[0])
     return f"**Error:** {message.splitlines()[0]}" + (
-        "\n\n```text\n" + "\n".join(message.splitlines()[1:]) + "\n```" if "\n" in message else "")
+        "\n\n```text\n" + "\n".join(message.splitlines()[1:]) + "\n```" if "\n" in message else ""
+    )
 
 
 def requester(request: gr.Request | None, profile: Any = None) -> str:
@@ -285,7 +380,7 @@ def build_app(
     store: LeaderboardStore | None = None,
     perception: Any = None,
     open_images: ImageSourceFactory = hub_images,
-    limits: SubmissionLimits = SubmissionLimits(),
+    limits: SubmissionLimits | None = None,
     preload: bool | None = None,
     require_login: bool | None = None,
 ) -> gr.Blocks:
@@ -294,6 +389,7 @@ def build_app(
     Models load on the first score, or now when `preload` (default: when running on ZeroGPU).
     `require_login` (default: when running on a Hugging Face Space) shows "Sign in with Hugging
     Face" and refuses anonymous submissions, so the per-user limits key on a real account."""
+    limits = limits or SubmissionLimits()
     if require_login is None:
         require_login = bool(os.environ.get("SPACE_ID"))
     if prompts is None:
@@ -311,8 +407,13 @@ def build_app(
     # --- explore
     def explore(category: str, setting: str, load: str, obj: str):
         matches = filter_prompts(prompts, category, setting, load, obj)
-        frame = pd.DataFrame([{"prompt_id": p.prompt_id, "setting": setting_label(p.num_pos, p.num_neg), "prompt": p.prompt}
-                              for p in matches[:1000]], columns=["prompt_id", "setting", "prompt"])
+        frame = pd.DataFrame(
+            [
+                {"prompt_id": p.prompt_id, "setting": setting_label(p.num_pos, p.num_neg), "prompt": p.prompt}
+                for p in matches[:1000]
+            ],
+            columns=["prompt_id", "setting", "prompt"],
+        )
         note = f"{len(matches)} prompts" + (" (first 1000 shown)" if len(matches) > 1000 else "")
         first = matches[0].prompt_id if matches else None
         return note, frame, gr.update(choices=[(prompt_label(p), p.prompt_id) for p in matches[:1000]], value=first)
@@ -326,9 +427,12 @@ def build_app(
             record = index[prompt_id.strip()]
         except PromptLookupError as error:
             return _error(str(error)), empty_statements, empty_group
-        header = (f"### `{record.prompt_id}`\n\n> {record.prompt}\n\n"
-                  f"category **{record.category}** ({record.kind}), setting **{setting_label(record.num_pos, record.num_neg)}**, "
-                  f"load {record.load}, objects: {', '.join(record.objects)}; matched group `{record.group_id}`")
+        header = (
+            f"### `{record.prompt_id}`\n\n> {record.prompt}\n\n"
+            f"category **{record.category}** ({record.kind}), "
+            f"setting **{setting_label(record.num_pos, record.num_neg)}**, "
+            f"load {record.load}, objects: {', '.join(record.objects)}; matched group `{record.group_id}`"
+        )
         return header, statements_frame(record), group_frame(record, prompts)
 
     def pick_row(event: gr.SelectData):
@@ -367,10 +471,12 @@ def build_app(
             return (None, _error(f"scoring failed: {type(error).__name__}: {error}"), *nothing[1:])
         verdict = "PASS" if result.passed else "FAIL"
         satisfied = sum(s.satisfied for s in result.statements)
-        summary = (f"## Image verdict: <span class='verdict-{verdict.lower()}'>{verdict}</span>\n\n> {record.prompt}\n\n"
-                   f"{sum(o.present for o in result.objects)}/{len(result.objects)} objects present, "
-                   f"{satisfied}/{len(result.statements)} statements satisfied "
-                   f"(evaluator {result.evaluator_version}, config {result.config_hash})")
+        summary = (
+            f"## Image verdict: <span class='verdict-{verdict.lower()}'>{verdict}</span>\n\n> {record.prompt}\n\n"
+            f"{sum(o.present for o in result.objects)}/{len(result.objects)} objects present, "
+            f"{satisfied}/{len(result.statements)} statements satisfied "
+            f"(evaluator {result.evaluator_version}, config {result.config_hash})"
+        )
         out = work_dir / f"result_{record.prompt_id}_{time.time_ns()}.json"
         out.write_text(result.model_dump_json(indent=2), encoding="utf-8")
         return annotated, summary, verdict_frame(record, result), str(out)
@@ -387,7 +493,11 @@ def build_app(
     def model_details(model_name: str | None):
         entry = next((e for e in newest_entries(store.list_entries()) if e.model_name == model_name), None)
         if entry is None:
-            return "Pick a submitted model (paper-reported rows have no detail).", polarity_figure(None), causes_frame(None)
+            return (
+                "Pick a submitted model (paper-reported rows have no detail).",
+                polarity_figure(None),
+                causes_frame(None),
+            )
         status = f"**{entry.model_name}**: {entry.status} ({entry.reason}); submitted by {entry.submitter}"
         if entry.images_repo:
             status += f"; images `{entry.images_repo}@{entry.images_revision}`"
@@ -396,20 +506,43 @@ def build_app(
         return status, polarity_figure(entry), causes_frame(entry)
 
     # --- submit
-    def submit_results(results_file: str | None, model_name: str, link: str, images_repo: str, revision: str,
-                       request: gr.Request, profile: gr.OAuthProfile | None = None):
+    def submit_results(
+        results_file: str | None,
+        model_name: str,
+        link: str,
+        images_repo: str,
+        revision: str,
+        request: gr.Request,
+        profile: gr.OAuthProfile | None = None,
+    ):
         submitter = requester(request, profile)
         if require_login and profile is None:
             message = _error("sign in with Hugging Face (button above) to submit: limits are per account")
         elif not results_file:
             message = _error("upload the results JSONL written by `negt2ibench score`")
         else:
-            form = SubmissionForm(model_name=model_name or "", link=link or "", images_repo=images_repo or "",
-                                  images_revision=revision or "", submitter=submitter)
+            form = SubmissionForm(
+                model_name=model_name or "",
+                link=link or "",
+                images_repo=images_repo or "",
+                images_revision=revision or "",
+                submitter=submitter,
+            )
             try:
-                entry = submit(store, form, results_file, prompts=index, score=rescore, open_images=open_images,
-                               config=CONFIG, limits=limits)
-                message = f"**{entry.model_name}**: status **{entry.status}**: {entry.reason} (id `{entry.submission_id[:8]}`)"
+                entry = submit(
+                    store,
+                    form,
+                    results_file,
+                    prompts=index,
+                    score=rescore,
+                    open_images=open_images,
+                    config=CONFIG,
+                    limits=limits,
+                )
+                message = (
+                    f"**{entry.model_name}**: status **{entry.status}**: {entry.reason} "
+                    f"(id `{entry.submission_id[:8]}`)"
+                )
                 if entry.status == "rejected":
                     gr.Warning(f"submission rejected: {entry.reason}")
             except SubmissionError as error:
@@ -432,18 +565,30 @@ def build_app(
                 load = gr.Dropdown([ANY, "1", "2", "3", "4"], value=ANY, label="Load")
                 obj = gr.Dropdown([ANY, *OBJECT_CLASSES], value=ANY, label="Object", filterable=True)
             count = gr.Markdown()
-            table = gr.Dataframe(headers=["prompt_id", "setting", "prompt"], interactive=False, max_height=320,
-                                 show_search="filter", label="Prompts (click a row)")
+            table = gr.Dataframe(
+                headers=["prompt_id", "setting", "prompt"],
+                interactive=False,
+                max_height=320,
+                show_search="filter",
+                label="Prompts (click a row)",
+            )
             chosen = gr.Dropdown(prompt_choices[:1000], label="Prompt", filterable=True, allow_custom_value=True)
             detail = gr.Markdown()
-            statements = gr.Dataframe(headers=["#", "polarity", "subject", "target", "predicate", "sentence"],
-                                      label="Statements", interactive=False)
-            group = gr.Dataframe(headers=["prompt_id", "setting", "prompt"],
-                                 label="Matched group (same content, other polarities)", interactive=False)
+            statements = gr.Dataframe(
+                headers=["#", "polarity", "subject", "target", "predicate", "sentence"],
+                label="Statements",
+                interactive=False,
+            )
+            group = gr.Dataframe(
+                headers=["prompt_id", "setting", "prompt"],
+                label="Matched group (same content, other polarities)",
+                interactive=False,
+            )
             filters = [category, setting, load, obj]
             for control in filters:
                 control.change(explore, filters, [count, table, chosen], api_name=False).then(
-                    show_prompt, chosen, [detail, statements, group], api_name=False)
+                    show_prompt, chosen, [detail, statements, group], api_name=False
+                )
             table.select(pick_row, None, chosen, api_name=False)
             chosen.change(show_prompt, chosen, [detail, statements, group], api_name="prompt")
             gr.Button("Filter", visible=False).click(explore, filters, [count, table, chosen], api_name="explore")
@@ -451,31 +596,52 @@ def build_app(
             with gr.Row():
                 with gr.Column():
                     upload = gr.File(label="Image (PNG / JPEG)", file_types=["image"], type="filepath")
-                    prompt_pick = gr.Dropdown(prompt_choices, label="Benchmark prompt (type an id or words to search)",
-                                              filterable=True, allow_custom_value=True)
-                    custom = gr.Textbox(label="…or a prompt in the benchmark grammar", lines=2,
-                                        placeholder="a photo of a cat and a dog, where the cat is not left of the dog")
+                    prompt_pick = gr.Dropdown(
+                        prompt_choices,
+                        label="Benchmark prompt (type an id or words to search)",
+                        filterable=True,
+                        allow_custom_value=True,
+                    )
+                    custom = gr.Textbox(
+                        label="…or a prompt in the benchmark grammar",
+                        lines=2,
+                        placeholder="a photo of a cat and a dog, where the cat is not left of the dog",
+                    )
                     score_button = gr.Button("Score", variant="primary")
                 with gr.Column():
                     annotated = gr.Image(label="Annotated", format="png", type="pil", interactive=False)
                     verdict = gr.Markdown(elem_id="verdict")
-            verdicts = gr.Dataframe(headers=VERDICT_COLUMNS, label="Objects and statements", interactive=False, wrap=True)
+            verdicts = gr.Dataframe(
+                headers=VERDICT_COLUMNS, label="Objects and statements", interactive=False, wrap=True
+            )
             result_file = gr.File(label="Result JSON")
-            score_button.click(score, [upload, prompt_pick, custom], [annotated, verdict, verdicts, result_file],
-                               api_name="score")
+            score_button.click(
+                score, [upload, prompt_pick, custom], [annotated, verdict, verdicts, result_file], api_name="score"
+            )
         with gr.Tab("Leaderboard", id="leaderboard"):
-            gr.Markdown(f"Accuracy (%) of images passing every statement. Rows marked *{REPORTED}* are copied from "
-                        "the paper's Table 3 and were not scored here. `polarity_gap` = 0:1 − 1:0.")
-            board = gr.Dataframe(headers=LEADERBOARD_HEADERS, interactive=False, show_search="filter",
-                                 pinned_columns=1, label="Leaderboard", elem_id="leaderboard")
+            gr.Markdown(
+                f"Accuracy (%) of images passing every statement. Rows marked *{REPORTED}* are copied from "
+                "the paper's Table 3 and were not scored here. `polarity_gap` = 0:1 − 1:0."
+            )
+            board = gr.Dataframe(
+                headers=LEADERBOARD_HEADERS,
+                interactive=False,
+                show_search="filter",
+                pinned_columns=1,
+                label="Leaderboard",
+                elem_id="leaderboard",
+            )
             with gr.Row():
                 refresh = gr.Button("Refresh")
                 csv_file = gr.File(label="CSV")
             model_pick = gr.Dropdown([], label="Model detail")
             model_status = gr.Markdown()
             plot = gr.Plot(label="Positive vs negated statements per category")
-            causes = gr.Dataframe(headers=["category", *CAUSES, "failed"], interactive=False,
-                                  label="Failure causes by category (failed statements)")
+            causes = gr.Dataframe(
+                headers=["category", *CAUSES, "failed"],
+                interactive=False,
+                label="Failure causes by category (failed statements)",
+            )
             refresh.click(leaderboard, None, [board, csv_file, model_pick], api_name="leaderboard")
             model_pick.change(model_details, model_pick, [model_status, plot, causes], api_name="model_detail")
         with gr.Tab("Submit", id="submit"):
@@ -497,12 +663,18 @@ def build_app(
                 revision = gr.Textbox(label="Revision", value="main")
             send = gr.Button("Submit", variant="primary")
             submit_status = gr.Markdown()
-            submissions = gr.Dataframe(headers=list(submissions_frame([]).columns), label="Submissions",
-                                       interactive=False, wrap=True)
-            send.click(submit_results, [results_upload, model_name, link, images_repo, revision],
-                       [submit_status, submissions], api_name="submit")
+            submissions = gr.Dataframe(
+                headers=list(submissions_frame([]).columns), label="Submissions", interactive=False, wrap=True
+            )
+            send.click(
+                submit_results,
+                [results_upload, model_name, link, images_repo, revision],
+                [submit_status, submissions],
+                api_name="submit",
+            )
         demo.load(explore, filters, [count, table, chosen], api_name=False).then(
-            show_prompt, chosen, [detail, statements, group], api_name=False)
+            show_prompt, chosen, [detail, statements, group], api_name=False
+        )
         demo.load(leaderboard, None, [board, csv_file, model_pick], api_name=False)
         demo.load(lambda: submissions_frame(store.list_entries()), None, submissions, api_name=False)
     return demo

@@ -1,4 +1,5 @@
 """`negt2ibench serve` and `negt2ibench deploy-space`."""
+
 from __future__ import annotations
 
 import argparse
@@ -59,11 +60,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Scoring loads the evaluator's models on first use."
         ),
     )
-    serve.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)),
-                       help="port to listen on (default 7860)")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 to share on the LAN)")
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)),
+        help="port to listen on (default 7860)",
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 to share on the LAN)"
+    )
     serve.add_argument("--dataset", type=Path, default=None, help="built dataset folder (from `negt2ibench build`)")
-    serve.add_argument("--home", type=Path, default=None, help="NEGT2I_HOME for this run (the SQLite leaderboard lives there)")
+    serve.add_argument(
+        "--home", type=Path, default=None, help="NEGT2I_HOME for this run (the SQLite leaderboard lives there)"
+    )
     serve.set_defaults(handler=_serve)
 
     deploy = subparsers.add_parser(
@@ -71,7 +80,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="assemble the Space folder and upload it to a Hugging Face Space",
         description=(
             "Write the Space folder (app.py, the project's packages, requirements.txt, README.md with the Space YAML: "
-            "gradio SDK, ZeroGPU hardware) to --out and upload it with huggingface_hub (token: HF_TOKEN or `hf auth login`). "
+            "gradio SDK, ZeroGPU hardware) to --out and upload it with huggingface_hub "
+            "(token: HF_TOKEN or `hf auth login`). "
             "--dry-run lists the files and uploads nothing."
         ),
     )

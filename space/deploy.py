@@ -1,9 +1,10 @@
 """Assemble the Space folder (entry file, code, requirements, README with the Space YAML) and upload it."""
+
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("negt2ibench", "dataset_builder", "evaluator", "space")
@@ -83,13 +84,15 @@ def upload_space(folder: Path, repo_id: str, token: str | None = None) -> str:
 
     api = HfApi(token=token)
     api.create_repo(repo_id, repo_type="space", space_sdk="gradio", exist_ok=True)
-    commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="space",
-                               commit_message="Deploy NegT2IBench Space")
+    commit = api.upload_folder(
+        folder_path=str(folder), repo_id=repo_id, repo_type="space", commit_message="Deploy NegT2IBench Space"
+    )
     return str(getattr(commit, "commit_url", commit))
 
 
-def deploy_space(repo_id: str, out_dir: str | Path, *, dry_run: bool = False,
-                 upload: Callable[[Path, str], str] | None = None) -> tuple[list[Path], str | None]:
+def deploy_space(
+    repo_id: str, out_dir: str | Path, *, dry_run: bool = False, upload: Callable[[Path, str], str] | None = None
+) -> tuple[list[Path], str | None]:
     """Assemble the folder; upload it unless `dry_run`. The files and the commit URL (None when dry)."""
     files = assemble_space(out_dir, repo_id)
     if dry_run:

@@ -9,11 +9,11 @@
 An entry is one submission: who sent it, for which model, its status (pending / verified /
 rejected) with the reason, and its leaderboard row once validated. Results are stored beside it.
 """
+
 from __future__ import annotations
 
 import contextlib
 import gzip
-import json
 import os
 import re
 import sqlite3
@@ -21,8 +21,9 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Literal, Optional, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -66,8 +67,8 @@ class Entry(BaseModel):
     reason: str = ""
     evaluator_version: str = ""
     config_hash: str = ""
-    row: Optional[dict[str, Any]] = None  # leaderboard row (Table 3 columns) once validated
-    detail: Optional[dict[str, Any]] = None  # per-model detail: polarity × category, failure causes
+    row: dict[str, Any] | None = None  # leaderboard row (Table 3 columns) once validated
+    detail: dict[str, Any] | None = None  # per-model detail: polarity × category, failure causes
 
 
 def with_status(
@@ -91,7 +92,13 @@ class LeaderboardStore(Protocol):
         shows each model's newest entry). Another submitter's model raises OwnershipError."""
 
     def update_status(
-        self, submission_id: str, status: Status, reason: str = "", *, row: dict | None = None, detail: dict | None = None
+        self,
+        submission_id: str,
+        status: Status,
+        reason: str = "",
+        *,
+        row: dict | None = None,
+        detail: dict | None = None,
     ) -> Entry: ...
 
     def get_entry(self, submission_id: str) -> Entry: ...
@@ -120,9 +127,7 @@ def _check_owner(existing: list[Entry], entry: Entry) -> None:
         return
     for other in existing:
         if other.model_key == entry.model_key and other.status != "rejected" and other.submitter != entry.submitter:
-            raise OwnershipError(
-                f"model {entry.model_name!r} was submitted by another user; choose another model name"
-            )
+            raise OwnershipError(f"model {entry.model_name!r} was submitted by another user; choose another model name")
 
 
 class SQLiteStore:
@@ -174,15 +179,27 @@ class SQLiteStore:
             _check_owner(self._all(connection), entry)
             connection.execute(
                 "INSERT INTO entries VALUES (?, ?, ?, ?, ?, ?)",
-                (entry.submission_id, entry.model_key, entry.submitter, entry.created_at, entry.status,
-                 entry.model_dump_json()),
+                (
+                    entry.submission_id,
+                    entry.model_key,
+                    entry.submitter,
+                    entry.created_at,
+                    entry.status,
+                    entry.model_dump_json(),
+                ),
             )
             # Serialised inside the transaction: a failure while reading the results undoes the entry.
             connection.execute("INSERT INTO results VALUES (?, ?)", (entry.submission_id, _results_blob(results)))
         return entry
 
     def update_status(
-        self, submission_id: str, status: Status, reason: str = "", *, row: dict | None = None, detail: dict | None = None
+        self,
+        submission_id: str,
+        status: Status,
+        reason: str = "",
+        *,
+        row: dict | None = None,
+        detail: dict | None = None,
     ) -> Entry:
         with self._lock, self._connect() as connection:
             entry = with_status(self._get(connection, submission_id), status, reason, row=row, detail=detail)
@@ -209,7 +226,9 @@ class SQLiteStore:
 
     def get_results(self, submission_id: str) -> list[ResultRecord]:
         with self._connect() as connection:
-            row = connection.execute("SELECT jsonl_gz FROM results WHERE submission_id = ?", (submission_id,)).fetchone()
+            row = connection.execute(
+                "SELECT jsonl_gz FROM results WHERE submission_id = ?", (submission_id,)
+            ).fetchone()
         if row is None:
             raise StoreError(f"no results for submission {submission_id!r}")
         return _parse_results_blob(row[0])
@@ -267,7 +286,7 @@ class HubStore:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_repo(cls, repo_id: str, local_dir: str | Path, token: str | None = None) -> "HubStore":
+    def from_repo(cls, repo_id: str, local_dir: str | Path, token: str | None = None) -> HubStore:
         """Download the repo into `local_dir` (creating it if missing) and commit back to it."""
         from huggingface_hub import HfApi, snapshot_download
 
@@ -288,7 +307,9 @@ class HubStore:
         return f"results/{submission_id}.jsonl.gz"
 
     def _all(self) -> list[Entry]:
-        entries = [Entry.model_validate_json(p.read_text("utf-8")) for p in (self.local_dir / "submissions").glob("*.json")]
+        entries = [
+            Entry.model_validate_json(p.read_text("utf-8")) for p in (self.local_dir / "submissions").glob("*.json")
+        ]
         return sorted(entries, key=lambda e: e.created_at)
 
     def _commit(self, writes: dict[str, bytes], deletes: list[str], message: str) -> None:
@@ -326,7 +347,13 @@ class HubStore:
         return entry
 
     def update_status(
-        self, submission_id: str, status: Status, reason: str = "", *, row: dict | None = None, detail: dict | None = None
+        self,
+        submission_id: str,
+        status: Status,
+        reason: str = "",
+        *,
+        row: dict | None = None,
+        detail: dict | None = None,
     ) -> Entry:
         with self._lock:
             entry = with_status(self.get_entry(submission_id), status, reason, row=row, detail=detail)

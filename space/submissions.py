@@ -7,21 +7,23 @@ A valid one is stored *pending* with its leaderboard row; then k random images a
 from the submitted images dataset: all verdicts agree (within the tolerance) → *verified*, too
 many disagree → *rejected*, images not reachable → stays *pending* with that reason.
 """
+
 from __future__ import annotations
 
 import os
 import random
 import time
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Protocol
 
 from PIL import Image
 
 from dataset_builder.records import PromptIndex, PromptRecord
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
-from evaluator.config import EVALUATOR_VERSION, EvaluatorConfig, PRESETS
+from evaluator.config import EVALUATOR_VERSION, PRESETS, EvaluatorConfig
 from evaluator.results import ResultRecord
 
 from .store import Entry, LeaderboardStore, OwnershipError, model_key_of
@@ -77,7 +79,7 @@ class ParquetImages:
         self.filesystem = filesystem
 
     @classmethod
-    def from_folder(cls, folder: str | Path, split: str) -> "ParquetImages":
+    def from_folder(cls, folder: str | Path, split: str) -> ParquetImages:
         """A dataset folder laid out as the Hub repo: ``images/<split>-*.parquet``."""
         files = sorted(str(p) for p in Path(folder).glob(f"images/{split}-*.parquet"))
         if not files:
@@ -122,7 +124,10 @@ def hub_images(repo_id: str, revision: str, split: str) -> ImageSource:
 
 
 def check_results(
-    results: list[ResultRecord], prompt_ids: Iterable[str], *, config: EvaluatorConfig = PRESETS["current"],
+    results: list[ResultRecord],
+    prompt_ids: Iterable[str],
+    *,
+    config: EvaluatorConfig = PRESETS["current"],
     samples_per_prompt: int = SAMPLES_PER_PROMPT,
 ) -> str:
     """Why these results cannot go on the leaderboard, or "" when they can: one model key, this
@@ -139,8 +144,10 @@ def check_results(
     hashes = Counter(r.config_hash for r in results)
     if set(hashes) != {config.config_hash}:
         found = ", ".join(hashes)
-        return (f"config hash {found} does not match this Space's {config.config_hash} "
-                f"(preset {config.name!r}); re-score with `negt2ibench score --preset {config.name}`")
+        return (
+            f"config hash {found} does not match this Space's {config.config_hash} "
+            f"(preset {config.name!r}); re-score with `negt2ibench score --preset {config.name}`"
+        )
     expected = {(pid, s) for pid in prompt_ids for s in range(samples_per_prompt)}
     seen = Counter((r.prompt_id, r.sample_index) for r in results)
     unknown = sorted(k for k in seen if k not in expected)
@@ -154,8 +161,10 @@ def check_results(
     missing = sorted(expected - set(seen))
     if missing:
         pid, s = missing[0]
-        return (f"{len(missing)} of {len(expected)} images are missing (e.g. {pid} sample {s}); "
-                f"a submission scores all prompts × {samples_per_prompt} samples")
+        return (
+            f"{len(missing)} of {len(expected)} images are missing (e.g. {pid} sample {s}); "
+            f"a submission scores all prompts × {samples_per_prompt} samples"
+        )
     return ""
 
 
@@ -170,7 +179,13 @@ def model_detail(results: Sequence[ResultRecord]) -> dict[str, Any]:
 
 
 def spot_check(
-    results: list[ResultRecord], images: ImageSource, prompts: PromptIndex, score: ScoreFn, *, k: int, seed: int | None = None,
+    results: list[ResultRecord],
+    images: ImageSource,
+    prompts: PromptIndex,
+    score: ScoreFn,
+    *,
+    k: int,
+    seed: int | None = None,
 ) -> list[str]:
     """Re-score k random submitted images; the list of disagreements (empty when all agree)."""
     chosen = random.Random(seed).sample(results, min(k, len(results)))
@@ -226,19 +241,29 @@ def submit(
         raise SubmissionError("upload the results JSONL written by `negt2ibench score`")
     size = path.stat().st_size
     if size > limits.max_bytes:
-        raise SubmissionError(f"the results file is {size / 2**20:.1f} MB; the limit is {limits.max_bytes / 2**20:.0f} MB")
+        raise SubmissionError(
+            f"the results file is {size / 2**20:.1f} MB; the limit is {limits.max_bytes / 2**20:.0f} MB"
+        )
     recent = store.count_recent(form.submitter, now - DAY_SECONDS)
     if recent >= limits.per_day:
-        raise SubmissionError(f"{form.submitter} already submitted {recent} times in the last 24 hours "
-                              f"(limit {limits.per_day}); try again tomorrow")
+        raise SubmissionError(
+            f"{form.submitter} already submitted {recent} times in the last 24 hours "
+            f"(limit {limits.per_day}); try again tomorrow"
+        )
     for other in store.list_entries():
         if other.model_key == model_key and other.submitter != form.submitter and other.status != "rejected":
             raise SubmissionError(f"model {model_name!r} was submitted by another user; choose another model name")
 
     entry = Entry(
-        model_name=model_name, model_key=model_key, submitter=form.submitter, link=form.link.strip(),
-        images_repo=form.images_repo.strip(), images_revision=form.images_revision.strip() or "main",
-        created_at=now, evaluator_version=EVALUATOR_VERSION, config_hash=config.config_hash,
+        model_name=model_name,
+        model_key=model_key,
+        submitter=form.submitter,
+        link=form.link.strip(),
+        images_repo=form.images_repo.strip(),
+        images_revision=form.images_revision.strip() or "main",
+        created_at=now,
+        evaluator_version=EVALUATOR_VERSION,
+        config_hash=config.config_hash,
     )
 
     def reject(reason: str) -> Entry:
@@ -280,7 +305,8 @@ def submit(
     if len(mismatches) > limits.spot_check_tolerance:
         shown = "; ".join(mismatches[:3])
         return store.update_status(
-            entry.submission_id, "rejected",
+            entry.submission_id,
+            "rejected",
             f"spot check: {len(mismatches)} of {checked} re-scored images disagree ({shown})",
         )
     return store.update_status(

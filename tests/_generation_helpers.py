@@ -1,4 +1,5 @@
 """Test fixtures for generation: a tiny random StableDiffusionPipeline built offline, and prompts."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -65,8 +66,12 @@ def tiny_sd_pipeline(seed: int = 0):
         )
     )
     scheduler = DDIMScheduler(
-        beta_start=0.00085, beta_end=0.012, beta_schedule="scaled_linear",
-        clip_sample=False, set_alpha_to_one=False, steps_offset=1,
+        beta_start=0.00085,
+        beta_end=0.012,
+        beta_schedule="scaled_linear",
+        clip_sample=False,
+        set_alpha_to_one=False,
+        steps_offset=1,
     )
     pipeline = StableDiffusionPipeline(
         unet=unet,
@@ -155,29 +160,64 @@ def tiny_janus(seed: int = 0):
     raw = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     raw.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=raw, bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>",
-        extra_special_tokens={"image_token": "<image_placeholder>", "boi_token": "<begin_of_image>",
-                              "eoi_token": "<end_of_image>"},
+        tokenizer_object=raw,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        extra_special_tokens={
+            "image_token": "<image_placeholder>",
+            "boi_token": "<begin_of_image>",
+            "eoi_token": "<end_of_image>",
+        },
     )
     patch = 8
     image_tokens = (JANUS_IMAGE_SIZE // patch) ** 2
     config = JanusConfig(
-        text_config=LlamaConfig(vocab_size=len(words), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=128,
-                                bos_token_id=1, eos_token_id=2, pad_token_id=3),
-        vision_config=JanusVisionConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=4,
-                                        image_size=JANUS_IMAGE_SIZE, patch_size=patch, projection_dim=32,
-                                        num_image_tokens=image_tokens),
-        vq_config=JanusVQVAEConfig(embed_dim=8, num_embeddings=64, latent_channels=32, base_channels=32,
-                                   channel_multiplier=[1, 1, 2, 2], num_res_blocks=1, projection_dim=32,
-                                   image_token_embed_dim=32),
+        text_config=LlamaConfig(
+            vocab_size=len(words),
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            max_position_embeddings=128,
+            bos_token_id=1,
+            eos_token_id=2,
+            pad_token_id=3,
+        ),
+        vision_config=JanusVisionConfig(
+            hidden_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=4,
+            image_size=JANUS_IMAGE_SIZE,
+            patch_size=patch,
+            projection_dim=32,
+            num_image_tokens=image_tokens,
+        ),
+        vq_config=JanusVQVAEConfig(
+            embed_dim=8,
+            num_embeddings=64,
+            latent_channels=32,
+            base_channels=32,
+            channel_multiplier=[1, 1, 2, 2],
+            num_res_blocks=1,
+            projection_dim=32,
+            image_token_embed_dim=32,
+        ),
         image_token_id=4,
     )
     torch.manual_seed(seed)
     model = JanusForConditionalGeneration(config).eval()
     # What the Hub checkpoints' generation_config.json carries for image mode.
-    model.generation_config = GenerationConfig(bos_token_id=1, eos_token_id=2, pad_token_id=3, guidance_scale=5.0,
-                                               generation_kwargs={"boi_token_id": 5}, max_length=64)
+    model.generation_config = GenerationConfig(
+        bos_token_id=1,
+        eos_token_id=2,
+        pad_token_id=3,
+        guidance_scale=5.0,
+        generation_kwargs={"boi_token_id": 5},
+        max_length=64,
+    )
     processor = JanusProcessor(
         image_processor=JanusImageProcessor(size={"height": JANUS_IMAGE_SIZE, "width": JANUS_IMAGE_SIZE}),
         tokenizer=tokenizer,

@@ -3,17 +3,17 @@
 Random weights make detections arbitrary, so tests built on these check mechanics (filtering,
 batching, resume, error paths), never what a real model would see.
 """
+
 from __future__ import annotations
 
 import string
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import torch
 from PIL import Image
 
 from evaluator.perception import ModelPerception  # bound here: CLI tests replace the module attribute
-
 
 # Classes the tiny detector is biased to "see" (random weights alone detect almost nothing).
 VISIBLE_CLASSES = ("cup", "tv remote", "cat", "dog", "bus", "car", "bench", "bowl", "sheep")
@@ -63,8 +63,12 @@ def tiny_sam():
             backbone_feature_sizes=[[32, 32], [16, 16], [8, 8]],
             fpn_hidden_size=32,
         ),
-        prompt_encoder_config=Sam2PromptEncoderConfig(hidden_size=32, image_size=128, patch_size=16, mask_input_channels=8),
-        mask_decoder_config=Sam2MaskDecoderConfig(hidden_size=32, mlp_dim=64, num_attention_heads=4, iou_head_hidden_dim=32),
+        prompt_encoder_config=Sam2PromptEncoderConfig(
+            hidden_size=32, image_size=128, patch_size=16, mask_input_channels=8
+        ),
+        mask_decoder_config=Sam2MaskDecoderConfig(
+            hidden_size=32, mlp_dim=64, num_attention_heads=4, iou_head_hidden_dim=32
+        ),
     )
     model = Sam2Model(config).eval()
     processor = Sam2Processor(image_processor=Sam2ImageProcessor(size={"height": 128, "width": 128}))
@@ -83,28 +87,44 @@ def tiny_siglip():
     vocab = _char_vocab()
     config = SiglipConfig(
         text_config=dict(
-            vocab_size=len(vocab), hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4,
+            vocab_size=len(vocab),
+            hidden_size=32,
+            intermediate_size=37,
+            num_hidden_layers=2,
+            num_attention_heads=4,
             max_position_embeddings=64,
         ),
         vision_config=dict(
-            image_size=32, patch_size=8, hidden_size=32, intermediate_size=37, num_hidden_layers=2, num_attention_heads=4
+            image_size=32,
+            patch_size=8,
+            hidden_size=32,
+            intermediate_size=37,
+            num_hidden_layers=2,
+            num_attention_heads=4,
         ),
     )
     model = SiglipModel(config).eval()
-    tokenizer = GemmaTokenizer(vocab=vocab, merges=[], unk_token="<unk>", pad_token="<pad>", bos_token="<bos>",
-                               eos_token="<eos>")
+    tokenizer = GemmaTokenizer(
+        vocab=vocab, merges=[], unk_token="<unk>", pad_token="<pad>", bos_token="<bos>", eos_token="<eos>"
+    )
     image_processor = SiglipImageProcessor(size={"height": 32, "width": 32})
     return model, SiglipProcessor(image_processor=image_processor, tokenizer=tokenizer)
 
 
 def tiny_depth():
-    from transformers import DepthAnythingConfig, DepthAnythingForDepthEstimation, DPTImageProcessor, Dinov2Config
+    from transformers import DepthAnythingConfig, DepthAnythingForDepthEstimation, Dinov2Config, DPTImageProcessor
 
     torch.manual_seed(0)
     config = DepthAnythingConfig(
         backbone_config=Dinov2Config(
-            image_size=32, patch_size=16, hidden_size=4, num_hidden_layers=2, num_attention_heads=2, intermediate_size=8,
-            out_features=["stage1", "stage2"], reshape_hidden_states=False,
+            image_size=32,
+            patch_size=16,
+            hidden_size=4,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=8,
+            out_features=["stage1", "stage2"],
+            reshape_hidden_states=False,
         ),
         reassemble_hidden_size=4,
         patch_size=16,
@@ -113,8 +133,12 @@ def tiny_depth():
     )
     model = DepthAnythingForDepthEstimation(config).eval()
     processor = DPTImageProcessor(
-        size={"height": 32, "width": 32}, keep_aspect_ratio=True, ensure_multiple_of=16, do_pad=False,
-        image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225],
+        size={"height": 32, "width": 32},
+        keep_aspect_ratio=True,
+        ensure_multiple_of=16,
+        do_pad=False,
+        image_mean=[0.485, 0.456, 0.406],
+        image_std=[0.229, 0.224, 0.225],
     )
     return model, processor
 
@@ -130,12 +154,24 @@ def make_prompt(category: str, objects: list[str], prompt_id: str | None = None,
     """A small valid prompt record: one statement on the first object (attribute) or first two (relation)."""
     from dataset_builder.records import PromptRecord, Statement
 
-    predicate = {"color": "red", "material": "wooden", "directional": "left of", "proximity": "near",
-                 "comparative": "bigger than", "depth": "in front of"}[category]
+    predicate = {
+        "color": "red",
+        "material": "wooden",
+        "directional": "left of",
+        "proximity": "near",
+        "comparative": "bigger than",
+        "depth": "in front of",
+    }[category]
     kind = "attribute" if category in ("color", "material") else "relation"
     target = None if kind == "attribute" else objects[1]
-    statement = Statement(index=0, polarity=polarity, subject=objects[0], target=target, predicate=predicate,
-                          text=f"{objects[0]} {predicate}")
+    statement = Statement(
+        index=0,
+        polarity=polarity,
+        subject=objects[0],
+        target=target,
+        predicate=predicate,
+        text=f"{objects[0]} {predicate}",
+    )
     num_pos, num_neg = (1, 0) if polarity == "positive" else (0, 1)
     return PromptRecord(
         prompt_id=prompt_id or f"{category}_pos{num_pos}_neg{num_neg}_000",
@@ -152,7 +188,7 @@ def make_prompt(category: str, objects: list[str], prompt_id: str | None = None,
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def tiny_models():
     """(detector, sam, siglip, depth), built once per test session."""
     return tiny_detector(), tiny_sam(), tiny_siglip(), tiny_depth()
@@ -165,5 +201,6 @@ def tiny_perception(config=None, batch_size: int = 8, presence_threshold: float 
     if presence_threshold is not None:
         config = config.replace(presence_threshold=presence_threshold)
     detector, sam, siglip, depth = tiny_models()
-    return ModelPerception.from_models(config, detector=detector, sam=sam, siglip=siglip, depth=depth,
-                                       batch_size=batch_size)
+    return ModelPerception.from_models(
+        config, detector=detector, sam=sam, siglip=siglip, depth=depth, batch_size=batch_size
+    )

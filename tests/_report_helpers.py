@@ -13,15 +13,14 @@ model beta (hash h9)
   color_pos1_neg0_000  s0 pass
   material_pos1_neg1_002 s0 fail: pos ok, neg forbidden_rendered;  s1 pass
 """
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 from evaluator.results import ResultRecord, StatementResult
 
 
 def statement(
-    index: int, polarity: str, satisfied: bool, cause: Optional[str] = None, dead_zone_pass: bool = False
+    index: int, polarity: str, satisfied: bool, cause: str | None = None, dead_zone_pass: bool = False
 ) -> StatementResult:
     return StatementResult(
         index=index, polarity=polarity, satisfied=satisfied, cause=cause, dead_zone_pass=dead_zone_pass
@@ -33,7 +32,7 @@ def record(
     model: str,
     sample: int,
     statements: list[StatementResult],
-    error: Optional[str] = None,
+    error: str | None = None,
     config_hash: str = "h1",
     version: str = "1.0.0",
 ) -> ResultRecord:
@@ -66,7 +65,13 @@ def hand_results() -> list[ResultRecord]:
         record("color_pos0_neg1_000", a, 0, [statement(0, "negated", False, "forbidden_rendered")]),
         record("color_pos0_neg1_000", a, 1, [statement(0, "negated", False, "forbidden_rendered")]),
         # An error row: its statement must not count anywhere.
-        record("color_pos1_neg0_001", a, 0, [statement(0, "positive", False, "subject_missing")], error="CUDA out of memory"),
+        record(
+            "color_pos1_neg0_001",
+            a,
+            0,
+            [statement(0, "positive", False, "subject_missing")],
+            error="CUDA out of memory",
+        ),
         record("depth_pos1_neg0_000", a, 0, [pos_ok()]),
         record("depth_pos1_neg0_000", a, 1, [statement(0, "positive", False, "dead_zone")]),
         record("depth_pos0_neg1_000", a, 0, [neg_ok(dead_zone_pass=True)]),
@@ -88,7 +93,11 @@ def hand_results() -> list[ResultRecord]:
     beta = [
         record("color_pos1_neg0_000", b, 0, [pos_ok()], config_hash="h9"),
         record(
-            "material_pos1_neg1_002", b, 0, [pos_ok(0), statement(1, "negated", False, "forbidden_rendered")], config_hash="h9"
+            "material_pos1_neg1_002",
+            b,
+            0,
+            [pos_ok(0), statement(1, "negated", False, "forbidden_rendered")],
+            config_hash="h9",
         ),
         record("material_pos1_neg1_002", b, 1, [pos_ok(0), neg_ok(1)], config_hash="h9"),
     ]

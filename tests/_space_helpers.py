@@ -1,10 +1,11 @@
 """Test doubles and data builders for the Space tests (no models, no network)."""
+
 from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 from PIL import Image
@@ -28,8 +29,13 @@ class RectanglePerception:
     (lower in the image = nearer), so a box lower in the picture is in front.
     """
 
-    def __init__(self, boxes: dict[str, Box] | None = None, values: dict[str, str] | None = None,
-                 absent: Iterable[str] = (), all_absent: bool = False):
+    def __init__(
+        self,
+        boxes: dict[str, Box] | None = None,
+        values: dict[str, str] | None = None,
+        absent: Iterable[str] = (),
+        all_absent: bool = False,
+    ):
         self.boxes = dict(boxes or {})
         self.values = dict(values or {})
         self.absent = set(absent)
@@ -44,7 +50,7 @@ class RectanglePerception:
     def observe(self, images: list[Image.Image], prompts: list[PromptRecord]) -> list[ImageObservation]:
         self.calls += 1
         observations = []
-        for image, prompt in zip(images, prompts):
+        for image, prompt in zip(images, prompts, strict=False):
             width, height = image.size
             observation = ImageObservation(width=width, height=height)
             pixels = np.asarray(image)
@@ -63,8 +69,13 @@ class RectanglePerception:
                     chosen = self.values.get(name, prompt.statements[0].predicate)
                     scores = {v: (30.0 if v == chosen else 10.0) for v in CATEGORY_VOCABULARY[prompt.category]}
                 observation.objects[name] = ObjectObservation(
-                    name=name, present=True, confidence=0.9, box=(float(x0), float(y0), float(x1), float(y1)),
-                    mask=mask, value_scores=scores, count=1,
+                    name=name,
+                    present=True,
+                    confidence=0.9,
+                    box=(float(x0), float(y0), float(x1), float(y1)),
+                    mask=mask,
+                    value_scores=scores,
+                    count=1,
                 )
             observations.append(observation)
         return observations
@@ -83,23 +94,54 @@ def png_bytes(size: tuple[int, int] = (96, 64), color: tuple[int, int, int] = (2
     return buffer.getvalue()
 
 
-def result_line(prompt: PromptRecord, sample_index: int, model_key: str, *, passed: bool,
-                version: str = EVALUATOR_VERSION, config_hash: str | None = None) -> dict:
+def result_line(
+    prompt: PromptRecord,
+    sample_index: int,
+    model_key: str,
+    *,
+    passed: bool,
+    version: str = EVALUATOR_VERSION,
+    config_hash: str | None = None,
+) -> dict:
     """A result record as a dict: every object present and every statement satisfied when
     `passed`, else every object missing (each statement fails for its subject)."""
     statements = [
-        {"index": s.index, "polarity": s.polarity, "satisfied": passed, "cause": None if passed else "subject_missing",
-         "observed": [], "measurements": {}, "dead_zone_pass": False}
+        {
+            "index": s.index,
+            "polarity": s.polarity,
+            "satisfied": passed,
+            "cause": None if passed else "subject_missing",
+            "observed": [],
+            "measurements": {},
+            "dead_zone_pass": False,
+        }
         for s in prompt.statements
     ]
-    objects = [{"name": name, "present": passed, "confidence": 0.9 if passed else 0.0, "box": None} for name in prompt.objects]
-    return {"prompt_id": prompt.prompt_id, "model_key": model_key, "sample_index": sample_index, "passed": passed,
-            "objects": objects, "statements": statements, "evaluator_version": version,
-            "config_hash": config_hash or PRESETS["current"].config_hash, "error": None}
+    objects = [
+        {"name": name, "present": passed, "confidence": 0.9 if passed else 0.0, "box": None} for name in prompt.objects
+    ]
+    return {
+        "prompt_id": prompt.prompt_id,
+        "model_key": model_key,
+        "sample_index": sample_index,
+        "passed": passed,
+        "objects": objects,
+        "statements": statements,
+        "evaluator_version": version,
+        "config_hash": config_hash or PRESETS["current"].config_hash,
+        "error": None,
+    }
 
 
-def write_results(path: Path, prompts: Sequence[PromptRecord], model_key: str, *, passed: Callable[[PromptRecord, int], bool] | bool = False,
-                  samples: int = SAMPLES_PER_PROMPT, **overrides) -> Path:
+def write_results(
+    path: Path,
+    prompts: Sequence[PromptRecord],
+    model_key: str,
+    *,
+    passed: Callable[[PromptRecord, int], bool] | bool = False,
+    samples: int = SAMPLES_PER_PROMPT,
+    **overrides,
+) -> Path:
     """Write a full results JSONL (every prompt × sample) quickly: one JSON encoding per prompt
     and verdict, the sample index substituted into the text."""
     marker = '"sample_index": -1'
@@ -114,7 +156,9 @@ def write_results(path: Path, prompts: Sequence[PromptRecord], model_key: str, *
     return path
 
 
-def write_images_dataset(folder: Path, prompts: Sequence[PromptRecord], split: str, samples: int = SAMPLES_PER_PROMPT) -> Path:
+def write_images_dataset(
+    folder: Path, prompts: Sequence[PromptRecord], split: str, samples: int = SAMPLES_PER_PROMPT
+) -> Path:
     """A local folder laid out as the Hub images repo: images/<split>-00000-of-00001.parquet
     (one small PNG shared by every row, so it is quick to write)."""
     import pyarrow as pa
@@ -122,12 +166,14 @@ def write_images_dataset(folder: Path, prompts: Sequence[PromptRecord], split: s
 
     image = {"bytes": png_bytes(), "path": None}
     rows = [(p.prompt_id, s) for p in prompts for s in range(samples)]
-    table = pa.table({
-        "prompt_id": [r[0] for r in rows],
-        "sample_index": pa.array([r[1] for r in rows], pa.int32()),
-        "image": [image] * len(rows),
-        "model_key": [split] * len(rows),
-    })
+    table = pa.table(
+        {
+            "prompt_id": [r[0] for r in rows],
+            "sample_index": pa.array([r[1] for r in rows], pa.int32()),
+            "image": [image] * len(rows),
+            "model_key": [split] * len(rows),
+        }
+    )
     (folder / "images").mkdir(parents=True, exist_ok=True)
     pq.write_table(table, folder / "images" / f"{split}-00000-of-00001.parquet", row_group_size=2048)
     return folder

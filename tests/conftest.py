@@ -1,4 +1,5 @@
 """Test-wide guards: everything offline, no network but loopback."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """The corpus (DESIGN §3) and its grammar: invariants on the default corpus, determinism, parsing."""
+
 from __future__ import annotations
 
 import re
@@ -57,7 +58,7 @@ def test_matched_groups_differ_only_in_polarity(corpus):
     for record in corpus:
         groups[record.group_id].append(record)
     assert len(groups) == 6 * 4 * 100
-    for group_id, members in groups.items():
+    for _group_id, members in groups.items():
         load = members[0].load
         assert sorted(m.setting for m in members) == sorted(setting_name(p, n) for p, n in SETTINGS if p + n == load)
         for member in members:
@@ -79,8 +80,13 @@ def test_value_balance_per_setting_and_polarity(corpus):
         for p, n in SETTINGS:
             for polarity in ("positive", "negated"):
                 counts = Counter({v: 0 for v in CATEGORY_VOCABULARY[category]})
-                counts.update(s.predicate for r in corpus if r.category == category and r.setting == setting_name(p, n)
-                              for s in r.statements if s.polarity == polarity)
+                counts.update(
+                    s.predicate
+                    for r in corpus
+                    if r.category == category and r.setting == setting_name(p, n)
+                    for s in r.statements
+                    if s.polarity == polarity
+                )
                 if sum(counts.values()):
                     assert max(counts.values()) - min(counts.values()) <= 1, (category, p, n, polarity, counts)
 
@@ -134,18 +140,31 @@ def test_render_examples_from_the_design():
     assert render_prompt("attribute", ["cup"], ["positive"], ["red"]) == ("a photo of a red cup", ["a red cup"])
     assert render_prompt("attribute", ["cup"], ["negated"], ["orange"])[0] == "a photo of a non-orange cup"
     assert render_prompt("attribute", ["cup"], ["positive"], ["orange"])[0] == "a photo of an orange cup"
-    prompt, texts = render_prompt("attribute", ["bus", "knife", "sandwich", "toilet"],
-                                  ["positive", "positive", "negated", "negated"], ["plastic"] * 4)
+    prompt, texts = render_prompt(
+        "attribute",
+        ["bus", "knife", "sandwich", "toilet"],
+        ["positive", "positive", "negated", "negated"],
+        ["plastic"] * 4,
+    )
     assert prompt == "a photo of a plastic bus, a plastic knife, a non-plastic sandwich, and a non-plastic toilet"
     assert texts[2] == "a non-plastic sandwich"
     prompt, texts = render_prompt(
-        "relation", ["laptop", "zebra", "backpack", "surfboard", "carrot"],
-        ["positive", "positive", "negated", "negated"], ["right of", "right of", "below", "right of"])
-    assert prompt == ("a photo of a laptop, a zebra, a backpack, a surfboard, and a carrot, where the laptop is "
-                      "right of the zebra, is right of the backpack, is not below the surfboard, and is not right of "
-                      "the carrot")
-    assert texts == ["is right of the zebra", "is right of the backpack", "is not below the surfboard",
-                     "is not right of the carrot"]
+        "relation",
+        ["laptop", "zebra", "backpack", "surfboard", "carrot"],
+        ["positive", "positive", "negated", "negated"],
+        ["right of", "right of", "below", "right of"],
+    )
+    assert prompt == (
+        "a photo of a laptop, a zebra, a backpack, a surfboard, and a carrot, where the laptop is "
+        "right of the zebra, is right of the backpack, is not below the surfboard, and is not right of "
+        "the carrot"
+    )
+    assert texts == [
+        "is right of the zebra",
+        "is right of the backpack",
+        "is not below the surfboard",
+        "is not right of the carrot",
+    ]
     prompt, texts = render_prompt("relation", ["skis", "bench"], ["negated"], ["bigger than"])
     assert prompt == "a photo of skis and a bench, where the skis are not bigger than the bench"
     assert texts == ["are not bigger than the bench"]
@@ -161,7 +180,11 @@ def test_parse_round_trip_on_every_prompt(corpus):
         assert parsed.objects == record.objects, record.prompt_id
         assert parsed.statements == record.statements, record.prompt_id
         assert (parsed.category, parsed.kind, parsed.setting, parsed.load) == (
-            record.category, record.kind, record.setting, record.load)
+            record.category,
+            record.kind,
+            record.setting,
+            record.load,
+        )
         assert parsed.prompt_id == parsed.group_id == "custom"
 
 
@@ -173,28 +196,33 @@ def test_parse_is_lenient_on_case_space_and_full_stop():
 
 
 def test_parse_multiword_subject_and_objects():
-    parsed = parse_prompt("a photo of a tv, a tv remote, and a hot dog, where the tv remote is far from the tv "
-                          "and is not near the hot dog")
+    parsed = parse_prompt(
+        "a photo of a tv, a tv remote, and a hot dog, where the tv remote is far from the tv "
+        "and is not near the hot dog"
+    )
     assert [s.subject for s in parsed.statements] == ["tv remote", "tv remote"]
     assert [s.target for s in parsed.statements] == ["tv", "hot dog"]
     assert parsed.category == "proximity"
     assert [s.polarity for s in parsed.statements] == ["positive", "negated"]
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("a red cup", "must start with"),
-    ("a photo of a cup", "states nothing"),
-    ("a photo of an orange", "states nothing"),
-    ("a photo of a red cup and a wooden chair", "one category"),
-    ("a photo of a dog and a cat, where the dog is near the cat and is left of the cat", "one relation"),
-    ("a photo of a dog and a cat, where the dog is beside the cat", "cannot read"),
-    ("a photo of a dog and a cat, where the dog is near the horse", "not in the object list"),
-    ("a photo of a dog and a cat, where the horse is near the cat", "listed objects"),
-    ("a photo of a red dog and a cat, where the dog is near the cat", "not both"),
-    ("a photo of a unicorn", "cannot read"),
-    ("a photo of a dog and a dog, where the dog is near the dog", "once"),
-    ("a photo of a dog and a cat, where the dog is near the cat and is far from the dog", "itself"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("a red cup", "must start with"),
+        ("a photo of a cup", "states nothing"),
+        ("a photo of an orange", "states nothing"),
+        ("a photo of a red cup and a wooden chair", "one category"),
+        ("a photo of a dog and a cat, where the dog is near the cat and is left of the cat", "one relation"),
+        ("a photo of a dog and a cat, where the dog is beside the cat", "cannot read"),
+        ("a photo of a dog and a cat, where the dog is near the horse", "not in the object list"),
+        ("a photo of a dog and a cat, where the horse is near the cat", "listed objects"),
+        ("a photo of a red dog and a cat, where the dog is near the cat", "not both"),
+        ("a photo of a unicorn", "cannot read"),
+        ("a photo of a dog and a dog, where the dog is near the dog", "once"),
+        ("a photo of a dog and a cat, where the dog is near the cat and is far from the dog", "itself"),
+    ],
+)
 def test_parse_errors_show_the_grammar(text, problem):
     with pytest.raises(PromptParseError) as caught:
         parse_prompt(text)
@@ -231,8 +259,9 @@ def test_validator_reports_broken_records_by_prompt_id(corpus):
     flipped = record.model_copy(update={"statements": [statement.model_copy(update={"polarity": "negated"})]})
     assert any("polarities" in p for p in record_violations(flipped))
     broken = list(corpus)
-    broken[5] = broken[5].model_copy(update={"prompt": broken[4].prompt, "objects": broken[4].objects,
-                                             "statements": broken[4].statements})
+    broken[5] = broken[5].model_copy(
+        update={"prompt": broken[4].prompt, "objects": broken[4].objects, "statements": broken[4].statements}
+    )
     where = {v.where for v in find_violations(broken)}
     assert broken[5].prompt_id in where and broken[4].prompt_id in where
     # a class overused within a category breaks balance; a missing record breaks counts and groups

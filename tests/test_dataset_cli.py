@@ -1,4 +1,5 @@
 """`negt2ibench build / validate / push`: summaries, exit codes and one-line errors."""
+
 from __future__ import annotations
 
 import subprocess
@@ -42,12 +43,15 @@ def test_non_empty_output_needs_overwrite(built, capsys):
     assert (built / "prompts.jsonl").read_bytes() == before
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["build", "--seed", "abc"], "the seed must be an integer, got 'abc'"),
-    (["build", "--seed", "1.5"], "the seed must be an integer"),
-    (["build", "--frobnicate"], "unrecognized arguments: --frobnicate"),
-    (["push", "--dry-run"], "--repo-id"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["build", "--seed", "abc"], "the seed must be an integer, got 'abc'"),
+        (["build", "--seed", "1.5"], "the seed must be an integer"),
+        (["build", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+        (["push", "--dry-run"], "--repo-id"),
+    ],
+)
 def test_bad_options_exit_non_zero_without_traceback(argv, message, capsys):
     with pytest.raises(SystemExit) as exited:
         main(argv)
@@ -133,7 +137,8 @@ def test_console_script_end_to_end(tmp_path):
     """What `make run` does, through the real entry point in a fresh process."""
     out = tmp_path / "negt2ibench"
     for argv in (["build", "--out", str(out), "--overwrite"], ["validate", str(out)]):
-        done = subprocess.run([sys.executable, "-m", "negt2ibench", *argv], cwd=REPO, capture_output=True, text=True,
-                              timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "negt2ibench", *argv], cwd=REPO, capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, done.stderr
     assert "OK:" in done.stdout

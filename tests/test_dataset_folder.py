@@ -1,4 +1,5 @@
 """The Hub-ready folder: bytes, schema, `load_dataset` round trip, card, atomic writes, push."""
+
 from __future__ import annotations
 
 import io
@@ -91,8 +92,9 @@ def test_load_dataset_offline_round_trip(built, corpus, tmp_path, monkeypatch):
 def test_card_declares_configs_and_counts(built, corpus):
     meta = _front_matter(built / "README.md")
     assert meta["license"] and meta["task_categories"] == ["text-to-image"] and meta["pretty_name"]
-    assert meta["configs"] == [{"config_name": "prompts", "default": True,
-                                "data_files": [{"split": "test", "path": "prompts/test-*.parquet"}]}]
+    assert meta["configs"] == [
+        {"config_name": "prompts", "default": True, "data_files": [{"split": "test", "path": "prompts/test-*.parquet"}]}
+    ]
     text = (built / "README.md").read_text(encoding="utf-8")
     assert "| color | 100 | 100 | 100 | 100 | 100 | 100 | 100 | 100 | 800 |" in text
     assert "**4800**" in text
@@ -111,13 +113,32 @@ def _write_image_split(folder: Path, key: str, rows: int = 2) -> None:
         PILImage.new("RGB", (8, 8), (200, 10, 10)).save(buffer, format="PNG")
         return buffer.getvalue()
 
-    features = Features({"prompt_id": Value("string"), "sample_index": Value("int32"), "seed": Value("int64"),
-                         "image": Image(), "model_id": Value("string"), "model_key": Value("string"),
-                         "params": Value("string")})
-    data = Dataset.from_list([
-        {"prompt_id": "color_pos1_neg0_000", "sample_index": i, "seed": i, "image": {"bytes": png(), "path": None},
-         "model_id": f"org/{key}", "model_key": key, "params": "{}"} for i in range(rows)
-    ], features=features)
+    features = Features(
+        {
+            "prompt_id": Value("string"),
+            "sample_index": Value("int32"),
+            "seed": Value("int64"),
+            "image": Image(),
+            "model_id": Value("string"),
+            "model_key": Value("string"),
+            "params": Value("string"),
+        }
+    )
+    data = Dataset.from_list(
+        [
+            {
+                "prompt_id": "color_pos1_neg0_000",
+                "sample_index": i,
+                "seed": i,
+                "image": {"bytes": png(), "path": None},
+                "model_id": f"org/{key}",
+                "model_key": key,
+                "params": "{}",
+            }
+            for i in range(rows)
+        ],
+        features=features,
+    )
     (folder / "images").mkdir(exist_ok=True)
     data.to_parquet(str(folder / "images" / f"{key}-00000-of-00001.parquet"))
 
@@ -132,9 +153,13 @@ def test_card_lists_image_splits_that_load(tmp_path, corpus):
     assert list(image_splits(folder)) == ["flux_2_dev", "sd_1_5"]
     write_card(folder)
     configs = _front_matter(folder / "README.md")["configs"]
-    assert configs[1] == {"config_name": "images", "data_files": [
-        {"split": "flux_2_dev", "path": "images/flux_2_dev-*.parquet"},
-        {"split": "sd_1_5", "path": "images/sd_1_5-*.parquet"}]}
+    assert configs[1] == {
+        "config_name": "images",
+        "data_files": [
+            {"split": "flux_2_dev", "path": "images/flux_2_dev-*.parquet"},
+            {"split": "sd_1_5", "path": "images/sd_1_5-*.parquet"},
+        ],
+    }
     text = (folder / "README.md").read_text(encoding="utf-8")
     assert "| `sd_1_5` | org/sd_1_5 | 3 | 1 |" in text
     images = load_dataset(str(folder), "images", split="sd_1_5", cache_dir=str(tmp_path / "cache"))

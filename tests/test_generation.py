@@ -1,4 +1,5 @@
 """Generation: registry, seeds, shards, resume, rank sharding, merge, OOM, NSFW flag, load_dataset."""
+
 from __future__ import annotations
 
 import io
@@ -8,9 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, write_prompts_dataset, write_prompts_jsonl
 from PIL import Image
 
-from _generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, write_prompts_dataset, write_prompts_jsonl
+from generation.merge import merge_split, refresh_card
 from generation.registry import REGISTRY, ModelSpec, get_spec, import_object, registry_lines
 from generation.runner import (
     DiffusersGenerator,
@@ -21,12 +23,19 @@ from generation.runner import (
     rank_slice,
     select_prompts,
 )
-from generation.merge import merge_split, refresh_card
 from generation.shards import drop_duplicates, existing_keys, image_features, shard_paths
 from negt2ibench.errors import UserError
 
-TINY = ModelSpec(key="tiny", hub_id="local/tiny-sd", pipeline_class="diffusers.StableDiffusionPipeline",
-                 steps=2, height=TINY_SIZE, width=TINY_SIZE, guidance=7.5, dtype="float32")
+TINY = ModelSpec(
+    key="tiny",
+    hub_id="local/tiny-sd",
+    pipeline_class="diffusers.StableDiffusionPipeline",
+    steps=2,
+    height=TINY_SIZE,
+    width=TINY_SIZE,
+    guidance=7.5,
+    dtype="float32",
+)
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +76,17 @@ class FailAfter:
 
 
 def test_registry_entries_name_installed_classes():
-    assert {"sd_1_5", "sd_1_5_negationclip", "sd_3_5_large", "flux_2_dev", "flux_2_klein_9b", "z_image_turbo",
-            "hunyuanimage_2_1", "janus_pro_7b", "blip3o_next"} <= set(REGISTRY)
+    assert {
+        "sd_1_5",
+        "sd_1_5_negationclip",
+        "sd_3_5_large",
+        "flux_2_dev",
+        "flux_2_klein_9b",
+        "z_image_turbo",
+        "hunyuanimage_2_1",
+        "janus_pro_7b",
+        "blip3o_next",
+    } <= set(REGISTRY)
     for key, spec in REGISTRY.items():
         assert spec.key == key and key.replace("_", "").isalnum() and key == key.lower()
         if spec.backend == "unsupported":
@@ -91,8 +109,9 @@ def test_registry_entries_name_installed_classes():
 def test_registry_listing_and_unknown_key():
     lines = registry_lines()
     assert len(lines) == len(REGISTRY) + 1
-    assert any(line.startswith("z_image_turbo") and "Tongyi-MAI/Z-Image-Turbo" in line and " 9 " in line
-               for line in lines)
+    assert any(
+        line.startswith("z_image_turbo") and "Tongyi-MAI/Z-Image-Turbo" in line and " 9 " in line for line in lines
+    )
     with pytest.raises(UserError, match="unknown model key 'sdxl'.*--model-id"):
         get_spec("sdxl")
 
@@ -113,13 +132,18 @@ def test_seed_depends_only_on_prompt_and_sample():
 def test_selection_and_plan():
     prompts = three_prompts()
     assert [p.prompt_id for p in select_prompts(prompts, categories=["color"])] == [
-        "color_pos1_neg0_000", "color_pos0_neg1_000"]
+        "color_pos1_neg0_000",
+        "color_pos0_neg1_000",
+    ]
     assert len(select_prompts(prompts, settings=["pos1_neg0"], limit=1)) == 1
     with pytest.raises(UserError, match="unknown category colour"):
         select_prompts(prompts, categories=["colour"])
     work = plan_work(prompts, 2)
     assert [(w.prompt_id, w.sample_index) for w in work[:3]] == [
-        ("color_pos1_neg0_000", 0), ("color_pos1_neg0_000", 1), ("color_pos0_neg1_000", 0)]
+        ("color_pos1_neg0_000", 0),
+        ("color_pos1_neg0_000", 1),
+        ("color_pos0_neg1_000", 0),
+    ]
 
 
 def test_rank_slices_partition_the_work_contiguously():
@@ -202,8 +226,10 @@ def test_two_ranks_write_their_own_shards_and_merge_is_complete(generator, tmp_p
     prompts = three_prompts()
     work = plan_work(prompts, 2)
     write_prompts_jsonl(prompts, tmp_path)
-    results = [generate_images(generator, TINY, work, tmp_path, rank=RankInfo(rank, 2), batch_size=2,
-                               progress=False) for rank in (0, 1)]
+    results = [
+        generate_images(generator, TINY, work, tmp_path, rank=RankInfo(rank, 2), batch_size=2, progress=False)
+        for rank in (0, 1)
+    ]
     assert [r.planned for r in results] == [3, 3]
     assert {p.name.split("-")[1] for p in shard_paths(tmp_path, "tiny")} == {"r000", "r001"}
     report = merge_split(tmp_path, "tiny", prompts, 2)
@@ -276,6 +302,7 @@ def test_black_safety_checker_images_are_flagged(tmp_path):
 
 def test_janus_image_mode_is_seeded_per_image_and_loads_from_a_folder(tmp_path):
     from _generation_helpers import JANUS_IMAGE_SIZE, tiny_janus
+
     from generation.runner import JanusGenerator, load_generator
 
     model, processor = tiny_janus()
@@ -289,15 +316,22 @@ def test_janus_image_mode_is_seeded_per_image_and_loads_from_a_folder(tmp_path):
     folder = tmp_path / "tiny-janus"
     model.save_pretrained(folder)
     processor.save_pretrained(folder)
-    spec = ModelSpec(key="janus_tiny", hub_id=str(folder), pipeline_class="transformers.JanusForConditionalGeneration",
-                     backend="janus", dtype="float32")
+    spec = ModelSpec(
+        key="janus_tiny",
+        hub_id=str(folder),
+        pipeline_class="transformers.JanusForConditionalGeneration",
+        backend="janus",
+        dtype="float32",
+    )
     loaded = load_generator(spec, "cpu")
     again = loaded(["a photo of a glass cup"], [12])
     np.testing.assert_array_equal(np.asarray(again[0].image), np.asarray(alone[0].image))
     summary = generate_images(loaded, spec, plan_work(three_prompts()[:1], 2), tmp_path / "data", progress=False)
     assert summary.generated == 2
-    assert json.loads(read_split(tmp_path / "data", "janus_tiny")[("color_pos1_neg0_000", 0)]["params"])[
-        "generation_mode"] == "image"
+    assert (
+        json.loads(read_split(tmp_path / "data", "janus_tiny")[("color_pos1_neg0_000", 0)]["params"])["generation_mode"]
+        == "image"
+    )
 
 
 def test_resuming_with_other_settings_is_refused(generator, tmp_path):
@@ -307,6 +341,11 @@ def test_resuming_with_other_settings_is_refused(generator, tmp_path):
     generate_images(generator, TINY, work, tmp_path, progress=False)
     more_steps = replace(TINY, steps=3)
     with pytest.raises(UserError, match="made with other settings .*steps: 2 there, 3 now"):
-        generate_images(DiffusersGenerator(generator.pipeline, more_steps), more_steps, plan_work(three_prompts(), 1),
-                        tmp_path, progress=False)
+        generate_images(
+            DiffusersGenerator(generator.pipeline, more_steps),
+            more_steps,
+            plan_work(three_prompts(), 1),
+            tmp_path,
+            progress=False,
+        )
     assert len(existing_keys(tmp_path, "tiny")) == 1

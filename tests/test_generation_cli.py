@@ -1,13 +1,14 @@
 """CLI of generation: `generate` end to end from a local pipeline folder, errors, import-images, merge-images."""
+
 from __future__ import annotations
 
 import io
 from pathlib import Path
 
 import pytest
+from _generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, write_prompts_dataset
 from PIL import Image
 
-from _generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, write_prompts_dataset
 from generation.shards import existing_keys, shard_paths
 from negt2ibench.cli import main
 
@@ -30,9 +31,24 @@ def png_file(path: Path, color=(200, 10, 10)) -> Path:
 
 
 def test_generate_from_a_local_diffusers_folder_resumes_and_merges(local_pipeline, dataset, capsys):
-    argv = ["generate", "--model-id", str(local_pipeline), "--key", "tiny_local", "--steps", "2",
-            "--resolution", str(TINY_SIZE), "--out", str(dataset), "--num-images", "2", "--batch-size", "2",
-            "--quiet"]
+    argv = [
+        "generate",
+        "--model-id",
+        str(local_pipeline),
+        "--key",
+        "tiny_local",
+        "--steps",
+        "2",
+        "--resolution",
+        str(TINY_SIZE),
+        "--out",
+        str(dataset),
+        "--num-images",
+        "2",
+        "--batch-size",
+        "2",
+        "--quiet",
+    ]
     assert main(argv + ["--limit", "2"]) == 0
     assert len(existing_keys(dataset, "tiny_local")) == 4
     assert main(argv) == 0  # resumes: only the third prompt is new
@@ -68,8 +84,16 @@ def test_generate_list_prints_every_model(capsys):
     assert main(["generate", "--list"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert [line.split()[0] for line in lines[1:]] == [
-        "sd_1_5", "sd_1_5_negationclip", "sd_3_5_large", "flux_2_dev", "flux_2_klein_9b", "z_image_turbo",
-        "hunyuanimage_2_1", "janus_pro_7b", "blip3o_next"]
+        "sd_1_5",
+        "sd_1_5_negationclip",
+        "sd_3_5_large",
+        "flux_2_dev",
+        "flux_2_klein_9b",
+        "z_image_turbo",
+        "hunyuanimage_2_1",
+        "janus_pro_7b",
+        "blip3o_next",
+    ]
 
 
 def test_import_images_validates_everything_before_writing(dataset, tmp_path, capsys):
@@ -82,8 +106,17 @@ def test_import_images_validates_everything_before_writing(dataset, tmp_path, ca
     Image.new("RGB", (8, 8)).save(folder / "material_pos1_neg0_001_1.png", format="JPEG")  # lossy, misnamed
     (folder / "notes.txt").write_text("ignored")
 
-    argv = ["import-images", "--key", "elsewhere", "--dir", str(folder), "--out", str(dataset),
-            "--model-id", "lab/model"]
+    argv = [
+        "import-images",
+        "--key",
+        "elsewhere",
+        "--dir",
+        str(folder),
+        "--out",
+        str(dataset),
+        "--model-id",
+        "lab/model",
+    ]
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert "nothing imported" in err and "unknown prompt id 'color_pos9_neg9_000'" in err
@@ -122,19 +155,33 @@ def test_text_encoder_override_is_swapped_in(local_pipeline, tmp_path):
     from generation.runner import load_generator
 
     base = tiny_sd_pipeline().text_encoder.config
-    clip = CLIPModel(CLIPConfig(
-        text_config=base.to_dict(),
-        vision_config=dict(hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
-                           image_size=32, patch_size=16),
-        projection_dim=16,
-    ))
+    clip = CLIPModel(
+        CLIPConfig(
+            text_config=base.to_dict(),
+            vision_config=dict(
+                hidden_size=16,
+                intermediate_size=32,
+                num_hidden_layers=1,
+                num_attention_heads=2,
+                image_size=32,
+                patch_size=16,
+            ),
+            projection_dim=16,
+        )
+    )
     with torch.no_grad():
         clip.text_model.final_layer_norm.bias.fill_(0.5)  # a weight the base encoder does not have
     clip.save_pretrained(tmp_path / "negation-clip")
-    spec = ModelSpec(key="tiny_negclip", hub_id=str(local_pipeline), pipeline_class="diffusers.StableDiffusionPipeline",
-                     steps=2, height=TINY_SIZE, width=TINY_SIZE, dtype="float32",
-                     component_overrides={
-                         "text_encoder": ("transformers.CLIPTextModel", str(tmp_path / "negation-clip"), None)})
+    spec = ModelSpec(
+        key="tiny_negclip",
+        hub_id=str(local_pipeline),
+        pipeline_class="diffusers.StableDiffusionPipeline",
+        steps=2,
+        height=TINY_SIZE,
+        width=TINY_SIZE,
+        dtype="float32",
+        component_overrides={"text_encoder": ("transformers.CLIPTextModel", str(tmp_path / "negation-clip"), None)},
+    )
     generator = load_generator(spec, "cpu")
     bias = generator.pipeline.text_encoder.final_layer_norm.bias
     assert torch.all(bias == 0.5)

@@ -1,4 +1,5 @@
 """Image loading: every documented conversion, every refusal."""
+
 from __future__ import annotations
 
 import io

@@ -3,6 +3,7 @@
 The other tests simulate ranks inside one process; these launch `python -m torch.distributed.run
 --nproc_per_node 2` as a subprocess, offline, with the tiny random models of the test helpers.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,9 +15,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
 from _generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, write_prompts_dataset
 from _perception_helpers import make_prompt, random_image
+
 from evaluator.config import PRESETS
 from evaluator.pipeline import rank_path, score_images
 from evaluator.resultio import read_results
@@ -37,10 +38,19 @@ def free_loopback_port() -> int:
 
 
 def process_env() -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_PORT")}
-    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1",
-               MASTER_ADDR="127.0.0.1", PYTHONPATH=os.pathsep.join([str(REPO), str(TESTS)]))
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_PORT")
+    }
+    env.update(
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        OMP_NUM_THREADS="1",
+        MASTER_ADDR="127.0.0.1",
+        PYTHONPATH=os.pathsep.join([str(REPO), str(TESTS)]),
+    )
     env.pop("CUDA_VISIBLE_DEVICES", None)
     return env
 
@@ -58,11 +68,25 @@ def torchrun(*args: str, processes: int = 2) -> str:
     env = process_env()
     port = str(free_loopback_port())
     env["MASTER_PORT"] = port
-    return run_checked([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes),
-                        "--master-addr", "127.0.0.1", "--master-port", port, *args], env)
+    return run_checked(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            str(processes),
+            "--master-addr",
+            "127.0.0.1",
+            "--master-port",
+            port,
+            *args,
+        ],
+        env,
+    )
 
 
 # -- generation ------------------------------------------------------------------------------
+
 
 def shard_rows(path: Path) -> list[dict]:
     return pq.read_table(path, columns=["prompt_id", "sample_index", "seed"]).to_pylist()
@@ -73,9 +97,30 @@ def test_torchrun_generate_splits_the_work_between_two_cpu_processes_and_resumes
     tiny_sd_pipeline().save_pretrained(model)
     prompts = three_prompts()
     data = write_prompts_dataset(prompts, tmp_path / "data")
-    argv = ["-m", "negt2ibench", "generate", "--model-id", str(model), "--key", "tiny", "--out", str(data),
-            "--limit", "3", "--num-images", "2", "--device", "cpu", "--steps", "2", "--resolution", str(TINY_SIZE),
-            "--batch-size", "2", "--quiet"]
+    argv = [
+        "-m",
+        "negt2ibench",
+        "generate",
+        "--model-id",
+        str(model),
+        "--key",
+        "tiny",
+        "--out",
+        str(data),
+        "--limit",
+        "3",
+        "--num-images",
+        "2",
+        "--device",
+        "cpu",
+        "--steps",
+        "2",
+        "--resolution",
+        str(TINY_SIZE),
+        "--batch-size",
+        "2",
+        "--quiet",
+    ]
 
     first = torchrun(*argv)
 
@@ -88,13 +133,14 @@ def test_torchrun_generate_splits_the_work_between_two_cpu_processes_and_resumes
     expected = [(p.prompt_id, index) for p in prompts for index in range(2)]
     assert [(row["prompt_id"], row["sample_index"]) for row in by_rank["r000"]] == expected[:3]
     assert [(row["prompt_id"], row["sample_index"]) for row in by_rank["r001"]] == expected[3:]
-    assert all(row["seed"] == image_seed(row["prompt_id"], row["sample_index"])
-               for rows in by_rank.values() for row in rows)
+    assert all(
+        row["seed"] == image_seed(row["prompt_id"], row["sample_index"]) for rows in by_rank.values() for row in rows
+    )
 
     from datasets import load_dataset
 
     split = load_dataset(str(data), "images", split="tiny", cache_dir=str(tmp_path / "cache"))
-    assert sorted(zip(split["prompt_id"], split["sample_index"])) == sorted(expected)
+    assert sorted(zip(split["prompt_id"], split["sample_index"], strict=False)) == sorted(expected)
     assert {image.size for image in split["image"]} == {(TINY_SIZE, TINY_SIZE)}
 
     stamps = {path: path.stat().st_mtime_ns for path in shards}
@@ -180,8 +226,9 @@ def test_torchrun_score_images_splits_merges_once_and_matches_one_process(tmp_pa
 
     single_out = tmp_path / "one" / "results.jsonl"
     env = process_env()
-    run_checked([sys.executable, str(script), str(folder), str(prompts), str(single_out), str(tmp_path / "single")],
-                env)
+    run_checked(
+        [sys.executable, str(script), str(folder), str(prompts), str(single_out), str(tmp_path / "single")], env
+    )
     assert json.loads((tmp_path / "single" / "rank0.json").read_text())["world"] == 1
     assert not rank_path(single_out, 0).exists()
     single = {record.key: verdict(record) for record in read_results(single_out)}
@@ -207,6 +254,13 @@ def test_a_launcher_world_that_accelerate_does_not_see_is_refused_before_scoring
     folder.mkdir()
     random_image(0).save(folder / f"{SCORED_PROMPTS[0].prompt_id}_0.png")
     with pytest.raises(UserError, match="launched as 2 processes but accelerate sees 1"):
-        score_images(folder, SCORED_PROMPTS, perception=None, out_path=tmp_path / "r.jsonl",
-                     config=PRESETS["current"], model_key="tiny", progress=False)
+        score_images(
+            folder,
+            SCORED_PROMPTS,
+            perception=None,
+            out_path=tmp_path / "r.jsonl",
+            config=PRESETS["current"],
+            model_key="tiny",
+            progress=False,
+        )
     assert not (tmp_path / "r.jsonl").exists()

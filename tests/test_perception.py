@@ -1,12 +1,13 @@
 """Perception mechanics with tiny random models: class mapping and filtering, batching, laziness, offline errors."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
+from _perception_helpers import VISIBLE_CLASSES, make_prompt, random_image, tiny_models, tiny_perception
 from PIL import Image
 
-from _perception_helpers import VISIBLE_CLASSES, make_prompt, random_image, tiny_models, tiny_perception
 from dataset_builder.vocabulary import CATEGORY_VOCABULARY, OBJECT_CLASSES
 from evaluator.config import PRESETS
 from evaluator.models.attributes import attribute_texts, masked_crop
@@ -14,8 +15,8 @@ from evaluator.models.detector import COCO_TO_BENCHMARK_NAME, Detector, benchmar
 from evaluator.perception import ModelPerception, box_mask, load_hf, select_device
 from negt2ibench.errors import MissingWeightsError, UserError
 
-
 # -- class mapping ---------------------------------------------------------------------------
+
 
 def test_every_benchmark_class_maps_to_a_distinct_coco_id():
     from rfdetr.assets.coco_classes import COCO_CLASSES
@@ -39,14 +40,14 @@ def test_mapping_reports_a_class_missing_from_the_detector():
 
 # -- selection (pure) -------------------------------------------------------------------------
 
+
 def test_selection_keeps_wanted_classes_above_threshold_and_caps_them():
     probabilities = np.zeros((10, 5))
     probabilities[:, 1] = np.linspace(0.9, 0.5, 10)  # 10 queries of class 1
     probabilities[0, 2] = 0.95  # unwanted class, highest score
     probabilities[3, 3] = 0.04  # wanted, just above threshold
     probabilities[4, 3] = 0.02  # wanted, below threshold
-    picked = select_class_detections(probabilities, {"a": 1, "c": 3}, num_select=300, threshold=0.03,
-                                     per_class_cap=4)
+    picked = select_class_detections(probabilities, {"a": 1, "c": 3}, num_select=300, threshold=0.03, per_class_cap=4)
     assert set(picked) == {"a", "c"}
     assert [query for query, _ in picked["a"]] == [0, 1, 2, 3]
     assert [score for _, score in picked["a"]] == sorted((score for _, score in picked["a"]), reverse=True)
@@ -65,6 +66,7 @@ def test_selection_is_limited_to_the_top_query_class_pairs_like_rfdetr():
 
 # -- the detector on a tiny random RF-DETR ----------------------------------------------------
 
+
 def _detector(cap: int = 16, threshold: float = 0.03) -> Detector:
     detector, *_ = tiny_models()
     return Detector(detector, presence_threshold=threshold, per_class_cap=cap, device=torch.device("cpu"))
@@ -76,8 +78,8 @@ def test_detector_returns_only_prompt_classes_capped_and_in_bounds():
     results = _detector(cap=3).detect(images, wanted, with_masks=True)
     assert [set(result) for result in results] == [set(names) for names in wanted]
     seen_any = False
-    for image, result in zip(images, results):
-        for name, found in result.items():
+    for image, result in zip(images, results, strict=False):
+        for _name, found in result.items():
             assert len(found.scores) <= 3 and len(found.scores) == len(found.boxes)
             assert all(score >= 0.03 for score in found.scores)
             assert found.scores == sorted(found.scores, reverse=True)
@@ -98,7 +100,7 @@ def test_detections_equal_rfdetr_predict_filtered_to_the_prompt_classes():
     reference = detector.predict(images, threshold=0.03)
     ids = benchmark_class_ids()
     compared = 0
-    for ours, theirs in zip(mine, reference):
+    for ours, theirs in zip(mine, reference, strict=False):
         for name in names:
             selected = theirs.class_id == ids[name]
             assert ours[name].scores == pytest.approx(sorted(theirs.confidence[selected], reverse=True), abs=1e-5)
@@ -140,7 +142,7 @@ IMAGES = [random_image(10 + i, (96 + 8 * i, 80)) for i in range(len(PROMPTS))]
 
 def _assert_same_observations(first, second):
     assert len(first) == len(second)
-    for a, b in zip(first, second):
+    for a, b in zip(first, second, strict=False):
         assert (a.width, a.height) == (b.width, b.height)
         assert set(a.objects) == set(b.objects)
         for name in a.objects:
@@ -163,7 +165,7 @@ def test_observations_cover_each_prompt_object_with_the_right_extras():
     observations = tiny_perception().observe(IMAGES, PROMPTS)
     assert len(observations) == len(PROMPTS)
     present = 0
-    for image, prompt, observation in zip(IMAGES, PROMPTS, observations):
+    for image, prompt, observation in zip(IMAGES, PROMPTS, observations, strict=False):
         assert (observation.width, observation.height) == image.size
         assert list(observation.objects) == prompt.objects
         for obj in observation.objects.values():
@@ -226,8 +228,13 @@ def test_missing_hub_weights_offline_raise_missing_weights(tmp_path):
     from transformers import AutoImageProcessor, DepthAnythingForDepthEstimation
 
     with pytest.raises(MissingWeightsError, match="Depth-Anything-V2-Large-hf"):
-        load_hf(DepthAnythingForDepthEstimation, AutoImageProcessor, "depth-anything/Depth-Anything-V2-Large-hf",
-                dtype=torch.float32, weights_dir=tmp_path)
+        load_hf(
+            DepthAnythingForDepthEstimation,
+            AutoImageProcessor,
+            "depth-anything/Depth-Anything-V2-Large-hf",
+            dtype=torch.float32,
+            weights_dir=tmp_path,
+        )
 
 
 def test_attribute_text_embeddings_are_computed_once():
@@ -246,8 +253,9 @@ def test_attribute_text_embeddings_are_computed_once():
     crops = [random_image(1, (40, 40)), random_image(2, (40, 40))]
     first = scorer.score(crops, [("color", "cup"), ("color", "cup")], PRESETS["current"])
     second = scorer.score(crops[:1], [("color", "cup")], PRESETS["current"])
-    assert calls == [len(set(s for texts in attribute_texts("color", "cup", PRESETS["current"]).values()
-                               for s in texts))]
+    assert calls == [
+        len(set(s for texts in attribute_texts("color", "cup", PRESETS["current"]).values() for s in texts))
+    ]
     assert first[0] == pytest.approx(second[0], abs=1e-4)
 
 
@@ -255,8 +263,11 @@ def test_attribute_texts_use_every_value_and_template():
     config = PRESETS["current"]
     color = attribute_texts("color", "tv remote", config)
     assert list(color) == list(CATEGORY_VOCABULARY["color"])
-    assert color["red"] == ["a photo of a red tv remote", "a photo of a red-colored tv remote",
-                            "a photo of a red object"]
+    assert color["red"] == [
+        "a photo of a red tv remote",
+        "a photo of a red-colored tv remote",
+        "a photo of a red object",
+    ]
     material = attribute_texts("material", "bench", config)
     assert material["wooden"][1] == "a photo of a bench made of wood"
     with pytest.raises(ValueError):

@@ -1,4 +1,5 @@
 """The scoring pipeline end to end on tiny random models: sources, error rows, resume, batching, ranks."""
+
 from __future__ import annotations
 
 import io
@@ -8,10 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _perception_helpers import make_prompt, random_image, tiny_perception
 from PIL import Image
 
-from _perception_helpers import make_prompt, random_image, tiny_perception
-from dataset_builder.records import PromptIndex
 from evaluator.config import PRESETS
 from evaluator.images import ImageError
 from evaluator.observation import ImageObservation, ObjectObservation
@@ -54,22 +54,40 @@ def test_folder_end_to_end_gives_valid_records_and_error_rows(tmp_path):
     (tmp_path / "imgs" / "notes.txt").write_text("ignored")
     out = tmp_path / "results.jsonl"
 
-    summary = score_images(tmp_path / "imgs", PROMPTS, tiny_perception(), out_path=out, config=CONFIG,
-                           model_key="tiny", batch_size=4, progress=False)
+    summary = score_images(
+        tmp_path / "imgs",
+        PROMPTS,
+        tiny_perception(),
+        out_path=out,
+        config=CONFIG,
+        model_key="tiny",
+        batch_size=4,
+        progress=False,
+    )
 
     records = read_results(out)
     assert len(records) == 7 and summary.total == 7
     assert {record.key for record in records} == {("tiny", p, s) for p, s in keys} | {
-        ("tiny", "color_pos1_neg0_000", 1), ("tiny", "proximity_pos1_neg0_000", 1),
-        ("tiny", "depth_pos0_neg1_000", 1), ("tiny", "material_pos1_neg0_000", 0)}
+        ("tiny", "color_pos1_neg0_000", 1),
+        ("tiny", "proximity_pos1_neg0_000", 1),
+        ("tiny", "depth_pos0_neg1_000", 1),
+        ("tiny", "material_pos1_neg0_000", 0),
+    }
     errors = {record.prompt_id + f"_{record.sample_index}": record.error for record in records if record.error}
-    assert set(errors) == {"color_pos1_neg0_000_1", "proximity_pos1_neg0_000_1", "depth_pos0_neg1_000_1",
-                           "material_pos1_neg0_000_0"}
+    assert set(errors) == {
+        "color_pos1_neg0_000_1",
+        "proximity_pos1_neg0_000_1",
+        "depth_pos0_neg1_000_1",
+        "material_pos1_neg0_000_0",
+    }
     assert "too small" in errors["proximity_pos1_neg0_000_1"]
     assert "truncated" in errors["depth_pos0_neg1_000_1"] or "corrupt" in errors["depth_pos0_neg1_000_1"]
     assert errors["material_pos1_neg0_000_0"].startswith("unknown prompt id")
-    assert summary.errors == 4 and summary.scored == 3 and summary.error_reasons == {"bad image": 3,
-                                                                                    "unknown prompt id": 1}
+    assert (
+        summary.errors == 4
+        and summary.scored == 3
+        and summary.error_reasons == {"bad image": 3, "unknown prompt id": 1}
+    )
     by_id = {prompt.prompt_id: prompt for prompt in PROMPTS}
     for record in records:
         assert record.evaluator_version and record.config_hash == CONFIG.config_hash
@@ -77,8 +95,9 @@ def test_folder_end_to_end_gives_valid_records_and_error_rows(tmp_path):
             prompt = by_id[record.prompt_id]
             assert [obj.name for obj in record.objects] == prompt.objects
             assert len(record.statements) == len(prompt.statements)
-            assert record.passed == (all(o.present for o in record.objects)
-                                     and all(s.satisfied for s in record.statements))
+            assert record.passed == (
+                all(o.present for o in record.objects) and all(s.satisfied for s in record.statements)
+            )
         else:
             assert not record.passed and record.statements == []
 
@@ -103,22 +122,39 @@ def test_resume_after_interruption_scores_only_the_rest(tmp_path):
     perception = tiny_perception()
     interrupted = InterruptingPerception(perception, allowed=1)
     with pytest.raises(KeyboardInterrupt):
-        score_images(tmp_path / "imgs", PROMPTS, interrupted, out_path=out, config=CONFIG, model_key="tiny",
-                     batch_size=2, progress=False)
+        score_images(
+            tmp_path / "imgs",
+            PROMPTS,
+            interrupted,
+            out_path=out,
+            config=CONFIG,
+            model_key="tiny",
+            batch_size=2,
+            progress=False,
+        )
     first = read_results(out)
     assert len(first) == 2
 
     resumed = InterruptingPerception(perception, allowed=100)
-    summary = score_images(tmp_path / "imgs", PROMPTS, resumed, out_path=out, config=CONFIG, model_key="tiny",
-                           batch_size=2, progress=False)
+    summary = score_images(
+        tmp_path / "imgs", PROMPTS, resumed, out_path=out, config=CONFIG, model_key="tiny", batch_size=2, progress=False
+    )
     assert summary.already_done == 2 and summary.scored + summary.errors == len(keys) - 2
     assert resumed.images_seen == len(keys) - 2
     records = read_results(out)
     assert sorted(record.key for record in records) == sorted(("tiny", p, s) for p, s in keys)
     assert records[:2] == first  # earlier rows untouched
 
-    again = score_images(tmp_path / "imgs", PROMPTS, InterruptingPerception(perception, allowed=0), out_path=out,
-                         config=CONFIG, model_key="tiny", batch_size=2, progress=False)
+    again = score_images(
+        tmp_path / "imgs",
+        PROMPTS,
+        InterruptingPerception(perception, allowed=0),
+        out_path=out,
+        config=CONFIG,
+        model_key="tiny",
+        batch_size=2,
+        progress=False,
+    )
     assert again.already_done == len(keys) and len(read_results(out)) == len(keys)
 
 
@@ -129,17 +165,36 @@ def _by_key(path: Path) -> dict:
 def test_batched_run_equals_unbatched_run(tmp_path):
     write_folder(tmp_path / "imgs", samples=1)
     perception = tiny_perception()
-    score_images(tmp_path / "imgs", PROMPTS, perception, out_path=tmp_path / "b1.jsonl", config=CONFIG,
-                 model_key="tiny", batch_size=1, progress=False)
-    score_images(tmp_path / "imgs", PROMPTS, perception, out_path=tmp_path / "b3.jsonl", config=CONFIG,
-                 model_key="tiny", batch_size=3, progress=False)
+    score_images(
+        tmp_path / "imgs",
+        PROMPTS,
+        perception,
+        out_path=tmp_path / "b1.jsonl",
+        config=CONFIG,
+        model_key="tiny",
+        batch_size=1,
+        progress=False,
+    )
+    score_images(
+        tmp_path / "imgs",
+        PROMPTS,
+        perception,
+        out_path=tmp_path / "b3.jsonl",
+        config=CONFIG,
+        model_key="tiny",
+        batch_size=3,
+        progress=False,
+    )
     one, three = _by_key(tmp_path / "b1.jsonl"), _by_key(tmp_path / "b3.jsonl")
     assert set(one) == set(three)
     for key in one:
         a, b = one[key], three[key]
         assert (a.passed, [s.satisfied for s in a.statements], [o.present for o in a.objects]) == (
-            b.passed, [s.satisfied for s in b.statements], [o.present for o in b.objects])
-        for x, y in zip(a.objects, b.objects):
+            b.passed,
+            [s.satisfied for s in b.statements],
+            [o.present for o in b.objects],
+        )
+        for x, y in zip(a.objects, b.objects, strict=False):
             assert x.confidence == pytest.approx(y.confidence, abs=1e-5)
 
 
@@ -147,8 +202,10 @@ def test_local_dataset_split_source(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rows = [{"prompt_id": prompt.prompt_id, "sample_index": 0, "image": {"bytes": png(random_image(i)), "path": None}}
-            for i, prompt in enumerate(PROMPTS)]
+    rows = [
+        {"prompt_id": prompt.prompt_id, "sample_index": 0, "image": {"bytes": png(random_image(i)), "path": None}}
+        for i, prompt in enumerate(PROMPTS)
+    ]
     rows.append({"prompt_id": PROMPTS[0].prompt_id, "sample_index": 1, "image": {"bytes": b"broken", "path": None}})
     (tmp_path / "data" / "images").mkdir(parents=True)
     table = pa.Table.from_pylist(rows)
@@ -160,14 +217,24 @@ def test_local_dataset_split_source(tmp_path):
         resolve_source(tmp_path / "data")
     items, key = resolve_source(tmp_path / "data", split="tiny_model")
     assert key == "tiny_model" and [(i.prompt_id, i.sample_index) for i in items] == [
-        (r["prompt_id"], r["sample_index"]) for r in rows]
+        (r["prompt_id"], r["sample_index"]) for r in rows
+    ]
     out = tmp_path / "r.jsonl"
-    summary = score_images(tmp_path / "data", PROMPTS, tiny_perception(), out_path=out, config=CONFIG,
-                           split="tiny_model", progress=False, limit=3)
+    summary = score_images(
+        tmp_path / "data",
+        PROMPTS,
+        tiny_perception(),
+        out_path=out,
+        config=CONFIG,
+        split="tiny_model",
+        progress=False,
+        limit=3,
+    )
     records = read_results(out)
     assert summary.total == 3 and len(records) == 3 and {r.model_key for r in records} == {"tiny_model"}
-    score_images(tmp_path / "data", PROMPTS, tiny_perception(), out_path=out, config=CONFIG, split="tiny_model",
-                 progress=False)
+    score_images(
+        tmp_path / "data", PROMPTS, tiny_perception(), out_path=out, config=CONFIG, split="tiny_model", progress=False
+    )
     records = read_results(out)
     assert len(records) == 4 and sum(r.error is not None for r in records) == 1
 
@@ -184,13 +251,22 @@ def test_single_image_source_and_bad_sources(tmp_path):
     with pytest.raises(UserError, match="no images"):
         resolve_source(tmp_path / "empty")
     with pytest.raises(UserError, match="model key"):
-        score_images(tmp_path / "photo.png", PROMPTS, tiny_perception(), out_path=tmp_path / "o.jsonl",
-                     config=CONFIG, model_key="Bad Key", prompt_id=PROMPTS[1].prompt_id, progress=False)
+        score_images(
+            tmp_path / "photo.png",
+            PROMPTS,
+            tiny_perception(),
+            out_path=tmp_path / "o.jsonl",
+            config=CONFIG,
+            model_key="Bad Key",
+            prompt_id=PROMPTS[1].prompt_id,
+            progress=False,
+        )
 
 
 def test_score_image_returns_record_and_observation():
-    record, observation = score_image(png(random_image(3)), PROMPTS[0], tiny_perception(), config=CONFIG,
-                                      model_key="upload", sample_index=2)
+    record, observation = score_image(
+        png(random_image(3)), PROMPTS[0], tiny_perception(), config=CONFIG, model_key="upload", sample_index=2
+    )
     assert isinstance(record, ResultRecord) and isinstance(observation, ImageObservation)
     assert record.key == ("upload", PROMPTS[0].prompt_id, 2) and set(observation.objects) == set(PROMPTS[0].objects)
     with pytest.raises(ImageError):
@@ -202,7 +278,7 @@ class FlakyPerception:
 
     def observe(self, images, prompts):
         observations = []
-        for image, prompt in zip(images, prompts):
+        for image, prompt in zip(images, prompts, strict=False):
             if image.getpixel((0, 0)) == (255, 0, 0):
                 raise RuntimeError("model crashed on this image")
             width, height = image.size
@@ -210,8 +286,9 @@ class FlakyPerception:
             for number, name in enumerate(prompt.objects):
                 mask = np.zeros((height, width), dtype=bool)
                 mask[10:30, 5 + 40 * number : 25 + 40 * number] = True
-                objects[name] = ObjectObservation(name=name, present=True, confidence=0.9,
-                                                  box=(5 + 40 * number, 10, 25 + 40 * number, 30), mask=mask)
+                objects[name] = ObjectObservation(
+                    name=name, present=True, confidence=0.9, box=(5 + 40 * number, 10, 25 + 40 * number, 30), mask=mask
+                )
             observations.append(ImageObservation(width=width, height=height, objects=objects))
         return observations
 
@@ -224,8 +301,9 @@ def test_a_perception_failure_becomes_one_error_row_and_the_batch_goes_on(tmp_pa
         image = Image.new("RGB", (96, 64), (255, 0, 0) if sample == 1 else (0, 0, 255))
         image.save(folder / f"{prompt.prompt_id}_{sample}.png")
     out = tmp_path / "r.jsonl"
-    summary = score_images(folder, [prompt], FlakyPerception(), out_path=out, config=CONFIG, batch_size=3,
-                           model_key="m", progress=False)
+    summary = score_images(
+        folder, [prompt], FlakyPerception(), out_path=out, config=CONFIG, batch_size=3, model_key="m", progress=False
+    )
     records = {record.sample_index: record for record in read_results(out)}
     assert records[1].error.startswith("perception failed: RuntimeError")
     assert records[0].error is None and records[2].error is None
@@ -255,8 +333,16 @@ def test_ranks_write_their_own_files_and_the_main_process_merges_without_duplica
     out = tmp_path / "results.jsonl"
     for rank in (1, 0):  # rank 0 (main) runs last and merges
         monkeypatch.setattr(accelerate, "PartialState", lambda rank=rank: FakeState(rank))
-        score_images(tmp_path / "imgs", PROMPTS, FlakyPerception(), out_path=out, config=CONFIG, model_key="m",
-                     batch_size=2, progress=False)
+        score_images(
+            tmp_path / "imgs",
+            PROMPTS,
+            FlakyPerception(),
+            out_path=out,
+            config=CONFIG,
+            model_key="m",
+            batch_size=2,
+            progress=False,
+        )
     assert rank_path(out, 1) == tmp_path / "results.rank1.jsonl"
     assert len(read_results(rank_path(out, 0))) == 3 and len(read_results(rank_path(out, 1))) == 3
     merged = read_results(out)
@@ -264,8 +350,16 @@ def test_ranks_write_their_own_files_and_the_main_process_merges_without_duplica
     # Rerun: every key is already merged, so no rank scores anything and the merge stays duplicate-free.
     for rank in (1, 0):
         monkeypatch.setattr(accelerate, "PartialState", lambda rank=rank: FakeState(rank))
-        summary = score_images(tmp_path / "imgs", PROMPTS, FlakyPerception(), out_path=out, config=CONFIG,
-                               model_key="m", batch_size=2, progress=False)
+        summary = score_images(
+            tmp_path / "imgs",
+            PROMPTS,
+            FlakyPerception(),
+            out_path=out,
+            config=CONFIG,
+            model_key="m",
+            batch_size=2,
+            progress=False,
+        )
         assert summary.scored == 0
     assert len(read_results(out)) == len(keys)
     assert all(json.loads(line) for line in out.read_text().splitlines())
@@ -274,10 +368,17 @@ def test_ranks_write_their_own_files_and_the_main_process_merges_without_duplica
 def test_hub_dataset_source_reads_undecoded_bytes(monkeypatch, tmp_path):
     import datasets
 
-    rows = {"prompt_id": [PROMPTS[0].prompt_id, PROMPTS[1].prompt_id], "sample_index": [0, 3],
-            "image": [{"bytes": png(random_image(1)), "path": None}, {"bytes": b"junk", "path": None}]}
-    local = datasets.Dataset.from_dict(rows, features=datasets.Features({
-        "prompt_id": datasets.Value("string"), "sample_index": datasets.Value("int32"), "image": datasets.Image()}))
+    rows = {
+        "prompt_id": [PROMPTS[0].prompt_id, PROMPTS[1].prompt_id],
+        "sample_index": [0, 3],
+        "image": [{"bytes": png(random_image(1)), "path": None}, {"bytes": b"junk", "path": None}],
+    }
+    local = datasets.Dataset.from_dict(
+        rows,
+        features=datasets.Features(
+            {"prompt_id": datasets.Value("string"), "sample_index": datasets.Value("int32"), "image": datasets.Image()}
+        ),
+    )
     calls = []
 
     def fake_load_dataset(repo_id, config_name, split):
@@ -289,8 +390,10 @@ def test_hub_dataset_source_reads_undecoded_bytes(monkeypatch, tmp_path):
         resolve_source("someone/negt2ibench")
     items, key = resolve_source("someone/negt2ibench", split="sd_1_5")
     assert calls == [("someone/negt2ibench", "images", "sd_1_5")] and key == "sd_1_5"
-    assert [(item.prompt_id, item.sample_index) for item in items] == [(PROMPTS[0].prompt_id, 0),
-                                                                        (PROMPTS[1].prompt_id, 3)]
+    assert [(item.prompt_id, item.sample_index) for item in items] == [
+        (PROMPTS[0].prompt_id, 0),
+        (PROMPTS[1].prompt_id, 3),
+    ]
     assert items[0].fetch()[:8] == b"\x89PNG\r\n\x1a\n" and items[1].fetch() == b"junk"
 
 

@@ -1,4 +1,5 @@
 """Report aggregation on hand-built result sets; expected numbers are worked out by hand here."""
+
 from __future__ import annotations
 
 import math
@@ -100,7 +101,12 @@ def full_run(model: str = "full") -> list:
                 for sample in range(4):
                     fails = (category == "color" and sample == 0) or (p, n) == (2, 2)
                     records.append(
-                        record(prompt_id, model, sample, [statement(0, "positive", False, "wrong_value")] if fails else [pos_ok()])
+                        record(
+                            prompt_id,
+                            model,
+                            sample,
+                            [statement(0, "positive", False, "wrong_value")] if fails else [pos_ok()],
+                        )
                     )
     return records
 
@@ -121,7 +127,12 @@ def test_complete_run_is_flagged_complete_and_overall_equals_mean_of_categories(
 def test_missing_images_lower_coverage_and_mark_the_model_in_markdown():
     records = full_run()
     kept = [r for r in records if not (r.prompt_id.startswith("depth_") and r.sample_index == 3)]
-    errored = [r if r.prompt_id != "color_pos1_neg0_000" or r.sample_index else r.model_copy(update={"error": "boom", "passed": False}) for r in kept]
+    errored = [
+        r
+        if r.prompt_id != "color_pos1_neg0_000" or r.sample_index
+        else r.model_copy(update={"error": "boom", "passed": False})
+        for r in kept
+    ]
     table = table3(errored)["full"]
     missing = 800 + 1  # 800 depth prompts lost one image each; one error row
     assert table["images"] == FULL - missing and table["errors"] == 1
@@ -135,8 +146,25 @@ def test_leaderboard_row_keys_and_values():
     row = leaderboard_row(hand_results(), "alpha")
     assert tuple(row) == LEADERBOARD_COLUMNS
     assert list(row) == [
-        "model", "1:0", "0:1", "2:0", "1:1", "0:2", "2:1", "1:2", "2:2", "color", "material", "comparative",
-        "depth", "directional", "proximity", "overall", "polarity_gap", "coverage", "images",
+        "model",
+        "1:0",
+        "0:1",
+        "2:0",
+        "1:1",
+        "0:2",
+        "2:1",
+        "1:2",
+        "2:2",
+        "color",
+        "material",
+        "comparative",
+        "depth",
+        "directional",
+        "proximity",
+        "overall",
+        "polarity_gap",
+        "coverage",
+        "images",
     ]
     assert row["model"] == "alpha" and row["images"] == 10
     assert row["overall"] == pytest.approx(40.0) and row["color"] == pytest.approx(25.0)
@@ -165,7 +193,9 @@ def test_duplicates_scored_result_replaces_error_and_conflicts_are_errors():
     # the same file given twice counts once
     assert table3(records + records)["alpha"]["images"] == 10
     conflicting = records[0].model_copy(update={"passed": False})
-    with pytest.raises(ValueError, match="two different results for model 'alpha', prompt 'color_pos1_neg0_000', sample 0"):
+    with pytest.raises(
+        ValueError, match="two different results for model 'alpha', prompt 'color_pos1_neg0_000', sample 0"
+    ):
         group_by_model(records + [conflicting])
 
 
@@ -196,7 +226,12 @@ def test_failure_causes_by_setting_and_category_with_forbidden_share():
     assert causes["failed"] == 7
     by_setting = causes["by_setting"]
     assert by_setting["1:0"] == {
-        "subject_missing": 0, "target_missing": 0, "forbidden_rendered": 0, "wrong_value": 1, "dead_zone": 1, "failed": 2,
+        "subject_missing": 0,
+        "target_missing": 0,
+        "forbidden_rendered": 0,
+        "wrong_value": 1,
+        "dead_zone": 1,
+        "failed": 2,
     }
     assert by_setting["0:1"]["forbidden_rendered"] == 2 and by_setting["0:1"]["target_missing"] == 1
     assert by_setting["0:1"]["failed"] == 3
@@ -243,7 +278,9 @@ def paired_groups() -> list:
             ok = k < 3 or (k == 3 and sample == 0)
             records.append(
                 record(
-                    f"color_pos0_neg1_{k:03d}", "gamma", sample,
+                    f"color_pos0_neg1_{k:03d}",
+                    "gamma",
+                    sample,
                     [neg_ok()] if ok else [statement(0, "negated", False, "forbidden_rendered")],
                 )
             )
@@ -314,5 +351,12 @@ def test_markdown_has_paper_layout_with_one_decimal():
     assert alpha_row.startswith("| alpha † | 50.0 | 40.0 | – |")
     assert "| 25.0 | – | – | 58.3 | 0.0 | – | 40.0 | -10.0 |" in alpha_row
     whole = report_markdown(report)
-    for title in ("Table 3", "Statement accuracy", "Failure causes", "Dead-zone passes", "Matched-group deltas", "Provenance"):
+    for title in (
+        "Table 3",
+        "Statement accuracy",
+        "Failure causes",
+        "Dead-zone passes",
+        "Matched-group deltas",
+        "Provenance",
+    ):
         assert title in whole

@@ -1,4 +1,5 @@
 """`negt2ibench report`: files written, stdout, and clear errors for bad input."""
+
 from __future__ import annotations
 
 import csv
@@ -36,9 +37,20 @@ def test_report_writes_markdown_csv_json_and_png(result_files, tmp_path, capsys)
     assert "wrote 12 files" in captured.out
 
     names = {path.name for path in out.iterdir()}
-    assert {"report.md", "report.json", "table3.csv", "statement_accuracy.csv", "failure_causes_by_setting.csv",
-            "failure_causes_by_category.csv", "forbidden_share.csv", "dead_zone.csv", "matched_deltas.csv",
-            "accuracy_by_setting.png", "statement_accuracy.png", "failure_causes.png"} == names
+    assert {
+        "report.md",
+        "report.json",
+        "table3.csv",
+        "statement_accuracy.csv",
+        "failure_causes_by_setting.csv",
+        "failure_causes_by_category.csv",
+        "forbidden_share.csv",
+        "dead_zone.csv",
+        "matched_deltas.csv",
+        "accuracy_by_setting.png",
+        "statement_accuracy.png",
+        "failure_causes.png",
+    } == names
     for png in out.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
 

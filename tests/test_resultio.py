@@ -1,4 +1,5 @@
 """Result files: line-numbered errors, torn last lines, resume, version guard, locking, merging."""
+
 from __future__ import annotations
 
 import logging
@@ -7,23 +8,40 @@ import os
 import pytest
 
 from evaluator.config import PRESETS
-from evaluator.results import ObjectResult, ResultRecord, StatementResult
 from evaluator.resultio import ResultFileError, ResultWriter, merge_results, read_results
+from evaluator.results import ObjectResult, ResultRecord, StatementResult
 from evaluator.verdict import error_record
 from negt2ibench.errors import UserError
 
 CURRENT_HASH = PRESETS["current"].config_hash
 
 
-def record(prompt_id: str = "color_pos1_neg0_000", sample: int = 0, model: str = "toy", passed: bool = True,
-           config_hash: str = CURRENT_HASH, version: str = "1.0.0") -> ResultRecord:
+def record(
+    prompt_id: str = "color_pos1_neg0_000",
+    sample: int = 0,
+    model: str = "toy",
+    passed: bool = True,
+    config_hash: str = CURRENT_HASH,
+    version: str = "1.0.0",
+) -> ResultRecord:
     return ResultRecord(
-        prompt_id=prompt_id, model_key=model, sample_index=sample, passed=passed,
+        prompt_id=prompt_id,
+        model_key=model,
+        sample_index=sample,
+        passed=passed,
         objects=[ObjectResult(name="cup", present=True, confidence=0.9, box=[1.0, 2.0, 3.0, 4.0])],
-        statements=[StatementResult(index=0, polarity="positive", satisfied=passed,
-                                    cause=None if passed else "wrong_value", observed=["red"],
-                                    measurements={"max_score": 30.5})],
-        evaluator_version=version, config_hash=config_hash,
+        statements=[
+            StatementResult(
+                index=0,
+                polarity="positive",
+                satisfied=passed,
+                cause=None if passed else "wrong_value",
+                observed=["red"],
+                measurements={"max_score": 30.5},
+            )
+        ],
+        evaluator_version=version,
+        config_hash=config_hash,
     )
 
 

@@ -1,5 +1,6 @@
 """Table 14 rules on synthetic masks: both sides of every threshold, touching/overlapping masks,
 dead zones, exact ties, constructed disparity maps, and every input error."""
+
 from __future__ import annotations
 
 import json
@@ -62,7 +63,9 @@ def test_color_counts_every_value_within_the_margin():
 def test_material_uses_the_top_value_only_and_keeps_exact_ties():
     assert attribute_values({"wooden": 25.0, "metal": 24.99, "plastic": 3.0, "glass": 1.0}, "material") == {"wooden"}
     assert attribute_values({"wooden": 25.0, "metal": 25.0, "plastic": 3.0, "glass": 1.0}, "material") == {
-        "wooden", "metal"}
+        "wooden",
+        "metal",
+    }
 
 
 def test_attribute_margin_comes_from_the_config():
@@ -205,7 +208,8 @@ def test_proximity_exactly_at_the_threshold_is_far():
     assert at.measurements["gap_threshold"] == 10.0 and at.predicates == {"far from"}
     above = float(np.nextafter(factor, 1.0))
     assert relation_predicates("proximity", a, b, config=CURRENT.replace(proximity_gap_factor=above)).predicates == {
-        "near"}
+        "near"
+    }
 
 
 def test_previous_preset_uses_the_tighter_gap_factor():
@@ -260,8 +264,10 @@ def test_comparative_height_is_independent_of_area():
     assert relation_predicates("comparative", wide, tall).predicates == {"shorter than"}
     # heights 20 vs 21: 21 is not > 1.05 × 20; 22 is.
     assert relation_predicates("comparative", box(0, 0, 21, 5), box(50, 50, 20, 5)).measurements["height_ratio"] == 1.05
-    assert not {"taller than", "shorter than"} & relation_predicates(
-        "comparative", box(0, 0, 21, 5), box(50, 50, 20, 5)).predicates
+    assert (
+        not {"taller than", "shorter than"}
+        & relation_predicates("comparative", box(0, 0, 21, 5), box(50, 50, 20, 5)).predicates
+    )
     assert "taller than" in relation_predicates("comparative", box(0, 0, 22, 5), box(50, 50, 20, 5)).predicates
 
 
@@ -404,7 +410,7 @@ def test_disc_half_widths_follow_the_distance_test_exactly():
     for reach in (1.0, math.sqrt(2) + 1e-9, 5.0, 5.0 + 1e-9, 17.000000001, 63.7):
         offsets = np.arange(-int(reach), int(reach) + 1)
         widths = rules._disc_half_widths(offsets, reach)
-        for dy, w in zip(offsets, widths):
+        for dy, w in zip(offsets, widths, strict=False):
             assert math.sqrt(w * w + dy * dy) <= reach < math.sqrt((w + 1) ** 2 + dy * dy)
 
 
@@ -414,8 +420,12 @@ def reference_depth(mask_a: np.ndarray, mask_b: np.ndarray, disparity: np.ndarra
     reach = rules._reach_for_gap(gap + CURRENT.depth_band_px)
     facing_a = mask_a & (ndimage.distance_transform_edt(~mask_b) <= reach)
     facing_b = mask_b & (ndimage.distance_transform_edt(~mask_a) <= reach)
-    return (int(facing_a.sum()), float(disparity[facing_a].mean()),
-            int(facing_b.sum()), float(disparity[facing_b].mean()))
+    return (
+        int(facing_a.sum()),
+        float(disparity[facing_a].mean()),
+        int(facing_b.sum()),
+        float(disparity[facing_b].mean()),
+    )
 
 
 def test_depth_measurements_equal_a_brute_force_reference_to_the_last_bit():
@@ -453,7 +463,8 @@ def test_all_relation_predicates_leaves_out_depth_without_a_disparity_map():
 def test_non_boolean_masks_count_non_zero_pixels():
     a, b = box(10, 10, 10, 10), box(10, 40, 10, 10)
     assert relation_predicates("directional", a.astype(np.uint8), b.astype(float)) == relation_predicates(
-        "directional", a, b)
+        "directional", a, b
+    )
 
 
 def test_axis_of():
@@ -473,10 +484,11 @@ def test_axis_of():
         (lambda: relation_predicates("comparative", np.zeros((200, 200), bool), box(0, 0, 5, 5)), "mask_a is empty"),
         (lambda: relation_predicates("directional", box(0, 0, 5, 5), np.zeros((200, 200), bool)), "mask_b is empty"),
         (lambda: relation_predicates("depth", box(0, 0, 5, 5), box(9, 9, 5, 5)), "need a disparity map"),
-        (lambda: relation_predicates("depth", box(0, 0, 5, 5), box(9, 9, 5, 5), np.zeros((10, 10))),
-         "disparity shape"),
-        (lambda: relation_predicates("depth", box(0, 0, 5, 5), box(9, 9, 5, 5), np.full((200, 200), np.nan)),
-         "non-finite"),
+        (lambda: relation_predicates("depth", box(0, 0, 5, 5), box(9, 9, 5, 5), np.zeros((10, 10))), "disparity shape"),
+        (
+            lambda: relation_predicates("depth", box(0, 0, 5, 5), box(9, 9, 5, 5), np.full((200, 200), np.nan)),
+            "non-finite",
+        ),
     ],
 )
 def test_input_errors_name_the_problem(call, message):

@@ -1,18 +1,21 @@
 """`negt2ibench score`, `explain` and `download-models` through the real CLI entry point."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
+from _perception_helpers import make_prompt, random_image, tiny_perception
 from PIL import Image
 
 import evaluator.perception as perception_module
-from _perception_helpers import make_prompt, random_image, tiny_perception
 from evaluator.resultio import read_results
 from negt2ibench.cli import main
 
-PROMPTS = [make_prompt("color", ["tv remote", "cup"], "color_pos1_neg0_000"),
-           make_prompt("proximity", ["car", "bus"], "proximity_pos1_neg0_000")]
+PROMPTS = [
+    make_prompt("color", ["tv remote", "cup"], "color_pos1_neg0_000"),
+    make_prompt("proximity", ["car", "bus"], "proximity_pos1_neg0_000"),
+]
 
 
 @pytest.fixture
@@ -51,8 +54,22 @@ def test_help_texts(command, capsys):
 def test_score_writes_records_and_resumes(workspace, tiny_models_in_cli, capsys):
     tmp_path, prompts, folder = workspace
     out = tmp_path / "results.jsonl"
-    argv = ["score", "--images", str(folder), "--prompts", str(prompts), "--out", str(out), "--device", "cpu",
-            "--batch-size", "2", "--no-progress", "--preset", "no_sam"]
+    argv = [
+        "score",
+        "--images",
+        str(folder),
+        "--prompts",
+        str(prompts),
+        "--out",
+        str(out),
+        "--device",
+        "cpu",
+        "--batch-size",
+        "2",
+        "--no-progress",
+        "--preset",
+        "no_sam",
+    ]
     assert main(argv) == 0
     assert "2 new rows" in capsys.readouterr().out
     records = read_results(out)
@@ -67,8 +84,20 @@ def test_score_offline_without_weights_exits_2_with_one_line(workspace, monkeypa
     tmp_path, prompts, folder = workspace
     monkeypatch.setenv("RF_HOME", str(tmp_path / "no_weights"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    code = main(["score", "--images", str(folder), "--prompts", str(prompts), "--out", str(tmp_path / "r.jsonl"),
-                 "--device", "cpu", "--no-progress"])
+    code = main(
+        [
+            "score",
+            "--images",
+            str(folder),
+            "--prompts",
+            str(prompts),
+            "--out",
+            str(tmp_path / "r.jsonl"),
+            "--device",
+            "cpu",
+            "--no-progress",
+        ]
+    )
     assert code == 2
     err = capsys.readouterr().err
     assert err.startswith("error: model weights for RFDETRSegXLarge") and "negt2ibench download-models" in err
@@ -90,8 +119,10 @@ def test_explain_prints_the_table_and_writes_the_annotated_png(workspace, tiny_m
     prompt_json.write_text(PROMPTS[1].model_dump_json())
     image = folder / f"{PROMPTS[1].prompt_id}_0.png"
     out = tmp_path / "why.png"
-    assert main(["explain", str(image), "--prompt-json", str(prompt_json), "--out", str(out), "--json",
-                 "--device", "cpu"]) == 0
+    assert (
+        main(["explain", str(image), "--prompt-json", str(prompt_json), "--out", str(out), "--json", "--device", "cpu"])
+        == 0
+    )
     text = capsys.readouterr().out
     assert "statement" in text and "verdict" in text and PROMPTS[1].prompt in text
     assert "PASSED" in text or "FAILED" in text
@@ -127,8 +158,19 @@ def test_explain_parses_prompt_text(workspace, tiny_models_in_cli, capsys):
     tmp_path, prompts, folder = workspace
     image = folder / f"{PROMPTS[1].prompt_id}_0.png"
     out = tmp_path / "text.png"
-    assert main(["explain", str(image), "--prompt", "a photo of a car and a bus, where the car is not near the bus",
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "explain",
+                str(image),
+                "--prompt",
+                "a photo of a car and a bus, where the car is not near the bus",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "negated" in text and "is not near the bus" in text and out.is_file()
     assert main(["explain", str(image), "--prompt", "hello world"]) == 1

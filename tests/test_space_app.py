@@ -1,4 +1,5 @@
 """The Space's endpoints through gradio_client against a localhost launch (perception: a test double)."""
+
 from __future__ import annotations
 
 import json
@@ -6,14 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _space_helpers import RectanglePerception, scene_png, write_images_dataset, write_results
 from gradio_client import Client, handle_file
 
 from dataset_builder.records import load_prompts
 from space.app import PAPER_ROWS, REPORTED, build_app, leaderboard_frame, newest_entries
 from space.store import Entry, SQLiteStore
 from space.submissions import ImagesUnreachable, ParquetImages, SubmissionLimits
-
-from _space_helpers import RectanglePerception, scene_png, write_images_dataset, write_results
 
 SPLIT = "toy_model"
 IMAGES_REPO = "org/toy-images"
@@ -47,8 +47,13 @@ def app(prompts, data):
         return ParquetImages.from_folder(data["images"], split)
 
     store = SQLiteStore(data["store"])
-    demo = build_app(prompts=prompts, store=store, perception=RectanglePerception(), open_images=open_images,
-                     limits=SubmissionLimits(per_day=3, spot_check_k=3))
+    demo = build_app(
+        prompts=prompts,
+        store=store,
+        perception=RectanglePerception(),
+        open_images=open_images,
+        limits=SubmissionLimits(per_day=3, spot_check_k=3),
+    )
     demo.queue()
     _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
     client = Client(url, verbose=False)
@@ -67,7 +72,8 @@ def table(value) -> pd.DataFrame:
 def test_score_a_benchmark_prompt(app, data):
     # directional_pos1_neg0: the double places the first-mentioned object left of the second.
     image, verdict, rows, result_json = app["client"].predict(
-        handle_file(str(data["scene"])), "directional_pos1_neg0_000", "", api_name="/score")
+        handle_file(str(data["scene"])), "directional_pos1_neg0_000", "", api_name="/score"
+    )
     frame = table(rows)
     assert "Image verdict" in verdict
     assert list(frame["item"][:2]) == ["object", "object"] and frame["verdict"][0] == "present"
@@ -79,12 +85,20 @@ def test_score_a_benchmark_prompt(app, data):
 
 def test_score_a_typed_prompt_pass_and_fail(app, data):
     client = app["client"]
-    _, verdict, rows, _ = client.predict(handle_file(str(data["scene"])), None,
-                                         "a photo of a cat and a dog, where the cat is left of the dog", api_name="/score")
+    _, verdict, rows, _ = client.predict(
+        handle_file(str(data["scene"])),
+        None,
+        "a photo of a cat and a dog, where the cat is left of the dog",
+        api_name="/score",
+    )
     assert "PASS" in verdict
     assert table(rows)["verdict"].iloc[-1] == "pass"
-    _, verdict, rows, _ = client.predict(handle_file(str(data["scene"])), None,
-                                         "a photo of a cat and a dog, where the cat is not left of the dog", api_name="/score")
+    _, verdict, rows, _ = client.predict(
+        handle_file(str(data["scene"])),
+        None,
+        "a photo of a cat and a dog, where the cat is not left of the dog",
+        api_name="/score",
+    )
     frame = table(rows)
     assert "FAIL" in verdict
     assert (frame["verdict"].iloc[-1], frame["cause"].iloc[-1]) == ("fail", "forbidden_rendered")
@@ -110,7 +124,9 @@ def test_bad_score_input_gets_a_clear_message(app, data, upload, prompt_id, cust
 
 
 def test_unparseable_prompt_shows_the_grammar(app, data):
-    _, verdict, _, _ = app["client"].predict(handle_file(str(data["scene"])), None, "a photo of a cat near", api_name="/score")
+    _, verdict, _, _ = app["client"].predict(
+        handle_file(str(data["scene"])), None, "a photo of a cat near", api_name="/score"
+    )
     assert "prompts follow the benchmark's grammar" in verdict
 
 
@@ -135,29 +151,35 @@ def test_explore_filters_and_prompt_detail(app):
 
 def test_submissions_and_leaderboard(app, data):
     client, store = app["client"], app["store"]
-    status, _ = client.predict(handle_file(str(data["good"])), "Toy Model", "https://example.org", IMAGES_REPO, "main",
-                               api_name="/submit")
+    status, _ = client.predict(
+        handle_file(str(data["good"])), "Toy Model", "https://example.org", IMAGES_REPO, "main", api_name="/submit"
+    )
     assert "status **verified**" in status and "3 of 3 re-scored images agree" in status
 
-    status, _ = client.predict(handle_file(str(data["old_version"])), "Old Model", "", IMAGES_REPO, "main", api_name="/submit")
+    status, _ = client.predict(
+        handle_file(str(data["old_version"])), "Old Model", "", IMAGES_REPO, "main", api_name="/submit"
+    )
     assert "status **rejected**" in status and "evaluator version 0.1.0" in status
 
-    status, submissions = client.predict(handle_file(str(data["good"])), "Offline Model", "", "org/elsewhere", "main",
-                                         api_name="/submit")
+    status, submissions = client.predict(
+        handle_file(str(data["good"])), "Offline Model", "", "org/elsewhere", "main", api_name="/submit"
+    )
     assert "status **pending**" in status and "images not reachable" in status
     assert list(table(submissions)["status"]) == ["pending", "rejected", "verified"]
 
     # Per-day limit (3 in this app): refused, nothing stored.
-    status, submissions = client.predict(handle_file(str(data["good"])), "Fourth", "", IMAGES_REPO, "main", api_name="/submit")
+    status, submissions = client.predict(
+        handle_file(str(data["good"])), "Fourth", "", IMAGES_REPO, "main", api_name="/submit"
+    )
     assert status.startswith("**Error:**") and "limit 3" in status
     assert len(table(submissions)) == 3 and len(store.list_entries()) == 3
 
     board, csv_path, model_choice = client.predict(api_name="/leaderboard")
     frame = table(board)
     assert set(frame["model"]) == {"Toy Model", "Offline Model", "SD 1.5", "SD 1.5 + NegationCLIP"}
-    assert dict(zip(frame["model"], frame["status"]))["SD 1.5"] == REPORTED
-    assert dict(zip(frame["model"], frame["status"]))["Toy Model"] == "verified"
-    assert dict(zip(frame["model"], frame["polarity_gap"]))["SD 1.5"] == pytest.approx(8.0)
+    assert dict(zip(frame["model"], frame["status"], strict=False))["SD 1.5"] == REPORTED
+    assert dict(zip(frame["model"], frame["status"], strict=False))["Toy Model"] == "verified"
+    assert dict(zip(frame["model"], frame["polarity_gap"], strict=False))["SD 1.5"] == pytest.approx(8.0)
     assert list(frame["overall"][:2]) == [14.9, 14.5]  # sorted by overall, best first
     assert pd.read_csv(csv_path)["model"].tolist() == frame["model"].tolist()
 
@@ -174,7 +196,9 @@ def test_leaderboard_prefers_verified_and_hides_rejected():
     row = {"model": "m", "overall": 10.0, "1:0": 1.0}
     entries = [
         Entry(model_name="M", model_key="m", submitter="a", created_at=1, status="verified", row=row),
-        Entry(model_name="M", model_key="m", submitter="a", created_at=2, status="pending", row={**row, "overall": 50.0}),
+        Entry(
+            model_name="M", model_key="m", submitter="a", created_at=2, status="pending", row={**row, "overall": 50.0}
+        ),
         Entry(model_name="R", model_key="r", submitter="b", created_at=3, status="rejected", row=row),
     ]
     assert [e.created_at for e in newest_entries(entries)] == [1]
@@ -218,10 +242,14 @@ def test_requester_identity():
     signed_in = SimpleNamespace(username="bob")  # what gradio injects as gr.OAuthProfile
     assert requester(SimpleNamespace(username=None, headers={}, client=None), signed_in) == "hf:bob"
     assert requester(SimpleNamespace(username="alice", headers={}, client=None)) == "alice"
-    proxied = SimpleNamespace(username=None, headers={"x-forwarded-for": "6.6.6.6, 203.0.113.7"},
-                              client=SimpleNamespace(host="10.0.0.1"))
+    proxied = SimpleNamespace(
+        username=None, headers={"x-forwarded-for": "6.6.6.6, 203.0.113.7"}, client=SimpleNamespace(host="10.0.0.1")
+    )
     assert requester(proxied) == "ip:203.0.113.7"
-    assert requester(SimpleNamespace(username=None, headers={}, client=SimpleNamespace(host="127.0.0.1"))) == "ip:127.0.0.1"
+    assert (
+        requester(SimpleNamespace(username=None, headers={}, client=SimpleNamespace(host="127.0.0.1")))
+        == "ip:127.0.0.1"
+    )
 
 
 def test_a_space_with_login_refuses_anonymous_submissions(prompts, data, tmp_path):
@@ -231,8 +259,9 @@ def test_a_space_with_login_refuses_anonymous_submissions(prompts, data, tmp_pat
     _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
     client = Client(url, verbose=False)
     try:
-        status, submissions = client.predict(handle_file(str(data["good"])), "Anon Model", "", IMAGES_REPO, "main",
-                                             api_name="/submit")
+        status, submissions = client.predict(
+            handle_file(str(data["good"])), "Anon Model", "", IMAGES_REPO, "main", api_name="/submit"
+        )
         assert status.startswith("**Error:**") and "sign in with Hugging Face" in status
         assert store.list_entries() == [] and len(table(submissions)) == 0
     finally:

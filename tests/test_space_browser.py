@@ -1,20 +1,20 @@
 """One real headless-browser pass over the Space: open it, upload an image, see the verdict table
 and the leaderboard. Screenshots of every tab go to the test's tmp dir and /tmp/space_screens/."""
+
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
 import pytest
+from _space_helpers import RectanglePerception, result_line, scene_png
 
 from dataset_builder.records import load_prompts
-from space.app import build_app
 from evaluator.report import leaderboard_row
 from evaluator.results import ResultRecord
+from space.app import build_app
 from space.store import Entry, SQLiteStore
 from space.submissions import model_detail
-
-from _space_helpers import RectanglePerception, result_line, scene_png
 
 CHROMIUM = Path("/usr/bin/chromium")
 SHARED_SCREENS = Path("/tmp/space_screens")
@@ -29,11 +29,21 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard(tmp_path):
     prompts = load_prompts(None)
     store = SQLiteStore(tmp_path / "lb.sqlite")
     # One verified model (every other prompt passes) so the leaderboard has a detail view and a plot.
-    results = [ResultRecord.model_validate(result_line(p, 0, "toy_model", passed=i % 2 == 0)) for i, p in enumerate(prompts)]
-    store.add_submission(Entry(model_name="Toy Model", model_key="toy_model", submitter="alice", status="verified",
-                               reason="spot check: 8 of 8 re-scored images agree",
-                               row={**leaderboard_row(results, "toy_model"), "model": "Toy Model"},
-                               detail=model_detail(results)), results)
+    results = [
+        ResultRecord.model_validate(result_line(p, 0, "toy_model", passed=i % 2 == 0)) for i, p in enumerate(prompts)
+    ]
+    store.add_submission(
+        Entry(
+            model_name="Toy Model",
+            model_key="toy_model",
+            submitter="alice",
+            status="verified",
+            reason="spot check: 8 of 8 re-scored images agree",
+            row={**leaderboard_row(results, "toy_model"), "model": "Toy Model"},
+            detail=model_detail(results),
+        ),
+        results,
+    )
     demo = build_app(prompts=prompts, store=store, perception=RectanglePerception())
     _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
     image = scene_png(tmp_path / "scene.png")
@@ -42,15 +52,23 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard(tmp_path):
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
                 executable_path=str(CHROMIUM),
-                args=["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-                      "--disable-component-update", "--disable-sync", "--no-first-run"],
+                args=[
+                    "--no-sandbox",
+                    "--headless",
+                    "--disable-gpu",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--no-first-run",
+                ],
             )
             page = browser.new_page(viewport={"width": 1400, "height": 1100})
             page.goto(url)
             expect(page.get_by_text("prompts", exact=False).first).to_be_visible(timeout=60_000)
             expect(page.get_by_text("4800 prompts")).to_be_visible(timeout=60_000)
-            expect(page.get_by_role("grid", name="Statements").get_by_text("positive").filter(visible=True).first
-                   ).to_be_visible(timeout=30_000)
+            expect(
+                page.get_by_role("grid", name="Statements").get_by_text("positive").filter(visible=True).first
+            ).to_be_visible(timeout=30_000)
 
             def shot(name: str) -> None:
                 path = tmp_path / f"{name}.png"
@@ -63,7 +81,8 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard(tmp_path):
             page.get_by_role("tabpanel").locator("input[type=file]").first.set_input_files(str(image))
             expect(page.get_by_role("tabpanel").get_by_text("scene.png").first).to_be_visible(timeout=30_000)
             page.get_by_label("…or a prompt in the benchmark grammar").fill(
-                "a photo of a cat and a dog, where the cat is not left of the dog")
+                "a photo of a cat and a dog, where the cat is not left of the dog"
+            )
             page.get_by_role("button", name="Score").click()
             expect(page.get_by_text("Image verdict: FAIL")).to_be_visible(timeout=90_000)
             verdicts = page.get_by_role("grid", name="Objects and statements")
@@ -76,8 +95,9 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard(tmp_path):
             expect(board.get_by_text("SD 1.5 + NegationCLIP").filter(visible=True).first).to_be_visible(timeout=30_000)
             expect(board.get_by_text("reported (paper)").filter(visible=True).first).to_be_visible()
             expect(board.get_by_text("Toy Model").filter(visible=True).first).to_be_visible()
-            expect(page.get_by_text("Toy Model: verified", exact=False).or_(page.get_by_text("verified (spot check"))
-                   .first).to_be_visible(timeout=30_000)
+            expect(
+                page.get_by_text("Toy Model: verified", exact=False).or_(page.get_by_text("verified (spot check")).first
+            ).to_be_visible(timeout=30_000)
             shot("3_leaderboard")
 
             page.get_by_role("tab", name="Submit").click()

@@ -1,4 +1,5 @@
 """`negt2ibench deploy-space` and `negt2ibench serve` (argument handling; no network)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -40,7 +41,9 @@ def test_space_requirements_drop_test_tools_and_gradio():
 
 def test_deploy_uploads_through_the_given_function(tmp_path):
     calls = []
-    files, url = deploy_space("org/name", tmp_path / "f", upload=lambda folder, repo: calls.append((folder, repo)) or "URL")
+    files, url = deploy_space(
+        "org/name", tmp_path / "f", upload=lambda folder, repo: calls.append((folder, repo)) or "URL"
+    )
     assert url == "URL" and calls == [(tmp_path / "f", "org/name")]
     assert Path("app.py") in files
 
@@ -71,11 +74,21 @@ def test_help_texts(capsys):
 @pytest.mark.timeout(120)
 def test_serve_runs_the_app_on_localhost(tmp_path):
     port = 7911
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1",
-           "NO_PROXY": "localhost,127.0.0.1", "MPLBACKEND": "Agg"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "HF_HUB_OFFLINE": "1",
+        "NO_PROXY": "localhost,127.0.0.1",
+        "MPLBACKEND": "Agg",
+    }
     process = subprocess.Popen(
         [sys.executable, "-m", "negt2ibench", "serve", "--port", str(port), "--home", str(tmp_path / "home")],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         deadline = time.time() + 90

@@ -1,4 +1,5 @@
 """The leaderboard store's contract, run against both backends (SQLite and the Hub repo clone)."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,16 @@ from pathlib import Path
 import pytest
 
 from evaluator.results import ResultRecord
-from space.store import Entry, HubStore, LeaderboardStore, OwnershipError, SQLiteStore, StoreError, model_key_of, open_store
+from space.store import (
+    Entry,
+    HubStore,
+    LeaderboardStore,
+    OwnershipError,
+    SQLiteStore,
+    StoreError,
+    model_key_of,
+    open_store,
+)
 
 
 class RecordingUpload:
@@ -21,8 +31,14 @@ class RecordingUpload:
         if self.fail_next:
             self.fail_next = False
             raise ConnectionError("hub unreachable")
-        self.commits.append({"added": sorted(added), "deleted": deleted, "message": message,
-                             "bytes": {p: (local_dir / p).read_bytes() for p in added}})
+        self.commits.append(
+            {
+                "added": sorted(added),
+                "deleted": deleted,
+                "message": message,
+                "bytes": {p: (local_dir / p).read_bytes() for p in added},
+            }
+        )
 
 
 @pytest.fixture(params=["sqlite", "hub"])
@@ -39,8 +55,17 @@ def reopen(store: LeaderboardStore) -> LeaderboardStore:
 
 
 def records(n: int, model_key: str = "m") -> list[ResultRecord]:
-    return [ResultRecord(prompt_id=f"color_pos1_neg0_{i:03d}", model_key=model_key, sample_index=0, passed=i % 2 == 0,
-                         evaluator_version="1.0.0", config_hash="abc") for i in range(n)]
+    return [
+        ResultRecord(
+            prompt_id=f"color_pos1_neg0_{i:03d}",
+            model_key=model_key,
+            sample_index=0,
+            passed=i % 2 == 0,
+            evaluator_version="1.0.0",
+            config_hash="abc",
+        )
+        for i in range(n)
+    ]
 
 
 def entry(name: str = "Model A", submitter: str = "alice", created_at: float = 1000.0, **fields) -> Entry:
@@ -52,8 +77,13 @@ def test_add_get_list_update_roundtrip(store):
     first = store.add_submission(entry(), records(5))
     assert store.get_entry(first.submission_id) == first
     assert [r.prompt_id for r in store.get_results(first.submission_id)] == [r.prompt_id for r in records(5)]
-    updated = store.update_status(first.submission_id, "verified", "spot check: 8 of 8 agree", row={"overall": 12.5},
-                                  detail={"failure_causes": {}})
+    updated = store.update_status(
+        first.submission_id,
+        "verified",
+        "spot check: 8 of 8 agree",
+        row={"overall": 12.5},
+        detail={"failure_causes": {}},
+    )
     assert (updated.status, updated.reason, updated.row) == ("verified", "spot check: 8 of 8 agree", {"overall": 12.5})
     assert store.list_entries("verified") == [updated]
     assert store.list_entries("pending") == []
@@ -109,7 +139,9 @@ def test_hub_backend_commits_entry_and_results_together(tmp_path):
     hub = HubStore(tmp_path / "clone", upload)
     added = hub.add_submission(entry(), records(4))
     commit = upload.commits[-1]
-    assert commit["added"] == sorted([f"results/{added.submission_id}.jsonl.gz", f"submissions/{added.submission_id}.json"])
+    assert commit["added"] == sorted(
+        [f"results/{added.submission_id}.jsonl.gz", f"submissions/{added.submission_id}.json"]
+    )
     assert json.loads(commit["bytes"][f"submissions/{added.submission_id}.json"])["model_name"] == "Model A"
     hub.update_status(added.submission_id, "rejected", "spot check disagrees")
     assert upload.commits[-1]["added"] == [f"submissions/{added.submission_id}.json"]
@@ -173,6 +205,8 @@ def test_hub_uploader_makes_one_dataset_commit_with_the_env_token(tmp_path, monk
 def test_open_store_uses_the_hub_repo_when_configured(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setenv("NEGT2I_RESULTS_REPO", "org/results")
-    monkeypatch.setattr(HubStore, "from_repo", classmethod(lambda cls, repo, local: calls.append((repo, local)) or "hub"))
+    monkeypatch.setattr(
+        HubStore, "from_repo", classmethod(lambda cls, repo, local: calls.append((repo, local)) or "hub")
+    )
     assert open_store(tmp_path) == "hub"
     assert calls == [("org/results", tmp_path / "results_repo")]

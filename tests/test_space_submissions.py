@@ -1,20 +1,27 @@
 """Submission validation, limits and the spot check (pure flow; the UI tests are in test_space_app)."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
+from _space_helpers import result_line, write_images_dataset, write_results
 
 from dataset_builder.records import PromptIndex, load_prompts
 from evaluator.config import PRESETS
 from evaluator.results import ResultRecord
 from space.store import Entry, SQLiteStore
 from space.submissions import (
-    ImagesUnreachable, ParquetImages, SubmissionError, SubmissionForm, SubmissionLimits, check_results, spot_check, submit,
+    ImagesUnreachable,
+    ParquetImages,
+    SubmissionError,
+    SubmissionForm,
+    SubmissionLimits,
+    check_results,
+    spot_check,
+    submit,
 )
-
-from _space_helpers import result_line, write_images_dataset, write_results
 
 SPLIT = "toy_model"
 
@@ -56,8 +63,9 @@ def all_fail_scorer(calls: list):
 
 
 def form(name: str = "Toy Model", submitter: str = "alice", repo: str = "org/toy-images") -> SubmissionForm:
-    return SubmissionForm(model_name=name, link="https://example.org/toy", images_repo=repo, images_revision="main",
-                          submitter=submitter)
+    return SubmissionForm(
+        model_name=name, link="https://example.org/toy", images_repo=repo, images_revision="main", submitter=submitter
+    )
 
 
 def local_images(folder: Path):
@@ -127,8 +135,16 @@ def test_spot_check_reports_disagreements(failing_results, images_folder, index)
 def test_valid_submission_is_verified(tmp_path, failing_results_file, images_folder, index):
     store = SQLiteStore(tmp_path / "lb.sqlite")
     calls: list = []
-    entry = submit(store, form(), failing_results_file, prompts=index, score=all_fail_scorer(calls),
-                   open_images=local_images(images_folder), limits=SubmissionLimits(spot_check_k=5), seed=0)
+    entry = submit(
+        store,
+        form(),
+        failing_results_file,
+        prompts=index,
+        score=all_fail_scorer(calls),
+        open_images=local_images(images_folder),
+        limits=SubmissionLimits(spot_check_k=5),
+        seed=0,
+    )
     assert entry.status == "verified", entry.reason
     assert entry.reason == "spot check: 5 of 5 re-scored images agree"
     assert len(calls) == 5
@@ -140,15 +156,25 @@ def test_valid_submission_is_verified(tmp_path, failing_results_file, images_fol
 def test_spot_check_disagreement_rejects(tmp_path, prompts, index, images_folder):
     claims_all_pass = write_results(tmp_path / "cheat.jsonl", prompts, SPLIT, passed=True)
     store = SQLiteStore(tmp_path / "lb.sqlite")
-    entry = submit(store, form(), claims_all_pass, prompts=index, score=all_fail_scorer([]),
-                   open_images=local_images(images_folder), limits=SubmissionLimits(spot_check_k=4), seed=0)
+    entry = submit(
+        store,
+        form(),
+        claims_all_pass,
+        prompts=index,
+        score=all_fail_scorer([]),
+        open_images=local_images(images_folder),
+        limits=SubmissionLimits(spot_check_k=4),
+        seed=0,
+    )
     assert entry.status == "rejected"
     assert entry.reason.startswith("spot check: 4 of 4 re-scored images disagree")
 
 
 def test_unreachable_images_keep_the_entry_pending(tmp_path, failing_results_file, index):
     store = SQLiteStore(tmp_path / "lb.sqlite")
-    entry = submit(store, form(), failing_results_file, prompts=index, score=all_fail_scorer([]), open_images=unreachable)
+    entry = submit(
+        store, form(), failing_results_file, prompts=index, score=all_fail_scorer([]), open_images=unreachable
+    )
     assert entry.status == "pending"
     assert "images not reachable" in entry.reason
     assert entry.row is not None  # validated: shown on the leaderboard as pending
@@ -204,10 +230,14 @@ def test_another_submitters_model_name_is_refused(tmp_path, prompts, index):
     owned = store.add_submission(Entry(model_name="Toy Model", model_key="toy_model", submitter="alice"))
     partial = write_results(tmp_path / "partial.jsonl", prompts[:5], SPLIT, passed=False)
     with pytest.raises(SubmissionError, match="submitted by another user"):
-        submit(store, form("toy-model", submitter="mallory"), partial, prompts=index, score=None, open_images=unreachable)
+        submit(
+            store, form("toy-model", submitter="mallory"), partial, prompts=index, score=None, open_images=unreachable
+        )
     assert store.list_entries() == [owned]
     # The owner can resubmit (this file is partial, so it is stored as rejected next to the old entry).
-    again = submit(store, form("Toy Model", submitter="alice"), partial, prompts=index, score=None, open_images=unreachable)
+    again = submit(
+        store, form("Toy Model", submitter="alice"), partial, prompts=index, score=None, open_images=unreachable
+    )
     assert again.status == "rejected" and store.get_entry(owned.submission_id) == owned
 
 

@@ -1,4 +1,5 @@
 """Verdicts: every failure cause on its own path, cause priority, dead-zone passes, image pass."""
+
 from __future__ import annotations
 
 import json
@@ -245,8 +246,12 @@ def test_mixed_prompt_record_fields_and_json_round_trip():
     assert result.config_hash == PRESETS["previous"].config_hash != PRESETS["current"].config_hash
     assert result.evaluator_version == EVALUATOR_VERSION
     assert (result.model_key, result.prompt_id, result.sample_index) == ("toy", record.prompt_id, 3)
-    assert result.objects[0].model_dump() == {"name": "cat", "present": True, "confidence": 0.8,
-                                              "box": [80.0, 80.0, 100.0, 100.0]}
+    assert result.objects[0].model_dump() == {
+        "name": "cat",
+        "present": True,
+        "confidence": 0.8,
+        "box": [80.0, 80.0, 100.0, 100.0],
+    }
     assert [o.name for o in result.objects] == record.objects
     assert ResultRecord.model_validate_json(result.model_dump_json()) == result
     json.loads(result.model_dump_json())
@@ -293,7 +298,7 @@ def test_invariants_over_real_corpus_prompts_with_random_observations():
         disparity = rng.random(SHAPE) if record.category == "depth" else None
         result = judge(record, image(*objects, disparity=disparity), model_key="toy", sample_index=0)
         assert [o.name for o in result.objects] == record.objects
-        for statement, verdict in zip(record.statements, result.statements):
+        for statement, verdict in zip(record.statements, result.statements, strict=False):
             assert verdict.index == statement.index and verdict.polarity == statement.polarity
             assert (verdict.cause is None) == verdict.satisfied
             causes_seen.add(verdict.cause)

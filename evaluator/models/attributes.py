@@ -1,7 +1,8 @@
 """SigLIP 2 colour / material scores on masked object crops (100 × cosine, averaged over templates)."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -43,8 +44,9 @@ def attribute_texts(category: str, object_name: str, config: EvaluatorConfig) ->
 class AttributeScorer:
     """SigLIP(2) model + processor; text embeddings are computed once per sentence and cached."""
 
-    def __init__(self, model, processor, *, device: torch.device, dtype: torch.dtype = torch.float32,
-                 max_text_length: int = 64):
+    def __init__(
+        self, model, processor, *, device: torch.device, dtype: torch.dtype = torch.float32, max_text_length: int = 64
+    ):
         self.model = model.to(device=device, dtype=dtype).eval()
         self.processor = processor
         self.device = device
@@ -62,13 +64,15 @@ class AttributeScorer:
         """Unit-norm embeddings (float32, CPU) of the sentences, computing only unseen ones."""
         new = [sentence for sentence in dict.fromkeys(sentences) if sentence not in self._text_cache]
         if new:
-            tokens = self.processor(text=new, padding="max_length", max_length=self.max_text_length,
-                                    truncation=True, return_tensors="pt")
-            tokens = {key: value.to(self.device) for key, value in tokens.items()
-                      if key in ("input_ids", "attention_mask")}
+            tokens = self.processor(
+                text=new, padding="max_length", max_length=self.max_text_length, truncation=True, return_tensors="pt"
+            )
+            tokens = {
+                key: value.to(self.device) for key, value in tokens.items() if key in ("input_ids", "attention_mask")
+            }
             features = self._pooled(self.model.get_text_features(**tokens)).float()
             features = torch.nn.functional.normalize(features, dim=-1).cpu()
-            for sentence, feature in zip(new, features):
+            for sentence, feature in zip(new, features, strict=False):
                 self._text_cache[sentence] = feature
         return torch.stack([self._text_cache[sentence] for sentence in sentences])
 
@@ -78,18 +82,19 @@ class AttributeScorer:
         features = self._pooled(self.model.get_image_features(pixel_values=pixels.to(self.device, self.dtype))).float()
         return torch.nn.functional.normalize(features, dim=-1).cpu()
 
-    def score(self, crops: Sequence[Image.Image], requests: Sequence[tuple[str, str]],
-              config: EvaluatorConfig) -> list[dict[str, float]]:
+    def score(
+        self, crops: Sequence[Image.Image], requests: Sequence[tuple[str, str]], config: EvaluatorConfig
+    ) -> list[dict[str, float]]:
         """For each crop and its (category, object name): value → mean over templates of 100 × cosine."""
         if not crops:
             return []
         image_features = self.image_embeddings(crops)
         results = []
-        for feature, (category, object_name) in zip(image_features, requests):
+        for feature, (category, object_name) in zip(image_features, requests, strict=False):
             texts = attribute_texts(category, object_name, config)
             values = list(texts)
             sentences = [sentence for value in values for sentence in texts[value]]
             cosines = (self.text_embeddings(sentences) @ feature).reshape(len(values), -1)
             means = (100.0 * cosines).mean(dim=1)
-            results.append({value: float(score) for value, score in zip(values, means)})
+            results.append({value: float(score) for value, score in zip(values, means, strict=False)})
         return results

@@ -1,8 +1,9 @@
 """Depth-Anything V2 relative disparity (larger = nearer), resized to each image."""
+
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -30,6 +31,6 @@ class DepthEstimator:
             resized = self.processor.post_process_depth_estimation(
                 outputs, target_sizes=[(height, width)] * len(indices)
             )
-            for index, item in zip(indices, resized):
+            for index, item in zip(indices, resized, strict=False):
                 results[index] = item["predicted_depth"].cpu().numpy().astype(np.float32)
         return results  # type: ignore[return-value]

@@ -5,10 +5,11 @@ benchmark's 0.03), so this module runs the model's forward itself, selects the t
 pairs the same way rfdetr's `PostProcess` does, keeps only the prompt's classes (at most
 `per_class_cap` each), and upsamples a mask only for the instance a statement uses.
 """
+
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
 
 import numpy as np
 import torch
@@ -26,7 +27,7 @@ COCO_TO_BENCHMARK_NAME: dict[str, str] = {
 }
 
 
-def benchmark_class_ids(coco_classes: Optional[dict[int, str]] = None) -> dict[str, int]:
+def benchmark_class_ids(coco_classes: dict[int, str] | None = None) -> dict[str, int]:
     """Benchmark class name → RF-DETR's (sparse COCO) class id, for all 79 benchmark classes."""
     if coco_classes is None:
         from rfdetr.assets.coco_classes import COCO_CLASSES
@@ -47,7 +48,7 @@ class ClassDetections:
     scores: list[float] = field(default_factory=list)
     boxes: list[tuple[float, float, float, float]] = field(default_factory=list)  # xyxy pixels
     queries: list[int] = field(default_factory=list)  # decoder query of each detection
-    top_mask: Optional[np.ndarray] = None  # RF-DETR's own mask of the best instance, when asked for
+    top_mask: np.ndarray | None = None  # RF-DETR's own mask of the best instance, when asked for
 
     @property
     def best_score(self) -> float:
@@ -98,7 +99,7 @@ class Detector:
         presence_threshold: float,
         per_class_cap: int,
         device: torch.device,
-        autocast_dtype: Optional[torch.dtype] = None,
+        autocast_dtype: torch.dtype | None = None,
     ):
         self.rfdetr = rfdetr_model
         self.presence_threshold = presence_threshold
@@ -117,8 +118,9 @@ class Detector:
     def _preprocess(self, images: Sequence[Image.Image]) -> torch.Tensor:
         # As rfdetr's predict: [0, 1] floats, square resize without antialias, ImageNet normalisation.
         tensors = [
-            TF.resize(TF.pil_to_tensor(image).to(self.device).float().div_(255.0), [self.resolution] * 2,
-                      antialias=False)
+            TF.resize(
+                TF.pil_to_tensor(image).to(self.device).float().div_(255.0), [self.resolution] * 2, antialias=False
+            )
             for image in images
         ]
         return TF.normalize(torch.stack(tensors), self.means, self.stds)
@@ -139,7 +141,7 @@ class Detector:
         probabilities = outputs["pred_logits"].float().sigmoid().cpu().numpy()
         boxes_normalised = outputs["pred_boxes"].float().cpu().numpy()
         results = []
-        for index, (image, names) in enumerate(zip(images, wanted)):
+        for index, (image, names) in enumerate(zip(images, wanted, strict=False)):
             width, height = image.size
             unknown = [name for name in names if name not in self.class_ids]
             if unknown:
@@ -154,8 +156,9 @@ class Detector:
             per_class = {}
             for name, pairs in picked.items():
                 queries = [query for query, _ in pairs]
-                boxes = (_cxcywh_to_xyxy(boxes_normalised[index, queries], width, height) if queries
-                         else np.zeros((0, 4)))
+                boxes = (
+                    _cxcywh_to_xyxy(boxes_normalised[index, queries], width, height) if queries else np.zeros((0, 4))
+                )
                 detections = ClassDetections(
                     name=name,
                     scores=[score for _, score in pairs],

@@ -1,7 +1,8 @@
 """SAM 2.1 (transformers `Sam2Model`) masks from box prompts, one image embedding per image."""
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
