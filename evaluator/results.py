@@ -45,6 +45,20 @@ class ResultRecord(BaseModel):
     evaluator_version: str
     config_hash: str
     error: str | None = None
+    # Who judged: "negt2ibench/<preset>" for this scorer, "<judge key>/<mode>" for a VLM judge.
+    evaluator: str = "negt2ibench"
+    # Continuous image score in [0, 1] (for rank agreement with people): the share of the image's
+    # elements (objects + statements) satisfied for this scorer; a judge's mean probability.
+    # None on error rows and on records written before the field existed (see `image_score`).
+    score: float | None = None
+
+    @property
+    def image_score(self) -> float | None:
+        """`score`, or the share of satisfied elements for records that predate it (None on error rows)."""
+        if self.score is not None or self.error:
+            return self.score
+        elements = [obj.present for obj in self.objects] + [s.satisfied for s in self.statements]
+        return sum(elements) / len(elements) if elements else None
 
     @property
     def key(self) -> tuple[str, str, int]:

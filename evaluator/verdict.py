@@ -54,6 +54,7 @@ def judge(
         _judge_statement(prompt, statement, observation, config, relations) for statement in prompt.statements
     ]
     passed = all(obj.present for obj in objects) and all(result.satisfied for result in statements)
+    elements = [obj.present for obj in objects] + [result.satisfied for result in statements]
     return ResultRecord(
         prompt_id=prompt.prompt_id,
         model_key=model_key,
@@ -63,6 +64,8 @@ def judge(
         statements=statements,
         evaluator_version=EVALUATOR_VERSION,
         config_hash=config.config_hash,
+        evaluator=f"negt2ibench/{config.name}",
+        score=sum(elements) / len(elements),
     )
 
 
@@ -84,6 +87,7 @@ def error_record(
         evaluator_version=EVALUATOR_VERSION,
         config_hash=config.config_hash,
         error=reason,
+        evaluator=f"negt2ibench/{config.name}",
     )
 
 
