@@ -14,7 +14,7 @@ import sys
 import warnings
 
 from . import __version__
-from .errors import UserError
+from .errors import NegT2IError
 
 # Parts that contribute sub-commands, in the order `--help` lists them.
 COMMAND_MODULES = ("dataset_builder.cli", "generation.cli", "evaluator.cli", "evaluator.report_cli", "space.cli")
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         result = args.handler(args)
-    except UserError as error:
+    except NegT2IError as error:
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:

@@ -1,17 +1,39 @@
-"""Errors that the CLI turns into one clear line and an exit code, never a traceback."""
+"""Errors that the CLI turns into one clear line and an exit code, never a traceback.
+
+Exit codes, the same for every command:
+- 0: done;
+- 1: bad input or a failed check (`UserError`);
+- 2: a usage error (`UsageError`: wrong or conflicting options) or missing model weights
+  (`MissingWeightsError`, whose message says how to get them).
+
+Every error the project raises on purpose derives from `NegT2IError`; the CLI prints
+``error: <message>`` and exits with its `exit_code`.
+"""
 
 from __future__ import annotations
 
 
-class UserError(Exception):
-    """Bad input or a missing resource the user can fix. Exit code 1 unless given."""
+class NegT2IError(Exception):
+    """Base of the project's errors. Exit code 1 unless the subclass or the caller says otherwise."""
 
     exit_code = 1
 
-    def __init__(self, message: str, exit_code: int | None = None):
+    def __init__(self, message: str = "", exit_code: int | None = None):
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code
+
+
+class UserError(NegT2IError):
+    """Bad input or a failed check the user can fix. Exit code 1 unless given."""
+
+    exit_code = 1
+
+
+class UsageError(UserError):
+    """Wrong, missing or conflicting command options (argparse's own usage errors exit 2 too)."""
+
+    exit_code = 2
 
 
 class MissingWeightsError(UserError):
