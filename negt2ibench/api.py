@@ -197,7 +197,8 @@ class Evaluator:
                 `evaluator.images.load_image` documents.
             prompt: a prompt id (`"color_pos0_neg1_004"`), a `PromptRecord`, or a text in the
                 benchmark's grammar (`"a photo of a red cup and a non-blue bowl"`).
-            model_key: written in the record (a dataset split name, `[a-z0-9_]+`).
+            model_key: written in the record (`score_many` and `score_source`, which feed result
+                files, require a split name, `[a-z0-9_]+`).
             sample_index: written in the record (which of a prompt's images this is).
 
         Returns:
@@ -213,7 +214,8 @@ class Evaluator:
             >>> out.record.passed  # doctest: +SKIP
             False
         """
-        _check_model_key(model_key)
+        if not isinstance(model_key, str) or not model_key.strip():
+            raise UserError(f"model_key must be a non-empty string, got {model_key!r}")
         _non_negative("sample_index", sample_index)
         record = self.prompt(prompt)
         rgb = _rgb(image, "image")

@@ -150,7 +150,8 @@ def test_constructor_checks_name_the_argument(make, error, message):
 @pytest.mark.parametrize(
     "call, error, message",
     [
-        (lambda ev, img: ev.score(img, PROMPTS[0], model_key="My Model"), UserError, "model_key 'My Model'"),
+        (lambda ev, img: ev.score(img, PROMPTS[0], model_key=""), UserError, "model_key must be a non-empty"),
+        (lambda ev, img: ev.score_many([img], [PROMPTS[0]], model_key="My Model"), UserError, "model_key 'My Model'"),
         (lambda ev, img: ev.score(img, PROMPTS[0], sample_index=-1), UserError, "sample_index must be 0 or more"),
         (lambda ev, img: ev.score(img, 42), TypeError, "prompt must be a prompt id"),
         (lambda ev, img: ev.score(img, "  "), UserError, "prompt is empty"),
