@@ -15,24 +15,35 @@ model and no torch; `Evaluator(...)` checks the device, and the models load on t
 from __future__ import annotations
 
 import threading
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord, load_prompts
-from evaluator.config import EvaluatorConfig, get_preset
+from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
+from evaluator.config import EvaluatorConfig
 from evaluator.observation import ImageObservation
 from evaluator.results import ResultRecord
 from negt2ibench.errors import UserError
+
+from .inputs import (
+    batches,
+    check_model_key,
+    config_of,
+    fetcher,
+    non_negative,
+    positive,
+    prompt_index,
+    rgb_image,
+    running_counts,
+)
 
 if TYPE_CHECKING:
     import numpy as np
     from PIL import Image
 
     from evaluator.perception import Perception
-    from evaluator.pipeline import ImageItem, ScoreSummary
+    from evaluator.pipeline import ScoreSummary
 
     ImageLike = Image.Image | str | Path | bytes | np.ndarray
 
@@ -85,8 +96,8 @@ class Evaluator:
         perception: Perception | None = None,
         prompts: str | Path | Iterable[PromptRecord] | PromptIndex | None = None,
     ):
-        self.config = _config(preset)
-        self.batch_size = _positive("batch_size", batch_size)
+        self.config = config_of(preset)
+        self.batch_size = positive("batch_size", batch_size)
         if not isinstance(device, str):
             raise TypeError(f"device must be a string such as 'auto', 'cpu' or 'cuda:0', got {type(device).__name__}")
         if perception is not None:
@@ -134,7 +145,7 @@ class Evaluator:
         """The prompt records that ids are looked up in, read on first use."""
         with self._lock:
             if self._index is None:
-                self._index = _prompt_index(self._prompt_source)
+                self._index = prompt_index(self._prompt_source)
             return self._index
 
     def prompt(self, prompt: str | PromptRecord) -> PromptRecord:
@@ -216,9 +227,9 @@ class Evaluator:
         """
         if not isinstance(model_key, str) or not model_key.strip():
             raise UserError(f"model_key must be a non-empty string, got {model_key!r}")
-        _non_negative("sample_index", sample_index)
+        non_negative("sample_index", sample_index)
         record = self.prompt(prompt)
-        rgb = _rgb(image, "image")
+        rgb = rgb_image(image, "image")
         from evaluator.pipeline import score_image
 
         result, observation = score_image(
@@ -256,25 +267,25 @@ class Evaluator:
 
         from evaluator.pipeline import ImageItem, _score_batch
 
-        _check_model_key(model_key)
-        size = self.batch_size if batch_size is None else _positive("batch_size", batch_size)
+        check_model_key(model_key)
+        size = self.batch_size if batch_size is None else positive("batch_size", batch_size)
         if len(images) != len(prompts):
             raise UserError(f"images and prompts must have the same length, got {len(images)} and {len(prompts)}")
         resolved = [self._resolve(prompt, f"prompts[{i}]") for i, prompt in enumerate(prompts)]
         if sample_indices is None:
-            sample_indices = _running_counts([prompt_id for prompt_id, _ in resolved])
+            sample_indices = running_counts([prompt_id for prompt_id, _ in resolved])
         elif len(sample_indices) != len(images):
             raise UserError(f"sample_indices must have one index per image, got {len(sample_indices)}")
         entries = [
             (
-                ImageItem(prompt_id, _non_negative(f"sample_indices[{i}]", sample), _fetch(image, f"images[{i}]")),
+                ImageItem(prompt_id, non_negative(f"sample_indices[{i}]", sample), fetcher(image, f"images[{i}]")),
                 record,
             )
             for i, (image, (prompt_id, record), sample) in enumerate(zip(images, resolved, sample_indices, strict=True))
         ]
         records: list[ResultRecord] = []
         with tqdm(total=len(entries), unit="img", desc=f"score {model_key}", disable=not progress) as bar:
-            for batch in _batches(entries, size):
+            for batch in batches(entries, size):
                 index = PromptIndex({r.prompt_id: r for _, r in batch if r is not None}.values())
                 items = [item for item, _ in batch]
                 records += _score_batch(items, index, self.perception, config=self.config, model_key=model_key)
@@ -326,121 +337,3 @@ class Evaluator:
             limit=limit,
             progress=progress,
         )
-
-
-# -- checks and conversions at the entry ---------------------------------------------------------
-
-
-def _config(preset: str | EvaluatorConfig) -> EvaluatorConfig:
-    if isinstance(preset, EvaluatorConfig):
-        return preset
-    if not isinstance(preset, str):
-        raise TypeError(f"preset must be a preset name or an EvaluatorConfig, got {type(preset).__name__}")
-    try:
-        return get_preset(preset)
-    except ValueError as error:
-        raise UserError(str(error)) from None
-
-
-def _positive(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise UserError(f"{name} must be at least 1, got {value}")
-    return value
-
-
-def _non_negative(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 0:
-        raise UserError(f"{name} must be 0 or more, got {value}")
-    return value
-
-
-def _check_model_key(model_key: str) -> None:
-    from evaluator.pipeline import SPLIT_NAME
-
-    if not isinstance(model_key, str) or not SPLIT_NAME.match(model_key):
-        raise UserError(f"model_key {model_key!r} must match [a-z0-9_]+ (it names a dataset split)")
-
-
-def _prompt_index(source: str | Path | Iterable[PromptRecord] | None) -> PromptIndex:
-    try:
-        if source is None or isinstance(source, (str, Path)):
-            return PromptIndex(load_prompts(source))
-        return PromptIndex(source)
-    except (FileNotFoundError, ValueError) as error:
-        raise UserError(f"cannot read prompts: {error}") from None
-
-
-def _running_counts(prompt_ids: Sequence[str]) -> list[int]:
-    """0, 1, 2, … for each prompt id, in order: the default sample index of each image."""
-    seen: Counter[str] = Counter()
-    indices = []
-    for prompt_id in prompt_ids:
-        indices.append(seen[prompt_id])
-        seen[prompt_id] += 1
-    return indices
-
-
-def _batches(
-    entries: Sequence[tuple[ImageItem, PromptRecord | None]], size: int
-) -> Iterator[list[tuple[ImageItem, PromptRecord | None]]]:
-    """Consecutive batches of `size`, as `negt2ibench score` makes them. A batch is also closed
-    early where an id would stand for two different records (several parsed texts are all `custom`)."""
-    batch: list[tuple[ImageItem, PromptRecord | None]] = []
-    meaning: dict[str, PromptRecord | None] = {}
-    for item, record in entries:
-        clash = item.prompt_id in meaning and meaning[item.prompt_id] != record
-        if batch and (len(batch) == size or clash):
-            yield batch
-            batch, meaning = [], {}
-        batch.append((item, record))
-        meaning[item.prompt_id] = record
-    if batch:
-        yield batch
-
-
-def _image_source(image: Any, argument: str) -> Any:
-    """A path, bytes or PIL image as given (read later, where an unreadable one becomes an error
-    row); an array converted to a PIL image now."""
-    from PIL import Image
-
-    if isinstance(image, (str, Path, bytes, bytearray, Image.Image)):
-        return image
-    import numpy as np
-
-    if not isinstance(image, np.ndarray):
-        raise TypeError(
-            f"{argument} must be a PIL image, a path, encoded bytes or an H×W×3 array, got {type(image).__name__}"
-        )
-    array = image
-    if array.ndim == 3 and array.shape[2] == 1:
-        array = array[:, :, 0]
-    if not (array.ndim == 2 or (array.ndim == 3 and array.shape[2] in (3, 4))):
-        raise UserError(f"{argument}: an image array is H×W, H×W×3 or H×W×4; got shape {image.shape}")
-    if array.dtype.kind == "f":
-        if array.size and not (np.isfinite(array).all() and array.min() >= 0.0 and array.max() <= 1.0):
-            raise UserError(f"{argument}: a float image array must hold values in [0, 1]")
-        array = np.round(array * 255.0).astype(np.uint8)
-    elif array.dtype != np.uint8:
-        if array.dtype.kind not in "iu" or (array.size and (array.min() < 0 or array.max() > 255)):
-            raise UserError(f"{argument}: an image array must be uint8 (0-255) or float in [0, 1], got {array.dtype}")
-        array = array.astype(np.uint8)
-    return Image.fromarray(np.ascontiguousarray(array))
-
-
-def _fetch(image: Any, argument: str) -> Callable[[], Any]:
-    source = _image_source(image, argument)
-    return lambda: source
-
-
-def _rgb(image: Any, argument: str):
-    """8-bit RGB from any accepted image; an image that cannot be scored is a UserError naming it."""
-    from evaluator.images import ImageError, load_image
-
-    try:
-        return load_image(_image_source(image, argument))
-    except ImageError as error:
-        raise UserError(f"{argument}: {error}") from None
