@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -43,8 +43,8 @@ class AnnotationRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    prompt_id: str = Field(min_length=1)
-    model_key: str = Field(min_length=1)
+    prompt_id: str = Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+    model_key: str = Field(pattern=r"^[a-z0-9_]+$")  # the images split
     sample_index: int = Field(ge=0)
     annotator: str = Field(min_length=1, max_length=200)
     objects: dict[str, bool]
@@ -174,19 +174,25 @@ def sort_key(record: AnnotationRecord) -> tuple:
     return (record.image_key, record.annotator)
 
 
-def write_annotations(records: Iterable[AnnotationRecord], path: str | Path) -> int:
-    """Write records as JSONL (sorted by image, then annotator), atomically; returns the count."""
+def write_lines(lines: Iterable[str], path: str | Path) -> int:
+    """Write one JSON text per line, atomically (temp file + rename); returns the line count."""
     path = Path(path)
-    ordered: Sequence[AnnotationRecord] = sorted(records, key=sort_key)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    count = 0
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            for record in ordered:
-                out.write(record.model_dump_json() + "\n")
+            for line in lines:
+                out.write(line + "\n")
+                count += 1
         os.chmod(temporary, 0o644)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    return len(ordered)
+    return count
+
+
+def write_annotations(records: Iterable[AnnotationRecord], path: str | Path) -> int:
+    """Write records as JSONL, sorted by image then annotator, atomically; returns the count."""
+    return write_lines((record.model_dump_json() for record in sorted(records, key=sort_key)), path)
