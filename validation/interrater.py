@@ -106,10 +106,10 @@ def leave_one_out_tau(*, scores: ArrayLike) -> float:
     matrix = _matrix(scores, float)
     if matrix.shape[0] == 0 or matrix.shape[1] < 2:
         return math.nan
-    raters = matrix.shape[1]
     taus = []
-    for slot in range(raters):
-        others = (matrix.sum(axis=1) - matrix[:, slot]) / (raters - 1)
+    for slot in range(matrix.shape[1]):
+        # Rounded so that equal means tie exactly whatever the order of the additions (τ-b counts ties).
+        others = np.round(np.delete(matrix, slot, axis=1).mean(axis=1), 12)
         taus.append(kendall_tau_b(references=others, scores=matrix[:, slot]))
     finite = [t for t in taus if not math.isnan(t)]
     return sum(finite) / len(finite) if finite else math.nan

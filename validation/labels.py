@@ -24,7 +24,6 @@ from .annotations import (
     AnnotationError,
     AnnotationRecord,
     ImageKey,
-    annotator_score,
     check_against_prompt,
     element_verdicts,
 )
@@ -66,8 +65,11 @@ class ImageLabels:
 
     @property
     def score(self) -> float:
-        """The continuous human score: the mean of the raters' scores."""
-        return sum(self.scores) / len(self.scores)
+        """The continuous human score: the mean of the raters' scores.
+
+        Computed as one division (satisfied over raters × elements), so equal scores are equal
+        floats and tie exactly in the rank statistics."""
+        return sum(sum(row) for row in self.elements) / (len(self.elements) * len(self.blocks))
 
     @property
     def element_majority(self) -> tuple[bool, ...]:
@@ -139,6 +141,3 @@ def build_labels(
         )
     result.annotators = tuple(sorted(names))
     return result
-
-
-__all__ = ["RATERS", "ImageLabels", "LabelSet", "annotator_score", "build_labels", "element_blocks"]

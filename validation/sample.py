@@ -74,11 +74,16 @@ def allocate(total: int, capacity: Mapping[str, int], rng: random.Random, used: 
 
 
 def _pick(cell: list[SampleItem], count: int, used_prompts: set[str], rng: random.Random) -> list[SampleItem]:
+    """`count` random items of the cell, one per prompt as long as unused prompts last."""
     shuffled = list(cell)
     rng.shuffle(shuffled)
-    shuffled.sort(key=lambda item: item.prompt_id in used_prompts)  # stable: unused prompts first
-    chosen = shuffled[:count]
-    used_prompts.update(item.prompt_id for item in chosen)
+    chosen: list[SampleItem] = []
+    for item in shuffled:
+        if len(chosen) < count and item.prompt_id not in used_prompts:
+            chosen.append(item)
+            used_prompts.add(item.prompt_id)
+    taken = {id(item) for item in chosen}
+    chosen += [item for item in shuffled if id(item) not in taken][: count - len(chosen)]
     return chosen
 
 
