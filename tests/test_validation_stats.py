@@ -147,7 +147,11 @@ def test_keyword_only_so_labels_cannot_be_swapped_by_position():
         stats.accuracy(references=[1, 0], predictions=[1])
 
 
-def test_batched_statistics_equal_the_plain_ones_on_every_resample():
+@pytest.mark.parametrize("float32", [True, False])
+def test_batched_statistics_equal_the_plain_ones_on_every_resample(float32, monkeypatch):
+    if not float32:  # the float64 path taken for large sets, and BLAS threads left alone
+        monkeypatch.setattr(batched, "FLOAT32_EXACT", 0)
+        monkeypatch.setattr(batched, "ONE_THREAD_BELOW", 0)
     rng = np.random.default_rng(3)
     n, resamples = 40, 150
     human, judged = rng.integers(0, 4, n) / 3, rng.random(n).round(1)

@@ -41,26 +41,25 @@ def _interval(values: np.ndarray, confidence: float) -> list[float]:
 
 
 def _count_block(
-    references: np.ndarray,
-    predictions: np.ndarray,
-    weights: np.ndarray | None,
-    names: dict[str, str],
-    confidence: float,
+    references: np.ndarray, predictions: np.ndarray, weights: np.ndarray, names: dict[str, str], confidence: float
 ) -> dict:
-    """Confusion counts and the count-based statistics (`names`: output key → batched statistic)."""
-    counts = batched.confusion_counts(np.ones((1, len(references))), references, predictions)
+    """Confusion counts and the count-based statistics (`names`: output key → batched statistic).
+
+    `weights` is `_Cache.weights`: row 0 all ones (the estimate), then one row per resample.
+    """
+    counts = batched.confusion_counts(weights, references, predictions)
     block: dict = {"n": int(len(references))}
     block.update(dict(zip(("tp", "tn", "fp", "fn"), (int(c) for c in counts[0]), strict=True)))
-    draws = batched.confusion_counts(weights, references, predictions) if weights is not None else None
     for key, statistic in names.items():
-        block[key] = float(batched.COUNT_STATISTICS[statistic](counts)[0])
-        if draws is not None:
-            block[f"{key}_ci"] = _interval(batched.COUNT_STATISTICS[statistic](draws), confidence)
+        values = batched.COUNT_STATISTICS[statistic](counts)
+        block[key] = float(values[0])
+        if len(values) > 1:
+            block[f"{key}_ci"] = _interval(values[1:], confidence)
     return block
 
 
 class _Cache:
-    """Human-side pair matrices and bootstrap draws, shared by evaluators scored on the same images."""
+    """Bootstrap draws and human-side pair matrices, shared by evaluators scored on the same images."""
 
     def __init__(self, resamples: int, seed: int):
         self.resamples, self.seed = resamples, seed
@@ -72,11 +71,14 @@ class _Cache:
             self._pairs[keys] = batched.RankPairs(scores)
         return self._pairs[keys]
 
-    def weights(self, n: int) -> np.ndarray | None:
-        if self.resamples < 1 or n == 0:
-            return None
+    def weights(self, n: int) -> np.ndarray:
+        """(1 + resamples, n): a row of ones (the sample itself, for the estimate), then the draws for n images.
+
+        The estimate rides along with the resamples, so each statistic is one matrix product."""
         if n not in self._weights:
-            self._weights[n] = resample_counts(n, resamples=self.resamples, seed=self.seed)
+            draws = resample_counts(n, resamples=self.resamples, seed=self.seed) if self.resamples > 0 else None
+            ones = np.ones((1, n))
+            self._weights[n] = ones if draws is None or draws.size == 0 else np.vstack([ones, draws])
         return self._weights[n]
 
 
@@ -93,13 +95,11 @@ def image_block(
     if len(labels) == 0:
         return block | {metric: float("nan") for metric in RANK_METRICS}
     human = cache.pairs(tuple(label.key for label in labels), human_score)
-    judged = batched.RankPairs(judged_score)
-    point = batched.rank_statistics(np.ones((1, len(labels))), human, judged)
-    draws = batched.rank_statistics(weights, human, judged) if weights is not None else None
+    values = batched.rank_statistics(weights, human, batched.RankPairs(judged_score))
     for metric in RANK_METRICS:
-        block[metric] = float(point[metric][0])
-        if draws is not None:
-            block[f"{metric}_ci"] = _interval(draws[metric], confidence)
+        block[metric] = float(values[metric][0])
+        if len(values[metric]) > 1:
+            block[f"{metric}_ci"] = _interval(values[metric][1:], confidence)
     return block
 
 
@@ -142,8 +142,7 @@ def element_blocks(
     out = {}
     for block in BLOCKS:
         chosen = np.ones(len(image), dtype=bool) if block == "all" else block_of == block
-        expanded = weights[:, image[chosen]] if weights is not None else None
-        out[block] = _count_block(human[chosen], judged[chosen], expanded, names, confidence)
+        out[block] = _count_block(human[chosen], judged[chosen], weights[:, image[chosen]], names, confidence)
     return out
 
 

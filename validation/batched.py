@@ -16,6 +16,9 @@ once, exactly what `validation.stats` returns on that resample (the tests check 
 
 from __future__ import annotations
 
+import contextlib
+import functools
+
 import numpy as np
 
 TP, TN, FP, FN = range(4)
@@ -26,7 +29,7 @@ def confusion_counts(weights: np.ndarray, references: np.ndarray, predictions: n
     ref = np.asarray(references, dtype=bool)
     pred = np.asarray(predictions, dtype=bool)
     one_hot = np.stack([ref & pred, ~ref & ~pred, ~ref & pred, ref & ~pred], axis=1).astype(float)
-    return np.atleast_2d(weights) @ one_hot
+    return _product(np.atleast_2d(weights), one_hot, one_hot.astype(np.float32))
 
 
 def _divide(part: np.ndarray, whole: np.ndarray) -> np.ndarray:
@@ -81,13 +84,38 @@ COUNT_STATISTICS = {
 }
 
 
-def _quadratic(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """wᵀ M w for every row w of `weights`."""
-    return np.einsum("bi,bi->b", weights @ matrix, weights)
+# Up to this many images every partial sum of ``weights @ pair matrix`` is a multiple of ½ no larger
+# than the number of images, so float32 (exact to 2**24) gives the same result as float64, twice as fast.
+FLOAT32_EXACT = 4096
+
+
+# Products over at most this many images run on one BLAS thread: waking the other threads costs more
+# than the product itself (on a busy 2-core machine, 20 ms instead of 0.2 ms for 100 images).
+ONE_THREAD_BELOW = 256
+
+
+@functools.lru_cache(maxsize=1)
+def _blas():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def _product(weights: np.ndarray, matrix: np.ndarray, matrix32: np.ndarray) -> np.ndarray:
+    n = weights.shape[1]
+    limit = _blas().limit(limits=1, user_api="blas") if n <= ONE_THREAD_BELOW else contextlib.nullcontext()
+    with limit:
+        if n <= FLOAT32_EXACT:
+            return (weights.astype(np.float32) @ matrix32).astype(float)
+        return weights @ matrix
 
 
 class RankPairs:
-    """The pair matrices of one score vector, built once and shared by every evaluator."""
+    """The pair matrices of one score vector, built once and shared by every evaluator.
+
+    Products with one weights matrix are remembered (the last one per kind), so the human side
+    is computed once per set of resamples, not once per evaluator.
+    """
 
     def __init__(self, values: np.ndarray):
         x = np.asarray(values, dtype=float)
@@ -95,17 +123,42 @@ class RankPairs:
         self.untied = np.abs(self.sign)
         # rank_matrix[j, i] = [x_j < x_i] + ½ [x_j = x_i]: average rank of i = (w @ rank_matrix)_i + ½
         self.rank_matrix = (x[:, None] < x[None, :]) + 0.5 * (x[:, None] == x[None, :])
+        self._float32 = {"untied": self.untied.astype(np.float32), "ranks": self.rank_matrix.astype(np.float32)}
+        self._memo: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _remembered(self, kind: str, weights: np.ndarray, compute) -> np.ndarray:
+        hit = self._memo.get(kind)
+        if hit is None or hit[0] is not weights:
+            self._memo[kind] = hit = (weights, compute())
+        return hit[1]
 
     def ranks(self, weights: np.ndarray) -> np.ndarray:
-        return weights @ self.rank_matrix + 0.5
+        """Average ranks of each image within each resample, (resamples, n)."""
+        return self._remembered(
+            "ranks", weights, lambda: _product(weights, self.rank_matrix, self._float32["ranks"]) + 0.5
+        )
+
+    def untied_pairs(self, weights: np.ndarray) -> np.ndarray:
+        """wᵀ|S|w: twice the number of pairs not tied, per resample."""
+        return self._remembered(
+            "untied",
+            weights,
+            lambda: np.einsum("bi,bi->b", _product(weights, self.untied, self._float32["untied"]), weights),
+        )
+
+
+def _concordance(weights: np.ndarray, human: RankPairs, judged: RankPairs) -> np.ndarray:
+    """wᵀ(S∘T)w: twice (concordant − discordant pairs), per resample."""
+    product = human.sign * judged.sign
+    return np.einsum("bi,bi->b", _product(weights, product, product.astype(np.float32)), weights)
 
 
 def rank_statistics(weights: np.ndarray, human: RankPairs, judged: RankPairs) -> dict[str, np.ndarray]:
     """Kendall τ-b, Spearman ρ and pair accuracy for every resample: {name: (resamples,)}."""
     weights = np.atleast_2d(weights)
-    concordance = _quadratic(weights, human.sign * judged.sign)
-    human_untied = _quadratic(weights, human.untied)
-    judged_untied = _quadratic(weights, judged.untied)
+    concordance = _concordance(weights, human, judged)
+    human_untied = human.untied_pairs(weights)
+    judged_untied = judged.untied_pairs(weights)
     with np.errstate(divide="ignore", invalid="ignore"):
         tau = np.where(
             (human_untied > 0) & (judged_untied > 0), concordance / np.sqrt(human_untied * judged_untied), np.nan
