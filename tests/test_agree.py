@@ -219,3 +219,19 @@ def test_nan_is_null_in_json(tmp_path):
     assert block["kappa"] is None and block["kappa_ci"] == [None, None]
     assert block["accuracy"] == 1.0
     assert math.isclose(report["human"]["majority_pass"], 1.0)
+
+
+def test_whole_prompt_judge_without_elements(tmp_path):
+    # A whole-prompt judge decides images only: no per-element rows, image statistics as usual.
+    annotations, results = study(tp=6, tn=6, fp=2, fn=2)
+    whole = [
+        r.model_copy(
+            update={"objects": [], "statements": [], "score": 0.9 if r.passed else 0.2, "evaluator": "j/whole"}
+        )
+        for r in results
+    ]
+    report = run_agree(tmp_path, annotations, [whole], "--bootstrap", "0")
+    block = report["evaluators"]["j/whole"]
+    assert (block["tp"], block["tn"], block["fp"], block["fn"]) == (6, 6, 2, 2)
+    assert block["elements"] == {}
+    assert "| j/whole |" not in (tmp_path / "out" / "agreement.md").read_text().split("## Elements")[1]

@@ -109,6 +109,11 @@ def test_record_validation():
     with pytest.raises(ValidationError):
         AnnotationRecord(prompt_id="../x", model_key="m", sample_index=0, annotator="a", objects={}, statements={})
     assert record(FIGURE_7, {}, {}, annotator="  ann ").annotator == "ann"
+    # created_at: ISO with or without a zone, or epoch seconds; all comparable (UTC when no zone)
+    fields = {"prompt_id": "p", "model_key": "m", "sample_index": 0, "annotator": "a", "objects": {}, "statements": {}}
+    naive = AnnotationRecord.model_validate(fields | {"created_at": "2026-01-01T00:00:00"})
+    epoch = AnnotationRecord.model_validate(fields | {"created_at": 1767225600})
+    assert naive.created_at == epoch.created_at and naive.created_at.utcoffset().total_seconds() == 0
 
 
 def test_check_against_prompt_names_the_mismatch():

@@ -59,6 +59,12 @@ class AnnotationRecord(BaseModel):
             raise ValueError("annotator must not be blank")
         return value
 
+    @field_validator("created_at")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        """Times without a zone are taken as UTC, so records from anywhere sort together."""
+        return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
     @field_validator("statements")
     @classmethod
     def _index_keys(cls, value: dict[str, bool]) -> dict[str, bool]:

@@ -6,6 +6,7 @@ Thin shells: parse options, read files, call the pure functions of this package,
 from __future__ import annotations
 
 import argparse
+import textwrap
 from collections import Counter
 from pathlib import Path
 
@@ -191,10 +192,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sample = subparsers.add_parser(
         "annotation-sample",
         help="draw the seeded, stratified sample of images to annotate (DESIGN §7)",
-        description=(
+        description=textwrap.fill(
             "Write sample.jsonl: --per-category images per category, spread evenly over the 8 settings and the "
             "chosen splits, seeded. One line per image: its key (prompt_id, model_key, sample_index), category, "
-            "setting, and where the annotation UI fetches it (dataset folder, parquet shard, row)."
+            "setting, and where the annotation UI fetches it (dataset folder, parquet shard, row).",
+            width=88,
         ),
         epilog="example:\n  negt2ibench annotation-sample --images build/negt2ibench --splits sd_1_5 flux_2_dev "
         "--out sample.jsonl",
@@ -208,7 +210,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     sample.add_argument("--out", required=True, metavar="FILE", help="sample JSONL to write")
     sample.add_argument("--per-category", type=int, default=100, metavar="N", help="images per category (default 100)")
-    sample.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+    sample.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the draw (default 0)")
     sample.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP.replace("default:", "default: DATASET's, else"))
     sample.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     sample.set_defaults(handler=_sample)
@@ -243,17 +245,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "keep the stored one, or replace it",
     )
     imported.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP)
-    imported.add_argument("--home", type=Path, help="NEGT2I_HOME of the store")
+    imported.add_argument("--home", type=Path, metavar="DIR", help="NEGT2I_HOME of the store")
     imported.set_defaults(handler=_import)
 
     agree = subparsers.add_parser(
         "agree",
         help="agreement of evaluators with the human annotations (paper Tables 2, 5, 7, 9, 11-13)",
-        description=(
+        description=textwrap.fill(
             "Compare each results file (one evaluator's verdicts: `negt2ibench score` output under any preset, or a "
             "judge's) with the majority label of three annotators. Writes DIR/agreement.json (fractions), "
             "DIR/agreement.md (percentages) and CSVs, and prints the main table. Images without three annotators, "
-            "and error rows, are counted and reported, not compared."
+            "and error rows, are counted and reported, not compared.",
+            width=88,
         ),
         epilog="example:\n  negt2ibench agree --annotations annotations.jsonl --results current.jsonl qwen_pos.jsonl "
         "--out agreement/",
@@ -269,7 +272,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     agree.add_argument(
         "--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000; 0: none)"
     )
-    agree.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    agree.add_argument("--confidence", type=float, default=0.95, help="interval coverage (default 0.95)")
+    agree.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
+    agree.add_argument("--confidence", type=float, default=0.95, metavar="P", help="interval coverage (default 0.95)")
     agree.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP)
     agree.set_defaults(handler=_agree)
