@@ -24,7 +24,7 @@ from dataset_builder.records import PromptRecord
 from dataset_builder.vocabulary import CATEGORIES, SETTINGS, setting_name
 from negt2ibench.errors import UserError
 
-from .annotations import ImageKey
+from .annotations import ImageKey, write_lines
 
 SETTING_ORDER = tuple(setting_name(p, n) for p, n in SETTINGS)
 
@@ -176,8 +176,7 @@ def dataset_candidates(
 
 
 def write_sample(items: Iterable[SampleItem], path: str | Path) -> int:
-    from .annotations import write_lines
-
+    """Write the sample as JSONL in its (shuffled) order, atomically; returns the line count."""
     return write_lines((item.model_dump_json() for item in items), path)
 
 
