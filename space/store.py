@@ -28,6 +28,9 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaluator.results import ResultRecord
+from validation.annotations import AnnotationRecord, ImageKey
+
+from .annotation_store import ANNOTATIONS_SCHEMA, HubAnnotations, SQLiteAnnotations
 
 Status = Literal["pending", "verified", "rejected"]
 STATUSES: tuple[str, ...] = ("pending", "verified", "rejected")
@@ -110,6 +113,19 @@ class LeaderboardStore(Protocol):
     def count_recent(self, submitter: str, since: float) -> int:
         """Submissions by `submitter` created at or after `since` (epoch seconds)."""
 
+    # Human annotations (DESIGN §7; space/annotation_store.py): one record per image × annotator.
+    def add_annotation(self, record: AnnotationRecord) -> AnnotationRecord:
+        """Store at once; replaces the annotator's earlier record of that image (changed answers)."""
+
+    def add_annotations(self, records: Iterable[AnnotationRecord]) -> int:
+        """Store many as one transaction / one Hub commit (imports); same replacement rule."""
+
+    def annotations(self, annotator: str | None = None) -> list[AnnotationRecord]: ...
+
+    def annotators_of(self, image_key: ImageKey) -> list[str]: ...
+
+    def get_annotation(self, image_key: ImageKey, annotator: str) -> AnnotationRecord | None: ...
+
 
 def _results_blob(results: Iterable[ResultRecord]) -> bytes:
     lines = (record.model_dump_json() + "\n" for record in results)
@@ -130,8 +146,8 @@ def _check_owner(existing: list[Entry], entry: Entry) -> None:
             raise OwnershipError(f"model {entry.model_name!r} was submitted by another user; choose another model name")
 
 
-class SQLiteStore:
-    """Entries and results in one SQLite file; every write is a single transaction."""
+class SQLiteStore(SQLiteAnnotations):
+    """Entries, results and annotations in one SQLite file; every write is a single transaction."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path).expanduser()
@@ -154,6 +170,7 @@ class SQLiteStore:
                     jsonl_gz BLOB NOT NULL
                 );
                 """
+                + ANNOTATIONS_SCHEMA
             )
 
     def __repr__(self) -> str:
@@ -274,9 +291,9 @@ def hub_uploader(repo_id: str, token: str | None = None) -> UploadFn:
     return upload
 
 
-class HubStore:
-    """Entries as ``submissions/<id>.json`` and results as ``results/<id>.jsonl.gz`` in a local clone
-    of a Hub dataset repo; each write is one Hub commit through `upload`."""
+class HubStore(HubAnnotations):
+    """Entries as ``submissions/<id>.json``, results as ``results/<id>.jsonl.gz`` and annotations under
+    ``annotations/`` in a local clone of a Hub dataset repo; each write is one Hub commit through `upload`."""
 
     def __init__(self, local_dir: str | Path, upload: UploadFn):
         self.local_dir = Path(local_dir).expanduser()
