@@ -216,7 +216,7 @@ def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[V
     import pyarrow.parquet as pq
 
     from .hub import CARD_FILE, PROMPT_ARROW_SCHEMA, PROMPTS_JSONL, PROMPTS_PARQUET
-    from .records import load_prompts
+    from .loading import load_prompts
 
     root = Path(dataset_dir)
     if not root.is_dir():

@@ -23,7 +23,8 @@ import pandas as pd
 import spaces
 from PIL import Image
 
-from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord, load_prompts
+from dataset_builder.loading import load_prompts
+from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
 from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES, SETTINGS, setting_label, setting_name
 from evaluator.config import EVALUATOR_VERSION, PRESETS
 from evaluator.results import CAUSES, ResultRecord
