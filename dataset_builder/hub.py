@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -15,6 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from negt2ibench.errors import UserError
+from negt2ibench.options import check
+from negt2ibench.options import repo_id as repo_id_option
 
 from . import card
 from .layout import (
@@ -182,8 +183,6 @@ def upload_paths(dataset_dir: str | Path, images: Iterable[str] | None = None) -
 
 # --------------------------------------------------------------------------- pushing
 
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-
 
 def push_dataset(
     dataset_dir: str | Path,
@@ -198,8 +197,7 @@ def push_dataset(
     `dry_run` needs neither a token nor the network. A missing token or an unreachable Hub raises
     `UserError` with one line.
     """
-    if not _REPO_ID.match(repo_id):
-        raise UserError(f"--repo-id must look like ORG/NAME, got {repo_id!r}")
+    check("--repo-id", repo_id, repo_id_option)
     paths = upload_paths(dataset_dir, images)
     if dry_run:
         return paths

@@ -75,6 +75,10 @@ def prompt_features():
     )
 
 
+class DuplicatePromptError(UserError, ValueError):
+    """Two prompt records with one id."""
+
+
 class PromptLookupError(UserError, KeyError):
     """A prompt id that the corpus does not contain (a `UserError`, and a `KeyError` for callers that catch one)."""
 
@@ -89,7 +93,7 @@ class PromptIndex:
         self._by_id: dict[str, PromptRecord] = {}
         for record in records:
             if record.prompt_id in self._by_id:
-                raise ValueError(f"duplicate prompt id {record.prompt_id!r}")
+                raise DuplicatePromptError(f"duplicate prompt id {record.prompt_id!r}")
             self._by_id[record.prompt_id] = record
 
     def __len__(self) -> int:
