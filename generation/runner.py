@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dataset_builder.records import PromptRecord
+from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from negt2ibench.errors import UserError
 from negt2ibench.launch import Launch, contiguous_share
 from negt2ibench.options import check, positive_int
@@ -215,7 +216,7 @@ def generate_with(
     key: str,
     out: str | Path,
     prompts: Sequence[PromptRecord] | None = None,
-    samples: int = 4,
+    samples: int = SAMPLES_PER_PROMPT,
     batch_size: int = 1,
     model_id: str | None = None,
     settings: dict[str, Any] | None = None,

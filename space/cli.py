@@ -6,10 +6,11 @@ import argparse
 import os
 from pathlib import Path
 
+from dataset_builder.layout import DEFAULT_DATASET_DIR
 from negt2ibench.errors import UserError
 from negt2ibench.options import positive_int, repo_id
 
-DEFAULT_DATASET = Path("build/negt2ibench")
+DEFAULT_DATASET = DEFAULT_DATASET_DIR
 
 
 def _serve(args: argparse.Namespace) -> int:
