@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
+from negt2ibench.errors import UsageError
+
 EVALUATOR_VERSION = "1.0.0"
 
 
@@ -122,8 +124,13 @@ PRESETS: dict[str, EvaluatorConfig] = {
 }
 
 
+class UnknownPresetError(UsageError, ValueError):
+    """A preset name that is not in `PRESETS` (a usage error, exit 2; also a `ValueError`)."""
+
+
 def get_preset(name: str) -> EvaluatorConfig:
+    """The preset NAME, or `UnknownPresetError` listing the presets."""
     try:
         return PRESETS[name]
     except KeyError:
-        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None
+        raise UnknownPresetError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None

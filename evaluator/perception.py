@@ -25,34 +25,15 @@ from evaluator.models.detector import Detector
 from evaluator.models.masks import BoxSegmenter
 from evaluator.observation import ImageObservation, ObjectObservation
 from negt2ibench.errors import MissingWeightsError, UserError
-
-DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
+from negt2ibench.launch import DEVICE_CHOICES as DEVICE_CHOICES  # device choice lives in negt2ibench.launch
+from negt2ibench.launch import select_device, select_dtype
+from negt2ibench.options import check, positive_int
 
 
 class Perception(Protocol):
     def observe(self, images: list[Image.Image], prompts: list[PromptRecord]) -> list[ImageObservation]:
         """One observation per (image, prompt) pair, in order."""
         ...
-
-
-def select_device(device: str = "auto") -> torch.device:
-    """`auto` picks cuda, then mps, then cpu; an explicit device that is not there is a user error."""
-    if device not in DEVICE_CHOICES and not device.startswith("cuda:"):
-        raise UserError(f"unknown device {device!r}; choose one of {', '.join(DEVICE_CHOICES)}")
-    if device in ("auto", "cuda") and torch.cuda.is_available() and "LOCAL_RANK" in os.environ:
-        # Under `accelerate launch` / torchrun each process uses its own GPU.
-        return torch.device("cuda", int(os.environ["LOCAL_RANK"]) % torch.cuda.device_count())
-    if device == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError("--device cuda was asked for but no CUDA GPU is visible (try --device auto)")
-    if device == "mps" and not torch.backends.mps.is_available():
-        raise UserError("--device mps was asked for but MPS is not available (try --device auto)")
-    return torch.device(device)
 
 
 def weights_layout(weights_dir: str | Path) -> tuple[Path, Path]:
@@ -125,13 +106,10 @@ class ModelPerception:
         dtype: torch.dtype | None = None,
         weights_dir: str | Path | None = None,
     ):
-        if batch_size < 1:
-            raise UserError(f"batch size must be at least 1, got {batch_size}")
+        self.batch_size = check("batch_size", batch_size, positive_int)
         self.config = config
         self.device = select_device(device)
-        # bf16 halves memory and doubles throughput on GPUs; CPU stays in float32 for exactness.
-        self.dtype = dtype or (torch.bfloat16 if self.device.type == "cuda" else torch.float32)
-        self.batch_size = batch_size
+        self.dtype = dtype or select_dtype(self.device)  # bf16 on CUDA, float32 on the CPU and MPS
         self.weights_dir = weights_dir
         self._detector: Detector | None = None
         self._segmenter: BoxSegmenter | None = None

@@ -17,7 +17,7 @@ _PROMPTS_HELP = "prompt records (dataset folder, prompts.jsonl or parquet); defa
 
 def _prompts(source: str | Path | None) -> dict:
     """{prompt_id: PromptRecord} from `source` (None: the built-in corpus)."""
-    from dataset_builder.records import load_prompts
+    from dataset_builder.loading import load_prompts
 
     try:
         records = load_prompts(source)
