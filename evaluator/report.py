@@ -1,4 +1,4 @@
-"""Aggregate result records into the paper's tables (DESIGN §5; paper Table 3, Figure 3, Table 19).
+"""Aggregate result records into the paper's tables (paper Table 3, Figure 3, Table 19).
 
 The core functions are pure: they take `ResultRecord`s and return plain dicts of numbers, with no
 file or model access. `write_report` at the bottom is the thin shell that writes Markdown, CSV,
@@ -56,7 +56,7 @@ LEADERBOARD_COLUMNS: tuple[str, ...] = (
     ("model",) + SETTING_LABELS + TABLE3_CATEGORIES + ("overall", "polarity_gap", "coverage", "images")
 )
 # Matched groups: prompt k of the positive setting and of the negated setting share objects and
-# predicates and differ only in polarity (DESIGN §3). 1:1 has no mirror and is not paired.
+# predicates and differ only in polarity (docs/corpus.md). 1:1 has no mirror and is not paired.
 MATCHED_PAIRS: tuple[tuple[str, str], ...] = (("1:0", "0:1"), ("2:0", "0:2"), ("2:1", "1:2"))
 POOLED = "(all models)"  # cannot collide with a model key, which matches [a-z0-9_]+
 ALL = "all"
