@@ -10,15 +10,18 @@ Its output is one `supervision.Detections` per image, the type every later step 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import supervision as sv
 import torch
 import torch.nn.functional as F
 import torchvision.transforms.functional as TF
 from PIL import Image
 
 from dataset_builder.vocabulary import OBJECT_CLASSES
+
+if TYPE_CHECKING:
+    import supervision as sv
 
 # COCO names (as in rfdetr.assets.coco_classes) that the benchmark spells differently (GenEval's names).
 COCO_TO_BENCHMARK_NAME: dict[str, str] = {
@@ -123,6 +126,8 @@ class Detector:
         `data["mask_logits"]`, RF-DETR's low-resolution mask logits of each row, so that
         `masks` can upsample the instances a statement uses, and only those.
         """
+        import supervision as sv  # imported on use: it is slow to import and rfdetr loads it anyway
+
         if not images:
             return []
         batch = self._preprocess(images)
