@@ -1,4 +1,4 @@
-"""The prompt record (DESIGN §2): one typed object carried by every part of the project."""
+"""The prompt record (docs/records.md): one typed object carried by every part of the project."""
 
 from __future__ import annotations
 

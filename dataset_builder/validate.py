@@ -1,4 +1,4 @@
-"""Checks every corpus invariant (DESIGN §3, issue 2) on records or on a built folder.
+"""Checks every corpus invariant (docs/corpus.md) on records or on a built folder.
 
 `find_violations` is pure (records in, violations out); `validate_folder` adds the file-level
 checks (layout, parquet schema, JSONL = parquet, card configs).

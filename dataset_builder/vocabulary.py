@@ -1,6 +1,6 @@
 """The benchmark's vocabulary: categories, settings, object classes, values and predicates.
 
-Everything here comes from DESIGN §3 and the paper's Table 1. Other modules import these
+Everything here comes from the paper's Table 1 (docs/corpus.md). Other modules import these
 names instead of repeating the lists.
 """
 

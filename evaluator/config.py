@@ -22,7 +22,7 @@ EVALUATOR_VERSION = "1.0.0"
 class EvaluatorConfig:
     """Constants of detection, masks, attributes and relation rules.
 
-    Gaps ("within N px") are measured as in `evaluator.rules`: the gap of a pixel to a mask is
+    Gaps ("within N px") are measured as in `evaluator.geometry`: the gap of a pixel to a mask is
     its centre distance to the nearest mask pixel minus 1, and 0 when it is inside the mask or
     8-adjacent to it (touching); the gap g between two masks is the smallest such gap.
 

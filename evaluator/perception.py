@@ -1,13 +1,14 @@
 """Perception: what the four models see in an image, for the objects and values a prompt names.
 
 `Perception.observe` is the only call the pipeline and the Space make. `ModelPerception` runs the
-real models (DESIGN §4), each loaded on first need: RF-DETR always, SAM 2.1 only when the preset
+real models (docs/scoring.md), each loaded on first need: RF-DETR always, SAM 2.1 only when the preset
 uses it, SigLIP 2 only for attribute prompts, Depth-Anything V2 only for depth prompts.
 Tests build it with `ModelPerception.from_models` from tiny random models.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,7 +24,7 @@ from evaluator.models.attributes import AttributeScorer, masked_crop
 from evaluator.models.depth import DepthEstimator
 from evaluator.models.detector import Detector
 from evaluator.models.masks import BoxSegmenter
-from evaluator.observation import ImageObservation, ObjectObservation
+from evaluator.observation import ImageObservation, ObjectObservation, best_instances
 from negt2ibench.errors import MissingWeightsError, UserError
 from negt2ibench.launch import DEVICE_CHOICES as DEVICE_CHOICES  # device choice lives in negt2ibench.launch
 from negt2ibench.launch import select_device, select_dtype
@@ -220,42 +221,34 @@ class ModelPerception:
     def _observe_batch(self, images: list[Image.Image], prompts: list[PromptRecord]) -> list[ImageObservation]:
         config = self.config
         names = [list(dict.fromkeys(prompt.objects)) for prompt in prompts]
-        detections = self.detector.detect(images, names, with_masks=not config.use_sam)
-
-        observations = []
-        for image, image_names, found in zip(images, names, detections, strict=False):
-            objects = {}
-            for name in image_names:
-                hits = found[name]
-                present = bool(hits.scores)
-                objects[name] = ObjectObservation(
-                    name=name,
-                    present=present,
-                    confidence=hits.best_score,
-                    box=hits.boxes[0] if present else None,
-                    mask=hits.top_mask if present else None,
-                    count=sum(score >= config.counting_threshold for score in hits.scores),
-                )
-            observations.append(ImageObservation(width=image.width, height=image.height, objects=objects))
+        found = self.detector.detect(images, names, with_masks=not config.use_sam)
+        objects = [
+            {
+                name: ObjectObservation.from_detections(name, detections, counting_threshold=config.counting_threshold)
+                for name in image_names
+            }
+            for image_names, detections in zip(names, found, strict=True)
+        ]
+        used = [best_instances(detections, image_names) for detections, image_names in zip(found, names, strict=True)]
 
         if config.use_sam:
-            present_names = [[name for name, obj in obs.objects.items() if obj.present] for obs in observations]
-            masks = self.segmenter.segment(
-                images,
-                [
-                    [obs.objects[name].box for name in image_names]
-                    for obs, image_names in zip(observations, present_names, strict=False)
-                ],
-            )
-            for obs, image_names, image_masks in zip(observations, present_names, masks, strict=False):
-                for name, mask in zip(image_names, image_masks, strict=False):
-                    obs.objects[name].mask = mask
-
-        for obs in observations:
-            for obj in obs.objects.values():
-                if obj.present and (obj.mask is None or not obj.mask.any()):
-                    # An empty mask (SAM or RF-DETR missed the pixels) still has a box: use its pixels.
-                    obj.mask = box_mask(obj.box, obs.width, obs.height)
+            masks = self.segmenter.segment(images, [[tuple(map(float, box)) for box in rows.xyxy] for rows in used])
+        else:
+            masks = [
+                self.detector.masks(rows, image.width, image.height) for rows, image in zip(used, images, strict=True)
+            ]
+        observations = []
+        for image, image_objects, rows, image_masks in zip(images, objects, used, masks, strict=True):
+            width, height = image.size
+            # An empty mask (SAM or RF-DETR missed the pixels) still has a box: use its pixels.
+            filled = [
+                mask if mask.any() else box_mask(tuple(box), width, height)
+                for mask, box in zip(image_masks, rows.xyxy, strict=True)
+            ]
+            rows = dataclasses.replace(rows, mask=np.stack(filled) if filled else np.zeros((0, height, width), bool))
+            for name, mask in zip(rows["class_name"], rows.mask, strict=True):
+                image_objects[str(name)].mask = mask
+            observations.append(ImageObservation(width=width, height=height, objects=image_objects, detections=rows))
 
         crops, requests, targets = [], [], []
         for image, prompt, obs in zip(images, prompts, observations, strict=False):

@@ -30,7 +30,7 @@ ImageKey = tuple[str, int]  # (prompt_id, sample_index)
 
 
 def image_features():
-    """The `datasets.Features` of one image record (DESIGN §2, plus `nsfw_flagged`)."""
+    """The `datasets.Features` of one image record (docs/records.md)."""
     from datasets import Features, Image, Value
 
     return Features(

@@ -152,7 +152,7 @@ def test_constructor_checks_name_the_argument(make, error, message):
     [
         (lambda ev, img: ev.score(img, PROMPTS[0], model_key=""), UserError, "model_key must be a non-empty"),
         (lambda ev, img: ev.score_many([img], [PROMPTS[0]], model_key="My Model"), UsageError, "model_key 'My Model'"),
-        (lambda ev, img: ev.score(img, PROMPTS[0], sample_index=-1), UsageError, "sample_index must be a non-negative integer"),
+        (lambda ev, img: ev.score(img, PROMPTS[0], sample_index=-1), UsageError, "sample_index must be a non-neg"),
         (lambda ev, img: ev.score(img, 42), TypeError, "prompt must be a prompt id"),
         (lambda ev, img: ev.score(img, "  "), UserError, "prompt is empty"),
         (lambda ev, img: ev.score(img, "color_pos9_neg9_000"), UserError, "unknown prompt id"),
@@ -163,7 +163,7 @@ def test_constructor_checks_name_the_argument(make, error, message):
         (lambda ev, img: ev.score(np.full((64, 64), 2.0), PROMPTS[0]), UserError, r"values in \[0, 1\]"),
         (lambda ev, img: ev.score_many([img], []), UserError, "same length, got 1 and 0"),
         (lambda ev, img: ev.score_many([img], ["a photo of x"]), UserError, r"prompts\[0\]: cannot parse"),
-        (lambda ev, img: ev.score_many([img], [PROMPTS[0]], batch_size=0), UsageError, "batch_size must be a positive integer"),
+        (lambda ev, img: ev.score_many([img], [PROMPTS[0]], batch_size=0), UsageError, "batch_size must be a positive"),
         (lambda ev, img: ev.score_many([img], [PROMPTS[0]], sample_indices=[-2]), UserError, r"sample_indices\[0\]"),
     ],
 )
