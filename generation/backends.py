@@ -72,6 +72,21 @@ class DiffusersGenerator:
         ]
 
 
+def janus_chat_text(processor, prompt: str) -> str:
+    """The text Janus-Pro gets for PROMPT: the user turn of its chat format, then the assistant's cue.
+
+    Janus-Pro was trained to draw from `<|User|>: {prompt}\n\n<|Assistant|>:` (DeepSeek's SFT
+    format; the Hub processor carries it as its chat template, and the transformers docs build image
+    prompts with `apply_chat_template(..., add_generation_prompt=True)`). The processor then appends
+    the begin-of-image token in image mode. A processor without a template (a test's tiny one) gets
+    the raw prompt.
+    """
+    if getattr(processor, "chat_template", None) is None:
+        return prompt
+    messages = [{"role": "user", "content": [{"type": "text", "text": prompt}]}]
+    return processor.apply_chat_template(messages, add_generation_prompt=True)
+
+
 class JanusGenerator:
     """transformers' Janus-Pro in image mode; one image per call so each has its own seed."""
 
@@ -79,7 +94,12 @@ class JanusGenerator:
         self.model = model
         self.processor = processor
         self.device = device
-        self.params = {"backend": "transformers", "model": type(model).__name__, "generation_mode": "image"}
+        self.params = {
+            "backend": "transformers",
+            "model": type(model).__name__,
+            "generation_mode": "image",
+            "prompt_format": "raw" if getattr(processor, "chat_template", None) is None else "chat_template",
+        }
 
     def __call__(self, prompts: list[str], seeds: list[int]) -> list[GeneratedImage]:
         import torch
@@ -88,7 +108,8 @@ class JanusGenerator:
         results = []
         for prompt, seed in zip(prompts, seeds, strict=False):
             torch.manual_seed(seed)
-            inputs = self.processor(text=[prompt], generation_mode="image", return_tensors="pt").to(self.device)
+            text = janus_chat_text(self.processor, prompt)
+            inputs = self.processor(text=[text], generation_mode="image", return_tensors="pt").to(self.device)
             tokens = self.model.generate(**inputs, generation_mode="image", do_sample=True, use_cache=True)
             decoded = self.model.decode_image_tokens(tokens)  # (1, H, W, C), normalized
             # transformers 5.24's post_process_multimodal_output(generation_mode="image") fails on its own
