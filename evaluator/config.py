@@ -59,6 +59,8 @@ class EvaluatorConfig:
     attribute_model_id: str = "google/siglip2-so400m-patch14-384"
     attribute_input_size: int = 384
     attribute_background_gray: int = 153  # #999, as GenEval's crops
+    # float32 on every device: β = 0.5 is 0.005 in cosine, within bf16 rounding. "bfloat16" trades that for speed.
+    attribute_dtype: Literal["float32", "bfloat16"] = "float32"
     color_margin: float = 0.5  # β for color
     material_margin: float = 0.0  # β for material: top value only
     # GenEval's colour templates; material phrased as an adjective, the way prompts say it.

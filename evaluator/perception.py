@@ -136,10 +136,17 @@ class ModelPerception:
         if sam is not None:
             perception._segmenter = BoxSegmenter(*sam, device=perception.device, dtype=dtype)
         if siglip is not None:
-            perception._attributes = AttributeScorer(*siglip, device=perception.device, dtype=dtype)
+            perception._attributes = AttributeScorer(
+                *siglip, device=perception.device, dtype=perception.attribute_dtype
+            )
         if depth is not None:
             perception._depth = DepthEstimator(*depth, device=perception.device, dtype=dtype)
         return perception
+
+    @property
+    def attribute_dtype(self) -> torch.dtype:
+        """SigLIP 2's dtype: float32 unless the config's `attribute_dtype` asks for bf16 (β is 0.005 in cosine)."""
+        return torch.float32 if self.config.attribute_dtype == "float32" else self.dtype
 
     # -- lazy model access ------------------------------------------------------------------
     def _wrap_detector(self, rfdetr_model) -> Detector:
@@ -177,10 +184,10 @@ class ModelPerception:
                 SiglipModel,
                 AutoProcessor,
                 self.config.attribute_model_id,
-                dtype=self.dtype,
+                dtype=self.attribute_dtype,
                 weights_dir=self.weights_dir,
             )
-            self._attributes = AttributeScorer(model, processor, device=self.device, dtype=self.dtype)
+            self._attributes = AttributeScorer(model, processor, device=self.device, dtype=self.attribute_dtype)
         return self._attributes
 
     @property

@@ -67,10 +67,11 @@ class AttributeScorer:
             tokens = self.processor(
                 text=new, padding="max_length", max_length=self.max_text_length, truncation=True, return_tensors="pt"
             )
-            tokens = {
-                key: value.to(self.device) for key, value in tokens.items() if key in ("input_ids", "attention_mask")
-            }
-            features = self._pooled(self.model.get_text_features(**tokens)).float()
+            # input_ids only: SigLIP's text tower pools the last position and was trained on padded text
+            # without a mask (transformers' SigLIP 2 conversion sets model_input_names=["input_ids"]); the
+            # Gemma tokenizer still returns one, and passing it on changes every embedding.
+            input_ids = tokens["input_ids"].to(self.device)
+            features = self._pooled(self.model.get_text_features(input_ids=input_ids)).float()
             features = torch.nn.functional.normalize(features, dim=-1).cpu()
             for sentence, feature in zip(new, features, strict=False):
                 self._text_cache[sentence] = feature

@@ -19,6 +19,7 @@ import torchvision.transforms.functional as TF
 from PIL import Image
 
 from dataset_builder.vocabulary import OBJECT_CLASSES
+from negt2ibench.errors import UserError
 
 if TYPE_CHECKING:
     import supervision as sv
@@ -55,7 +56,8 @@ def select_class_detections(
     """Pick (query, score) pairs per wanted class from one image's sigmoid scores (queries × classes).
 
     Same selection as rfdetr's PostProcess (top `num_select` query/class pairs overall, ties by
-    flat index), then only the wanted classes at or above `threshold`, at most `per_class_cap` each.
+    flat index), then only the wanted classes strictly above `threshold` (rfdetr's `predict` keeps
+    `scores > threshold`), at most `per_class_cap` each.
     """
     num_classes = probabilities.shape[1]
     flat = probabilities.reshape(-1)
@@ -64,12 +66,44 @@ def select_class_detections(
     selected: dict[str, list[tuple[int, float]]] = {name: [] for name in class_ids}
     for flat_index in order:
         score = float(flat[flat_index])
-        if score < threshold:
-            break  # sorted: nothing after this reaches the threshold
+        if score <= threshold:
+            break  # sorted: nothing after this is above the threshold
         name = wanted.get(int(flat_index % num_classes))
         if name is not None and len(selected[name]) < per_class_cap:
             selected[name].append((int(flat_index // num_classes), score))
     return selected
+
+
+COCO_LOGITS = 91  # RF-DETR's COCO head: sparse category ids 1..90 plus slot 0
+
+
+def check_coco_checkpoint(rfdetr_model) -> None:
+    """Refuse a loaded RF-DETR that is not the COCO model the benchmark's class ids assume.
+
+    Class ids here are rfdetr's sparse COCO ids, read straight off the logit index; a checkpoint
+    fine-tuned on other classes (another head size, or other class names in its `args`) would
+    silently map its logits onto the wrong objects. rfdetr itself resizes the head to whatever
+    the checkpoint holds, so this is checked after loading.
+    """
+    from rfdetr.assets.coco_classes import COCO_CLASS_NAMES
+
+    head = rfdetr_model.model.model.class_embed
+    logits = int(head.bias.shape[0]) if getattr(head, "bias", None) is not None else int(head.out_features)
+    if logits != COCO_LOGITS:
+        raise UserError(
+            f"the RF-DETR checkpoint has {logits} class logits, not COCO's {COCO_LOGITS}: the benchmark needs "
+            f"the COCO model (rf-detr-seg-xlarge.pt from `negt2ibench download-models`), not a fine-tuned one"
+        )
+    names = list(rfdetr_model.class_names)
+    if names != list(COCO_CLASS_NAMES):
+        different = [
+            f"{ours!r}≠{theirs!r}" for ours, theirs in zip(names, COCO_CLASS_NAMES, strict=False) if ours != theirs
+        ]
+        detail = ", ".join(different[:3]) if different else f"{len(names)} names instead of {len(COCO_CLASS_NAMES)}"
+        raise UserError(
+            f"the RF-DETR checkpoint's class names are not COCO's ({detail}): the benchmark needs the COCO model "
+            f"(rf-detr-seg-xlarge.pt from `negt2ibench download-models`)"
+        )
 
 
 def _cxcywh_to_xyxy(boxes: np.ndarray, width: int, height: int) -> np.ndarray:
@@ -90,6 +124,7 @@ class Detector:
         device: torch.device,
         autocast_dtype: torch.dtype | None = None,
     ):
+        check_coco_checkpoint(rfdetr_model)
         self.rfdetr = rfdetr_model
         self.presence_threshold = presence_threshold
         self.per_class_cap = per_class_cap
