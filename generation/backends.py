@@ -202,11 +202,26 @@ def load_generator(spec: ModelSpec, device: str) -> ImageGenerator:
         pipeline = pipeline_class.from_pretrained(spec.hub_id, **kwargs)
     except _loading_errors() as error:
         raise _missing_weights(spec, error) from None
+    _check_text_encoder_fits(pipeline, spec)
     pipeline.to(device)
     pipeline.set_progress_bar_config(disable=True)
     generator = DiffusersGenerator(pipeline, spec)
     generator.params["torch_dtype"] = str(dtype).removeprefix("torch.")
     return generator
+
+
+def _check_text_encoder_fits(pipeline, spec: ModelSpec) -> None:
+    """A swapped-in text encoder must give the width the UNet attends to (SD 1.5: ViT-L/14's 768)."""
+    if "text_encoder" not in spec.component_overrides:
+        return
+    width = getattr(getattr(getattr(pipeline, "text_encoder", None), "config", None), "hidden_size", None)
+    expected = getattr(getattr(getattr(pipeline, "unet", None), "config", None), "cross_attention_dim", None)
+    if width is not None and expected is not None and width != expected:
+        _, repo, _ = spec.component_overrides["text_encoder"]
+        raise UserError(
+            f"{spec.key}: the text encoder from {repo} has hidden size {width}, but the UNet of {spec.hub_id} "
+            f"attends to {expected}: wrong CLIP size (SD 1.5 needs ViT-L/14)"
+        )
 
 
 def _bnb_4bit_config(spec: ModelSpec, dtype):

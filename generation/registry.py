@@ -90,9 +90,13 @@ REGISTRY: dict[str, ModelSpec] = {
             width=512,
             guidance=7.5,
             dtype="float16",
-            component_overrides={"text_encoder": ("transformers.CLIPTextModel", "jerryray/negationclip", None)},
+            # jerryray/negationclip holds OpenAI-`clip` state dicts: the ViT-L/14 one is converted once
+            # to a transformers CLIPTextModel (generation/negationclip.py) and replaces SD's text encoder.
+            component_overrides={
+                "text_encoder": ("generation.negationclip.NegationCLIPTextEncoder", "jerryray/negationclip", None)
+            },
             display_name="SD 1.5 + NegationCLIP",
-            note="text encoder replaced by NegationCLIP's CLIPTextModel",
+            note="text encoder: NegationCLIP ViT-L/14 (OpenAI checkpoint converted to CLIPTextModel)",
         ),
         ModelSpec(
             key="sd_3_5_large",

@@ -21,8 +21,10 @@ def tiny_tokenizer():
     return CLIPTokenizer(vocab=vocab, merges=[], model_max_length=77)
 
 
-def tiny_sd_pipeline(seed: int = 0):
-    """A StableDiffusionPipeline with random tiny weights (32 px, runs in ~0.1 s per image on CPU)."""
+def tiny_sd_pipeline(seed: int = 0, text_width: int = 16):
+    """A StableDiffusionPipeline with random tiny weights (32 px, runs in ~0.1 s per image on CPU).
+
+    `text_width` is the text encoder's hidden size and the UNet's cross-attention width."""
     import torch
     from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel
@@ -37,7 +39,7 @@ def tiny_sd_pipeline(seed: int = 0):
         out_channels=4,
         down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
         up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
-        cross_attention_dim=16,
+        cross_attention_dim=text_width,
         attention_head_dim=2,
         norm_num_groups=4,
     )
@@ -56,8 +58,8 @@ def tiny_sd_pipeline(seed: int = 0):
             bos_token_id=0,
             eos_token_id=1,
             pad_token_id=1,
-            hidden_size=16,
-            intermediate_size=32,
+            hidden_size=text_width,
+            intermediate_size=2 * text_width,
             layer_norm_eps=1e-05,
             num_attention_heads=2,
             num_hidden_layers=2,
