@@ -122,9 +122,17 @@ def register(subparsers) -> None:
 
     download = subparsers.add_parser(
         "download-models",
-        help="fetch every model weight the evaluator needs, for offline use later",
-        description="Download RF-DETR Seg XL (rfdetr's own storage), SAM 2.1, SigLIP 2 and Depth-Anything V2 "
-        "(Hugging Face Hub) and print the environment variables that make later runs offline.",
+        help="fetch every model weight the evaluator needs, for offline use later; --check loads them offline",
+        description="Download the files the evaluator's loaders read: RF-DETR Seg XL (rfdetr's own storage), and "
+        "the JSON configs and safetensors weights of SAM 2.1, SigLIP 2 and Depth-Anything V2 (Hugging Face Hub), "
+        "with their sizes; then print the environment variables that make later runs offline. --check then loads "
+        "each model offline and says which is missing or broken (exit 0: all load, 2: one is missing, 1: one is "
+        "broken). Run `negt2ibench selftest` once afterwards: it checks what the models see on real photographs.",
+        epilog="examples:\n"
+        "  negt2ibench download-models\n"
+        "  negt2ibench download-models --dir /data/negt2i-weights --check\n"
+        "  negt2ibench download-models --check-only        # offline: is everything here and loadable?",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     download.add_argument(
         "--dir",
@@ -137,6 +145,13 @@ def register(subparsers) -> None:
         choices=PRESET_NAMES,
         default="current",
         help="download the models of this preset (default: current, which uses all four)",
+    )
+    checking = download.add_mutually_exclusive_group()
+    checking.add_argument(
+        "--check", action="store_true", help="after downloading, load each model offline and report which is not usable"
+    )
+    checking.add_argument(
+        "--check-only", action="store_true", help="download nothing: only load each model offline and report"
     )
     download.set_defaults(handler=run_download_models)
 
@@ -207,44 +222,24 @@ def run_explain(args: argparse.Namespace) -> int:
 
 
 def run_download_models(args: argparse.Namespace) -> int:
-    from huggingface_hub import snapshot_download
-
     from evaluator.config import get_preset
+    from evaluator.models import weights
     from evaluator.perception import detector_weights_path, weights_layout
 
     config = get_preset(args.preset)
-    hub_cache = str(weights_layout(args.dir)[0]) if args.dir else None
-    repos = ([config.sam_model_id] if config.use_sam else []) + [config.attribute_model_id, config.depth_model_id]
-    for repo_id in repos:
-        print(f"downloading {repo_id} ...", flush=True)
-        try:
-            path = snapshot_download(
-                repo_id,
-                cache_dir=hub_cache,
-                ignore_patterns=["*.msgpack", "*.h5", "*.onnx", "onnx/*", "*.tflite", "*.ot"],
-            )
-        except Exception as error:  # noqa: BLE001 - network / auth / offline: one line
-            raise UserError(
-                f"could not download {repo_id}: {type(error).__name__}: {str(error).splitlines()[0]}"
-            ) from None
-        print(f"  {repo_id} → {path}")
-    weights = detector_weights_path(config, args.dir)
-    print(f"downloading {config.detector_weights} (RF-DETR) ...", flush=True)
-    try:
-        from rfdetr.assets.model_weights import download_pretrain_weights
-
-        weights.parent.mkdir(parents=True, exist_ok=True)
-        download_pretrain_weights(str(weights))
-    except Exception as error:  # noqa: BLE001
-        raise UserError(f"could not download {config.detector_weights}: {type(error).__name__}: {error}") from None
-    if not weights.is_file():
-        raise UserError(f"rfdetr did not write {weights}")
-    print(f"  {config.detector} → {weights}")
-    print("\nall weights are here. For offline runs set:")
-    if args.dir:
-        print(f"  export HF_HUB_CACHE={hub_cache}")
-    print(f"  export RF_HOME={weights.parent}")
-    print("  export HF_HUB_OFFLINE=1")
-    if args.dir:
-        print(f"(or pass --weights-dir {args.dir} to score / explain)")
-    return 0
+    if not args.check_only:
+        weights.download(config, args.dir, echo=lambda line: print(line, flush=True))
+        print("\nall weights are here. For offline runs set:")
+        if args.dir:
+            print(f"  export HF_HUB_CACHE={weights_layout(args.dir)[0]}")
+        print(f"  export RF_HOME={detector_weights_path(config, args.dir).parent}")
+        print("  export HF_HUB_OFFLINE=1")
+        if args.dir:
+            print(f"(or pass --weights-dir {args.dir} to score / explain / selftest)")
+        print("then run `negt2ibench selftest` once: the models on real photographs, expected vs measured")
+    if not (args.check or args.check_only):
+        return 0
+    print(f"\nloading each model of preset {config.name!r} offline ...", flush=True)
+    results = weights.check(config, args.dir)
+    print("\n".join(weights.check_lines(results)))
+    return weights.check_exit_code(results)
