@@ -153,7 +153,8 @@ def test_explain_input_errors(workspace, tiny_models_in_cli, capsys):
 def test_download_models_offline_fails_with_one_line(tmp_path, capsys):
     assert main(["download-models", "--dir", str(tmp_path / "w")]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: could not download facebook/sam2.1-hiera-small") and "Traceback" not in err
+    assert err.startswith("error: could not download rf-detr-seg-xlarge.pt: ") and "Traceback" not in err
+    assert err.count("\n") == 1
 
 
 def test_explain_parses_prompt_text(workspace, tiny_models_in_cli, capsys):
