@@ -1,4 +1,4 @@
-"""`negt2ibench score`, `explain` and `download-models`: the evaluator's commands.
+"""`negt2ibench score`, `explain`, `download-models` and `selftest`: the evaluator's commands.
 
 Heavy imports (torch, the models) happen inside the handlers so `--help` stays fast.
 """
@@ -123,11 +123,14 @@ def register(subparsers) -> None:
     download = subparsers.add_parser(
         "download-models",
         help="fetch every model weight the evaluator needs, for offline use later; --check loads them offline",
-        description="Download the files the evaluator's loaders read: RF-DETR Seg XL (rfdetr's own storage), and "
-        "the JSON configs and safetensors weights of SAM 2.1, SigLIP 2 and Depth-Anything V2 (Hugging Face Hub), "
-        "with their sizes; then print the environment variables that make later runs offline. --check then loads "
-        "each model offline and says which is missing or broken (exit 0: all load, 2: one is missing, 1: one is "
-        "broken). Run `negt2ibench selftest` once afterwards: it checks what the models see on real photographs.",
+        description=(
+            "Download the files the evaluator's loaders read, with their sizes: RF-DETR Seg XL (rfdetr's own\n"
+            "storage) and the JSON configs and safetensors weights of SAM 2.1, SigLIP 2 and Depth-Anything V2\n"
+            "(Hugging Face Hub); then print the environment variables that make later runs offline.\n"
+            "--check then loads each model offline and says which is missing or broken\n"
+            "(exit 0: every model loads; 2: one is missing; 1: one is broken).\n"
+            "Afterwards run `negt2ibench selftest` once: the models on real photographs, expected vs measured."
+        ),
         epilog="examples:\n"
         "  negt2ibench download-models\n"
         "  negt2ibench download-models --dir /data/negt2i-weights --check\n"
@@ -154,6 +157,10 @@ def register(subparsers) -> None:
         "--check-only", action="store_true", help="download nothing: only load each model offline and report"
     )
     download.set_defaults(handler=run_download_models)
+
+    from evaluator.selftest import register as register_selftest
+
+    register_selftest(subparsers)
 
 
 def run_score(args: argparse.Namespace) -> int:
