@@ -2,16 +2,59 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("negt2ibench", "dataset_builder", "evaluator", "space")
-# The Space installs gradio itself (sdk_version); test-only tools are not needed there.
-EXCLUDED_REQUIREMENTS = ("gradio", "gradio_client", "pytest", "pytest-timeout", "playwright")
-GRADIO_VERSION = "6.31.0"
+GRADIO_VERSION = "6.31.0"  # the Space installs gradio (and gradio_client) itself from sdk_version
 ZERO_GPU_HARDWARE = "zero-a10g"  # huggingface_hub.SpaceHardware.ZERO_A10G
+# The Python of ZeroGPU Spaces, as the Hub's ZeroGPU docs list it ("Supported versions").
+PYTHON_VERSION = "3.10.13"
+
+# What the Space's code imports: the distributions behind every third-party import of the modules
+# space/app.py reaches (tests/test_space_requirements.py derives them and compares). Not diffusers,
+# bitsandbytes (generation), scikit-learn/statsmodels (the agreement study), scikit-image (selftest)
+# or the test tools.
+SPACE_IMPORTS = (
+    "accelerate",
+    "datasets",
+    "filelock",
+    "huggingface_hub",
+    "matplotlib",
+    "numpy",
+    "pandas",
+    "pillow",
+    "pyarrow",
+    "pydantic",
+    "rfdetr",
+    "scipy",
+    "spaces",
+    "supervision",
+    "torch",
+    "torchvision",
+    "tqdm",
+    "transformers",
+)
+# Needed at run time although no module of ours imports them.
+RUNTIME_EXTRAS = {
+    "authlib": "gradio's Sign in with Hugging Face (hf_oauth: true)",
+    "itsdangerous": "gradio's Sign in with Hugging Face (hf_oauth: true)",
+    "opencv-python-headless": "supervision draws the annotated image with OpenCV (else a slow numpy path)",
+}
+# requirements.txt pins releases that need Python 3.11; on the Space's 3.10 these are the newest
+# releases that install (their Requires-Python, as `pip index versions X --python-version 3.10` lists).
+PY310_VERSIONS = {
+    "filelock": "4.1.0",
+    "matplotlib": "3.10.9",
+    "numpy": "2.2.6",
+    "pandas": "2.3.3",
+    "pyarrow": "25.0.1",
+    "scipy": "1.15.3",
+    "transformers": "5.20.2",
+}
 
 APP_PY = '''"""Hugging Face Space entry point: the NegT2IBench app (see space/app.py)."""
 from space.app import LAUNCH_KWARGS, build_app
@@ -33,7 +76,7 @@ colorTo: red
 sdk: gradio
 sdk_version: {GRADIO_VERSION}
 app_file: app.py
-python_version: "3.11"
+python_version: "{PYTHON_VERSION}"
 suggested_hardware: {ZERO_GPU_HARDWARE}
 hf_oauth: true
 pinned: false
@@ -53,14 +96,32 @@ secret `HF_TOKEN` with write access to it).
 """
 
 
-def space_requirements(requirements: Path = REPO_ROOT / "requirements.txt") -> str:
-    kept = []
+def normalized(name: str) -> str:
+    """A distribution name as PEP 503 compares them (`huggingface_hub` = `huggingface-hub`)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pinned_versions(requirements: Path = REPO_ROOT / "requirements.txt") -> dict[str, str]:
+    """requirements.txt's `name==version` lines, by normalized name."""
+    pins = {}
     for line in requirements.read_text(encoding="utf-8").splitlines():
-        name = line.split("==")[0].split(">=")[0].strip().lower()
-        if line.strip().startswith("#") or not line.strip() or name in EXCLUDED_REQUIREMENTS:
-            continue
-        kept.append(line.strip())
-    return "\n".join(kept) + "\n"
+        requirement = line.split("#")[0].strip()
+        if "==" in requirement:
+            name, version = requirement.split("==", 1)
+            pins[normalized(name)] = version.strip()
+    return pins
+
+
+def space_requirements(requirements: Path = REPO_ROOT / "requirements.txt") -> str:
+    """The Space's requirements.txt: what it imports and needs at run time, pinned for Python 3.10."""
+    pins = pinned_versions(requirements)
+    lines = []
+    for name in sorted({*SPACE_IMPORTS, *RUNTIME_EXTRAS}, key=normalized):
+        version = PY310_VERSIONS.get(name) or pins.get(normalized(name))
+        if version is None:
+            raise ValueError(f"{name} is needed by the Space but not pinned in {requirements}")
+        lines.append(f"{name}=={version}")
+    return "\n".join(lines) + "\n"
 
 
 def assemble_space(out_dir: str | Path, repo_id: str, source_root: Path = REPO_ROOT) -> list[Path]:
