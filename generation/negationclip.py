@@ -26,8 +26,9 @@ from negt2ibench.errors import MissingWeightsError, UserError
 NEGATIONCLIP_REPO = "jerryray/negationclip"
 CHECKPOINT_SUFFIXES = (".pth", ".pt", ".bin", ".ckpt", ".safetensors")
 TRANSFORMERS_WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json")
-# "ViT-L-14", "ViT-L/14", "vit_l_14", "vitl14" (the training script names its folder after --clip_model).
-VIT_L14 = re.compile(r"vit[-_ ]?l[-_/ ]?14", re.IGNORECASE)
+# "ViT-L-14" (the training script names its folder after --clip_model), "ViT-L/14", "vit_l_14", "vitl14", "L14",
+# "clip-vit-large-patch14"; the @336px model is excluded separately.
+VIT_L14 = re.compile(r"(?:^|[^a-z])(?:vit[-_ ]?)?l[-_/ ]?14(?![0-9])|large[-_ ]?patch[-_ ]?14(?![0-9])", re.IGNORECASE)
 OPENAI_TEXT_KEYS = ("token_embedding.weight", "positional_embedding", "ln_final.weight", "ln_final.bias")
 HOW_TO_GET = (
     "Download it once with internet access (`hf download jerryray/negationclip`, or run the same "

@@ -129,6 +129,14 @@ def test_conversion_unwraps_saved_wrappers_and_refuses_other_layouts():
         (["negationclip_vitl14.pt", "negationclip_vitb32.pt"], TextEncoderSource("openai", "negationclip_vitl14.pt")),
         (["NegationCLIP_ViT_L_14.safetensors"], TextEncoderSource("openai", "NegationCLIP_ViT_L_14.safetensors")),
         (
+            ["negationclip_L14.pth", "negationclip_B32.pth", "best_model_epoch_14.pth"],
+            TextEncoderSource("openai", "negationclip_L14.pth"),
+        ),
+        (
+            ["clip-vit-large-patch14-negation.pt", "clip-vit-large-patch14-336.pt"],
+            TextEncoderSource("openai", "clip-vit-large-patch14-negation.pt"),
+        ),
+        (
             ["README.md", "text_encoder/config.json", "text_encoder/model.safetensors"],
             TextEncoderSource("transformers", "text_encoder"),
         ),
