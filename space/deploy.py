@@ -46,6 +46,9 @@ RUNTIME_EXTRAS = {
 }
 # requirements.txt pins releases that need Python 3.11; on the Space's 3.10 these are the newest
 # releases that install (their Requires-Python, as `pip index versions X --python-version 3.10` lists).
+# The whole set resolves for CPython 3.10 manylinux (pip --dry-run --python-version 3.10), and the Space's
+# tests pass on Python 3.11 with these releases in place of the pinned ones, but one: with pyarrow 25,
+# datasets 5.2 cannot fingerprint an in-memory `Dataset.from_dict` (the Space only uses `load_dataset`).
 PY310_VERSIONS = {
     "filelock": "4.1.0",
     "matplotlib": "3.10.9",
