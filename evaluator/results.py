@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 Cause = Literal["subject_missing", "target_missing", "forbidden_rendered", "wrong_value", "dead_zone"]
 CAUSES: tuple[str, ...] = get_args(Cause)  # in this order in every table and plot
@@ -17,6 +17,16 @@ class ObjectResult(BaseModel):
     present: bool
     confidence: float
     box: list[float] | None = None  # x0, y0, x1, y1 in pixels
+    # Present, but its mask came back empty: no relation is measured for its pairs (evaluator.verdict).
+    # Written only when True, so records without such objects keep their bytes.
+    mask_empty: bool = False
+
+    @model_serializer(mode="wrap")
+    def _omit_false_mask_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if not self.mask_empty:
+            data.pop("mask_empty", None)
+        return data
 
 
 class StatementResult(BaseModel):
