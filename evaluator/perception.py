@@ -2,7 +2,8 @@
 
 `Perception.observe` is the only call the pipeline and the Space make. `ModelPerception` runs the
 real models (docs/scoring.md), each loaded on first need: the detector always (RF-DETR Seg XL, or
-Mask R-CNN for the presets c1–c4), SAM 2.1 only when the preset uses it, SigLIP 2 only for attribute prompts, Depth-Anything V2 only for depth prompts.
+Mask R-CNN for the presets c1–c4), SAM 2.1 only when the preset uses it, SigLIP 2 only for
+attribute prompts, Depth-Anything V2 only for depth prompts.
 Tests build it with `ModelPerception.from_models` from tiny random models.
 """
 
