@@ -178,3 +178,21 @@ def test_explain_parses_prompt_text(workspace, tiny_models_in_cli, capsys):
     assert main(["explain", str(image), "--prompt", "hello world"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: cannot parse the prompt") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("preset", ["c2", "c4"])
+def test_score_with_a_mask_rcnn_preset(preset, workspace, tiny_models_in_cli, capsys):
+    from evaluator.config import PRESETS
+
+    tmp_path, prompts, folder = workspace
+    out = tmp_path / f"{preset}.jsonl"
+    argv = ["score", "--images", str(folder), "--prompts", str(prompts), "--out", str(out)]
+    assert main(argv + ["--device", "cpu", "--no-progress", "--preset", preset]) == 0
+    assert "2 new rows (2 scored" in capsys.readouterr().out
+    records = read_results(out)
+    assert tiny_models_in_cli[0] == (preset, "cpu", 8)
+    assert {r.config_hash for r in records} == {PRESETS[preset].config_hash}
+    assert {r.evaluator for r in records} == {f"negt2ibench/{preset}"}
+    assert all(r.error is None for r in records)
+    present = [o for r in records for o in r.objects if o.present]
+    assert present and all(o.box is not None for o in present)  # the tiny Mask R-CNN sees cups, cars, buses
