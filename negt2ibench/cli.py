@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "evaluator.cli",
     "evaluator.report_cli",
     "validation.cli",
+    "validation.ablate_cli",
     "space.cli",
 )
 
