@@ -354,22 +354,6 @@ def test_depth_with_a_flat_disparity_map_emits_nothing():
     assert result.predicates == frozenset() and result.measurements["depth_difference"] is None
 
 
-def test_both_facing_methods_agree_with_brute_force(monkeypatch):
-    """The EDT window and the KD-tree are two exact ways to the same facing pixels."""
-    rng = np.random.default_rng(11)
-    for _ in range(40):
-        a, b = random_blobs(rng, (80, 80)), random_blobs(rng, (80, 80))
-        mask_a, geo_a, mask_b, geo_b = rules._validated_pair(a, b)
-        reach = float(rng.uniform(1.0, 30.0))
-        expected = a & (ndimage.distance_transform_edt(~b) <= reach)
-        for kd_cost in (1e-9, 1e9):  # force the KD-tree, then the EDT
-            monkeypatch.setattr(rules, "_KD_COST_PER_POINT", kd_cost)
-            y0, x0, window = rules._facing_window(mask_a, geo_a, mask_b, geo_b, reach)
-            found = np.zeros_like(a)
-            found[y0 : y0 + window.shape[0], x0 : x0 + window.shape[1]] = window
-            assert np.array_equal(found, expected)
-
-
 # Cost settings that make `_facing_window` pick one method (the choice never changes the result).
 FACING_METHODS = {
     "edt": {"_EDT_COST_PER_PIXEL": 1e-9, "_KD_COST_PER_POINT": 1e9, "_SPAN_COST_PER_SPAN": 1e9},
@@ -393,6 +377,24 @@ def test_every_facing_method_agrees_with_brute_force(monkeypatch, method):
     for reaches from touching to far beyond the tile size (tiles settled at every level)."""
     for name, cost in FACING_METHODS[method].items():
         monkeypatch.setattr(rules, name, cost)
+    used = {"edt": 0, "kd": 0, "spans": 0}  # calls of each method's function from rules
+
+    def counted(name, function):
+        def call(*args, **kwargs):
+            used[name] += 1
+            return function(*args, **kwargs)
+
+        return call
+
+    class CountingNdimage:  # rules' `ndimage`; the test's brute force keeps the real one
+        distance_transform_edt = staticmethod(counted("edt", ndimage.distance_transform_edt))
+
+        def __getattr__(self, attribute):
+            return getattr(ndimage, attribute)
+
+    monkeypatch.setattr(rules, "ndimage", CountingNdimage())
+    monkeypatch.setattr(rules, "_within_reach_kd", counted("kd", rules._within_reach_kd))
+    monkeypatch.setattr(rules, "_within_reach_spans", counted("spans", rules._within_reach_spans))
     rng = np.random.default_rng(23)
     shape = (120, 120)
     for trial in range(30):
@@ -404,6 +406,8 @@ def test_every_facing_method_agrees_with_brute_force(monkeypatch, method):
         found = np.zeros_like(a)
         found[y0 : y0 + window.shape[0], x0 : x0 + window.shape[1]] = window
         assert np.array_equal(found, expected), (trial, reach)
+    # The cost settings forced the method under test (and the trials reached it).
+    assert {name: count > 0 for name, count in used.items()} == {name: name == method for name in used}
 
 
 def test_disc_half_widths_follow_the_distance_test_exactly():
