@@ -84,6 +84,7 @@ class FailAfter:
 # --------------------------------------------------------------------------- registry
 
 
+@pytest.mark.slow
 def test_registry_entries_name_installed_classes():
     assert {
         "sd_1_5",
@@ -179,6 +180,7 @@ def test_launcher_world_size_that_accelerate_does_not_see_is_refused(monkeypatch
 # --------------------------------------------------------------------------- generation
 
 
+@pytest.mark.slow
 def test_generate_writes_loadable_split_with_identical_pixels_per_seed(generator, tmp_path):
     prompts = three_prompts()
     work = plan_work(prompts, 2)

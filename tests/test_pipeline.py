@@ -117,6 +117,7 @@ class InterruptingPerception:
         return self.inner.observe(images, prompts)
 
 
+@pytest.mark.slow
 def test_resume_after_interruption_scores_only_the_rest(tmp_path):
     keys = write_folder(tmp_path / "imgs", samples=2)
     out = tmp_path / "results.jsonl"

@@ -175,6 +175,7 @@ def test_explore_filters_and_prompt_detail(app):
 # ------------------------------------------------------------------------ submit + leaderboard
 
 
+@pytest.mark.slow
 def test_submissions_and_leaderboard(app, data, prompts):
     client, store = app["client"], app["store"]
     status, _ = client.predict(

@@ -133,6 +133,7 @@ def test_spot_check_reports_disagreements(failing_results, images_folder, index)
 # ------------------------------------------------------------------------ submit
 
 
+@pytest.mark.slow
 def test_valid_submission_is_verified(tmp_path, failing_results_file, images_folder, index):
     store = SQLiteStore(tmp_path / "lb.sqlite")
     calls: list = []
