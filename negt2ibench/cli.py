@@ -17,7 +17,14 @@ from . import __version__
 from .errors import NegT2IError
 
 # Parts that contribute sub-commands, in the order `--help` lists them.
-COMMAND_MODULES = ("dataset_builder.cli", "generation.cli", "evaluator.cli", "evaluator.report_cli", "space.cli")
+COMMAND_MODULES = (
+    "dataset_builder.cli",
+    "generation.cli",
+    "evaluator.cli",
+    "evaluator.report_cli",
+    "judges.cli",
+    "space.cli",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
