@@ -147,7 +147,7 @@ class JudgeSummary:
         )
         rates = ""
         if self.questions:
-            rates = f", {self.seconds_per_question:.3f} s/question, {self.seconds_per_image:.3f} s/image"
+            rates = f", {self.seconds_per_question:.3g} s/question, {self.seconds_per_image:.3g} s/image"
         memory = f"{self.peak_memory_bytes / 2**30:.2f} GiB {'GPU' if self.memory_kind == 'cuda' else 'peak RSS'}"
         return (
             f"{prefix}{self.judge} on {self.device} ({self.dtype}): {per_mode}. "

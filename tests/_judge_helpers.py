@@ -82,6 +82,8 @@ def _text_config(vocab_size: int, **extra) -> dict:
         "num_key_value_heads": 2,
         "max_position_embeddings": 512,
         "pad_token_id": 0,
+        "bos_token_id": 0,
+        "eos_token_id": 0,
         **extra,
     }
 
