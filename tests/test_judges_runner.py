@@ -251,3 +251,16 @@ def test_annotation_sample_naming_a_missing_image(tmp_path):
     )
     with pytest.raises(UserError, match=r"sample\.jsonl:1: no image color_pos1_neg1_000 sample 7 in split flux"):
         judge_items(sample)
+
+
+def test_report_reads_judge_records_of_every_mode_unchanged(tmp_path, capsys):
+    from negt2ibench.cli import main
+
+    items = judge_items(write_folder(tmp_path / "sd_1_5"))
+    judge_images(items, PROMPTS, ScriptedJudge(), out_path=tmp_path / "judge.jsonl", mode="all", progress=False)
+    # Every "yes" is 0.9: whole passes all four images; pos fails both prompts' negated statements.
+    for mode, passed in (("whole", 4), ("pos", 0), ("neg", 4)):
+        assert main(["report", str(tmp_path / f"judge.{mode}.jsonl"), "--out", str(tmp_path / mode)]) == 0
+        report = json.loads((tmp_path / mode / "report.json").read_text())
+        assert report["provenance"]["sd_1_5"]["evaluator_version"] == JUDGES_VERSION
+        assert (report["table3"]["sd_1_5"]["images"], report["table3"]["sd_1_5"]["passed"]) == (4, passed)
