@@ -6,8 +6,10 @@ name images across several models' splits::
     {"prompt_id": "color_pos1_neg1_004", "model_key": "sd_1_5", "sample_index": 2, "images": "build/negt2ibench"}
 
 `images` is the dataset folder (or Hub repo id) whose split `model_key` holds the image; a
-relative folder is looked up from the working directory, then next to the sample file. Other
-fields on a line are ignored. Each record keeps its line's `model_key`.
+relative folder is looked up from the working directory, then next to the sample file.
+`dataset` is accepted in its place (the name `annotation-sample`'s `SampleItem` uses). Other
+fields on a line (category, setting, shard, row, ...) are ignored. Each record keeps its line's
+`model_key`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from evaluator.pipeline import SPLIT_NAME, ImageItem, resolve_source
 from negt2ibench.errors import UserError
 
 SAMPLE_FIELDS = ("prompt_id", "model_key", "sample_index", "images")
+LOCATION_FIELDS = ("images", "dataset")  # where the line's dataset is: either name
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,9 @@ def _sample_line(path: Path, number: int, text: str) -> dict:
         raise UserError(f"{path}:{number}: not JSON ({error.msg})") from None
     if not isinstance(row, dict):
         raise UserError(f"{path}:{number}: expected an object with {', '.join(SAMPLE_FIELDS)}")
-    missing = [name for name in SAMPLE_FIELDS if name not in row]
+    missing = [name for name in SAMPLE_FIELDS[:3] if name not in row]
+    if not any(row.get(name) for name in LOCATION_FIELDS):
+        missing.append("images")
     if missing:
         raise UserError(f"{path}:{number}: missing {', '.join(missing)} (a sample line has {', '.join(SAMPLE_FIELDS)})")
     if not isinstance(row["sample_index"], int) or isinstance(row["sample_index"], bool):
@@ -74,7 +79,7 @@ def annotation_sample_items(path: str | Path) -> list[JudgeItem]:
     items: list[JudgeItem] = []
     seen: set[tuple[str, str, int]] = set()
     for number, row in wanted:
-        location = _images_location(str(row["images"]), path)
+        location = _images_location(str(row.get("images") or row["dataset"]), path)
         source = (location, row["model_key"])
         if source not in splits:
             found, _ = resolve_source(location, split=row["model_key"])

@@ -167,3 +167,34 @@ def test_vqascore_without_t2v_metrics_is_one_clear_line(workspace, monkeypatch, 
         "error: VQAScore needs the optional package t2v-metrics: `pip install t2v-metrics` "
         "(best in a separate environment: it pins its own torch and transformers)"
     )
+
+
+def test_torchrun_two_cpu_processes_split_merge_and_resume(workspace):
+    """A real two-process run (gloo on CPU) of a tiny Qwen2-VL saved to a folder, through --model-id."""
+    from _judge_helpers import tiny_qwen2_vl
+    from test_multiprocess import torchrun
+
+    tmp_path, prompts, folder = workspace
+    for sample in range(2, 4):  # four images: two per process
+        Image.new("RGB", (48, 40), (20, 20 * sample, 200)).save(folder / f"{PROMPT.prompt_id}_{sample}.png")
+    model, processor = tiny_qwen2_vl()
+    model.save_pretrained(tmp_path / "tiny-vlm")
+    processor.save_pretrained(tmp_path / "tiny-vlm")
+    out = tmp_path / "judge.jsonl"
+    argv = ["-m", "negt2ibench", "judge", "--model-id", str(tmp_path / "tiny-vlm"), "--key", "tiny", "--mode", "all"]
+    argv += ["--images", str(folder), "--prompts", str(prompts), "--out", str(out), "--device", "cpu", "--no-progress"]
+
+    first = torchrun(*argv)
+
+    assert "[rank 0/2]" in first and "[rank 1/2]" in first, first[-3000:]
+    for mode in ("whole", "pos", "neg"):
+        merged = tmp_path / f"judge.{mode}.jsonl"
+        assert [len(read_results(tmp_path / f"judge.{mode}.rank{rank}.jsonl")) for rank in (0, 1)] == [2, 2]
+        records = read_results(merged)
+        assert sorted(r.sample_index for r in records) == [0, 1, 2, 3]
+        assert {r.evaluator for r in records} == {f"tiny/{mode}"}
+
+    second = torchrun(*argv)  # everything merged: nothing new on either rank
+
+    assert second.count("0 of 4 images judged") == 2 and "2 already done" in second, second[-3000:]
+    assert all(len(read_results(tmp_path / f"judge.{mode}.jsonl")) == 4 for mode in ("whole", "pos", "neg"))

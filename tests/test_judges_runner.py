@@ -215,10 +215,11 @@ def test_annotation_sample_lines_resolve_across_splits(tmp_path):
     lines = [
         {"prompt_id": COLOR.prompt_id, "model_key": "flux", "sample_index": 1, "images": "data", "annotator": "x"},
         {"prompt_id": RELATION.prompt_id, "model_key": "sd_1_5", "sample_index": 0, "images": str(data)},
-        {"prompt_id": RELATION.prompt_id, "model_key": "sd_1_5", "sample_index": 0, "images": str(data)},
+        {"prompt_id": RELATION.prompt_id, "model_key": "sd_1_5", "sample_index": 0, "dataset": str(data), "row": 2},
     ]
     sample.write_text("".join(json.dumps(line) + "\n" for line in lines) + "\n")
-    items = annotation_sample_items(sample)  # "data" is found next to the sample file; the duplicate is dropped
+    # "data" is found next to the sample file; the third line ("dataset", as SampleItem names it) is a duplicate.
+    items = annotation_sample_items(sample)
     assert [item.key for item in items] == [("flux", COLOR.prompt_id, 1), ("sd_1_5", RELATION.prompt_id, 0)]
     assert Image.open(io.BytesIO(items[0].image.fetch())).getpixel((0, 0)) == (0, 0, 255)
     summary = judge_images(items, PROMPTS, ScriptedJudge(), out_path=tmp_path / "r.jsonl", progress=False)
@@ -230,6 +231,7 @@ def test_annotation_sample_lines_resolve_across_splits(tmp_path):
     ("line", "message"),
     [
         ('{"prompt_id": "a", "model_key": "sd_1_5", "sample_index": 0}', r"sample\.jsonl:1: missing images"),
+        ('{"model_key": "sd_1_5", "sample_index": 0, "dataset": ""}', r"sample\.jsonl:1: missing prompt_id, images"),
         ('{"prompt_id": "a", "model_key": "SD", "sample_index": 0, "images": "d"}', "model_key 'SD' must match"),
         ('{"prompt_id": "a", "model_key": "sd_1_5", "sample_index": "0", "images": "d"}', "must be an integer"),
         ("[1, 2]", r"sample\.jsonl:1: expected an object"),
