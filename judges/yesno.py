@@ -10,9 +10,12 @@ float32 so bf16 logits neither overflow nor lose the small side.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from negt2ibench.errors import UserError
+
+if TYPE_CHECKING:
+    import torch
 
 YES_VARIANTS: tuple[str, ...] = ("yes", "Yes", "YES", " yes", " Yes", " YES")
 NO_VARIANTS: tuple[str, ...] = ("no", "No", "NO", " no", " No", " NO")
@@ -58,7 +61,7 @@ def find_yes_no_tokens(tokenizer: Any, *, model: str = "this model") -> YesNoTok
     return YesNoTokens(tuple(yes_ids), tuple(no_ids), tuple(yes_found), tuple(no_found))
 
 
-def yes_no_probabilities(logits, tokens: YesNoTokens):
+def yes_no_probabilities(logits: torch.Tensor, tokens: YesNoTokens) -> tuple[torch.Tensor, torch.Tensor]:
     """(p_yes, p_no), each a float32 tensor of shape (batch,), from next-token logits (batch, vocab).
 
     The softmax is over the yes/no tokens only, so p_yes + p_no = 1 for every row.

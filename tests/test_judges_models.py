@@ -5,6 +5,8 @@ InternVL3, InternVL3.5), offline: yes/no token ids, probabilities, batching, the
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -117,3 +119,30 @@ def test_model_id_folder_loads_through_the_auto_classes(tmp_path):
     assert type(judge.model).__name__ == "Qwen2VLForConditionalGeneration"
     reference = judge_of("qwen2_vl").yes_probability(IMAGES[:2], QUESTIONS[:2])
     assert judge.yes_probability(IMAGES[:2], QUESTIONS[:2]) == pytest.approx(reference, abs=1e-5)
+
+
+def test_vqascore_adapter_normalises_yes_against_no(monkeypatch):
+    """t2v-metrics is optional (not installed here): a stand-in module checks the adapter's contract with it."""
+    import types
+
+    from judges.vqascore import VQAScoreJudge
+
+    calls = []
+
+    class FakeModel:
+        def forward(self, paths, texts, question_template, answer_template):
+            calls.append((len(paths), list(texts), question_template, answer_template))
+            assert all(Path(path).is_file() for path in paths)
+            return torch.tensor([0.6, 0.2][: len(texts)] if answer_template == "Yes" else [0.2, 0.6][: len(texts)])
+
+    class FakeVQAScore:
+        def __init__(self, model, device):
+            self.model_name, self.device, self.model = model, device, FakeModel()
+
+    monkeypatch.setitem(sys.modules, "t2v_metrics", types.SimpleNamespace(VQAScore=FakeVQAScore))
+    judge = VQAScoreJudge(REGISTRY["vqascore"], device="cpu", batch_size=2)
+    probabilities = judge.yes_probability(IMAGES[:3], QUESTIONS[:3])
+    assert judge.scorer.model_name == "clip-flant5-xxl" and judge.dtype_name == "float32"
+    assert probabilities == pytest.approx([0.75, 0.25, 0.75])
+    assert calls[0] == (2, QUESTIONS[:2], "{}", "Yes") and calls[1] == (2, QUESTIONS[:2], "{}", "No")
+    assert [call[0] for call in calls] == [2, 2, 1, 1]
