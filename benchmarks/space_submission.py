@@ -43,7 +43,7 @@ def main() -> None:
     from dataset_builder.records import PromptIndex, load_prompts
     from evaluator.report import leaderboard_row
     from evaluator.resultio import read_results
-    from space.app import leaderboard_frame
+    from space.leaderboard_view import leaderboard_frame
     from space.store import Entry, HubStore, SQLiteStore
     from space.submissions import check_results, model_detail
 

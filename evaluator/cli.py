@@ -143,36 +143,20 @@ def _preset(name: str):
         raise UserError(str(error)) from None
 
 
-def _prompt_records(source: str | None):
-    from dataset_builder.records import load_prompts
-
-    try:
-        return load_prompts(source)
-    except (FileNotFoundError, ValueError) as error:
-        raise UserError(f"cannot read prompts: {error}") from None
-
-
 def run_score(args: argparse.Namespace) -> int:
-    from dataset_builder.records import PromptIndex
-    from evaluator.perception import ModelPerception
-    from evaluator.pipeline import resolve_source, score_images
+    from negt2ibench.api import Evaluator
 
-    config = _preset(args.preset)
     if args.batch_size < 1:
         raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
-    items, default_key = resolve_source(args.images, split=args.split, prompt_id=args.prompt_id)
-    index = PromptIndex(_prompt_records(args.prompts))
-    perception = ModelPerception(config, device=args.device, batch_size=args.batch_size, weights_dir=args.weights_dir)
-    # Fail before any work when a needed weight is missing (offline): exit 2 with one line.
-    perception.load_all([index[item.prompt_id] for item in items if item.prompt_id in index])
-    summary = score_images(
-        items,
-        index,
-        perception,
-        out_path=args.out,
-        config=config,
-        model_key=args.model_key or default_key,
-        batch_size=args.batch_size,
+    evaluator = Evaluator(
+        args.preset, device=args.device, weights_dir=args.weights_dir, batch_size=args.batch_size, prompts=args.prompts
+    )
+    summary = evaluator.score_source(
+        args.images,
+        out=args.out,
+        model_key=args.model_key,
+        split=args.split,
+        prompt_id=args.prompt_id,
         limit=args.limit,
         progress=not args.no_progress,
     )
@@ -182,8 +166,8 @@ def run_score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _explain_prompt(args: argparse.Namespace):
-    from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
+def _explain_prompt(args: argparse.Namespace, evaluator):
+    from dataset_builder.records import PromptLookupError, PromptRecord
 
     if args.prompt_json:
         path = Path(args.prompt_json)
@@ -202,7 +186,7 @@ def _explain_prompt(args: argparse.Namespace):
             first_line = str(error).strip().splitlines()[0]
             raise UserError(f"cannot parse the prompt: {first_line} (see `negt2ibench explain --help`)") from None
     try:
-        return PromptIndex(_prompt_records(args.prompts))[args.prompt_id]
+        return evaluator.prompts[args.prompt_id]
     except PromptLookupError as error:
         raise UserError(str(error)) from None
 
@@ -210,17 +194,18 @@ def _explain_prompt(args: argparse.Namespace):
 def run_explain(args: argparse.Namespace) -> int:
     from evaluator.annotate import annotate, format_table, statement_table
     from evaluator.images import ImageError, load_image
-    from evaluator.perception import ModelPerception
-    from evaluator.pipeline import score_image
+    from negt2ibench.api import Evaluator
 
-    config = _preset(args.preset)
-    prompt = _explain_prompt(args)
+    evaluator = Evaluator(
+        args.preset, device=args.device, weights_dir=args.weights_dir, batch_size=1, prompts=args.prompts
+    )
+    prompt = _explain_prompt(args, evaluator)
     try:
         image = load_image(args.image)
     except ImageError as error:
         raise UserError(f"{args.image}: {error}") from None
-    perception = ModelPerception(config, device=args.device, batch_size=1, weights_dir=args.weights_dir)
-    record, observation = score_image(image, prompt, perception, config=config)
+    output = evaluator.score(image, prompt)
+    record, observation = output.record, output.observation
     print(f"prompt ({prompt.prompt_id}): {prompt.prompt}")
     objects = ", ".join(f"{o.name} {f'{o.confidence:.2f}' if o.present else 'absent'}" for o in record.objects)
     print(f"objects: {objects}")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 Cause = Literal["subject_missing", "target_missing", "forbidden_rendered", "wrong_value", "dead_zone"]
-CAUSES: tuple[str, ...] = ("subject_missing", "target_missing", "forbidden_rendered", "wrong_value", "dead_zone")
+CAUSES: tuple[str, ...] = get_args(Cause)  # in this order in every table and plot
 
 
 class ObjectResult(BaseModel):

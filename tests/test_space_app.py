@@ -11,7 +11,8 @@ from _space_helpers import RectanglePerception, scene_png, write_images_dataset,
 from gradio_client import Client, handle_file
 
 from dataset_builder.records import load_prompts
-from space.app import PAPER_ROWS, REPORTED, build_app, leaderboard_frame, newest_entries
+from space.app import build_app
+from space.leaderboard_view import PAPER_ROWS, REPORTED, leaderboard_frame, newest_entries
 from space.store import Entry, SQLiteStore
 from space.submissions import ImagesUnreachable, ParquetImages, SubmissionLimits
 
@@ -209,8 +210,9 @@ def test_leaderboard_prefers_verified_and_hides_rejected():
 
 
 def test_preload_loads_models_once_and_survives_missing_weights(prompts, tmp_path):
-    import space.app as space_app
+    from negt2ibench.api import Evaluator
     from negt2ibench.errors import MissingWeightsError
+    from space.scoring import preload_models
 
     class CountingModels(RectanglePerception):
         loads = 0
@@ -220,23 +222,19 @@ def test_preload_loads_models_once_and_survives_missing_weights(prompts, tmp_pat
             if CountingModels.loads > 1:
                 raise MissingWeightsError("RFDETRSegXLarge")
 
-    previous = space_app._PERCEPTION
-    try:
-        space_app.set_perception(CountingModels())
-        build_app(prompts=prompts[:10], store=SQLiteStore(tmp_path / "a.sqlite"), preload=True)
-        assert CountingModels.loads == 1
-        space_app.preload_models()  # missing weights: logged, the app still builds
-        assert CountingModels.loads == 2
-        build_app(prompts=prompts[:10], store=SQLiteStore(tmp_path / "b.sqlite"), preload=False)
-        assert CountingModels.loads == 2
-    finally:
-        space_app.set_perception(previous)
+    evaluator = Evaluator(perception=CountingModels())
+    build_app(prompts=prompts[:10], store=SQLiteStore(tmp_path / "a.sqlite"), evaluator=evaluator, preload=True)
+    assert CountingModels.loads == 1
+    preload_models(evaluator)  # missing weights: logged, the app still builds
+    assert CountingModels.loads == 2
+    build_app(prompts=prompts[:10], store=SQLiteStore(tmp_path / "b.sqlite"), evaluator=evaluator, preload=False)
+    assert CountingModels.loads == 2
 
 
 def test_requester_identity():
     from types import SimpleNamespace
 
-    from space.app import requester
+    from space.views import requester
 
     assert requester(None) == "anonymous"
     signed_in = SimpleNamespace(username="bob")  # what gradio injects as gr.OAuthProfile
