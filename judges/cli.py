@@ -11,8 +11,6 @@ import json
 
 from negt2ibench.errors import UsageError, UserError
 
-from .registry import format_rows, registry_rows
-
 DEVICES = ("auto", "cpu", "cuda", "mps")
 MODE_CHOICES = ("whole", "pos", "neg", "all")
 
@@ -118,7 +116,11 @@ def _prompt_records(source: str | None):
 
 def run_judge(args: argparse.Namespace) -> int:
     if args.list:
-        print(format_rows(registry_rows()))
+        from evaluator.report.table import to_markdown
+
+        from .registry import registry_table
+
+        print(to_markdown(registry_table(), caption=False, notes=False))
         return 0
     spec = _spec(args)
     missing = [flag for flag, value in (("--images", args.images), ("--out", args.out)) if not value]

@@ -171,12 +171,22 @@ def adapter_class(spec: JudgeSpec) -> type:
     return ADAPTERS.get(spec.family)
 
 
-def registry_rows() -> list[dict[str, str]]:
-    """`judge --list`: one row per judge (key, hub id, parameters, family, adapter, note)."""
-    return [
+def registry_table():
+    """`judge --list` as a report `Table` (key, hub id, parameters, family, adapter, note)."""
+    from evaluator.report.table import Column, Table
+
+    columns = (
+        Column("key", "key", str),
+        Column("hub_id", "hub id", str),
+        Column("params", "params", str),
+        Column("family", "family", str),
+        Column("adapter", "adapter", str),
+        Column("note", "note", str),
+    )
+    rows = [
         {
             "key": spec.key,
-            "hub id": spec.hub_id,
+            "hub_id": spec.hub_id,
             "params": spec.params,
             "family": spec.family,
             "adapter": ADAPTERS.target(spec.family),
@@ -184,14 +194,4 @@ def registry_rows() -> list[dict[str, str]]:
         }
         for spec in REGISTRY.values()
     ]
-
-
-def format_rows(rows: list[dict[str, str]]) -> str:
-    """Rows of equal keys as an aligned plain-text table (header first)."""
-    if not rows:
-        return ""
-    columns = list(rows[0])
-    widths = {column: max(len(column), *(len(row[column]) for row in rows)) for column in columns}
-    lines = ["  ".join(column.ljust(widths[column]) for column in columns).rstrip()]
-    lines += ["  ".join(row[column].ljust(widths[column]) for column in columns).rstrip() for row in rows]
-    return "\n".join(lines)
+    return Table("judges", "VLM judges", columns, tuple(rows))

@@ -54,8 +54,9 @@ def test_list_shows_every_judge_without_importing_a_model_library():
     completed = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert completed.returncode == 0, completed.stderr
     lines = completed.stdout.splitlines()
-    assert lines[0].split() == ["key", "hub", "id", "params", "family", "adapter", "note"]
-    rows = {line.split()[0]: line.split()[1:3] for line in lines[1:-1]}
+    assert lines[0] == "| key | hub id | params | family | adapter | note |"
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:-1]]
+    rows = {row[0]: row[1:3] for row in cells}
     assert rows == {
         "qwen3_vl_8b": ["Qwen/Qwen3-VL-8B-Instruct", "8B"],
         "qwen3_vl_32b": ["Qwen/Qwen3-VL-32B-Instruct", "32B"],

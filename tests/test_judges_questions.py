@@ -6,7 +6,7 @@ import pytest
 
 from dataset_builder.grammar import parse_prompt
 from judges.questions import Question, object_question, questions_for, statement_question, whole_question
-from judges.registry import ADAPTERS, REGISTRY, custom_spec, get_spec, registry_rows
+from judges.registry import ADAPTERS, REGISTRY, custom_spec, get_spec, registry_table
 from negt2ibench.errors import UserError
 
 
@@ -126,7 +126,9 @@ def test_registry_holds_the_paper_judges_with_hub_ids_and_sizes():
         spec = get_spec(key)
         assert (spec.key, spec.hub_id, spec.params, spec.family) == (key, hub_id, params, family)
     assert list(REGISTRY) == [*PAPER_JUDGES, "vqascore"]
-    assert [row["key"] for row in registry_rows()] == [*PAPER_JUDGES, "vqascore"]
+    table = registry_table()
+    assert [row["key"] for row in table.rows] == [*PAPER_JUDGES, "vqascore"]
+    assert table.rows[0]["adapter"] == "judges.transformers_judge:TransformersJudge"
 
 
 def test_every_family_has_an_adapter_target():
