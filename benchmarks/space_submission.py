@@ -40,7 +40,8 @@ def main() -> None:
 
     from _space_helpers import write_results
 
-    from dataset_builder.records import PromptIndex, load_prompts
+    from dataset_builder.loading import load_prompts
+    from dataset_builder.records import PromptIndex
     from evaluator.report import leaderboard_row
     from evaluator.resultio import read_results
     from space.leaderboard_view import leaderboard_frame

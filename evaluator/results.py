@@ -1,4 +1,4 @@
-"""The result record (DESIGN §2): one per scored image, written as JSONL."""
+"""The result record (docs/records.md): one per scored image, written as JSONL."""
 
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ import argparse
 import json
 
 from negt2ibench.errors import UsageError, UserError
+from negt2ibench.options import device, non_negative_int, positive_int, split_name
 
-DEVICES = ("auto", "cpu", "cuda", "mps")
 MODE_CHOICES = ("whole", "pos", "neg", "all")
 
 DESCRIPTION = """\
@@ -80,13 +80,25 @@ def register(subparsers) -> None:
         "--prompts", metavar="DIR", help="prompt records (dataset folder, prompts.jsonl or parquet); default: built-in"
     )
     judge.add_argument("--out", metavar="FILE", help="results JSONL (with --mode all: FILE's stem + .MODE.jsonl)")
-    judge.add_argument("--model-key", metavar="KEY", help="model key in every record (default: the split or folder)")
     judge.add_argument(
-        "--batch-size", type=int, default=8, metavar="N", help="(image, question) pairs per forward pass (default: 8)"
+        "--model-key", type=split_name, metavar="KEY", help="model key in every record (default: the split or folder)"
     )
-    judge.add_argument("--limit", type=int, metavar="N", help="judge at most the first N images of the source")
     judge.add_argument(
-        "--device", choices=DEVICES, default="auto", help="auto picks cuda, then mps, then cpu (default: auto)"
+        "--batch-size",
+        type=positive_int,
+        default=8,
+        metavar="N",
+        help="(image, question) pairs per forward pass (default: 8)",
+    )
+    judge.add_argument(
+        "--limit", type=non_negative_int, metavar="N", help="judge at most the first N images of the source"
+    )
+    judge.add_argument(
+        "--device",
+        type=device,
+        default="auto",
+        metavar="DEVICE",
+        help="auto, cpu, cuda, cuda:N or mps; auto picks cuda (each process its own GPU), then mps, then cpu",
     )
     judge.add_argument("--json", action="store_true", help="also print the run summary (costs, counts) as JSON")
     judge.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -126,8 +138,6 @@ def run_judge(args: argparse.Namespace) -> int:
     missing = [flag for flag, value in (("--images", args.images), ("--out", args.out)) if not value]
     if missing:
         raise UsageError(f"judge needs {' and '.join(missing)} (see `negt2ibench judge --help`)")
-    if args.batch_size < 1:
-        raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}")
 
     from dataset_builder.records import PromptIndex
 

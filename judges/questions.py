@@ -10,33 +10,27 @@ Modes:
   "Is the backpack not left of the fork?"), satisfied when the answer is "yes". Objects and
   positive statements are asked exactly as in ``pos``.
 
-English: "a"/"an" by sound, plural-only nouns (skis, scissors) take no article and "are"
-("Are there skis in the image?", "Are the skis red?"); materials are asked as "made of"
-("Is the cup made of glass?"), the form `vocabulary.MATERIAL_NOUNS` exists for.
-Everything that shapes a question is in `TEMPLATES`, which is hashed into each record's config.
+The per-element wording is the annotation UI's (`validation.questions`), reused so people and
+judges answer the very same questions: "a"/"an" by sound, plural-only nouns (skis, scissors)
+take no article and "are" ("Are there skis in the image?", "Are the skis red?"), materials are
+asked as "made of" ("Is the cup made of glass?"). `wording_examples()` renders one question of
+each kind; it is hashed into every record's config, so a wording change never mixes with old
+results in one file.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
-from dataset_builder.grammar import object_phrase
 from dataset_builder.records import PromptRecord, Statement
-from dataset_builder.vocabulary import CATEGORY_VOCABULARY, MATERIAL_NOUNS, PLURAL_NOUNS
+from validation.questions import object_question, statement_question
 
 Mode = Literal["whole", "pos", "neg"]
 MODES: tuple[str, ...] = ("whole", "pos", "neg")
 
-TEMPLATES: dict[str, str] = {
-    "whole": 'Does this image show "{prompt}"? Answer yes or no.',
-    "object": "{Be} there {object_phrase} in the image?",
-    "color": "{Be} the {subject} {not}{value}?",
-    "material": "{Be} the {subject} {not}made of {material}?",
-    "relation": "{Be} the {subject} {not}{predicate} the {target}?",
-}
-
-_MATERIALS = frozenset(CATEGORY_VOCABULARY["material"])
+WHOLE_TEMPLATE = 'Does this image show "{prompt}"? Answer yes or no.'
 
 
 @dataclass(frozen=True)
@@ -56,37 +50,33 @@ class Question:
         return 1.0 - p_yes if self.inverted else p_yes
 
 
-def _be(noun: str) -> str:
-    return "Are" if noun in PLURAL_NOUNS else "Is"
-
-
 def whole_question(prompt: str) -> str:
     """The `whole` mode's single question about a prompt text."""
-    return TEMPLATES["whole"].format(prompt=prompt)
+    return WHOLE_TEMPLATE.format(prompt=prompt)
 
 
-def object_question(name: str) -> str:
-    """ "Is there a cup in the image?", "Is there an apple ...", "Are there skis ..."."""
-    return TEMPLATES["object"].format(Be=_be(name), object_phrase=object_phrase(name))
+@cache
+def wording_examples() -> dict[str, str]:
+    """One rendered question of each kind (what a run's config hash covers)."""
 
+    def statement(polarity: str, subject: str, predicate: str, target: str | None = None) -> Statement:
+        return Statement(index=0, polarity=polarity, subject=subject, target=target, predicate=predicate, text="")
 
-def statement_question(statement: Statement, *, negated_form: bool) -> str:
-    """A statement as a yes/no question, affirmative or (when `negated_form`) with "not".
-
-    >>> from dataset_builder.records import Statement
-    >>> s = Statement(index=0, polarity="negated", subject="backpack", target="fork",
-    ...               predicate="left of", text="is not left of the fork")
-    >>> statement_question(s, negated_form=False)
-    'Is the backpack left of the fork?'
-    >>> statement_question(s, negated_form=True)
-    'Is the backpack not left of the fork?'
-    """
-    fields = {"Be": _be(statement.subject), "subject": statement.subject, "not": "not " if negated_form else ""}
-    if statement.target is not None:
-        return TEMPLATES["relation"].format(predicate=statement.predicate, target=statement.target, **fields)
-    if statement.predicate in _MATERIALS:
-        return TEMPLATES["material"].format(material=MATERIAL_NOUNS[statement.predicate], **fields)
-    return TEMPLATES["color"].format(value=statement.predicate, **fields)
+    color = statement("negated", "cup", "red")
+    material = statement("negated", "skis", "glass")
+    relation = statement("negated", "backpack", "left of", "fork")
+    return {
+        "whole": whole_question("a photo of a red cup"),
+        "object": object_question("apple"),
+        "object_plural": object_question("skis"),
+        "color": statement_question(color, negated_form=False),
+        "color_negated": statement_question(color, negated_form=True),
+        "material": statement_question(material, negated_form=False),
+        "material_negated": statement_question(material, negated_form=True),
+        "relation": statement_question(relation, negated_form=False),
+        "relation_negated": statement_question(relation, negated_form=True),
+        "positive_in_negated_form": statement_question(statement("positive", "cup", "red"), negated_form=True),
+    }
 
 
 def required_objects(prompt: PromptRecord) -> list[str]:

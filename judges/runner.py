@@ -19,20 +19,17 @@ from pathlib import Path
 from PIL import Image
 from tqdm.auto import tqdm
 
+from dataset_builder.layout import rank_path
 from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
 from evaluator.images import ImageError, load_image
-
-# The launcher path `negt2ibench score` uses (rank files, accelerate state, merge). Imported in this
-# one place: when the shared launcher module lands on main, only these names change.
-from evaluator.pipeline import _done_keys as done_keys
-from evaluator.pipeline import _process_state as process_state
-from evaluator.pipeline import rank_path
-from evaluator.resultio import ResultWriter, merge_results
+from evaluator.resultio import ResultWriter, merge_results, read_results
 from evaluator.results import ResultRecord
 from negt2ibench.errors import MissingWeightsError, UserError
+from negt2ibench.launch import Launch
+from negt2ibench.options import check, non_negative_int
 
 from .adapters import JudgeAdapter
-from .questions import MODES, TEMPLATES, Question, questions_for
+from .questions import MODES, Question, questions_for, wording_examples
 from .registry import JUDGES_VERSION
 from .sources import JudgeItem
 from .summary import JudgeSummary, ModeCounts
@@ -61,8 +58,13 @@ def record_context(adapter: JudgeAdapter, mode: str) -> RecordContext:
     return RecordContext(
         evaluator=f"{spec.key}/{mode}",
         evaluator_version=JUDGES_VERSION,
-        config_hash=spec.config_hash(mode=mode, dtype=adapter.dtype_name, templates=TEMPLATES),
+        config_hash=spec.config_hash(mode=mode, dtype=adapter.dtype_name, templates=wording_examples()),
     )
+
+
+def _done_keys(path: Path) -> frozenset:
+    """Keys already merged into PATH (read without the writer lock: every rank reads it at once)."""
+    return frozenset(record.key for record in read_results(path, strict=False)) if path.exists() else frozenset()
 
 
 def _error_kind(message: str) -> str:
@@ -229,8 +231,8 @@ def judge_images(
     Loads the adapter first (timed apart; a missing weight raises `MissingWeightsError` before
     any image is read), then writes one record per image and mode, skipping keys already there.
     """
-    if limit is not None and limit < 0:
-        raise UserError(f"--limit must not be negative, got {limit}")
+    if limit is not None:
+        limit = check("limit", limit, non_negative_int)
     modes = modes_of(mode)
     items = list(items)[:limit] if limit is not None else list(items)
     index = prompts if isinstance(prompts, PromptIndex) else PromptIndex(prompts)
@@ -251,32 +253,32 @@ def judge_images(
     summary.load_seconds = time.perf_counter() - started
 
     started = time.perf_counter()
-    state = process_state()
-    if state.num_processes <= 1:
+    launch = Launch.detect()
+    if launch.world_size <= 1:
         _judge_into(paths, items, index, adapter, summary=summary, progress=progress)
     else:
-        summary.rank, summary.world = state.process_index, state.num_processes
-        merged_done = {m: done_keys(path) for m, path in paths.items()}  # merged earlier: skipped on every rank
-        own = {m: rank_path(path, state.process_index) for m, path in paths.items()}
+        summary.rank, summary.world = launch.rank, launch.world_size
+        merged_done = {m: _done_keys(path) for m, path in paths.items()}  # merged earlier: skipped on every rank
+        own = {m: rank_path(path, launch.rank) for m, path in paths.items()}
         for m, path in own.items():
             summary.modes[m].path = path
-        with state.split_between_processes(items) as share:
-            _judge_into(
-                own,
-                list(share),
-                index,
-                adapter,
-                summary=summary,
-                skip=merged_done,
-                progress=progress and state.is_local_main_process,
-                position=state.process_index,
-            )
-        state.wait_for_everyone()
-        if state.is_main_process:
+        _judge_into(
+            own,
+            launch.share(items),
+            index,
+            adapter,
+            summary=summary,
+            skip=merged_done,
+            progress=progress and launch.is_local_main,
+            position=launch.rank,
+        )
+
+        def merge() -> None:
             for path in paths.values():
-                inputs = ([path] if path.exists() else []) + [rank_path(path, r) for r in range(state.num_processes)]
+                inputs = ([path] if path.exists() else []) + [rank_path(path, r) for r in range(launch.world_size)]
                 merge_results([p for p in inputs if p.exists()], path)
-        state.wait_for_everyone()
+
+        launch.on_main(merge)
     summary.seconds = time.perf_counter() - started
     summary.peak_memory_bytes, summary.memory_kind = adapter.peak_memory()
     return summary

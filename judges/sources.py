@@ -18,7 +18,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluator.pipeline import SPLIT_NAME, ImageItem, resolve_source
+from dataset_builder.layout import SPLIT_NAME, check_split_name
+from evaluator.pipeline import ImageItem, resolve_source
 from negt2ibench.errors import UserError
 
 SAMPLE_FIELDS = ("prompt_id", "model_key", "sample_index", "images")
@@ -107,7 +108,5 @@ def judge_items(
             raise UserError("--model-key does not apply to an annotation sample: each line names its model_key")
         return annotation_sample_items(path)
     items, default_key = resolve_source(images, split=split, prompt_id=prompt_id)
-    key = model_key or default_key
-    if not SPLIT_NAME.match(key):
-        raise UserError(f"model key {key!r} must match [a-z0-9_]+ (it names a dataset split)")
+    key = check_split_name(model_key or default_key, what="model key")
     return [JudgeItem(key, item) for item in items]

@@ -57,15 +57,14 @@ class TransformersJudge(JudgeAdapter):
     def __init__(self, spec: JudgeSpec, *, device: str = "auto", batch_size: int = 8, dtype: str | None = None):
         import torch
 
-        from evaluator.perception import select_device
+        from negt2ibench.launch import select_device, select_dtype
+        from negt2ibench.options import check, positive_int
 
-        if batch_size < 1:
-            raise UserError(f"--batch-size must be at least 1, got {batch_size}")
         self.spec = spec
-        self.batch_size = batch_size
+        self.batch_size = check("batch_size", batch_size, positive_int)
         self.device = select_device(device)
-        self.dtype_name = dtype or (spec.dtype if self.device.type == "cuda" else "float32")
-        self.torch_dtype = getattr(torch, self.dtype_name)
+        self.torch_dtype = getattr(torch, dtype) if dtype else select_dtype(self.device, spec.dtype)
+        self.dtype_name = str(self.torch_dtype).removeprefix("torch.")
         self.model: Any = None
         self.processor: Any = None
         self.tokens: YesNoTokens | None = None

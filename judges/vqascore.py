@@ -42,14 +42,13 @@ class VQAScoreJudge(JudgeAdapter):
     """P("yes") from t2v-metrics' VQAScore model (`spec.hub_id`'s last part is t2v-metrics' model name)."""
 
     def __init__(self, spec: JudgeSpec, *, device: str = "auto", batch_size: int = 8, dtype: str | None = None):
-        from evaluator.perception import select_device
+        from negt2ibench.launch import select_device, select_dtype
+        from negt2ibench.options import check, positive_int
 
-        if batch_size < 1:
-            raise UserError(f"--batch-size must be at least 1, got {batch_size}")
         self.spec = spec
-        self.batch_size = batch_size
+        self.batch_size = check("batch_size", batch_size, positive_int)
         self.device = select_device(device)
-        self.dtype_name = dtype or (spec.dtype if self.device.type == "cuda" else "float32")
+        self.dtype_name = dtype or str(select_dtype(self.device, spec.dtype)).removeprefix("torch.")
         self.scorer: Any = None
 
     def load(self) -> None:

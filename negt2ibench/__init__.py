@@ -26,7 +26,7 @@ _EXPORTS: dict[str, str] = {
     "PRESETS": "evaluator.config:PRESETS",
     "PromptRecord": "dataset_builder.records:PromptRecord",
     "ResultRecord": "evaluator.results:ResultRecord",
-    "load_prompts": "dataset_builder.records:load_prompts",
+    "load_prompts": "dataset_builder.loading:load_prompts",
     "parse_prompt": "dataset_builder.grammar:parse_prompt",
     "build_report": "evaluator.report:build_report",
 }

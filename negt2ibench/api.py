@@ -112,7 +112,7 @@ class Evaluator:
                     f"{self.config.name!r} ({self.config.config_hash}): pass preset=perception.config"
                 )
         else:
-            from evaluator.perception import select_device
+            from negt2ibench.launch import select_device
 
             select_device(device)  # an unknown or absent device fails here, before any model loads
         self.device = device

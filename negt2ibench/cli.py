@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "evaluator.cli",
     "evaluator.report_cli",
     "judges.cli",
+    "validation.cli",
     "space.cli",
 )
 
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = args.handler(args)
     except NegT2IError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {error.one_line()}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print("interrupted: finished work is kept; run the same command again to resume", file=sys.stderr)

@@ -9,9 +9,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dataset_builder.records import PromptIndex, PromptRecord, load_prompts
+from dataset_builder.loading import load_prompts
+from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EvaluatorConfig, get_preset
 from negt2ibench.errors import UserError
+from negt2ibench.options import check, non_negative_int, positive_int, split_name
 
 if TYPE_CHECKING:
     from evaluator.pipeline import ImageItem
@@ -22,33 +24,19 @@ def config_of(preset: str | EvaluatorConfig) -> EvaluatorConfig:
         return preset
     if not isinstance(preset, str):
         raise TypeError(f"preset must be a preset name or an EvaluatorConfig, got {type(preset).__name__}")
-    try:
-        return get_preset(preset)
-    except ValueError as error:
-        raise UserError(str(error)) from None
+    return get_preset(preset)  # UnknownPresetError (a UsageError) lists the presets
 
 
 def positive(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise UserError(f"{name} must be at least 1, got {value}")
-    return value
+    return check(name, value, positive_int)
 
 
 def non_negative(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 0:
-        raise UserError(f"{name} must be 0 or more, got {value}")
-    return value
+    return check(name, value, non_negative_int)
 
 
 def check_model_key(model_key: str) -> None:
-    from evaluator.pipeline import SPLIT_NAME
-
-    if not isinstance(model_key, str) or not SPLIT_NAME.match(model_key):
-        raise UserError(f"model_key {model_key!r} must match [a-z0-9_]+ (it names a dataset split)")
+    check("model_key", model_key, split_name)
 
 
 def prompt_index(source: str | Path | Iterable[PromptRecord] | None) -> PromptIndex:

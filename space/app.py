@@ -17,7 +17,8 @@ from typing import Any
 import gradio as gr
 import matplotlib.pyplot  # noqa: F401  (see below)
 
-from dataset_builder.records import PromptIndex, PromptRecord, load_prompts
+from dataset_builder.loading import load_prompts
+from dataset_builder.records import PromptIndex, PromptRecord
 from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES
 from evaluator.config import EVALUATOR_VERSION
 from negt2ibench.api import Evaluator

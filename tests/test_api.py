@@ -14,13 +14,13 @@ from _space_helpers import RectanglePerception
 from PIL import Image
 
 import evaluator.perception as perception_module
-from dataset_builder.records import load_prompts
+from dataset_builder.loading import load_prompts
 from evaluator.config import PRESETS
 from evaluator.pipeline import score_images
 from evaluator.resultio import read_results
 from negt2ibench import Evaluator, ScoreOutput, parse_prompt
 from negt2ibench.cli import main
-from negt2ibench.errors import MissingWeightsError, UserError
+from negt2ibench.errors import MissingWeightsError, UsageError, UserError
 
 CONFIG = PRESETS["current"]
 PROMPTS = [
@@ -51,7 +51,7 @@ def test_import_is_light_and_exports_the_api():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["Evaluator", "dataset_builder.records", "dataset_builder.grammar"]
+    assert done.stdout.split() == ["Evaluator", "dataset_builder.loading", "dataset_builder.grammar"]
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         import negt2ibench
 
@@ -133,9 +133,9 @@ def test_score_many_scores_different_texts_each_with_its_own_record():
 @pytest.mark.parametrize(
     "make, error, message",
     [
-        (lambda: Evaluator("newest"), UserError, "unknown preset 'newest'"),
-        (lambda: Evaluator(batch_size=0), UserError, "batch_size must be at least 1, got 0"),
-        (lambda: Evaluator(device="tpu"), UserError, "unknown device 'tpu'"),
+        (lambda: Evaluator("newest"), UsageError, "unknown preset 'newest'"),
+        (lambda: Evaluator(batch_size=0), UsageError, "batch_size must be a positive integer, got 0"),
+        (lambda: Evaluator(device="tpu"), UsageError, "unknown device 'tpu'"),
         (lambda: Evaluator(device=3), TypeError, "device must be a string"),
         (lambda: Evaluator(perception=RectanglePerception(), device="cpu"), UserError, "either perception or device"),
         (lambda: Evaluator(perception=object()), TypeError, "perception must have an observe"),
@@ -151,8 +151,8 @@ def test_constructor_checks_name_the_argument(make, error, message):
     "call, error, message",
     [
         (lambda ev, img: ev.score(img, PROMPTS[0], model_key=""), UserError, "model_key must be a non-empty"),
-        (lambda ev, img: ev.score_many([img], [PROMPTS[0]], model_key="My Model"), UserError, "model_key 'My Model'"),
-        (lambda ev, img: ev.score(img, PROMPTS[0], sample_index=-1), UserError, "sample_index must be 0 or more"),
+        (lambda ev, img: ev.score_many([img], [PROMPTS[0]], model_key="My Model"), UsageError, "model_key 'My Model'"),
+        (lambda ev, img: ev.score(img, PROMPTS[0], sample_index=-1), UsageError, "sample_index must be a non-neg"),
         (lambda ev, img: ev.score(img, 42), TypeError, "prompt must be a prompt id"),
         (lambda ev, img: ev.score(img, "  "), UserError, "prompt is empty"),
         (lambda ev, img: ev.score(img, "color_pos9_neg9_000"), UserError, "unknown prompt id"),
@@ -163,7 +163,7 @@ def test_constructor_checks_name_the_argument(make, error, message):
         (lambda ev, img: ev.score(np.full((64, 64), 2.0), PROMPTS[0]), UserError, r"values in \[0, 1\]"),
         (lambda ev, img: ev.score_many([img], []), UserError, "same length, got 1 and 0"),
         (lambda ev, img: ev.score_many([img], ["a photo of x"]), UserError, r"prompts\[0\]: cannot parse"),
-        (lambda ev, img: ev.score_many([img], [PROMPTS[0]], batch_size=0), UserError, "batch_size must be at least 1"),
+        (lambda ev, img: ev.score_many([img], [PROMPTS[0]], batch_size=0), UsageError, "batch_size must be a positive"),
         (lambda ev, img: ev.score_many([img], [PROMPTS[0]], sample_indices=[-2]), UserError, r"sample_indices\[0\]"),
     ],
 )

@@ -160,3 +160,23 @@ def test_custom_spec_derives_a_key_from_the_hub_id():
     assert (spec.key, spec.hub_id, spec.family) == ("qwen2_vl_2b_instruct", "Qwen/Qwen2-VL-2B-Instruct", "auto")
     with pytest.raises(UserError, match="must match"):
         custom_spec("Qwen/Qwen2-VL-2B-Instruct", "Bad-Key")
+
+
+def test_judges_ask_the_annotation_uis_questions_and_hash_their_wording():
+    import validation.questions as annotation_ui
+    from judges.questions import wording_examples
+
+    assert object_question is annotation_ui.object_question
+    assert statement_question is annotation_ui.statement_question
+    assert wording_examples() == {
+        "whole": 'Does this image show "a photo of a red cup"? Answer yes or no.',
+        "object": "Is there an apple in the image?",
+        "object_plural": "Are there skis in the image?",
+        "color": "Is the cup red?",
+        "color_negated": "Is the cup not red?",
+        "material": "Are the skis made of glass?",
+        "material_negated": "Are the skis not made of glass?",
+        "relation": "Is the backpack left of the fork?",
+        "relation_negated": "Is the backpack not left of the fork?",
+        "positive_in_negated_form": "Is the cup red?",
+    }

@@ -10,7 +10,7 @@ import pytest
 from _space_helpers import RectanglePerception, scene_png, write_images_dataset, write_results
 from gradio_client import Client, handle_file
 
-from dataset_builder.records import load_prompts
+from dataset_builder.loading import load_prompts
 from space.app import build_app
 from space.leaderboard_view import PAPER_ROWS, REPORTED, leaderboard_frame, newest_entries
 from space.store import Entry, SQLiteStore

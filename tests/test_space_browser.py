@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from _space_helpers import RectanglePerception, result_line, scene_png
 
-from dataset_builder.records import load_prompts
+from dataset_builder.loading import load_prompts
 from evaluator.report import leaderboard_row
 from evaluator.results import ResultRecord
 from space.app import build_app

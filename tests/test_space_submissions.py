@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from _space_helpers import result_line, write_images_dataset, write_results
 
-from dataset_builder.records import PromptIndex, load_prompts
+from dataset_builder.loading import load_prompts
+from dataset_builder.records import PromptIndex
 from evaluator.config import PRESETS
 from evaluator.results import ResultRecord
 from space.store import Entry, SQLiteStore

@@ -6,7 +6,7 @@ import pandas as pd
 from _space_helpers import RectanglePerception, scene_png
 from PIL import Image
 
-from dataset_builder.records import load_prompts
+from dataset_builder.loading import load_prompts
 from evaluator.config import PRESETS
 from evaluator.report import LEADERBOARD_COLUMNS, TABLE3_COLUMNS
 from negt2ibench.api import Evaluator

@@ -41,7 +41,7 @@ CATEGORY_TITLES: dict[str, str] = {
     "proximity": "Proxim.",
 }
 # Matched groups: prompt k of the positive setting and of the negated setting share objects and
-# predicates and differ only in polarity (DESIGN §3). 1:1 has no mirror and is not paired.
+# predicates and differ only in polarity (docs/corpus.md). 1:1 has no mirror and is not paired.
 MATCHED_PAIRS: tuple[tuple[str, str], ...] = (("1:0", "0:1"), ("2:0", "0:2"), ("2:1", "1:2"))
 POOLED = "(all models)"  # cannot collide with a model key, which matches [a-z0-9_]+
 ALL = "all"
