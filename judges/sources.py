@@ -14,16 +14,15 @@ fields on a line (category, setting, shard, row, ...) are ignored. Each record k
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, StrictInt, field_validator, model_validator
 
 from dataset_builder.layout import SPLIT_NAME, check_split_name
 from evaluator.pipeline import ImageItem, resolve_source
 from negt2ibench.errors import UserError
-
-SAMPLE_FIELDS = ("prompt_id", "model_key", "sample_index", "images")
-LOCATION_FIELDS = ("images", "dataset")  # where the line's dataset is: either name
+from negt2ibench.jsonl import read_jsonl
 
 
 @dataclass(frozen=True)
@@ -38,23 +37,33 @@ class JudgeItem:
         return (self.model_key, self.image.prompt_id, self.image.sample_index)
 
 
-def _sample_line(path: Path, number: int, text: str) -> dict:
-    try:
-        row = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise UserError(f"{path}:{number}: not JSON ({error.msg})") from None
-    if not isinstance(row, dict):
-        raise UserError(f"{path}:{number}: expected an object with {', '.join(SAMPLE_FIELDS)}")
-    missing = [name for name in SAMPLE_FIELDS[:3] if name not in row]
-    if not any(row.get(name) for name in LOCATION_FIELDS):
-        missing.append("images")
-    if missing:
-        raise UserError(f"{path}:{number}: missing {', '.join(missing)} (a sample line has {', '.join(SAMPLE_FIELDS)})")
-    if not isinstance(row["sample_index"], int) or isinstance(row["sample_index"], bool):
-        raise UserError(f"{path}:{number}: sample_index must be an integer, got {row['sample_index']!r}")
-    if not isinstance(row["model_key"], str) or not SPLIT_NAME.match(row["model_key"]):
-        raise UserError(f"{path}:{number}: model_key {row['model_key']!r} must match [a-z0-9_]+")
-    return row
+class SampleLine(BaseModel):
+    """One line of an annotation sample: an image key and the dataset that holds it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    prompt_id: str
+    model_key: str
+    sample_index: StrictInt
+    images: str = ""
+    dataset: str = ""  # `annotation-sample`'s name for the same thing
+
+    @field_validator("model_key")
+    @classmethod
+    def _split_name(cls, value: str) -> str:
+        if not SPLIT_NAME.match(value):
+            raise ValueError("must be a split name ([a-z0-9_]+)")
+        return value
+
+    @model_validator(mode="after")
+    def _has_location(self) -> SampleLine:
+        if not (self.images or self.dataset):
+            raise ValueError("needs images (or dataset): the dataset folder or Hub repo holding the image")
+        return self
+
+    @property
+    def location(self) -> str:
+        return self.images or self.dataset
 
 
 def _images_location(value: str, sample_path: Path) -> str:
@@ -65,33 +74,26 @@ def _images_location(value: str, sample_path: Path) -> str:
 
 
 def annotation_sample_items(path: str | Path) -> list[JudgeItem]:
-    """The images an annotation sample names, each found in its dataset split (errors name the line)."""
+    """The images an annotation sample names, each found in its dataset split (duplicates once)."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as error:
-        raise UserError(f"cannot read the annotation sample {path}: {error.strerror or error}") from None
-    wanted: list[tuple[int, dict]] = [
-        (number, _sample_line(path, number, text)) for number, text in enumerate(lines, 1) if text.strip()
-    ]
-    if not wanted:
-        raise UserError(f"{path} names no images (expected JSON lines with {', '.join(SAMPLE_FIELDS)})")
+    lines = read_jsonl(path, SampleLine.model_validate_json, kind="sample")
+    if not lines:
+        raise UserError(f"{path} names no images (expected JSON lines with prompt_id, model_key, sample_index, images)")
     splits: dict[tuple[str, str], dict[tuple[str, int], ImageItem]] = {}
     items: list[JudgeItem] = []
     seen: set[tuple[str, str, int]] = set()
-    for number, row in wanted:
-        location = _images_location(str(row.get("images") or row["dataset"]), path)
-        source = (location, row["model_key"])
+    for line in lines:
+        location = _images_location(line.location, path)
+        source = (location, line.model_key)
         if source not in splits:
-            found, _ = resolve_source(location, split=row["model_key"])
+            found, _ = resolve_source(location, split=line.model_key)
             splits[source] = {(item.prompt_id, item.sample_index): item for item in found}
-        image = splits[source].get((row["prompt_id"], row["sample_index"]))
+        image = splits[source].get((line.prompt_id, line.sample_index))
         if image is None:
             raise UserError(
-                f"{path}:{number}: no image {row['prompt_id']} sample {row['sample_index']} "
-                f"in split {row['model_key']} of {location}"
+                f"{path}: no image {line.prompt_id} sample {line.sample_index} in split {line.model_key} of {location}"
             )
-        item = JudgeItem(row["model_key"], image)
+        item = JudgeItem(line.model_key, image)
         if item.key not in seen:
             seen.add(item.key)
             items.append(item)
