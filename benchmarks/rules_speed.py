@@ -8,7 +8,8 @@ For each scene and image size it reports the median time of
 - ``4 calls``: the four `relation_predicates` calls a verdict would make one by one.
 Scenes are drawn in a 1024-pixel frame and scaled with the image, so objects keep their share.
 
-With ``--baseline REV`` it also loads `evaluator/rules.py` as it was at that git revision, times
+With ``--baseline REV`` it also loads `evaluator.rules` as it was at that git revision (with that
+revision's `evaluator` package underneath), times
 its `all_relation_predicates` on the same inputs in alternation with the current one (so load
 on the machine hits both alike), reports the ratio, and checks both give identical results.
 """
@@ -16,6 +17,7 @@ on the machine hits both alike), reports the ratio, and checks both give identic
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
 import math
 import os
@@ -73,18 +75,27 @@ def _median_ms(function: Callable[[], object], repeats: int) -> tuple[float, flo
 
 
 def _load_baseline(revision: str) -> ModuleType:
-    """`evaluator/rules.py` as of a git revision, imported as a sibling module of the package."""
+    """`evaluator.rules` as of a git revision, loaded with the other top-level modules of that
+    revision's `evaluator` package as a separate package (the rules import `.config` and, since
+    the split, `.geometry`), so the baseline never mixes in the working tree's geometry."""
     root = Path(__file__).resolve().parent.parent
-    source = subprocess.run(
-        ["git", "show", f"{revision}:evaluator/rules.py"], cwd=root, check=True, capture_output=True, text=True
-    ).stdout
-    path = Path(tempfile.mkdtemp()) / "rules_baseline.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("evaluator._rules_baseline", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+
+    folder = Path(tempfile.mkdtemp()) / "evaluator_baseline"
+    folder.mkdir()
+    for path in git("ls-tree", "--name-only", f"{revision}:evaluator").split():
+        if path.endswith(".py"):
+            (folder / path).write_text(git("show", f"{revision}:evaluator/{path}"))
+    name = "_evaluator_baseline"
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[name] = package  # relative imports and dataclasses look their modules up there
+    spec.loader.exec_module(package)
+    return importlib.import_module(f"{name}.rules")
 
 
 def _same(left: dict, right: dict) -> bool:
@@ -153,7 +164,7 @@ def main() -> None:
     parser.add_argument(
         "--baseline",
         metavar="GIT_REV",
-        help="also time evaluator/rules.py at this git revision (e.g. HEAD) against the working "
+        help="also time evaluator.rules at this git revision (e.g. HEAD) against the working "
         "tree, alternating runs, and check the results are identical",
     )
     args = parser.parse_args()

@@ -40,10 +40,11 @@ def main() -> None:
 
     from _space_helpers import write_results
 
-    from dataset_builder.records import PromptIndex, load_prompts
+    from dataset_builder.loading import load_prompts
+    from dataset_builder.records import PromptIndex
     from evaluator.report import leaderboard_row
     from evaluator.resultio import read_results
-    from space.app import leaderboard_frame
+    from space.leaderboard_view import leaderboard_frame
     from space.store import Entry, HubStore, SQLiteStore
     from space.submissions import check_results, model_detail
 

@@ -2,7 +2,8 @@
 
 from .corpus import DEFAULT_SEED, build_corpus
 from .grammar import PromptParseError, parse_prompt, statement_sentence
-from .records import PromptIndex, PromptRecord, Statement, load_prompts
+from .loading import load_prompts
+from .records import PromptIndex, PromptRecord, Statement
 from .vocabulary import CATEGORIES, CATEGORY_VOCABULARY, OBJECT_CLASSES, SETTINGS
 
 __all__ = [

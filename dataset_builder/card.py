@@ -7,7 +7,6 @@ the folder it describes, so a rebuilt or extended folder gets a card that is sti
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -15,8 +14,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from .hub import CARD_FILE, IMAGES_DIR, image_splits
-from .records import PromptRecord, load_prompts
+from .layout import CARD_FILE, image_splits, split_glob, write_atomic
+from .loading import load_prompts
+from .records import PromptRecord
 from .vocabulary import CATEGORIES, CATEGORY_VOCABULARY, OBJECT_CLASSES, SETTINGS, setting_label, setting_name
 
 CARD_TEMPLATE = Path(__file__).resolve().parent.parent / "dataset_card.md"
@@ -85,7 +85,7 @@ def image_split_summary(dataset_dir: Path) -> list[dict]:
                 "files": len(paths),
                 "rows": rows,
                 "model_id": model_id,
-                "path": f"{IMAGES_DIR}/{key}-*.parquet",
+                "path": split_glob(key),
             }
         )
     return summary
@@ -153,8 +153,5 @@ def write_card(dataset_dir: Path, *, records: Sequence[PromptRecord] | None = No
     repo_id = repo_id or published_repo_id(dataset_dir) or PLACEHOLDER_REPO_ID
     context = card_context(dataset_dir, records, repo_id)
     text = render_card(context, CARD_TEMPLATE.read_text(encoding="utf-8"))
-    path = dataset_dir / CARD_FILE
-    temporary = path.with_name(f".{CARD_FILE}.{os.getpid()}.tmp")  # unique: generation ranks may race
-    temporary.write_text(text, encoding="utf-8", newline="\n")
-    temporary.replace(path)  # never a half-written card, even when generation re-renders it
-    return path
+    # Atomic: never a half-written card, even when generation ranks re-render it at once.
+    return write_atomic(dataset_dir / CARD_FILE, text)

@@ -8,17 +8,19 @@ from collections import Counter
 from pathlib import Path
 
 from negt2ibench.errors import UserError
+from negt2ibench.options import OptionError, integer, non_negative_int, repo_id
 
+from .layout import DEFAULT_DATASET_DIR
 from .vocabulary import CATEGORIES, SETTINGS, setting_label, setting_name
 
-DEFAULT_DIR = "build/negt2ibench"
+DEFAULT_DIR = str(DEFAULT_DATASET_DIR)
 
 
 def _seed(text: str) -> int:
     try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"the seed must be an integer, got {text!r}") from None
+        return integer(text)
+    except OptionError:
+        raise OptionError(f"the seed must be an integer, got {text!r}") from None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -66,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     validate.add_argument(
         "--max-shown",
-        type=int,
+        type=non_negative_int,
         default=200,
         metavar="N",
         help="print at most N violations (default: 200; the count is always printed)",
@@ -83,7 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
         epilog="example: negt2ibench push --repo-id my-org/NegT2IBench --dry-run",
     )
-    push.add_argument("--repo-id", required=True, metavar="ORG/NAME", help="dataset repo on the Hub")
+    push.add_argument("--repo-id", required=True, type=repo_id, metavar="ORG/NAME", help="dataset repo on the Hub")
     push.add_argument("--dir", default=DEFAULT_DIR, metavar="DIR", help=f"dataset folder (default: {DEFAULT_DIR})")
     push.add_argument(
         "--images",
@@ -138,9 +140,9 @@ def run_validate(args: argparse.Namespace) -> int:
     records, violations = validate_folder(root)
     elapsed = time.perf_counter() - started
     if violations:
-        for violation in violations[: max(args.max_shown, 0)]:
+        for violation in violations[: args.max_shown]:
             print(violation)
-        hidden = len(violations) - max(args.max_shown, 0)
+        hidden = len(violations) - args.max_shown
         if hidden > 0:
             print(f"... and {hidden} more")
         print(f"INVALID: {len(violations)} violations in {root} ({len(records)} prompts, {elapsed:.2f} s)")

@@ -1,4 +1,4 @@
-"""The 4,800-prompt corpus (DESIGN §3): seeded, balanced, matched across polarity settings.
+"""The 4,800-prompt corpus (docs/corpus.md): seeded, balanced, matched across polarity settings.
 
 Per category, one *group draw* per (load, k) fixes the objects, their order and the
 values/predicates; every setting of that load renders the same draw with its own polarities

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from negt2ibench.errors import UserError
+
 from .records import PromptRecord, Statement
 from .vocabulary import (
     ATTRIBUTE_CATEGORIES,
@@ -64,12 +66,16 @@ objects are the 79 COCO classes other than person, as GenEval names them (e.g. "
 "hot dog", "computer mouse")."""
 
 
-class PromptParseError(ValueError):
-    """A prompt outside the benchmark's grammar. The message shows the grammar with examples."""
+class PromptParseError(UserError, ValueError):
+    """A prompt outside the benchmark's grammar. The message shows the grammar with examples;
+    the CLI prints only the problem and where the grammar is explained."""
 
     def __init__(self, problem: str):
         self.problem = problem
         super().__init__(f"{problem}\n{GRAMMAR_HELP}")
+
+    def one_line(self) -> str:
+        return f"cannot parse the prompt: {self.problem} (the grammar: `negt2ibench explain --help`)"
 
 
 # --------------------------------------------------------------------------- rendering

@@ -1,20 +1,12 @@
-"""The Hub-ready dataset folder: write it atomically, find its splits, push it.
+"""The Hub-ready dataset folder: write it atomically, list what a push uploads, push it.
 
-Layout of a dataset folder (a Hugging Face dataset repo as it will be pushed):
-
-    README.md                               the dataset card (rendered from dataset_card.md)
-    prompts/test-00000-of-00001.parquet     config "prompts", split "test"
-    prompts.jsonl                           the same records for people who do not use `datasets`
-    images/{key}-00000-of-0000N.parquet     config "images", one split per model key (generation)
+The folder's layout (file names, image splits, atomic writes) is `dataset_builder.layout`'s.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -22,21 +14,31 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from negt2ibench.errors import UserError
+from negt2ibench.options import check
+from negt2ibench.options import repo_id as repo_id_option
 
+from . import card
+from .layout import (
+    CARD_FILE,
+    IMAGES_DIR,
+    PROMPTS_DIR,
+    PROMPTS_JSONL,
+    PROMPTS_PARQUET,
+    RESULTS_DIR,
+    SPLIT_NAME,
+    atomic_folder,
+    image_splits,
+    writable_parent,
+)
+from .layout import DEFAULT_DATASET_DIR as DEFAULT_DATASET_DIR  # re-exported: the layout's old home
 from .records import PromptRecord
 
-PROMPTS_PARQUET = "prompts/test-00000-of-00001.parquet"
-PROMPTS_JSONL = "prompts.jsonl"
-CARD_FILE = "README.md"
-IMAGES_DIR = "images"
-DEFAULT_DATASET_DIR = Path("build/negt2ibench")
-
-SPLIT_KEY = re.compile(r"^[a-z0-9_]+$")
+SPLIT_KEY = SPLIT_NAME  # the old name, kept for importers
 # Entries a rebuild may find in an existing folder. Generated images and results cost GPU hours,
 # so `--overwrite` carries them over instead of deleting them; anything else means the folder is
 # not ours and is left alone.
-_BUILD_OUTPUTS = frozenset({CARD_FILE, "prompts", PROMPTS_JSONL})
-_KEPT_ON_REBUILD = frozenset({IMAGES_DIR, "results", ".gitattributes", ".huggingface", ".cache"})
+_BUILD_OUTPUTS = frozenset({CARD_FILE, PROMPTS_DIR, PROMPTS_JSONL})
+_KEPT_ON_REBUILD = frozenset({IMAGES_DIR, RESULTS_DIR, ".gitattributes", ".huggingface", ".cache"})
 
 # The `datasets` features of the prompts config as they appear in the parquet schema metadata.
 # Written out here so a build does not pay the ~2 s import of `datasets`; a test checks it equals
@@ -134,87 +136,27 @@ def check_output_dir(out_dir: Path, overwrite: bool) -> None:
                 f"{out_dir} does not look like a NegT2IBench dataset folder (it holds {', '.join(foreign[:5])}); "
                 f"refusing to replace it, choose another --out"
             )
-    parent = _nearest_existing(out_dir.parent)
+    parent = writable_parent(out_dir)
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise UserError(f"cannot write to {out_dir}: {parent} is not a writable folder")
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _nearest_existing(path: Path) -> Path:
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
-
-
 def write_dataset_folder(records: Sequence[PromptRecord], out_dir: str | Path, *, overwrite: bool = False) -> Path:
-    """Write the whole folder atomically: into a temp folder next to the target, then rename.
+    """Write the whole folder atomically (`layout.atomic_folder`: a staging folder, then a rename).
 
     An interruption leaves either the old folder intact or no folder at all, never half of one.
     With `overwrite`, generated `images/` and `results/` of the old folder move into the new one.
     """
-    from .card import write_card  # card reads this module's layout constants
-
     out = Path(out_dir).expanduser().absolute()
     check_output_dir(out, overwrite)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-        staging.chmod(0o777 & ~_current_umask())  # mkdtemp makes it private; a dataset folder is not
-    except OSError as error:
-        raise UserError(f"cannot write to {out}: {error.strerror or error}") from None
-    from .card import published_repo_id
-
-    repo_id = published_repo_id(out) if out.is_dir() else None  # a rebuilt card keeps naming its Hub repo
-    backup: Path | None = None
-    moved: list[str] = []
-    try:
+    repo_id = card.published_repo_id(out) if out.is_dir() else None  # a rebuilt card keeps naming its Hub repo
+    with atomic_folder(out, keep=_KEPT_ON_REBUILD) as staging:
         write_prompt_files(records, staging)
-        if out.is_dir():
-            if any(out.iterdir()):
-                backup = out.with_name(f".{out.name}.old-{os.getpid()}")
-                shutil.rmtree(backup, ignore_errors=True)
-                out.rename(backup)
-                for name in sorted(_KEPT_ON_REBUILD):
-                    if (backup / name).exists():
-                        (backup / name).rename(staging / name)
-                        moved.append(name)
-            else:
-                out.rmdir()
-        write_card(staging, records=records, repo_id=repo_id)
-        staging.rename(out)
-    except BaseException:
-        if backup is not None:  # put the old folder back exactly as it was
-            for name in moved:
-                (staging / name).rename(backup / name)
-            if not out.exists():
-                backup.rename(out)
-            backup = None
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if backup is not None:
-        shutil.rmtree(backup, ignore_errors=True)
+        card.write_card(staging, records=records, repo_id=repo_id)  # lists the kept image splits
     return out
 
 
 # --------------------------------------------------------------------------- reading the layout
-
-
-def image_splits(dataset_dir: str | Path) -> dict[str, list[Path]]:
-    """Image splits found as `images/{key}-*.parquet` (key = the part before the first '-'), sorted."""
-    splits: dict[str, list[Path]] = {}
-    folder = Path(dataset_dir) / IMAGES_DIR
-    if not folder.is_dir():
-        return splits
-    for path in sorted(folder.glob("*-*.parquet")):
-        key = path.name.split("-", 1)[0]
-        if SPLIT_KEY.match(key):
-            splits.setdefault(key, []).append(path)
-    return dict(sorted(splits.items()))
 
 
 def upload_paths(dataset_dir: str | Path, images: Iterable[str] | None = None) -> list[str]:
@@ -231,17 +173,15 @@ def upload_paths(dataset_dir: str | Path, images: Iterable[str] | None = None) -
             raise UserError(f"no image split {', '.join(unknown)} in {root / IMAGES_DIR} (found: {found})")
         files = [root / CARD_FILE] + [path for key in wanted for path in splits[key]]
     else:
-        files = [root / CARD_FILE, root / PROMPTS_JSONL, *sorted((root / "prompts").glob("*.parquet"))]
+        files = [root / CARD_FILE, root / PROMPTS_JSONL, *sorted((root / PROMPTS_DIR).glob("*.parquet"))]
         files += [path for paths in splits.values() for path in paths]
-        results = root / "results"
+        results = root / RESULTS_DIR
         if results.is_dir():
             files += sorted(p for p in results.rglob("*") if p.is_file())
     return [path.relative_to(root).as_posix() for path in files if path.is_file()]
 
 
 # --------------------------------------------------------------------------- pushing
-
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def push_dataset(
@@ -257,8 +197,7 @@ def push_dataset(
     `dry_run` needs neither a token nor the network. A missing token or an unreachable Hub raises
     `UserError` with one line.
     """
-    if not _REPO_ID.match(repo_id):
-        raise UserError(f"--repo-id must look like ORG/NAME, got {repo_id!r}")
+    check("--repo-id", repo_id, repo_id_option)
     paths = upload_paths(dataset_dir, images)
     if dry_run:
         return paths
@@ -270,9 +209,7 @@ def push_dataset(
     if not token:
         raise UserError("no Hugging Face token: run `hf auth login` or set HF_TOKEN, then push again")
     api = HfApi(token=token)
-    from .card import write_card
-
-    write_card(Path(dataset_dir), repo_id=repo_id)  # the card's loading code names this repo
+    card.write_card(Path(dataset_dir), repo_id=repo_id)  # the card's loading code names this repo
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
         api.upload_folder(

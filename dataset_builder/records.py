@@ -1,15 +1,14 @@
-"""The prompt record (DESIGN §2): one typed object carried by every part of the project."""
+"""The prompt record (docs/records.md): one typed object carried by every part of the project."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .vocabulary import SETTING_NAMES
+from negt2ibench.errors import UserError
+
+from .vocabulary import SETTING_NAMES, Category, Kind, Polarity
 
 
 class Statement(BaseModel):
@@ -18,7 +17,7 @@ class Statement(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     index: int
-    polarity: Literal["positive", "negated"]
+    polarity: Polarity
     subject: str
     target: str | None = None  # None for attributes
     predicate: str  # attribute value ("red", "glass") or relation ("left of", "near", ...)
@@ -36,8 +35,8 @@ class PromptRecord(BaseModel):
 
     prompt_id: str
     group_id: str
-    category: Literal["color", "material", "directional", "proximity", "comparative", "depth"]
-    kind: Literal["attribute", "relation"]
+    category: Category
+    kind: Kind
     num_pos: int
     num_neg: int
     load: int
@@ -76,8 +75,12 @@ def prompt_features():
     )
 
 
-class PromptLookupError(KeyError):
-    """A prompt id that the corpus does not contain."""
+class DuplicatePromptError(UserError, ValueError):
+    """Two prompt records with one id."""
+
+
+class PromptLookupError(UserError, KeyError):
+    """A prompt id that the corpus does not contain (a `UserError`, and a `KeyError` for callers that catch one)."""
 
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable
         return str(self.args[0]) if self.args else "unknown prompt id"
@@ -90,7 +93,7 @@ class PromptIndex:
         self._by_id: dict[str, PromptRecord] = {}
         for record in records:
             if record.prompt_id in self._by_id:
-                raise ValueError(f"duplicate prompt id {record.prompt_id!r}")
+                raise DuplicatePromptError(f"duplicate prompt id {record.prompt_id!r}")
             self._by_id[record.prompt_id] = record
 
     def __len__(self) -> int:
@@ -115,39 +118,17 @@ class PromptIndex:
         return list(self._by_id)
 
 
-def load_prompts(source: str | Path | None = None) -> list[PromptRecord]:
-    """Read prompt records from a built dataset folder, a `prompts.jsonl`, or a parquet file.
+def __getattr__(name: str):
+    """`load_prompts` moved to `dataset_builder.loading` (records stays a leaf module); the old
+    import path keeps working for code written before the move, with a DeprecationWarning."""
+    if name == "load_prompts":
+        import importlib
+        import warnings
 
-    With no source, the corpus is built in memory with the default seed (deterministic,
-    so it is the same corpus `negt2ibench build` writes).
-    """
-    if source is None:
-        from .corpus import build_corpus
-
-        return build_corpus()
-    path = Path(source)
-    if path.is_dir():
-        if (path / "prompts.jsonl").is_file():
-            path = path / "prompts.jsonl"
-        else:
-            parquet = sorted((path / "prompts").glob("*.parquet"))
-            if not parquet:
-                raise FileNotFoundError(f"{path} holds neither prompts.jsonl nor prompts/*.parquet")
-            path = parquet[0]
-    if not path.exists():
-        raise FileNotFoundError(f"no prompts at {path}")
-    if path.suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        rows = pq.read_table(path).to_pylist()
-        return [PromptRecord.model_validate(row) for row in rows]
-    records = []
-    with path.open(encoding="utf-8") as handle:
-        for line_number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(PromptRecord.model_validate(json.loads(line)))
-            except Exception as error:  # noqa: BLE001 - re-raised with the line number
-                raise ValueError(f"{path}:{line_number}: not a prompt record: {error}") from None
-    return records
+        warnings.warn(
+            "import load_prompts from dataset_builder (or dataset_builder.loading), not dataset_builder.records",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.import_module("dataset_builder.loading").load_prompts
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Checks every corpus invariant (DESIGN §3, issue 2) on records or on a built folder.
+"""Checks every corpus invariant (docs/corpus.md) on records or on a built folder.
 
 `find_violations` is pure (records in, violations out); `validate_folder` adds the file-level
 checks (layout, parquet schema, JSONL = parquet, card configs).
@@ -215,8 +215,9 @@ def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[V
     """Load a built folder and check its files and every invariant. Returns (records, violations)."""
     import pyarrow.parquet as pq
 
-    from .hub import CARD_FILE, PROMPT_ARROW_SCHEMA, PROMPTS_JSONL, PROMPTS_PARQUET
-    from .records import load_prompts
+    from .hub import PROMPT_ARROW_SCHEMA
+    from .layout import CARD_FILE, PROMPTS_JSONL, PROMPTS_PARQUET
+    from .loading import load_prompts
 
     root = Path(dataset_dir)
     if not root.is_dir():

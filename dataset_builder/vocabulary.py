@@ -1,20 +1,24 @@
 """The benchmark's vocabulary: categories, settings, object classes, values and predicates.
 
-Everything here comes from DESIGN §3 and the paper's Table 1. Other modules import these
+Everything here comes from the paper's Table 1 (docs/corpus.md). Other modules import these
 names instead of repeating the lists.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
-Category = Literal["color", "material", "directional", "proximity", "comparative", "depth"]
+# The categories are spelled once, here, as types; the tuples below are derived from them, and the
+# records (`records.PromptRecord.category`) use the types.
+AttributeCategory = Literal["color", "material"]
+RelationCategory = Literal["directional", "proximity", "comparative", "depth"]
+Category = Literal[AttributeCategory, RelationCategory]
 Kind = Literal["attribute", "relation"]
 Polarity = Literal["positive", "negated"]
 
-ATTRIBUTE_CATEGORIES: tuple[str, ...] = ("color", "material")
-RELATION_CATEGORIES: tuple[str, ...] = ("directional", "proximity", "comparative", "depth")
-CATEGORIES: tuple[str, ...] = ATTRIBUTE_CATEGORIES + RELATION_CATEGORIES
+ATTRIBUTE_CATEGORIES: tuple[str, ...] = get_args(AttributeCategory)
+RELATION_CATEGORIES: tuple[str, ...] = get_args(RelationCategory)
+CATEGORIES: tuple[str, ...] = get_args(Category)  # attributes first, in the paper's Table 1 order
 
 # Values of the attribute categories and predicates of the relation categories, in Table 1 order.
 CATEGORY_VOCABULARY: dict[str, tuple[str, ...]] = {

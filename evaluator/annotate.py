@@ -12,42 +12,30 @@ from evaluator.observation import ImageObservation
 from evaluator.results import ResultRecord
 
 
-def observation_detections(observation: ImageObservation):
-    """`supervision.Detections` of the present objects (box, mask, confidence), one per prompt object."""
-    import supervision as sv
-
-    present = [obj for obj in observation.objects.values() if obj.present and obj.box is not None]
-    if not present:
-        return sv.Detections.empty(), []
-    masks = None
-    if all(obj.mask is not None for obj in present):
-        masks = np.stack([obj.mask.astype(bool) for obj in present])
-    detections = sv.Detections(
-        xyxy=np.array([obj.box for obj in present], dtype=np.float32),
-        mask=masks,
-        confidence=np.array([obj.confidence for obj in present], dtype=np.float32),
-        class_id=np.arange(len(present)),
-    )
-    return detections, [f"{obj.name} {obj.confidence:.2f}" for obj in present]
-
-
 def annotate(image: Image.Image, observation: ImageObservation, result: ResultRecord | None = None) -> Image.Image:
     """A copy of the image with each present object's mask, box and "name confidence" label.
 
+    Draws the observation's detections (`ImageObservation.as_detections`: the instance each
+    object uses), the names read from their ``data["class_name"]``, one color per object.
     When a result is given, a PASS / FAIL banner (green / red) is drawn in the top-left corner.
     """
     import supervision as sv
 
-    detections, labels = observation_detections(observation)
+    detections = observation.as_detections()
     scene = np.array(image.convert("RGB"))
     if len(detections):
+        by_object = sv.ColorLookup.INDEX  # every object its own color, even two of one class
         if detections.mask is not None:
-            scene = sv.MaskAnnotator(opacity=0.45).annotate(scene, detections)
+            scene = sv.MaskAnnotator(opacity=0.45, color_lookup=by_object).annotate(scene, detections)
         thickness = max(2, round(min(image.size) / 256))
-        scene = sv.BoxAnnotator(thickness=thickness).annotate(scene, detections)
-        scene = sv.LabelAnnotator(text_scale=max(0.4, min(image.size) / 1024), smart_position=True).annotate(
-            scene, detections, labels=labels
-        )
+        scene = sv.BoxAnnotator(thickness=thickness, color_lookup=by_object).annotate(scene, detections)
+        labels = [
+            f"{name} {confidence:.2f}"
+            for name, confidence in zip(detections["class_name"], detections.confidence, strict=True)
+        ]
+        scene = sv.LabelAnnotator(
+            text_scale=max(0.4, min(image.size) / 1024), smart_position=True, color_lookup=by_object
+        ).annotate(scene, detections, labels=labels)
     if result is not None:
         passed = result.passed and not result.error
         scene = sv.draw_text(

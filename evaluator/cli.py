@@ -10,10 +10,11 @@ import json
 from pathlib import Path
 
 from dataset_builder.grammar import GRAMMAR_HELP
+from evaluator.config import PRESETS
 from negt2ibench.errors import UserError
+from negt2ibench.options import device, non_negative_int, positive_int, split_name
 
-PRESET_NAMES = ("current", "previous", "no_sam")
-DEVICES = ("auto", "cpu", "cuda", "mps")
+PRESET_NAMES = tuple(PRESETS)
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -26,9 +27,10 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--device",
-        choices=DEVICES,
+        type=device,
         default="auto",
-        help="where the models run; auto picks cuda, then mps, then cpu (default: auto)",
+        help="where the models run: auto, cpu, cuda, cuda:N or mps; auto picks cuda, then mps, then cpu "
+        "(default: auto)",
     )
     parser.add_argument(
         "--weights-dir",
@@ -78,11 +80,16 @@ def register(subparsers) -> None:
     score.add_argument("--out", required=True, metavar="FILE", help="results JSONL to append to (created if missing)")
     score.add_argument(
         "--model-key",
+        type=split_name,
         metavar="KEY",
         help="model key written in every record (default: the split, the folder name, or 'upload')",
     )
-    score.add_argument("--batch-size", type=int, default=8, metavar="N", help="images per model batch (default: 8)")
-    score.add_argument("--limit", type=int, metavar="N", help="score at most the first N images of the source")
+    score.add_argument(
+        "--batch-size", type=positive_int, default=8, metavar="N", help="images per model batch (default: 8)"
+    )
+    score.add_argument(
+        "--limit", type=non_negative_int, metavar="N", help="score at most the first N images of the source"
+    )
     score.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_model_options(score)
     score.set_defaults(handler=run_score)
@@ -134,45 +141,18 @@ def register(subparsers) -> None:
     download.set_defaults(handler=run_download_models)
 
 
-def _preset(name: str):
-    from evaluator.config import get_preset
-
-    try:
-        return get_preset(name)
-    except ValueError as error:
-        raise UserError(str(error)) from None
-
-
-def _prompt_records(source: str | None):
-    from dataset_builder.records import load_prompts
-
-    try:
-        return load_prompts(source)
-    except (FileNotFoundError, ValueError) as error:
-        raise UserError(f"cannot read prompts: {error}") from None
-
-
 def run_score(args: argparse.Namespace) -> int:
-    from dataset_builder.records import PromptIndex
-    from evaluator.perception import ModelPerception
-    from evaluator.pipeline import resolve_source, score_images
+    from negt2ibench.api import Evaluator
 
-    config = _preset(args.preset)
-    if args.batch_size < 1:
-        raise UserError(f"--batch-size must be at least 1, got {args.batch_size}")
-    items, default_key = resolve_source(args.images, split=args.split, prompt_id=args.prompt_id)
-    index = PromptIndex(_prompt_records(args.prompts))
-    perception = ModelPerception(config, device=args.device, batch_size=args.batch_size, weights_dir=args.weights_dir)
-    # Fail before any work when a needed weight is missing (offline): exit 2 with one line.
-    perception.load_all([index[item.prompt_id] for item in items if item.prompt_id in index])
-    summary = score_images(
-        items,
-        index,
-        perception,
-        out_path=args.out,
-        config=config,
-        model_key=args.model_key or default_key,
-        batch_size=args.batch_size,
+    evaluator = Evaluator(
+        args.preset, device=args.device, weights_dir=args.weights_dir, batch_size=args.batch_size, prompts=args.prompts
+    )
+    summary = evaluator.score_source(
+        args.images,
+        out=args.out,
+        model_key=args.model_key,
+        split=args.split,
+        prompt_id=args.prompt_id,
         limit=args.limit,
         progress=not args.no_progress,
     )
@@ -182,8 +162,8 @@ def run_score(args: argparse.Namespace) -> int:
     return 0
 
 
-def _explain_prompt(args: argparse.Namespace):
-    from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
+def _explain_prompt(args: argparse.Namespace, evaluator):
+    from dataset_builder.records import PromptRecord
 
     if args.prompt_json:
         path = Path(args.prompt_json)
@@ -196,31 +176,22 @@ def _explain_prompt(args: argparse.Namespace):
     if args.prompt:
         from dataset_builder.grammar import parse_prompt
 
-        try:
-            return parse_prompt(args.prompt)
-        except ValueError as error:
-            first_line = str(error).strip().splitlines()[0]
-            raise UserError(f"cannot parse the prompt: {first_line} (see `negt2ibench explain --help`)") from None
-    try:
-        return PromptIndex(_prompt_records(args.prompts))[args.prompt_id]
-    except PromptLookupError as error:
-        raise UserError(str(error)) from None
+        return parse_prompt(args.prompt)  # PromptParseError: one line in the CLI, the grammar in --help
+    return evaluator.prompts[args.prompt_id]
 
 
 def run_explain(args: argparse.Namespace) -> int:
     from evaluator.annotate import annotate, format_table, statement_table
-    from evaluator.images import ImageError, load_image
-    from evaluator.perception import ModelPerception
-    from evaluator.pipeline import score_image
+    from evaluator.images import load_image
+    from negt2ibench.api import Evaluator
 
-    config = _preset(args.preset)
-    prompt = _explain_prompt(args)
-    try:
-        image = load_image(args.image)
-    except ImageError as error:
-        raise UserError(f"{args.image}: {error}") from None
-    perception = ModelPerception(config, device=args.device, batch_size=1, weights_dir=args.weights_dir)
-    record, observation = score_image(image, prompt, perception, config=config)
+    evaluator = Evaluator(
+        args.preset, device=args.device, weights_dir=args.weights_dir, batch_size=1, prompts=args.prompts
+    )
+    prompt = _explain_prompt(args, evaluator)
+    image = load_image(args.image)
+    output = evaluator.score(image, prompt)
+    record, observation = output.record, output.observation
     print(f"prompt ({prompt.prompt_id}): {prompt.prompt}")
     objects = ", ".join(f"{o.name} {f'{o.confidence:.2f}' if o.present else 'absent'}" for o in record.objects)
     print(f"objects: {objects}")
@@ -238,9 +209,10 @@ def run_explain(args: argparse.Namespace) -> int:
 def run_download_models(args: argparse.Namespace) -> int:
     from huggingface_hub import snapshot_download
 
+    from evaluator.config import get_preset
     from evaluator.perception import detector_weights_path, weights_layout
 
-    config = _preset(args.preset)
+    config = get_preset(args.preset)
     hub_cache = str(weights_layout(args.dir)[0]) if args.dir else None
     repos = ([config.sam_model_id] if config.use_sam else []) + [config.attribute_model_id, config.depth_model_id]
     for repo_id in repos:

@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
+from negt2ibench.errors import UsageError
+
 EVALUATOR_VERSION = "1.0.0"
 
 
@@ -20,7 +22,7 @@ EVALUATOR_VERSION = "1.0.0"
 class EvaluatorConfig:
     """Constants of detection, masks, attributes and relation rules.
 
-    Gaps ("within N px") are measured as in `evaluator.rules`: the gap of a pixel to a mask is
+    Gaps ("within N px") are measured as in `evaluator.geometry`: the gap of a pixel to a mask is
     its centre distance to the nearest mask pixel minus 1, and 0 when it is inside the mask or
     8-adjacent to it (touching); the gap g between two masks is the smallest such gap.
 
@@ -122,8 +124,13 @@ PRESETS: dict[str, EvaluatorConfig] = {
 }
 
 
+class UnknownPresetError(UsageError, ValueError):
+    """A preset name that is not in `PRESETS` (a usage error, exit 2; also a `ValueError`)."""
+
+
 def get_preset(name: str) -> EvaluatorConfig:
+    """The preset NAME, or `UnknownPresetError` listing the presets."""
     try:
         return PRESETS[name]
     except KeyError:
-        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None
+        raise UnknownPresetError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None

@@ -19,13 +19,15 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
+from negt2ibench.errors import UserError
+
 MIN_SIDE_PX = 32
 MAX_PIXELS = 40_000_000
 _WHITE = (255, 255, 255)
 
 
-class ImageError(ValueError):
-    """An image that cannot be scored; the message says why."""
+class ImageError(UserError, ValueError):
+    """An image that cannot be scored; the message says why (a `UserError`, and a `ValueError`)."""
 
 
 ImageSource = str | Path | bytes | Image.Image

@@ -1,13 +1,14 @@
 """Perception: what the four models see in an image, for the objects and values a prompt names.
 
 `Perception.observe` is the only call the pipeline and the Space make. `ModelPerception` runs the
-real models (DESIGN §4), each loaded on first need: RF-DETR always, SAM 2.1 only when the preset
+real models (docs/scoring.md), each loaded on first need: RF-DETR always, SAM 2.1 only when the preset
 uses it, SigLIP 2 only for attribute prompts, Depth-Anything V2 only for depth prompts.
 Tests build it with `ModelPerception.from_models` from tiny random models.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,36 +24,17 @@ from evaluator.models.attributes import AttributeScorer, masked_crop
 from evaluator.models.depth import DepthEstimator
 from evaluator.models.detector import Detector
 from evaluator.models.masks import BoxSegmenter
-from evaluator.observation import ImageObservation, ObjectObservation
+from evaluator.observation import ImageObservation, ObjectObservation, best_instances
 from negt2ibench.errors import MissingWeightsError, UserError
-
-DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
+from negt2ibench.launch import DEVICE_CHOICES as DEVICE_CHOICES  # device choice lives in negt2ibench.launch
+from negt2ibench.launch import select_device, select_dtype
+from negt2ibench.options import check, positive_int
 
 
 class Perception(Protocol):
     def observe(self, images: list[Image.Image], prompts: list[PromptRecord]) -> list[ImageObservation]:
         """One observation per (image, prompt) pair, in order."""
         ...
-
-
-def select_device(device: str = "auto") -> torch.device:
-    """`auto` picks cuda, then mps, then cpu; an explicit device that is not there is a user error."""
-    if device not in DEVICE_CHOICES and not device.startswith("cuda:"):
-        raise UserError(f"unknown device {device!r}; choose one of {', '.join(DEVICE_CHOICES)}")
-    if device in ("auto", "cuda") and torch.cuda.is_available() and "LOCAL_RANK" in os.environ:
-        # Under `accelerate launch` / torchrun each process uses its own GPU.
-        return torch.device("cuda", int(os.environ["LOCAL_RANK"]) % torch.cuda.device_count())
-    if device == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError("--device cuda was asked for but no CUDA GPU is visible (try --device auto)")
-    if device == "mps" and not torch.backends.mps.is_available():
-        raise UserError("--device mps was asked for but MPS is not available (try --device auto)")
-    return torch.device(device)
 
 
 def weights_layout(weights_dir: str | Path) -> tuple[Path, Path]:
@@ -125,13 +107,10 @@ class ModelPerception:
         dtype: torch.dtype | None = None,
         weights_dir: str | Path | None = None,
     ):
-        if batch_size < 1:
-            raise UserError(f"batch size must be at least 1, got {batch_size}")
+        self.batch_size = check("batch_size", batch_size, positive_int)
         self.config = config
         self.device = select_device(device)
-        # bf16 halves memory and doubles throughput on GPUs; CPU stays in float32 for exactness.
-        self.dtype = dtype or (torch.bfloat16 if self.device.type == "cuda" else torch.float32)
-        self.batch_size = batch_size
+        self.dtype = dtype or select_dtype(self.device)  # bf16 on CUDA, float32 on the CPU and MPS
         self.weights_dir = weights_dir
         self._detector: Detector | None = None
         self._segmenter: BoxSegmenter | None = None
@@ -242,42 +221,34 @@ class ModelPerception:
     def _observe_batch(self, images: list[Image.Image], prompts: list[PromptRecord]) -> list[ImageObservation]:
         config = self.config
         names = [list(dict.fromkeys(prompt.objects)) for prompt in prompts]
-        detections = self.detector.detect(images, names, with_masks=not config.use_sam)
-
-        observations = []
-        for image, image_names, found in zip(images, names, detections, strict=False):
-            objects = {}
-            for name in image_names:
-                hits = found[name]
-                present = bool(hits.scores)
-                objects[name] = ObjectObservation(
-                    name=name,
-                    present=present,
-                    confidence=hits.best_score,
-                    box=hits.boxes[0] if present else None,
-                    mask=hits.top_mask if present else None,
-                    count=sum(score >= config.counting_threshold for score in hits.scores),
-                )
-            observations.append(ImageObservation(width=image.width, height=image.height, objects=objects))
+        found = self.detector.detect(images, names, with_masks=not config.use_sam)
+        objects = [
+            {
+                name: ObjectObservation.from_detections(name, detections, counting_threshold=config.counting_threshold)
+                for name in image_names
+            }
+            for image_names, detections in zip(names, found, strict=True)
+        ]
+        used = [best_instances(detections, image_names) for detections, image_names in zip(found, names, strict=True)]
 
         if config.use_sam:
-            present_names = [[name for name, obj in obs.objects.items() if obj.present] for obs in observations]
-            masks = self.segmenter.segment(
-                images,
-                [
-                    [obs.objects[name].box for name in image_names]
-                    for obs, image_names in zip(observations, present_names, strict=False)
-                ],
-            )
-            for obs, image_names, image_masks in zip(observations, present_names, masks, strict=False):
-                for name, mask in zip(image_names, image_masks, strict=False):
-                    obs.objects[name].mask = mask
-
-        for obs in observations:
-            for obj in obs.objects.values():
-                if obj.present and (obj.mask is None or not obj.mask.any()):
-                    # An empty mask (SAM or RF-DETR missed the pixels) still has a box: use its pixels.
-                    obj.mask = box_mask(obj.box, obs.width, obs.height)
+            masks = self.segmenter.segment(images, [[tuple(map(float, box)) for box in rows.xyxy] for rows in used])
+        else:
+            masks = [
+                self.detector.masks(rows, image.width, image.height) for rows, image in zip(used, images, strict=True)
+            ]
+        observations = []
+        for image, image_objects, rows, image_masks in zip(images, objects, used, masks, strict=True):
+            width, height = image.size
+            # An empty mask (SAM or RF-DETR missed the pixels) still has a box: use its pixels.
+            filled = [
+                mask if mask.any() else box_mask(tuple(box), width, height)
+                for mask, box in zip(image_masks, rows.xyxy, strict=True)
+            ]
+            rows = dataclasses.replace(rows, mask=np.stack(filled) if filled else np.zeros((0, height, width), bool))
+            for name, mask in zip(rows["class_name"], rows.mask, strict=True):
+                image_objects[str(name)].mask = mask
+            observations.append(ImageObservation(width=width, height=height, objects=image_objects, detections=rows))
 
         crops, requests, targets = [], [], []
         for image, prompt, obs in zip(images, prompts, observations, strict=False):

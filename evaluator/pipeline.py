@@ -11,7 +11,6 @@ process merges them into OUT without duplicates.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +20,8 @@ from pathlib import Path
 from PIL import Image
 from tqdm.auto import tqdm
 
+from dataset_builder.layout import check_split_name, has_images, image_file_key, image_splits, slug
+from dataset_builder.layout import rank_path as rank_path  # re-exported: results.rank{i}.jsonl lives in the layout
 from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
 from evaluator.config import EvaluatorConfig
 from evaluator.images import ImageError, ImageSource, load_image
@@ -30,9 +31,8 @@ from evaluator.resultio import ResultWriter, merge_results, read_results
 from evaluator.results import ResultRecord
 from evaluator.verdict import error_record, judge
 from negt2ibench.errors import MissingWeightsError, UserError
-
-IMAGE_FILE = re.compile(r"^(?P<prompt_id>.+)_(?P<sample_index>\d+)\.(?:png|jpe?g|webp|bmp|tiff?)$", re.IGNORECASE)
-SPLIT_NAME = re.compile(r"^[a-z0-9_]+$")
+from negt2ibench.launch import Launch
+from negt2ibench.options import REPO_ID, check, non_negative_int, positive_int
 
 
 @dataclass(frozen=True)
@@ -78,25 +78,25 @@ def folder_items(folder: Path) -> list[ImageItem]:
     """Images named `{prompt_id}_{sample_index}.png` in a folder (other files are ignored)."""
     items = []
     for path in sorted(folder.iterdir()):
-        match = IMAGE_FILE.match(path.name)
-        if match and path.is_file():
-            items.append(ImageItem(match["prompt_id"], int(match["sample_index"]), (lambda p=path: p), str(path)))
+        key = image_file_key(path.name)
+        if key and path.is_file():
+            items.append(ImageItem(key[0], key[1], (lambda p=path: p), str(path)))
     if not items:
         raise UserError(f"{folder} holds no images named {{prompt_id}}_{{sample_index}}.png")
     return items
 
 
 def _local_shards(dataset_dir: Path, split: str | None) -> tuple[str, list[Path]]:
-    shards_dir = dataset_dir / "images"
-    keys = sorted({path.name.split("-")[0] for path in shards_dir.glob("*-*.parquet")})
+    splits = image_splits(dataset_dir)
+    keys = list(splits)
     if split is None:
         if len(keys) != 1:
             raise UserError(f"{dataset_dir} holds image splits {', '.join(keys) or '(none)'}: choose one with --split")
         split = keys[0]
-    shards = sorted(path for path in shards_dir.glob(f"{split}-*.parquet") if path.name.split("-")[0] == split)
-    if not shards:
-        raise UserError(f"no split {split!r} in {shards_dir} (splits there: {', '.join(keys) or 'none'})")
-    return split, shards
+    if split not in splits:
+        where = dataset_dir / "images"
+        raise UserError(f"no split {split!r} in {where} (splits there: {', '.join(keys) or 'none'})")
+    return split, splits[split]
 
 
 @lru_cache(maxsize=4)
@@ -162,29 +162,24 @@ def resolve_source(
     path = Path(images)
     if path.is_file():
         if prompt_id is None:
-            match = IMAGE_FILE.match(path.name)
-            if not match:
+            key = image_file_key(path.name)
+            if not key:
                 raise UserError(f"{path.name} is not named {{prompt_id}}_{{sample_index}}.png: pass --prompt-id")
-            prompt_id, sample_index = match["prompt_id"], int(match["sample_index"])
+            prompt_id, sample_index = key
         return [ImageItem(prompt_id, sample_index, lambda: path, str(path))], "upload"
     if path.is_dir():
-        if (path / "images").is_dir() and any((path / "images").glob("*.parquet")):
+        if has_images(path):
             key, items = local_dataset_items(path, split)
             return items, key
         items = folder_items(path)
-        return items, _sanitize_key(path.resolve().name)
+        return items, slug(path.resolve().name, fallback="images")
     if path.exists():
         raise UserError(f"{path} is neither an image file nor a folder")
-    if re.match(r"^[\w.-]+/[\w.-]+$", str(images)):
+    if REPO_ID.match(str(images)):
         if not split:
             raise UserError("a Hub dataset source needs --split (the model key, e.g. sd_1_5)")
         return hub_dataset_items(str(images), split), split
     raise UserError(f"no such image, folder or dataset: {images}")
-
-
-def _sanitize_key(name: str) -> str:
-    key = re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_")
-    return key or "images"
 
 
 # -- scoring ---------------------------------------------------------------------------------
@@ -314,37 +309,11 @@ def _error_kind(message: str) -> str:
     return next((kind for kind in ERROR_KINDS if message.startswith(kind)), "other")
 
 
-def rank_path(out_path: Path, rank: int) -> Path:
-    """`results.jsonl` → `results.rank{rank}.jsonl` (one per process under accelerate)."""
-    return out_path.with_name(f"{out_path.stem}.rank{rank}{out_path.suffix or '.jsonl'}")
-
-
 def _done_keys(path: Path) -> frozenset:
     if not path.exists():
         return frozenset()
     # Read-only (no writer lock): every rank reads the merged file at once.
     return frozenset(record.key for record in read_results(path, strict=False))
-
-
-def _process_state():
-    """accelerate's state of this process (one process: a world of 1).
-
-    Without CUDA, accelerate ignores torchrun's WORLD_SIZE unless asked for a CPU (gloo) group:
-    every process would then score everything into OUT at once.
-    """
-    import os
-
-    import torch
-    from accelerate import PartialState
-
-    launched = int(os.environ.get("WORLD_SIZE", "1") or 1)
-    state = PartialState(cpu=True) if launched > 1 and not torch.cuda.is_available() else PartialState()
-    if launched > 1 and state.num_processes != launched:
-        raise UserError(
-            f"launched as {launched} processes but accelerate sees {state.num_processes}: every "
-            f"process would score the same images. Use `accelerate launch` with a matching config"
-        )
-    return state
 
 
 def score_images(
@@ -361,18 +330,19 @@ def score_images(
     prompt_id: str | None = None,
     progress: bool = True,
 ) -> ScoreSummary:
-    """Score every image of `source` into `out_path` (JSONL), skipping keys already there."""
-    if batch_size < 1:
-        raise UserError(f"--batch-size must be at least 1, got {batch_size}")
-    if limit is not None and limit < 0:
-        raise UserError(f"--limit must not be negative, got {limit}")
+    """Score every image of `source` into `out_path` (JSONL), skipping keys already there.
+
+    Under a launcher (`negt2ibench.launch.Launch`) each process scores its contiguous share into
+    `rank_path(out_path, rank)` and the main process merges them into `out_path`.
+    """
+    batch_size = check("batch_size", batch_size, positive_int)
+    if limit is not None:
+        limit = check("limit", limit, non_negative_int)
     if isinstance(source, (str, Path)):
         items, default_key = resolve_source(source, split=split, prompt_id=prompt_id)
     else:
         items, default_key = list(source), "upload"
-    model_key = model_key or default_key
-    if not SPLIT_NAME.match(model_key):
-        raise UserError(f"model key {model_key!r} must match [a-z0-9_]+ (it names a dataset split)")
+    model_key = check_split_name(model_key or default_key, what="model key")
     items = items[:limit] if limit is not None else items
     index = _as_index(prompts)
     out = Path(out_path)
@@ -380,8 +350,8 @@ def score_images(
     summary = ScoreSummary(out_path=out, total=len(items))
     started = time.perf_counter()
 
-    state = _process_state()
-    if state.num_processes <= 1:
+    launch = Launch.detect()
+    if launch.world_size <= 1:
         _score_into(
             out,
             items,
@@ -394,27 +364,26 @@ def score_images(
             progress=progress,
         )
     else:
-        summary.rank, summary.world = state.process_index, state.num_processes
+        summary.rank, summary.world = launch.rank, launch.world_size
         merged_done = _done_keys(out)  # keys already merged earlier stay skipped on every rank
-        own = rank_path(out, state.process_index)
-        with state.split_between_processes(items) as share:
-            _score_into(
-                own,
-                list(share),
-                index,
-                perception,
-                config=config,
-                model_key=model_key,
-                batch_size=batch_size,
-                summary=summary,
-                skip=merged_done,
-                progress=progress and state.is_local_main_process,
-                position=state.process_index,
-            )
-        state.wait_for_everyone()
-        if state.is_main_process:
-            inputs = ([out] if out.exists() else []) + [rank_path(out, rank) for rank in range(state.num_processes)]
+        _score_into(
+            rank_path(out, launch.rank),
+            launch.share(items),
+            index,
+            perception,
+            config=config,
+            model_key=model_key,
+            batch_size=batch_size,
+            summary=summary,
+            skip=merged_done,
+            progress=progress and launch.is_local_main,
+            position=launch.rank,
+        )
+
+        def merge() -> None:
+            inputs = ([out] if out.exists() else []) + [rank_path(out, rank) for rank in range(launch.world_size)]
             merge_results([path for path in inputs if path.exists()], out)
-        state.wait_for_everyone()
+
+        launch.on_main(merge)
     summary.seconds = time.perf_counter() - started
     return summary

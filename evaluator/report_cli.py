@@ -69,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from evaluator.report import build_report, table3_markdown, write_report
+    from evaluator.report import build_report, report_tables, to_markdown, write_report
     from evaluator.resultio import ResultFileError, read_results
 
     results = []
@@ -88,8 +88,9 @@ def run_report(args: argparse.Namespace) -> int:
         raise UserError(str(error)) from None
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out} exists and is not a folder")
-    written = write_report(report, args.out)
-    print(table3_markdown(report))
+    tables = report_tables(report)  # each table built once, for the files and for stdout
+    written = write_report(report, args.out, tables)
+    print(to_markdown(tables["table3"]))
     print()
     print(f"wrote {len(written)} files to {args.out}:")
     for path in written:

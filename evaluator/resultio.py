@@ -8,29 +8,22 @@
 
 A *torn* line is a last line without its trailing newline that is not a whole record (the
 writer ends every record with a newline in the same write, so only an interrupted write leaves
-one). A last line without a newline that is a whole record is kept.
+one). A last line without a newline that is a whole record is kept. Lines are read by
+`negt2ibench.jsonl`, the project's one JSONL reader; the writer's lock is filelock's.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from negt2ibench.errors import UserError
+from dataset_builder.layout import atomic_file
+from negt2ibench.jsonl import JsonlContents, JsonlError, parse_jsonl, read_jsonl, require_file
 
 from .results import ResultRecord
-
-try:  # advisory lock against two writers on one file; not available on Windows
-    import fcntl
-except ImportError:  # pragma: no cover - non-POSIX
-    fcntl = None
 
 log = logging.getLogger(__name__)
 
@@ -38,80 +31,29 @@ PathLike = str | Path
 Key = tuple[str, str, int]
 
 
-class ResultFileError(UserError, ValueError):
-    """A result file that cannot be read or appended to as it is; the message names path and line."""
+class ResultFileError(JsonlError):
+    """A result file that cannot be read or appended to as it is; the message names path and line.
+
+    A `UserError` (the CLI prints one line, exit 1) and a `ValueError`."""
 
 
-@dataclass
-class _Parsed:
-    records: list[ResultRecord]
-    good_bytes: int  # length of the file up to the end of the last whole record line
-    torn: str | None  # description of a torn last line, if any
-    missing_newline: bool  # the last line is a whole record but has no newline
-
-
-def _reason(error: Exception) -> str:
-    if isinstance(error, json.JSONDecodeError):
-        return f"not JSON ({error.msg} at column {error.colno})"
-    if isinstance(error, ValidationError):
-        first = error.errors()[0]
-        if first.get("type") == "json_invalid":
-            return f"not JSON ({first.get('ctx', {}).get('error', first.get('msg'))})"
-        where = ".".join(str(part) for part in first.get("loc", ())) or "record"
-        return f"not a result record ({where}: {first.get('msg')}; {error.error_count()} error(s))"
-    return str(error)
-
-
-def _parse(path: Path) -> _Parsed:
-    data = path.read_bytes()
-    records: list[ResultRecord] = []
-    offset, good_bytes, line_number = 0, 0, 0
-    while offset < len(data):
-        end = data.find(b"\n", offset)
-        complete = end != -1
-        stop = end + 1 if complete else len(data)
-        raw = data[offset:stop]
-        line_number += 1
-        offset = stop
-        if raw.strip():
-            try:
-                records.append(ResultRecord.model_validate_json(raw))
-            except (ValidationError, ValueError) as error:
-                if not complete:
-                    return _Parsed(
-                        records,
-                        good_bytes,
-                        f"{path}:{line_number}: torn last line ({len(raw)} bytes without a newline: {_reason(error)})",
-                        False,
-                    )
-                raise ResultFileError(f"{path}:{line_number}: {_reason(error)}") from None
-        if complete:
-            good_bytes = stop
-    missing_newline = good_bytes < len(data)  # a whole record without its newline
-    return _Parsed(records, len(data), None, missing_newline)
+def _parse(path: Path) -> JsonlContents[ResultRecord]:
+    return parse_jsonl(
+        path.read_bytes(), ResultRecord.model_validate_json, source=str(path), kind="result", error=ResultFileError
+    )
 
 
 def _require_file(path: Path) -> None:
-    if path.is_dir():
-        raise ResultFileError(f"{path}: is a folder, not a result file")
-    if not path.is_file():
-        raise ResultFileError(f"{path}: no such result file")
+    require_file(path, kind="result", error=ResultFileError)
 
 
 def read_results(path: PathLike, *, strict: bool = True) -> list[ResultRecord]:
-    """All records of a JSONL result file, in file order.
+    """All records of a JSONL result file, in file order (`negt2ibench.jsonl.read_jsonl`).
 
     A malformed line raises `ResultFileError` ("path:line: reason"). A torn last line (a killed
     writer) raises too when `strict`, else it is dropped with a warning.
     """
-    path = Path(path)
-    _require_file(path)
-    parsed = _parse(path)
-    if parsed.torn:
-        if strict:
-            raise ResultFileError(parsed.torn + "; pass strict=False to drop it")
-        log.warning("dropping %s", parsed.torn)
-    return parsed.records
+    return read_jsonl(path, ResultRecord.model_validate_json, strict=strict, kind="result", error=ResultFileError)
 
 
 def _version(record: ResultRecord) -> tuple[str, str]:
@@ -143,6 +85,8 @@ class ResultWriter:
         self.close()
 
     def open(self) -> None:
+        from filelock import lock_descriptor
+
         if self._handle is not None:
             return
         try:
@@ -151,11 +95,9 @@ class ResultWriter:
         except OSError as error:
             raise ResultFileError(f"{self.path}: cannot open for appending ({error.strerror or error})") from None
         try:
-            if fcntl is not None:
-                try:
-                    fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    raise ResultFileError(f"{self.path}: another process is writing this result file") from None
+            # filelock's native lock on the file itself (flock on POSIX): no lock file beside the results.
+            if not lock_descriptor(handle.fileno(), blocking=False):
+                raise ResultFileError(f"{self.path}: another process is writing this result file")
             parsed = _parse(self.path)
             if parsed.torn:
                 log.warning("cutting away %s", parsed.torn)
@@ -267,16 +209,8 @@ def merge_results(
     if len(versions) > 1:
         listed = "; ".join(f"evaluator {v} config {h} (first in {p})" for (v, h), p in versions.items())
         raise ResultFileError(f"cannot merge results of different evaluator versions/configs: {listed}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            for key in sorted(kept):
-                handle.write(kept[key][0].model_dump_json().encode("utf-8") + b"\n")
-        os.chmod(temporary, 0o644)  # mkstemp makes it private; results are meant to be shared
-        os.replace(temporary, out)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with atomic_file(out) as handle:
+        for key in sorted(kept):
+            handle.write(kept[key][0].model_dump_json().encode("utf-8") + b"\n")
     summary.records_out = len(kept)
     return summary

@@ -1,7 +1,7 @@
 """The verdict on one image: every statement of the prompt decided by the rules, with its cause.
 
 Pure: a prompt record and what perception saw in, a `ResultRecord` out; no model, no file.
-Semantics (DESIGN §4): a statement holds iff its objects are present and (positive) its
+Semantics (docs/scoring.md): a statement holds iff its objects are present and (positive) its
 predicate is emitted / (negated) it is not. A failed statement gets exactly one cause, the
 first that applies in this order:
 

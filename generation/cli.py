@@ -6,24 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from negt2ibench.errors import UserError
+from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
+from negt2ibench.errors import UsageError, UserError
+from negt2ibench.options import device, positive_int, split_name
 
-DEFAULT_NUM_IMAGES = 4
+DEFAULT_NUM_IMAGES = SAMPLES_PER_PROMPT
 DEFAULT_SHARD_SIZE = 128
-
-
-def _load_prompt_records(prompts_source: str | None, out: Path | None):
-    """--prompts DIR if given; else the prompts of OUT when it is a built dataset; else the default corpus."""
-    from dataset_builder.records import load_prompts
-
-    if prompts_source:
-        try:
-            return load_prompts(prompts_source)
-        except (FileNotFoundError, ValueError) as error:
-            raise UserError(f"cannot read prompts from {prompts_source}: {error}") from None
-    if out is not None and ((out / "prompts.jsonl").is_file() or any((out / "prompts").glob("*.parquet"))):
-        return load_prompts(out)
-    return load_prompts(None)
 
 
 def _add_selection(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +29,7 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
         metavar="SETTING",
         help="only these settings, e.g. pos1_neg0 pos0_neg1; default: all eight",
     )
-    parser.add_argument("--limit", type=int, help="only the first N selected prompts (corpus order)")
+    parser.add_argument("--limit", type=positive_int, help="only the first N selected prompts (corpus order)")
     parser.add_argument(
         "--prompts",
         metavar="DIR",
@@ -77,33 +65,39 @@ def register(subparsers) -> None:
     generate.add_argument(
         "--model-id", metavar="HUB_ID", help="any other diffusers pipeline (hub id or local folder); needs --key"
     )
-    generate.add_argument("--key", metavar="NAME", help="split name for --model-id ([a-z0-9_]+)")
-    generate.add_argument("--steps", type=int, help="with --model-id: inference steps (default: the pipeline's)")
+    generate.add_argument("--key", type=split_name, metavar="NAME", help="split name for --model-id ([a-z0-9_]+)")
+    generate.add_argument(
+        "--steps", type=positive_int, help="with --model-id: inference steps (default: the pipeline's)"
+    )
     generate.add_argument("--guidance", type=float, help="with --model-id: guidance scale (default: the pipeline's)")
     generate.add_argument(
-        "--resolution", type=int, metavar="PX", help="with --model-id: square image size (default: the pipeline's)"
+        "--resolution",
+        type=positive_int,
+        metavar="PX",
+        help="with --model-id: square image size (default: the pipeline's)",
     )
     generate.add_argument("--out", type=Path, metavar="DIR", help="dataset folder (images go to DIR/images/)")
     generate.add_argument(
         "--num-images",
-        type=int,
+        type=positive_int,
         default=DEFAULT_NUM_IMAGES,
         help=f"images per prompt (default {DEFAULT_NUM_IMAGES}, as in the paper)",
     )
     generate.add_argument(
         "--batch-size",
-        type=int,
+        type=positive_int,
         default=1,
         help="prompts per pipeline call (default 1; halved automatically on out-of-memory)",
     )
     generate.add_argument(
         "--device",
+        type=device,
         default="auto",
-        help="cuda, cuda:1, cpu, ... (default: the accelerate process's GPU, else cuda if present)",
+        help="auto, cpu, cuda, cuda:N or mps (default auto: this process's GPU, else mps, else cpu)",
     )
     generate.add_argument(
         "--shard-size",
-        type=int,
+        type=positive_int,
         default=DEFAULT_SHARD_SIZE,
         help=f"images per parquet shard (default {DEFAULT_SHARD_SIZE}); an interrupted run "
         f"loses at most one unflushed shard",
@@ -122,12 +116,14 @@ def register(subparsers) -> None:
             "import before anything is written, unless --skip-bad. Gaps (expected images absent) are reported."
         ),
     )
-    importer.add_argument("--key", required=True, metavar="NAME", help="split name ([a-z0-9_]+)")
+    importer.add_argument("--key", required=True, type=split_name, metavar="NAME", help="split name ([a-z0-9_]+)")
     importer.add_argument("--dir", required=True, type=Path, metavar="FOLDER", help="folder holding the PNG files")
     importer.add_argument("--out", required=True, type=Path, metavar="DIR", help="dataset folder")
     importer.add_argument("--model-id", metavar="ID", help="hub id of the model that made them (default: KEY)")
     importer.add_argument(
-        "--num-images", type=int, help="expected images per prompt for the gap report (default: largest index + 1)"
+        "--num-images",
+        type=positive_int,
+        help="expected images per prompt for the gap report (default: largest index + 1)",
     )
     importer.add_argument("--skip-bad", action="store_true", help="import the valid files even if others are bad")
     importer.add_argument(
@@ -145,10 +141,10 @@ def register(subparsers) -> None:
         ),
     )
     merge.add_argument("--dir", required=True, type=Path, metavar="DIR", help="dataset folder")
-    merge.add_argument("--key", required=True, metavar="KEY", help="split to check")
+    merge.add_argument("--key", required=True, type=split_name, metavar="KEY", help="split to check")
     merge.add_argument(
         "--num-images",
-        type=int,
+        type=positive_int,
         default=DEFAULT_NUM_IMAGES,
         help=f"expected images per prompt (default {DEFAULT_NUM_IMAGES})",
     )
@@ -160,29 +156,32 @@ def register(subparsers) -> None:
 
 
 def _spec_from_args(args):
-    from .registry import custom_spec, get_spec, validate_key
+    """The model to run; wrong or conflicting options are `UsageError`s (exit 2)."""
+    from .registry import custom_spec, get_spec
 
     if args.model and args.model_id:
-        raise UserError("pass either --model KEY or --model-id HUB_ID --key NAME, not both")
+        raise UsageError("pass either --model KEY or --model-id HUB_ID --key NAME, not both")
     if args.model_id:
         if not args.key:
-            raise UserError("--model-id needs --key NAME (the split name, [a-z0-9_]+)")
+            raise UsageError("--model-id needs --key NAME (the split name, [a-z0-9_]+)")
         size = args.resolution
         return custom_spec(args.model_id, args.key, steps=args.steps, guidance=args.guidance, height=size, width=size)
     if not args.model:
-        raise UserError("pass --model KEY (see `negt2ibench generate --list`) or --model-id HUB_ID --key NAME")
+        raise UsageError("pass --model KEY (see `negt2ibench generate --list`) or --model-id HUB_ID --key NAME")
     if args.key and args.key != args.model:
-        validate_key(args.key)
-        raise UserError("--key is only for --model-id; registry models write the split named by --model")
+        raise UsageError("--key is only for --model-id; registry models write the split named by --model")
     if args.steps is not None or args.guidance is not None or args.resolution is not None:
-        raise UserError("--steps/--guidance/--resolution are only for --model-id; registry models use Table 18")
+        raise UsageError("--steps/--guidance/--resolution are only for --model-id; registry models use Table 18")
     return get_spec(args.model)
 
 
 def run_generate(args) -> int:
-    from .merge import merge_split
+    from negt2ibench.launch import Launch
+
+    from .merge import finish_split
     from .registry import registry_lines
-    from .runner import RankInfo, generate_images, load_generator, plan_work, resolve_device, select_prompts
+    from .runner import generate_images, load_generator, resolve_device
+    from .work import plan_work, prompts_for, select_prompts
 
     if args.list:
         print("\n".join(registry_lines()))
@@ -191,18 +190,18 @@ def run_generate(args) -> int:
     if spec.backend == "unsupported":
         load_generator(spec, "cpu")  # raises the clear "use import-images" message
     if args.out is None:
-        raise UserError("--out DIR is required (the dataset folder)")
-    prompts = select_prompts(_load_prompt_records(args.prompts, args.out), args.categories, args.settings, args.limit)
+        raise UsageError("--out DIR is required (the dataset folder)")
+    prompts = select_prompts(prompts_for(args.out, args.prompts), args.categories, args.settings, args.limit)
     work = plan_work(prompts, args.num_images)
-    rank = RankInfo.from_accelerate(cpu=True if args.device == "cpu" else None)
-    device = resolve_device(args.device, rank)
+    launch = Launch.detect(cpu=args.device == "cpu")
+    device = resolve_device(args.device, launch)
     generator = load_generator(spec, device)
     summary = generate_images(
         generator,
         spec,
         work,
         args.out,
-        rank=rank,
+        rank=launch,
         batch_size=args.batch_size,
         shard_size=args.shard_size,
         device=device,
@@ -214,27 +213,21 @@ def run_generate(args) -> int:
         f"{summary.nsfw_flagged} flagged NSFW, {len(summary.shards)} shards written",
         file=sys.stderr,
     )
-    rank.wait_for_everyone()
-    if rank.is_main and not args.no_merge:
-        report = merge_split(args.out, spec.key, prompts, args.num_images)
-        print("\n".join(report.summary_lines()))
-        print(_card_line(args.out))
+    if not args.no_merge:
+        finished = finish_split(args.out, spec.key, prompts, args.num_images, launch)
+        if finished is not None:  # the main process
+            report, card = finished
+            print("\n".join(report.summary_lines()))
+            print(card)
     return 0
-
-
-def _card_line(out: Path) -> str:
-    from .merge import refresh_card
-
-    try:
-        return refresh_card(out)
-    except FileNotFoundError as error:
-        return f"dataset card not refreshed ({error}); run `negt2ibench build --out {out}` to add the prompts"
 
 
 def run_import(args) -> int:
     from .importer import import_images
+    from .merge import refresh_card
+    from .work import prompts_for
 
-    prompts = _load_prompt_records(args.prompts, args.out)
+    prompts = prompts_for(args.out, args.prompts)
     report = import_images(
         args.key,
         args.dir,
@@ -245,21 +238,21 @@ def run_import(args) -> int:
         skip_bad=args.skip_bad,
     )
     print("\n".join(report.summary_lines()))
-    print(_card_line(args.out))
+    print(refresh_card(args.out))
     return 0
 
 
 def run_merge(args) -> int:
-    from .merge import merge_split
-    from .registry import validate_key
-    from .runner import select_prompts
-    from .shards import shard_paths
+    from dataset_builder.layout import images_dir
 
-    validate_key(args.key)
+    from .merge import merge_split, refresh_card
+    from .shards import shard_paths
+    from .work import prompts_for, select_prompts
+
     if not shard_paths(args.dir, args.key):
-        raise UserError(f"no shards of split {args.key!r} in {args.dir / 'images'}")
-    prompts = select_prompts(_load_prompt_records(args.prompts, args.dir), args.categories, args.settings, args.limit)
+        raise UserError(f"no shards of split {args.key!r} in {images_dir(args.dir)}")
+    prompts = select_prompts(prompts_for(args.dir, args.prompts), args.categories, args.settings, args.limit)
     report = merge_split(args.dir, args.key, prompts, args.num_images, remove_duplicates=args.drop_duplicates)
     print("\n".join(report.summary_lines()))
-    print(_card_line(args.dir))
+    print(refresh_card(args.dir))
     return 0 if report.complete else 1

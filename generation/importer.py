@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dataset_builder.layout import image_file_key, image_file_name
 from dataset_builder.records import PromptRecord
 from negt2ibench.errors import UserError
 
@@ -16,7 +16,6 @@ from .registry import validate_key
 from .runner import library_versions
 from .shards import ImageKey, ImageRecord, ShardWriter, existing_keys
 
-FILE_NAME = re.compile(r"^(?P<prompt_id>.+)_(?P<sample_index>\d+)\.png$", re.IGNORECASE)
 IMPORT_RANK = 999  # shard rank number reserved for imports, so they never collide with generation ranks
 
 
@@ -44,7 +43,7 @@ class ImportReport:
         if self.missing:
             lines.append(
                 f"gaps: {len(self.missing)} expected images are missing, e.g. "
-                + ", ".join(f"{p}_{i}.png" for p, i in self.missing[:5])
+                + ", ".join(image_file_name(p, i) for p, i in self.missing[:5])
             )
         return lines
 
@@ -61,10 +60,10 @@ def _validate(path: Path, prompt_ids: set[str]) -> tuple[_Candidate | None, str 
     """A file → a candidate, or the reason it cannot be imported."""
     from PIL import Image, UnidentifiedImageError
 
-    match = FILE_NAME.match(path.name)
-    if not match:
+    key = image_file_key(path.name, png_only=True)
+    if not key:
         return None, f"{path.name}: name is not {{prompt_id}}_{{sample_index}}.png"
-    prompt_id, sample_index = match["prompt_id"], int(match["sample_index"])
+    prompt_id, sample_index = key
     if prompt_id not in prompt_ids:
         return None, f"{path.name}: unknown prompt id {prompt_id!r}"
     data = path.read_bytes()

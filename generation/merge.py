@@ -1,11 +1,13 @@
-"""Merge step of a (multi-rank) run: check a split's completeness and refresh the dataset card."""
+"""Merge step of a (multi-process) run: check a split's completeness and refresh the dataset card."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
+from dataset_builder.card import write_card
 from dataset_builder.records import PromptRecord
+from negt2ibench.launch import Launch
 
 from .shards import CompletenessReport, check_completeness, drop_duplicates
 
@@ -29,10 +31,22 @@ def merge_split(
 
 
 def refresh_card(dataset_dir: Path) -> str:
-    """Re-render DIR/README.md so its `images` config lists this split; a line saying what happened."""
+    """Re-render DIR/README.md so its `images` config lists every split; a line saying what happened.
+
+    A folder without prompts (images written before `build`) keeps no card: the line says how to add one.
+    """
     try:
-        from dataset_builder.card import write_card
-    except ImportError:
-        return "dataset card not refreshed: dataset_builder.card is not available in this install"
-    path = write_card(Path(dataset_dir))
+        path = write_card(Path(dataset_dir))
+    except FileNotFoundError as error:
+        return f"dataset card not refreshed ({error}); run `negt2ibench build --out {dataset_dir}` to add the prompts"
     return f"dataset card refreshed: {path}"
+
+
+def finish_split(
+    dataset_dir: Path, key: str, prompts: Sequence[PromptRecord], num_images: int, launch: Launch
+) -> tuple[CompletenessReport, str] | None:
+    """Once every process has written its share: on the main process, check the split and refresh
+    the card, and return (report, card line); None on the other processes."""
+    return launch.on_main(
+        lambda: (merge_split(Path(dataset_dir), key, prompts, num_images), refresh_card(Path(dataset_dir)))
+    )

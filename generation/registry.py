@@ -9,15 +9,15 @@ requires a value (Z-Image-Turbo: 0; the distilled FLUX.2-klein ignores guidance 
 from __future__ import annotations
 
 import importlib
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from negt2ibench.errors import UserError
+from dataset_builder.layout import SPLIT_NAME, check_split_name
+from negt2ibench.errors import UsageError
 
-KEY_PATTERN = re.compile(r"^[a-z0-9_]+$")
+KEY_PATTERN = SPLIT_NAME  # the old name of the layout's split-name pattern
 
-Backend = Literal["diffusers", "janus", "unsupported"]
+Backend = Literal["diffusers", "janus", "unsupported", "callable"]
 
 
 @dataclass(frozen=True)
@@ -40,10 +40,12 @@ class ModelSpec:
     component_overrides: dict[str, tuple[str, str, str | None]] = field(default_factory=dict)
     display_name: str = ""
     note: str = ""
+    # Settings of a model outside the registry (`generate_with(settings=...)`), recorded and checked on resume.
+    extra_settings: dict[str, Any] = field(default_factory=dict)
 
     def settings(self) -> dict[str, Any]:
         """The settings recorded in every image's `params` (JSON-ready)."""
-        return {
+        recorded = {
             "steps": self.steps,
             "height": self.height,
             "width": self.width,
@@ -54,6 +56,9 @@ class ModelSpec:
             "pipeline_class": self.pipeline_class,
             "component_overrides": {name: list(value) for name, value in self.component_overrides.items()},
         }
+        if self.extra_settings:
+            recorded["settings"] = dict(self.extra_settings)
+        return recorded
 
     @property
     def resolution(self) -> str:
@@ -168,17 +173,15 @@ REGISTRY: dict[str, ModelSpec] = {
 
 def validate_key(key: str) -> str:
     """A split name must match [a-z0-9_]+ (the Hub's split rule, and the shard file prefix)."""
-    if not KEY_PATTERN.match(key or ""):
-        raise UserError(f"model key {key!r} is not a valid split name: use lowercase letters, digits and _ only")
-    return key
+    return check_split_name(key, what="model key")
 
 
 def get_spec(key: str) -> ModelSpec:
-    """The registry entry for KEY, or a clear error listing the known keys."""
+    """The registry entry for KEY, or a clear error listing the known keys (a `UsageError`, exit 2)."""
     try:
         return REGISTRY[key]
     except KeyError:
-        raise UserError(
+        raise UsageError(
             f"unknown model key {key!r}; known: {', '.join(REGISTRY)}. "
             f"For any other diffusers pipeline pass --model-id HUB_ID --key NAME"
         ) from None

@@ -1,330 +1,47 @@
-"""Generate one image split: plan (prompt, sample) work, split it by rank, batch, write shards.
+"""Generate one image split: plan (prompt, sample) work, share it among processes, batch, write shards.
 
-The seed of each image depends only on (prompt_id, sample_index), so an image is the same
-whatever the batch size, the rank that made it, or the run that resumed it (on one device type).
-Models sit behind a small `ImageGenerator` interface: diffusers pipelines and transformers'
-Janus are the two real ones; tests pass a tiny pipeline through the same diffusers adapter.
+`generate_images` runs any `ImageGenerator` (`generation.backends`) over a work list: each process
+takes its contiguous share (`negt2ibench.launch.Launch`), skips what is on disk, and writes its own
+shards, so an interrupted run resumes and several processes never duplicate an image.
+`generate_with` does the same for any function `(prompts, seeds) -> PIL images`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import platform
 import sys
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
-
-import numpy as np
+from typing import Any
 
 from dataset_builder.records import PromptRecord
-from negt2ibench.errors import MissingWeightsError, UserError
+from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
+from negt2ibench.errors import UserError
+from negt2ibench.launch import Launch, contiguous_share
+from negt2ibench.options import check, positive_int
 
-from .registry import ModelSpec, import_object
-from .shards import ImageKey, ImageRecord, ShardWriter, existing_keys, png_bytes
+from .backends import CallableGenerator, GeneratedImage, ImageGenerator, library_versions
+from .backends import DiffusersGenerator as DiffusersGenerator  # `X as X`: re-exported from their old home
+from .backends import JanusGenerator as JanusGenerator
+from .backends import is_black as is_black
+from .backends import load_generator as load_generator
+from .registry import ModelSpec
+from .shards import CompletenessReport, ImageRecord, ShardWriter, existing_keys, png_bytes
+from .work import SEED_RULE, WorkItem, plan_work, prompts_for
+from .work import image_seed as image_seed
+from .work import select_prompts as select_prompts
 
-SEED_RULE = "int.from_bytes(sha256(f'{prompt_id}:{sample_index}')[:4], 'big') & 0x7fffffff"
-
-
-def image_seed(prompt_id: str, sample_index: int) -> int:
-    """A stable 31-bit seed from (prompt_id, sample_index): no dependence on order or rank."""
-    digest = hashlib.sha256(f"{prompt_id}:{sample_index}".encode()).digest()
-    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
-@dataclass(frozen=True)
-class WorkItem:
-    """One image to make."""
-
-    prompt_id: str
-    sample_index: int
-    prompt: str
-    seed: int
-
-    @property
-    def key(self) -> ImageKey:
-        return (self.prompt_id, self.sample_index)
+RankInfo = Launch  # the old name of `negt2ibench.launch.Launch`
+rank_slice = contiguous_share  # the old name of `negt2ibench.launch.contiguous_share`
 
 
-def select_prompts(
-    prompts: Sequence[PromptRecord],
-    categories: Iterable[str] | None = None,
-    settings: Iterable[str] | None = None,
-    limit: int | None = None,
-) -> list[PromptRecord]:
-    """Prompts of the chosen categories and settings, in corpus order, the first LIMIT of them."""
-    wanted_categories = set(categories) if categories else None
-    wanted_settings = set(settings) if settings else None
-    known_categories = {p.category for p in prompts}
-    known_settings = {p.setting for p in prompts}
-    for name, wanted, known in (
-        ("category", wanted_categories, known_categories),
-        ("setting", wanted_settings, known_settings),
-    ):
-        unknown = sorted((wanted or set()) - known)
-        if unknown:
-            raise UserError(f"unknown {name} {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    if limit is not None and limit < 1:
-        raise UserError("--limit must be at least 1")
-    chosen = [
-        p
-        for p in prompts
-        if (wanted_categories is None or p.category in wanted_categories)
-        and (wanted_settings is None or p.setting in wanted_settings)
-    ]
-    return chosen[:limit] if limit is not None else chosen
-
-
-def plan_work(prompts: Sequence[PromptRecord], num_images: int) -> list[WorkItem]:
-    """Every (prompt, sample) pair, prompt-major: the order ranks split and resume in."""
-    if num_images < 1:
-        raise UserError("--num-images must be at least 1")
-    return [
-        WorkItem(p.prompt_id, index, p.prompt, image_seed(p.prompt_id, index))
-        for p in prompts
-        for index in range(num_images)
-    ]
-
-
-def rank_slice(items: Sequence[Any], rank: int, world_size: int) -> list[Any]:
-    """Contiguous chunk of one rank, the same chunks as accelerate's `split_between_processes`."""
-    if not 0 <= rank < world_size:
-        raise ValueError(f"rank {rank} outside world of {world_size}")
-    per_rank, extras = divmod(len(items), world_size)
-    start = rank * per_rank + min(rank, extras)
-    end = start + per_rank + (1 if rank < extras else 0)
-    return list(items[start:end])
-
-
-@dataclass(frozen=True)
-class RankInfo:
-    """Which process this is. `from_accelerate()` reads `accelerate launch`'s state."""
-
-    rank: int = 0
-    world_size: int = 1
-    state: Any = None  # accelerate PartialState when launched by accelerate
-
-    @classmethod
-    def from_accelerate(cls, cpu: bool | None = None) -> RankInfo:
-        """The process's rank under `accelerate launch` / torchrun (one process: rank 0 of 1).
-
-        `cpu` (default: no CUDA here) lets several CPU processes form a gloo group; accelerate
-        otherwise ignores the launcher's WORLD_SIZE on CPU and every process would be rank 0.
-        """
-        import os
-
-        import torch
-        from accelerate import PartialState
-
-        if cpu is None:
-            cpu = not torch.cuda.is_available()
-        state = PartialState(cpu=cpu)
-        launched = int(os.environ.get("WORLD_SIZE", "1") or 1)
-        if launched != state.num_processes:
-            raise UserError(
-                f"launched as {launched} processes but accelerate sees {state.num_processes}: every process "
-                f"would make the same images. Use `accelerate launch` with a matching config"
-            )
-        return cls(rank=state.process_index, world_size=state.num_processes, state=state)
-
-    def split(self, items: Sequence[Any]) -> list[Any]:
-        if self.state is not None:
-            with self.state.split_between_processes(list(items)) as mine:
-                return list(mine)
-        return rank_slice(items, self.rank, self.world_size)
-
-    def wait_for_everyone(self) -> None:
-        if self.state is not None:
-            self.state.wait_for_everyone()
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-
-@dataclass(frozen=True)
-class GeneratedImage:
-    image: Any  # PIL.Image.Image
-    nsfw_flagged: bool = False
-
-
-class ImageGenerator(Protocol):
-    """A loaded model: prompts and per-image seeds in, one image per prompt out."""
-
-    params: dict[str, Any]
-
-    def __call__(self, prompts: list[str], seeds: list[int]) -> list[GeneratedImage]: ...
-
-
-def is_black(image) -> bool:
-    """Safety checkers replace flagged images with black ones."""
-    return not np.asarray(image).any()
-
-
-class DiffusersGenerator:
-    """Any diffusers text-to-image pipeline; one CPU `torch.Generator` per image for the seed."""
-
-    def __init__(self, pipeline, spec: ModelSpec):
-        self.pipeline = pipeline
-        self.spec = spec
-        self.params = {"backend": "diffusers", "pipeline": type(pipeline).__name__}
-
-    def call_kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {}
-        if self.spec.steps is not None:
-            kwargs["num_inference_steps"] = self.spec.steps
-        if self.spec.height is not None and self.spec.width is not None:
-            kwargs["height"], kwargs["width"] = self.spec.height, self.spec.width
-        if self.spec.guidance is not None:
-            kwargs[self.spec.guidance_argument] = self.spec.guidance
-        return kwargs
-
-    def __call__(self, prompts: list[str], seeds: list[int]) -> list[GeneratedImage]:
-        import torch
-
-        # CPU generators: the initial noise is the same on every device type and batch size.
-        generators = [torch.Generator("cpu").manual_seed(seed) for seed in seeds]
-        output = self.pipeline(prompt=list(prompts), generator=generators, output_type="pil", **self.call_kwargs())
-        flags = getattr(output, "nsfw_content_detected", None) or [False] * len(output.images)
-        return [
-            GeneratedImage(image=image, nsfw_flagged=bool(flag) or is_black(image))
-            for image, flag in zip(output.images, flags, strict=False)
-        ]
-
-
-class JanusGenerator:
-    """transformers' Janus-Pro in image mode; one image per call so each has its own seed."""
-
-    def __init__(self, model, processor, device: str):
-        self.model = model
-        self.processor = processor
-        self.device = device
-        self.params = {"backend": "transformers", "model": type(model).__name__, "generation_mode": "image"}
-
-    def __call__(self, prompts: list[str], seeds: list[int]) -> list[GeneratedImage]:
-        import torch
-        from PIL import Image
-
-        results = []
-        for prompt, seed in zip(prompts, seeds, strict=False):
-            torch.manual_seed(seed)
-            inputs = self.processor(text=[prompt], generation_mode="image", return_tensors="pt").to(self.device)
-            tokens = self.model.generate(**inputs, generation_mode="image", do_sample=True, use_cache=True)
-            decoded = self.model.decode_image_tokens(tokens)  # (1, H, W, C), normalized
-            # transformers 5.24's post_process_multimodal_output(generation_mode="image") fails on its own
-            # return_tensors="PIL.Image.Image"; un-normalize to uint8 tensors and convert here instead.
-            pixels = self.processor.image_processor.postprocess(list(decoded.float().cpu()), return_tensors="pt")
-            array = pixels["pixel_values"][0].permute(1, 2, 0).numpy()
-            image = Image.fromarray(array)
-            results.append(GeneratedImage(image=image, nsfw_flagged=is_black(image)))
-        return results
-
-
-def resolve_device(requested: str | None, rank: RankInfo) -> str:
-    import torch
-
-    own_device = str(rank.state.device) if rank.state is not None else "cpu"
-    if requested == "cuda" and own_device.startswith("cuda"):
-        return own_device  # under a launcher, plain "cuda" means this process's GPU, not GPU 0 for all
-    if requested and requested != "auto":
-        return requested
-    if own_device != "cpu":
-        return own_device
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _torch_dtype(name: str, device: str):
-    import torch
-
-    if device == "cpu":
-        return torch.float32  # half precision on CPU is slow or unsupported
-    return getattr(torch, name)
-
-
-def _missing_weights(spec: ModelSpec, error: Exception) -> MissingWeightsError:
-    first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return MissingWeightsError(
-        f"{spec.key} ({spec.hub_id})",
-        first_line[:300],
-        how_to_get=(
-            f"Download it once with internet access (`hf download {spec.hub_id}`; gated models need "
-            f"`hf auth login` and accepting the licence on the Hub), or pass a local folder with --model-id."
-        ),
-    )
-
-
-def _loading_errors() -> tuple[type[BaseException], ...]:
-    from huggingface_hub.errors import HfHubHTTPError
-
-    return (OSError, HfHubHTTPError)
-
-
-def load_generator(spec: ModelSpec, device: str) -> ImageGenerator:
-    """Load the model of SPEC onto DEVICE; weights missing offline -> MissingWeightsError (exit 2)."""
-    if spec.backend == "unsupported":
-        raise UserError(
-            f"{spec.key} ({spec.display_name or spec.hub_id}) is not supported by diffusers or transformers: "
-            f"generate its images with the authors' code as {{prompt_id}}_{{sample_index}}.png, then run "
-            f"`negt2ibench import-images --key {spec.key} --dir FOLDER --out DIR --model-id {spec.hub_id}`"
-        )
-    dtype = _torch_dtype(spec.dtype, device)
-    try:
-        if spec.backend == "janus":
-            from transformers import JanusForConditionalGeneration, JanusProcessor
-
-            model = JanusForConditionalGeneration.from_pretrained(spec.hub_id, dtype=dtype).to(device)
-            processor = JanusProcessor.from_pretrained(spec.hub_id)
-            generator: ImageGenerator = JanusGenerator(model, processor, device)
-            generator.params["torch_dtype"] = str(dtype).removeprefix("torch.")
-            return generator
-        pipeline_class = import_object(spec.pipeline_class)
-        kwargs: dict[str, Any] = {"dtype": dtype}  # diffusers 0.42 and transformers 5 both take `dtype`
-        for name, (class_path, repo, subfolder) in spec.component_overrides.items():
-            component_kwargs: dict[str, Any] = {"dtype": dtype}
-            if subfolder:
-                component_kwargs["subfolder"] = subfolder
-            kwargs[name] = import_object(class_path).from_pretrained(repo, **component_kwargs)
-        if spec.quantization == "bnb_4bit":
-            kwargs["quantization_config"] = _bnb_4bit_config(spec, dtype)
-        pipeline = pipeline_class.from_pretrained(spec.hub_id, **kwargs)
-    except _loading_errors() as error:
-        raise _missing_weights(spec, error) from None
-    pipeline.to(device)
-    pipeline.set_progress_bar_config(disable=True)
-    generator = DiffusersGenerator(pipeline, spec)
-    generator.params["torch_dtype"] = str(dtype).removeprefix("torch.")
-    return generator
-
-
-def _bnb_4bit_config(spec: ModelSpec, dtype):
-    try:
-        import bitsandbytes  # noqa: F401
-    except ImportError:
-        raise UserError(f"{spec.key} is loaded in 4 bit: `pip install bitsandbytes` (needs a CUDA GPU)") from None
-    from diffusers import PipelineQuantizationConfig
-
-    return PipelineQuantizationConfig(
-        quant_backend="bitsandbytes_4bit",
-        quant_kwargs={"load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_compute_dtype": dtype},
-        components_to_quantize=list(spec.quantized_components),
-    )
-
-
-def library_versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    versions = {"python": platform.python_version()}
-    for package in ("torch", "diffusers", "transformers", "accelerate", "negt2ibench"):
-        try:
-            versions[package] = version(package)
-        except PackageNotFoundError:
-            continue
-    return versions
+def resolve_device(requested: str | None, launch: Launch) -> str:
+    """`negt2ibench.launch.select_device` as the string the generators take ("cuda:1", "cpu")."""
+    return str(launch.device(requested or "auto"))
 
 
 def run_params(spec: ModelSpec, generator: ImageGenerator, device: str) -> dict[str, Any]:
@@ -416,6 +133,8 @@ class RunSummary:
     batch_size: int = 1
     seconds: float = 0.0
     shards: list[Path] = field(default_factory=list)
+    completeness: CompletenessReport | None = None  # `generate_with`, main process: the split after the merge
+    card: str = ""  # `generate_with`, main process: what happened to the dataset card
 
 
 def generate_images(
@@ -423,7 +142,7 @@ def generate_images(
     spec: ModelSpec,
     work: Sequence[WorkItem],
     dataset_dir: Path,
-    rank: RankInfo = RankInfo(),
+    rank: Launch | None = None,
     batch_size: int = 1,
     shard_size: int = 128,
     device: str = "cpu",
@@ -440,9 +159,9 @@ def generate_images(
     """
     from tqdm.auto import tqdm
 
-    if batch_size < 1:
-        raise UserError("--batch-size must be at least 1")
-    mine = rank.split(work)
+    batch_size = check("batch_size", batch_size, positive_int)
+    rank = rank or Launch()  # alone: the whole work list
+    mine = rank.share(work)
     check_same_settings(dataset_dir, spec)
     done = existing_keys(dataset_dir, spec.key)
     todo = [item for item in mine if item.key not in done]
@@ -473,7 +192,7 @@ def generate_images(
                 bar.write(f"out of memory: retrying with batch size {summary.batch_size}")
                 continue
             if len(images) != len(batch):
-                raise RuntimeError(f"the model returned {len(images)} images for {len(batch)} prompts")
+                raise UserError(f"the model returned {len(images)} images for {len(batch)} prompts")
             for item, generated in zip(batch, images, strict=False):
                 encoder.submit(item, generated)
                 summary.nsfw_flagged += int(generated.nsfw_flagged)
@@ -488,4 +207,87 @@ def generate_images(
         bar.close()
         summary.seconds = time.perf_counter() - started
         summary.shards = list(writer.written)
+    return summary
+
+
+def generate_with(
+    function: Callable[[list[str], list[int]], Sequence[Any]],
+    *,
+    key: str,
+    out: str | Path,
+    prompts: Sequence[PromptRecord] | None = None,
+    samples: int = SAMPLES_PER_PROMPT,
+    batch_size: int = 1,
+    model_id: str | None = None,
+    settings: dict[str, Any] | None = None,
+    shard_size: int = 128,
+    launch: Launch | None = None,
+    merge: bool = True,
+    progress: bool = True,
+) -> RunSummary:
+    """Fill the image split KEY of the dataset folder OUT with images made by any function.
+
+    For a model that diffusers and transformers do not support: no folder of PNGs, no import step.
+    The run is the one `negt2ibench generate` makes: each image's seed comes from (prompt_id,
+    sample_index), finished shards are kept and a rerun resumes, several processes (`accelerate
+    launch`) share the work, and the main process checks the split and refreshes the card.
+
+    Args:
+        function: `function(prompts, seeds) -> images`: the prompt texts of one batch and one seed per
+            image; returns one PIL image per prompt, in order (or a `backends.GeneratedImage` to flag
+            an image as NSFW). Seed your model with each image's seed for reproducible images.
+        key: the split name ([a-z0-9_]+), e.g. "blip3o_next".
+        out: the dataset folder; images go to `out/images/{key}-r{rank}-{n}.parquet`.
+        prompts: the prompts to draw; default: OUT's prompts if it is a built dataset, else the corpus.
+        samples: images per prompt (the paper: 4).
+        batch_size: prompts per call of FUNCTION.
+        model_id: recorded as each image's `model_id` (default: KEY).
+        settings: JSON-ready settings of the model (steps, resolution, ...), recorded in each image's
+            `params`; resuming with other settings is refused.
+        shard_size: images per parquet shard.
+        launch: this process in its launcher's world (default: `Launch.detect()`).
+        merge: check completeness and refresh the card on the main process at the end.
+        progress: show a progress bar.
+
+    Returns:
+        This process's `RunSummary`; on the main process with `merge`, `completeness` and `card` too.
+
+    Example:
+        >>> from PIL import Image
+        >>> def solid(prompts, seeds):
+        ...     return [Image.new("RGB", (64, 64), (seed % 256, 0, 0)) for seed in seeds]
+        >>> summary = generate_with(solid, key="solid", out="build/negt2ibench", samples=1)  # doctest: +SKIP
+    """
+    from .registry import validate_key
+
+    key = validate_key(key)
+    samples = check("samples", samples, positive_int)
+    try:
+        json.dumps(settings or {})
+    except TypeError as error:
+        raise UserError(f"settings must be JSON-ready (numbers, strings, lists, dicts): {error}") from None
+    out = Path(out)
+    prompts = list(prompts) if prompts is not None else prompts_for(out)
+    launch = launch or Launch.detect()
+    name = model_id or key
+    spec = ModelSpec(key=key, hub_id=name, pipeline_class="", backend="callable", display_name=name)
+    if settings:
+        spec = ModelSpec(**{**spec.__dict__, "extra_settings": dict(settings)})
+    summary = generate_images(
+        CallableGenerator(function),
+        spec,
+        plan_work(prompts, samples),
+        out,
+        rank=launch,
+        batch_size=batch_size,
+        shard_size=shard_size,
+        device="unknown",
+        progress=progress,
+    )
+    if merge:
+        from .merge import finish_split
+
+        finished = finish_split(out, key, prompts, samples, launch)
+        if finished is not None:
+            summary.completeness, summary.card = finished
     return summary

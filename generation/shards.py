@@ -1,7 +1,7 @@
-"""Image records in parquet shards `DIR/images/{key}-r{rank:03d}-{n:05d}.parquet`.
+"""Image records in parquet shards `DIR/images/{key}-r{rank:03d}-{n:05d}.parquet` (`dataset_builder.layout`).
 
-Each shard is written whole to a hidden temp file and renamed into place, so a shard on disk
-is always complete: a killed run loses at most the rows it had not flushed yet. The schema
+Each shard is written whole to a hidden temp file and renamed into place (`layout.atomic_file`), so
+a shard on disk is always complete: a killed run loses at most the rows it had not flushed yet. The schema
 carries `datasets` feature metadata, so `load_dataset(DIR, "images", split=key)` decodes the
 `image` column as PIL images.
 """
@@ -10,25 +10,27 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dataset_builder.layout import IMAGES_DIR, atomic_file, image_file_name, shard_path, shard_rank_index
+from dataset_builder.layout import SHARD_NAME as SHARD_NAME  # re-exported: the old home of these names
+from dataset_builder.layout import images_dir as images_dir
+from dataset_builder.layout import split_files as shard_paths
 from negt2ibench.errors import UserError
+from negt2ibench.options import check, positive_int
 
-IMAGES_SUBDIR = "images"
-SHARD_NAME = re.compile(r"^(?P<key>[a-z0-9_]+)-r(?P<rank>\d{3})-(?P<index>\d{5})\.parquet$")
+IMAGES_SUBDIR = IMAGES_DIR  # the old name, kept for importers
 ROW_GROUP_SIZE = 100  # rows per parquet row group: what the Hub's viewer reads at once
 
 ImageKey = tuple[str, int]  # (prompt_id, sample_index)
 
 
 def image_features():
-    """The `datasets.Features` of one image record (DESIGN §2, plus `nsfw_flagged`)."""
+    """The `datasets.Features` of one image record (docs/records.md)."""
     from datasets import Features, Image, Value
 
     return Features(
@@ -67,7 +69,7 @@ class ImageRecord:
             "prompt_id": self.prompt_id,
             "sample_index": self.sample_index,
             "seed": self.seed,
-            "image": {"bytes": self.png, "path": f"{self.prompt_id}_{self.sample_index}.png"},
+            "image": {"bytes": self.png, "path": image_file_name(self.prompt_id, self.sample_index)},
             "model_id": self.model_id,
             "model_key": self.model_key,
             "params": self.params,
@@ -82,35 +84,14 @@ def png_bytes(image) -> bytes:
     return buffer.getvalue()
 
 
-def images_dir(dataset_dir: Path) -> Path:
-    return Path(dataset_dir) / IMAGES_SUBDIR
-
-
-def shard_paths(dataset_dir: Path, key: str) -> list[Path]:
-    """Complete shards of one split, in name order (temp files are hidden and never listed)."""
-    folder = images_dir(dataset_dir)
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob(f"{key}-*.parquet") if (m := SHARD_NAME.match(p.name)) and m["key"] == key)
-
-
 def write_shard_atomically(rows: list[dict[str, Any]], path: Path) -> None:
-    """Write rows as one parquet file: temp file in the same folder, fsync, then rename."""
+    """Write rows as one parquet file, whole or not at all (`layout.atomic_file`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     table = pa.Table.from_pylist(rows, schema=image_features().arrow_schema)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(temp, "wb") as handle:
-            pq.write_table(table, handle, row_group_size=ROW_GROUP_SIZE)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    finally:
-        if temp.exists():
-            temp.unlink()
+    with atomic_file(path) as handle:
+        pq.write_table(table, handle, row_group_size=ROW_GROUP_SIZE)
 
 
 def read_keys(path: Path) -> list[ImageKey]:
@@ -136,21 +117,19 @@ class ShardWriter:
     """Buffers image records of one rank and flushes them as numbered, atomically written shards."""
 
     def __init__(self, dataset_dir: Path, key: str, rank: int = 0, shard_size: int = 128):
-        if shard_size < 1:
-            raise UserError("--shard-size must be at least 1")
+        self.shard_size = check("shard_size", shard_size, positive_int)
         self.dataset_dir = Path(dataset_dir)
         self.key = key
         self.rank = rank
-        self.shard_size = shard_size
         self._buffer: list[dict[str, Any]] = []
         self._next_index = self._first_free_index()
         self.written: list[Path] = []
 
     def _first_free_index(self) -> int:
         used = [
-            int(m["index"])
+            parsed[2]
             for p in shard_paths(self.dataset_dir, self.key)
-            if (m := SHARD_NAME.match(p.name)) and int(m["rank"]) == self.rank
+            if (parsed := shard_rank_index(p)) and parsed[1] == self.rank
         ]
         return max(used, default=-1) + 1
 
@@ -164,7 +143,7 @@ class ShardWriter:
     def flush(self) -> Path | None:
         if not self._buffer:
             return None
-        path = images_dir(self.dataset_dir) / f"{self.key}-r{self.rank:03d}-{self._next_index:05d}.parquet"
+        path = shard_path(self.dataset_dir, self.key, self.rank, self._next_index)
         write_shard_atomically(self._buffer, path)
         self._buffer = []
         self._next_index += 1

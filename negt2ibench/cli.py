@@ -17,7 +17,15 @@ from . import __version__
 from .errors import NegT2IError
 
 # Parts that contribute sub-commands, in the order `--help` lists them.
-COMMAND_MODULES = ("dataset_builder.cli", "generation.cli", "evaluator.cli", "evaluator.report_cli", "space.cli")
+COMMAND_MODULES = (
+    "dataset_builder.cli",
+    "generation.cli",
+    "evaluator.cli",
+    "evaluator.report_cli",
+    "judges.cli",
+    "validation.cli",
+    "space.cli",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = args.handler(args)
     except NegT2IError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {error.one_line()}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print("interrupted: finished work is kept; run the same command again to resume", file=sys.stderr)

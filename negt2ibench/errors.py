@@ -12,6 +12,8 @@ Every error the project raises on purpose derives from `NegT2IError`; the CLI pr
 
 from __future__ import annotations
 
+import argparse
+
 
 class NegT2IError(Exception):
     """Base of the project's errors. Exit code 1 unless the subclass or the caller says otherwise."""
@@ -22,6 +24,11 @@ class NegT2IError(Exception):
         super().__init__(message)
         if exit_code is not None:
             self.exit_code = exit_code
+
+    def one_line(self) -> str:
+        """What the CLI prints after ``error: ``: the message's first line (a subclass may say it shorter)."""
+        text = str(self).strip()
+        return text.splitlines()[0] if text else type(self).__name__
 
 
 class UserError(NegT2IError):
@@ -34,6 +41,11 @@ class UsageError(UserError):
     """Wrong, missing or conflicting command options (argparse's own usage errors exit 2 too)."""
 
     exit_code = 2
+
+
+class OptionError(UsageError, argparse.ArgumentTypeError):
+    """An option value of the wrong form (`negt2ibench.options`). As an argparse `type=` it becomes
+    argparse's own usage error ("argument --batch-size: ...", exit 2); raised anywhere else, exit 2 too."""
 
 
 class MissingWeightsError(UserError):

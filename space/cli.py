@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from pathlib import Path
 
+from dataset_builder.layout import DEFAULT_DATASET_DIR
 from negt2ibench.errors import UserError
+from negt2ibench.options import positive_int, repo_id
 
-DEFAULT_DATASET = Path("build/negt2ibench")
+DEFAULT_DATASET = DEFAULT_DATASET_DIR
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -25,17 +26,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     store = open_store()
     print(f"prompts: {dataset or 'built in memory (default seed)'}; leaderboard store: {store!r}")
-    try:
-        demo = build_app(dataset=dataset, store=store)
-    except (FileNotFoundError, ValueError) as error:
-        raise UserError(f"cannot load the prompts: {error}") from None
+    demo = build_app(dataset=dataset, store=store)  # unreadable prompts: a one-line UserError
     demo.launch(server_name=args.host, server_port=args.port, **LAUNCH_KWARGS)
     return 0
 
 
 def _deploy(args: argparse.Namespace) -> int:
-    if not re.fullmatch(r"[\w.-]+/[\w.-]+", args.repo_id):
-        raise UserError(f"--repo-id must look like ORG/NAME, got {args.repo_id!r}")
     from .deploy import deploy_space
 
     out = Path(args.out)
@@ -62,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     serve.add_argument(
         "--port",
-        type=int,
+        type=positive_int,
         default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)),
         help="port to listen on (default 7860)",
     )
@@ -85,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "--dry-run lists the files and uploads nothing."
         ),
     )
-    deploy.add_argument("--repo-id", required=True, help="the Space, as ORG/NAME")
+    deploy.add_argument("--repo-id", required=True, type=repo_id, metavar="ORG/NAME", help="the Space, as ORG/NAME")
     deploy.add_argument("--dry-run", action="store_true", help="assemble and list the files; no network")
     deploy.add_argument("--out", default="build/space", help="where to assemble the folder (default build/space)")
     deploy.set_defaults(handler=_deploy)

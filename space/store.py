@@ -17,37 +17,40 @@ import gzip
 import os
 import re
 import sqlite3
-import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dataset_builder.layout import slug, write_atomic
 from evaluator.results import ResultRecord
+from negt2ibench.errors import NegT2IError, UserError
+from negt2ibench.jsonl import JsonlError, parse_jsonl
+from validation.annotations import AnnotationRecord, ImageKey
+
+from .annotation_store import ANNOTATIONS_SCHEMA, HubAnnotations, SQLiteAnnotations
 
 Status = Literal["pending", "verified", "rejected"]
-STATUSES: tuple[str, ...] = ("pending", "verified", "rejected")
+STATUSES: tuple[str, ...] = get_args(Status)
 DEFAULT_HOME = Path("~/.cache/negt2ibench")
 
 
-class StoreError(RuntimeError):
+class StoreError(NegT2IError, RuntimeError):
     """The store could not do what was asked (unknown id, taken model name, failed upload)."""
 
 
-class OwnershipError(StoreError):
+class OwnershipError(StoreError, UserError):
     """The model name belongs to another submitter's entry."""
 
 
 def model_key_of(model_name: str) -> str:
-    """The split-safe key of a model name: lower case, runs of other characters as `_`."""
-    key = re.sub(r"[^a-z0-9]+", "_", model_name.strip().lower()).strip("_")
-    if not key:
-        raise ValueError(f"model name {model_name!r} has no letters or digits")
-    return key
+    """The split-safe key of a model name (`dataset_builder.layout.slug`): lower case, runs of other
+    characters as one `_`. A name with no letter or digit raises `SlugError` (a `ValueError`)."""
+    return slug(model_name)
 
 
 class Entry(BaseModel):
@@ -110,15 +113,30 @@ class LeaderboardStore(Protocol):
     def count_recent(self, submitter: str, since: float) -> int:
         """Submissions by `submitter` created at or after `since` (epoch seconds)."""
 
+    # Human annotations (DESIGN §7; space/annotation_store.py): one record per image × annotator.
+    def add_annotation(self, record: AnnotationRecord) -> AnnotationRecord:
+        """Store at once; replaces the annotator's earlier record of that image (changed answers)."""
+
+    def add_annotations(self, records: Iterable[AnnotationRecord]) -> int:
+        """Store many as one transaction / one Hub commit (imports); same replacement rule."""
+
+    def annotations(self, annotator: str | None = None) -> list[AnnotationRecord]: ...
+
+    def annotators_of(self, image_key: ImageKey) -> list[str]: ...
+
+    def get_annotation(self, image_key: ImageKey, annotator: str) -> AnnotationRecord | None: ...
+
 
 def _results_blob(results: Iterable[ResultRecord]) -> bytes:
     lines = (record.model_dump_json() + "\n" for record in results)
     return gzip.compress("".join(lines).encode("utf-8"), compresslevel=5)
 
 
-def _parse_results_blob(blob: bytes) -> list[ResultRecord]:
-    text = gzip.decompress(blob).decode("utf-8")
-    return [ResultRecord.model_validate_json(line) for line in text.splitlines() if line.strip()]
+def _parse_results_blob(blob: bytes, source: str = "stored results") -> list[ResultRecord]:
+    contents = parse_jsonl(gzip.decompress(blob), ResultRecord.model_validate_json, source=source, kind="result")
+    if contents.torn:
+        raise JsonlError(contents.torn)
+    return contents.records
 
 
 def _check_owner(existing: list[Entry], entry: Entry) -> None:
@@ -130,8 +148,8 @@ def _check_owner(existing: list[Entry], entry: Entry) -> None:
             raise OwnershipError(f"model {entry.model_name!r} was submitted by another user; choose another model name")
 
 
-class SQLiteStore:
-    """Entries and results in one SQLite file; every write is a single transaction."""
+class SQLiteStore(SQLiteAnnotations):
+    """Entries, results and annotations in one SQLite file; every write is a single transaction."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path).expanduser()
@@ -154,6 +172,7 @@ class SQLiteStore:
                     jsonl_gz BLOB NOT NULL
                 );
                 """
+                + ANNOTATIONS_SCHEMA
             )
 
     def __repr__(self) -> str:
@@ -245,20 +264,6 @@ class SQLiteStore:
 UploadFn = Callable[[Path, list[str], list[str], str], None]
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
 def hub_uploader(repo_id: str, token: str | None = None) -> UploadFn:
     """An `UploadFn` that commits to a Hub dataset repo (token from HF_TOKEN; never printed)."""
 
@@ -274,9 +279,9 @@ def hub_uploader(repo_id: str, token: str | None = None) -> UploadFn:
     return upload
 
 
-class HubStore:
-    """Entries as ``submissions/<id>.json`` and results as ``results/<id>.jsonl.gz`` in a local clone
-    of a Hub dataset repo; each write is one Hub commit through `upload`."""
+class HubStore(HubAnnotations):
+    """Entries as ``submissions/<id>.json``, results as ``results/<id>.jsonl.gz`` and annotations under
+    ``annotations/`` in a local clone of a Hub dataset repo; each write is one Hub commit through `upload`."""
 
     def __init__(self, local_dir: str | Path, upload: UploadFn):
         self.local_dir = Path(local_dir).expanduser()
@@ -321,7 +326,7 @@ class HubStore:
             backups[rel] = path.read_bytes() if path.exists() else None
         try:
             for rel in sorted(writes, key=lambda r: r.startswith("submissions/")):
-                _atomic_write(self.local_dir / rel, writes[rel])
+                write_atomic(self.local_dir / rel, writes[rel])
             for rel in deletes:
                 (self.local_dir / rel).unlink(missing_ok=True)
             self._upload(self.local_dir, list(writes), deletes, message)
@@ -332,7 +337,7 @@ class HubStore:
                 if backups[rel] is None:
                     path.unlink(missing_ok=True)
                 else:
-                    _atomic_write(path, backups[rel])  # type: ignore[arg-type]
+                    write_atomic(path, backups[rel])  # type: ignore[arg-type]
             raise
 
     def add_submission(self, entry: Entry, results: Iterable[ResultRecord] = ()) -> Entry:

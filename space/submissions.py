@@ -21,21 +21,23 @@ from typing import Any, Protocol
 
 from PIL import Image
 
+from dataset_builder.layout import split_files, split_glob
 from dataset_builder.records import PromptIndex, PromptRecord
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from evaluator.config import EVALUATOR_VERSION, PRESETS, EvaluatorConfig
 from evaluator.results import ResultRecord
+from negt2ibench.errors import UserError
 
 from .store import Entry, LeaderboardStore, OwnershipError, model_key_of
 
 DAY_SECONDS = 24 * 60 * 60
 
 
-class SubmissionError(ValueError):
+class SubmissionError(UserError, ValueError):
     """A submission refused before anything was stored (limits, ownership, missing fields)."""
 
 
-class ImagesUnreachable(RuntimeError):
+class ImagesUnreachable(UserError, RuntimeError):
     """The submitted images dataset cannot be read from here."""
 
 
@@ -80,10 +82,10 @@ class ParquetImages:
 
     @classmethod
     def from_folder(cls, folder: str | Path, split: str) -> ParquetImages:
-        """A dataset folder laid out as the Hub repo: ``images/<split>-*.parquet``."""
-        files = sorted(str(p) for p in Path(folder).glob(f"images/{split}-*.parquet"))
+        """A dataset folder laid out as the Hub repo: ``images/<split>-*.parquet`` (`dataset_builder.layout`)."""
+        files = [str(path) for path in split_files(folder, split)]
         if not files:
-            raise ImagesUnreachable(f"images not reachable: no images/{split}-*.parquet in {folder}")
+            raise ImagesUnreachable(f"images not reachable: no {split_glob(split)} in {folder}")
         return cls(files)
 
     def image(self, prompt_id: str, sample_index: int) -> Image.Image:
@@ -115,11 +117,11 @@ def hub_images(repo_id: str, revision: str, split: str) -> ImageSource:
         from huggingface_hub import HfFileSystem
 
         filesystem = HfFileSystem(token=os.environ.get("HF_TOKEN"))
-        files = filesystem.glob(f"datasets/{repo_id}@{revision or 'main'}/images/{split}-*.parquet")
+        files = filesystem.glob(f"datasets/{repo_id}@{revision or 'main'}/{split_glob(split)}")
     except Exception as error:  # noqa: BLE001 - offline, missing repo, private repo ...
         raise ImagesUnreachable(f"images not reachable: {type(error).__name__}: {error}") from None
     if not files:
-        raise ImagesUnreachable(f"images not reachable: {repo_id}@{revision} has no images/{split}-*.parquet")
+        raise ImagesUnreachable(f"images not reachable: {repo_id}@{revision} has no {split_glob(split)}")
     return ParquetImages(files, filesystem=filesystem)
 
 

@@ -114,15 +114,3 @@ def _no_network():
     socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
     yield
     socket.socket.connect = _real_connect  # type: ignore[method-assign]
-
-
-@pytest.fixture(autouse=True)
-def _space_perception_reset():
-    """`build_app(perception=...)` installs a process-wide perception: put back what was there
-    before each test, so no test scores with another test's double."""
-    app = sys.modules.get("space.app")
-    before = app._PERCEPTION if app is not None else None
-    yield
-    app = sys.modules.get("space.app")
-    if app is not None:
-        app.set_perception(before)

@@ -1,4 +1,4 @@
-"""The corpus (DESIGN §3) and its grammar: invariants on the default corpus, determinism, parsing."""
+"""The corpus (docs/corpus.md) and its grammar: invariants on the default corpus, determinism, parsing."""
 
 from __future__ import annotations
 

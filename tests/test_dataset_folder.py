@@ -20,7 +20,8 @@ from dataset_builder.hub import (
     upload_paths,
     write_dataset_folder,
 )
-from dataset_builder.records import load_prompts, prompt_features
+from dataset_builder.loading import load_prompts
+from dataset_builder.records import prompt_features
 from dataset_builder.validate import validate_folder
 from negt2ibench.errors import UserError
 

@@ -16,7 +16,6 @@ from generation.merge import merge_split, refresh_card
 from generation.registry import REGISTRY, ModelSpec, get_spec, import_object, registry_lines
 from generation.runner import (
     DiffusersGenerator,
-    RankInfo,
     generate_images,
     image_seed,
     plan_work,
@@ -25,6 +24,7 @@ from generation.runner import (
 )
 from generation.shards import drop_duplicates, existing_keys, image_features, shard_paths
 from negt2ibench.errors import UserError
+from negt2ibench.launch import Launch
 
 TINY = ModelSpec(
     key="tiny",
@@ -165,16 +165,16 @@ def test_rank_slices_partition_the_work_contiguously():
 
 
 def test_accelerate_single_process_takes_everything():
-    rank = RankInfo.from_accelerate()
+    rank = Launch.detect()
     assert (rank.rank, rank.world_size) == (0, 1)
-    assert rank.split(list(range(7))) == list(range(7))
+    assert rank.share(list(range(7))) == list(range(7))
 
 
 def test_launcher_world_size_that_accelerate_does_not_see_is_refused(monkeypatch):
-    RankInfo.from_accelerate()  # the process's (single) state exists
+    Launch.detect()  # the process's (single) state exists
     monkeypatch.setenv("WORLD_SIZE", "2")
     with pytest.raises(UserError, match="launched as 2 processes but accelerate sees 1"):
-        RankInfo.from_accelerate()
+        Launch.detect()
 
 
 # --------------------------------------------------------------------------- generation
@@ -242,7 +242,7 @@ def test_two_ranks_write_their_own_shards_and_merge_is_complete(generator, tmp_p
     work = plan_work(prompts, 2)
     write_prompts_jsonl(prompts, tmp_path)
     results = [
-        generate_images(generator, TINY, work, tmp_path, rank=RankInfo(rank, 2), batch_size=2, progress=False)
+        generate_images(generator, TINY, work, tmp_path, rank=Launch(rank, 2), batch_size=2, progress=False)
         for rank in (0, 1)
     ]
     assert [r.planned for r in results] == [3, 3]

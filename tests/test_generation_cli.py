@@ -61,20 +61,30 @@ def test_generate_from_a_local_diffusers_folder_resumes_and_merges(local_pipelin
     assert "missing 6 images" in capsys.readouterr().out
 
 
+def exit_code(argv: list[str]) -> int:
+    """main's return value, or the code of argparse's own usage error (it exits)."""
+    try:
+        return main(argv)
+    except SystemExit as exited:
+        return exited.code
+
+
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
         (["generate", "--model", "sd_1_5", "--limit", "1"], 2, "not available offline"),
         (["generate", "--model", "blip3o_next"], 1, "negt2ibench import-images --key blip3o_next"),
-        (["generate", "--model", "sd_2_1"], 1, "unknown model key 'sd_2_1'"),
-        (["generate", "--model-id", "some/pipeline"], 1, "--model-id needs --key"),
-        (["generate", "--model-id", "some/pipeline", "--key", "Bad-Key"], 1, "not a valid split name"),
-        (["generate", "--model", "sd_1_5", "--steps", "3"], 1, "only for --model-id"),
-        (["generate", "--model", "sd_1_5", "--categories", "colour"], 1, "unknown category colour"),
+        # Wrong, missing or conflicting options are usage errors: exit 2, as argparse's own.
+        (["generate", "--model", "sd_2_1"], 2, "unknown model key 'sd_2_1'"),
+        (["generate", "--model-id", "some/pipeline"], 2, "--model-id needs --key"),
+        (["generate", "--model-id", "some/pipeline", "--key", "Bad-Key"], 2, "not a valid split name"),
+        (["generate", "--model", "sd_1_5", "--steps", "3"], 2, "only for --model-id"),
+        (["generate", "--model", "sd_1_5", "--categories", "colour"], 2, "unknown category colour"),
+        (["generate", "--model", "sd_1_5", "--batch-size", "0"], 2, "must be a positive integer"),
     ],
 )
 def test_generate_errors_are_one_clear_line(argv, code, message, dataset, capsys):
-    assert main(argv + ["--out", str(dataset)]) == code
+    assert exit_code(argv + ["--out", str(dataset)]) == code
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not shard_paths(dataset, "sd_1_5")

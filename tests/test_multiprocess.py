@@ -159,7 +159,7 @@ from pathlib import Path
 from accelerate import PartialState
 
 from _perception_helpers import tiny_perception
-from dataset_builder.records import load_prompts
+from dataset_builder.loading import load_prompts
 from evaluator.config import PRESETS
 from evaluator.pipeline import score_images
 

@@ -72,42 +72,54 @@ def _detector(cap: int = 16, threshold: float = 0.03) -> Detector:
     return Detector(detector, presence_threshold=threshold, per_class_cap=cap, device=torch.device("cpu"))
 
 
+def _of_class(detections, name):
+    return detections[detections["class_name"] == name]
+
+
 def test_detector_returns_only_prompt_classes_capped_and_in_bounds():
     images = [random_image(1, (90, 70)), random_image(2, (64, 120))]
     wanted = [["cup", "dog", "bicycle"], ["bus", "car"]]
-    results = _detector(cap=3).detect(images, wanted, with_masks=True)
-    assert [set(result) for result in results] == [set(names) for names in wanted]
+    detector = _detector(cap=3)
+    results = detector.detect(images, wanted, with_masks=True)
+    ids = benchmark_class_ids()
     seen_any = False
-    for image, result in zip(images, results, strict=False):
-        for _name, found in result.items():
-            assert len(found.scores) <= 3 and len(found.scores) == len(found.boxes)
-            assert all(score >= 0.03 for score in found.scores)
-            assert found.scores == sorted(found.scores, reverse=True)
-            for x0, y0, x1, y1 in found.boxes:
+    for image, names, found in zip(images, wanted, results, strict=True):
+        assert set(found["class_name"]) <= set(names)
+        assert [ids[name] for name in found["class_name"]] == list(found.class_id)
+        order = [names.index(name) for name in found["class_name"]]
+        assert order == sorted(order)  # class by class, in the prompt's order
+        for name in names:
+            rows = _of_class(found, name)
+            assert len(rows) <= 3 and all(score >= 0.03 for score in rows.confidence)
+            assert list(rows.confidence) == sorted(rows.confidence, reverse=True)
+            for x0, y0, x1, y1 in rows.xyxy:
                 assert 0 <= x0 <= x1 <= image.width and 0 <= y0 <= y1 <= image.height
-            if found.scores:
+            if len(rows):
                 seen_any = True
-                assert found.top_mask.shape == (image.height, image.width) and found.top_mask.dtype == bool
+                masks = detector.masks(rows[:1], image.width, image.height)
+                assert masks.shape == (1, image.height, image.width) and masks.dtype == bool
     assert seen_any
-    assert results[0]["bicycle"].scores == []  # the tiny detector never sees bicycles
+    assert len(_of_class(results[0], "bicycle")) == 0  # the tiny detector never sees bicycles
 
 
 def test_detections_equal_rfdetr_predict_filtered_to_the_prompt_classes():
     detector, *_ = tiny_models()
     images = [random_image(1, (90, 70)), random_image(2, (64, 120))]
     names = ["cup", "dog", "bus"]
-    mine = _detector(cap=300).detect(images, [names] * 2, with_masks=True)
+    ours = _detector(cap=300)
+    mine = ours.detect(images, [names] * 2, with_masks=True)
     reference = detector.predict(images, threshold=0.03)
     ids = benchmark_class_ids()
     compared = 0
-    for ours, theirs in zip(mine, reference, strict=False):
+    for image, found, theirs in zip(images, mine, reference, strict=True):
         for name in names:
+            rows = _of_class(found, name)
             selected = theirs.class_id == ids[name]
-            assert ours[name].scores == pytest.approx(sorted(theirs.confidence[selected], reverse=True), abs=1e-5)
+            assert list(rows.confidence) == pytest.approx(sorted(theirs.confidence[selected], reverse=True), abs=1e-5)
             if selected.any():
                 top = int(np.argmax(np.where(selected, theirs.confidence, -1.0)))
-                assert np.allclose(ours[name].boxes[0], theirs.xyxy[top], atol=1e-2)
-                assert np.array_equal(ours[name].top_mask, theirs.mask[top])
+                assert np.allclose(rows.xyxy[0], theirs.xyxy[top], atol=1e-2)
+                assert np.array_equal(ours.masks(rows[:1], image.width, image.height)[0], theirs.mask[top])
                 compared += 1
     assert compared >= 2
 
@@ -116,11 +128,18 @@ def test_detector_cap_and_threshold_apply():
     image = [random_image(3)]
     uncapped = _detector(cap=100).detect(image, [list(VISIBLE_CLASSES)], with_masks=False)[0]
     capped = _detector(cap=2).detect(image, [list(VISIBLE_CLASSES)], with_masks=False)[0]
-    assert max(len(found.scores) for found in uncapped.values()) > 2
+    assert max(len(_of_class(uncapped, name)) for name in VISIBLE_CLASSES) > 2
     for name in VISIBLE_CLASSES:
-        assert capped[name].scores == uncapped[name].scores[:2]
+        assert list(_of_class(capped, name).confidence) == list(_of_class(uncapped, name).confidence[:2])
     strict = _detector(threshold=0.999).detect(image, [list(VISIBLE_CLASSES)], with_masks=False)[0]
-    assert all(found.scores == [] for found in strict.values())
+    assert len(strict) == 0 and strict["class_name"].shape == (0,)
+
+
+def test_masks_need_the_logits_kept_by_detect():
+    found = _detector().detect([random_image(3)], [list(VISIBLE_CLASSES)], with_masks=False)[0]
+    assert "mask_logits" not in found.data
+    with pytest.raises(ValueError, match="with_masks=True"):
+        _detector().masks(found, 80, 64)
 
 
 def test_detector_rejects_a_non_benchmark_class():

@@ -8,46 +8,13 @@ import math
 
 import numpy as np
 import pytest
-from scipy import ndimage
+from _mask_helpers import box, disc, pixel, random_blobs, reference_gap
 
-from evaluator import rules
 from evaluator.config import PRESETS
 from evaluator.rules import all_relation_predicates, attribute_values, axis_of, relation_predicates
 
 CURRENT = PRESETS["current"]
 PREVIOUS = PRESETS["previous"]
-
-
-def box(y0: int, x0: int, height: int, width: int, shape: tuple[int, int] = (200, 200)) -> np.ndarray:
-    mask = np.zeros(shape, bool)
-    mask[y0 : y0 + height, x0 : x0 + width] = True
-    return mask
-
-
-def pixel(y: int, x: int, shape: tuple[int, int] = (200, 200)) -> np.ndarray:
-    return box(y, x, 1, 1, shape)
-
-
-def disc(cy: float, cx: float, radius: float, shape: tuple[int, int] = (200, 200)) -> np.ndarray:
-    yy, xx = np.mgrid[: shape[0], : shape[1]]
-    return (yy - cy) ** 2 + (xx - cx) ** 2 <= radius**2
-
-
-def reference_gap(mask_a: np.ndarray, mask_b: np.ndarray) -> float:
-    """Brute force over the full image: the module's gap definition, computed the slow way."""
-    if (mask_a & mask_b).any():
-        return 0.0
-    nearest = ndimage.distance_transform_edt(~mask_b)[mask_a].min()
-    return 0.0 if nearest <= math.sqrt(2) else nearest - 1.0
-
-
-def random_blobs(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
-    mask = np.zeros(shape, bool)
-    for _ in range(rng.integers(1, 4)):
-        y, x = rng.integers(0, shape[0], 2)
-        h, w = rng.integers(1, shape[0] // 3, 2)
-        mask[y : y + h, x : x + w] = True
-    return mask
 
 
 # ----------------------------------------------------------------------------- attributes
@@ -352,98 +319,6 @@ def test_depth_with_a_flat_disparity_map_emits_nothing():
     a, b, _ = depth_scene(0.0, 0.0, gap=0)
     result = relation_predicates("depth", a, b, np.full(a.shape, 3.0))
     assert result.predicates == frozenset() and result.measurements["depth_difference"] is None
-
-
-# Cost settings that make `_facing_window` pick one method (the choice never changes the result).
-FACING_METHODS = {
-    "edt": {"_EDT_COST_PER_PIXEL": 1e-9, "_KD_COST_PER_POINT": 1e9, "_SPAN_COST_PER_SPAN": 1e9},
-    "kd": {"_EDT_COST_PER_PIXEL": 1e9, "_KD_COST_PER_POINT": 1e-9, "_SPAN_COST_PER_SPAN": 1e9},
-    "spans": {"_EDT_COST_PER_PIXEL": 1e9, "_KD_COST_PER_POINT": 1e9, "_SPAN_COST_PER_SPAN": 1e-9},
-}
-
-
-def scattered_blobs(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
-    """A few rectangles and discs anywhere in the frame, sometimes at its border."""
-    mask = random_blobs(rng, shape)
-    for _ in range(rng.integers(0, 3)):
-        cy, cx = rng.integers(0, shape[0], 2)
-        mask |= disc(cy, cx, float(rng.uniform(1, shape[0] / 5)), shape)
-    return mask
-
-
-@pytest.mark.parametrize("method", sorted(FACING_METHODS))
-def test_every_facing_method_agrees_with_brute_force(monkeypatch, method):
-    """EDT window, tiled KD-tree and painted disc spans: three exact ways to the same facing pixels,
-    for reaches from touching to far beyond the tile size (tiles settled at every level)."""
-    for name, cost in FACING_METHODS[method].items():
-        monkeypatch.setattr(rules, name, cost)
-    used = {"edt": 0, "kd": 0, "spans": 0}  # calls of each method's function from rules
-
-    def counted(name, function):
-        def call(*args, **kwargs):
-            used[name] += 1
-            return function(*args, **kwargs)
-
-        return call
-
-    class CountingNdimage:  # rules' `ndimage`; the test's brute force keeps the real one
-        distance_transform_edt = staticmethod(counted("edt", ndimage.distance_transform_edt))
-
-        def __getattr__(self, attribute):
-            return getattr(ndimage, attribute)
-
-    monkeypatch.setattr(rules, "ndimage", CountingNdimage())
-    monkeypatch.setattr(rules, "_within_reach_kd", counted("kd", rules._within_reach_kd))
-    monkeypatch.setattr(rules, "_within_reach_spans", counted("spans", rules._within_reach_spans))
-    rng = np.random.default_rng(23)
-    shape = (120, 120)
-    for trial in range(30):
-        a, b = scattered_blobs(rng, shape), scattered_blobs(rng, shape)
-        mask_a, geo_a, mask_b, geo_b = rules._validated_pair(a, b)
-        reach = rules._reach_for_gap(float(rng.choice([0.0, rng.uniform(0, 10), rng.uniform(10, 150)])))
-        expected = a & (ndimage.distance_transform_edt(~b) <= reach)
-        y0, x0, window = rules._facing_window(mask_a, geo_a, mask_b, geo_b, reach)
-        found = np.zeros_like(a)
-        found[y0 : y0 + window.shape[0], x0 : x0 + window.shape[1]] = window
-        assert np.array_equal(found, expected), (trial, reach)
-    # The cost settings forced the method under test (and the trials reached it).
-    assert {name: count > 0 for name, count in used.items()} == {name: name == method for name in used}
-
-
-def test_disc_half_widths_follow_the_distance_test_exactly():
-    for reach in (1.0, math.sqrt(2) + 1e-9, 5.0, 5.0 + 1e-9, 17.000000001, 63.7):
-        offsets = np.arange(-int(reach), int(reach) + 1)
-        widths = rules._disc_half_widths(offsets, reach)
-        for dy, w in zip(offsets, widths, strict=False):
-            assert math.sqrt(w * w + dy * dy) <= reach < math.sqrt((w + 1) ** 2 + dy * dy)
-
-
-def reference_depth(mask_a: np.ndarray, mask_b: np.ndarray, disparity: np.ndarray) -> tuple[int, float, int, float]:
-    """Facing surfaces of the current preset the slow way: full-image distance transforms."""
-    gap = reference_gap(mask_a, mask_b)
-    reach = rules._reach_for_gap(gap + CURRENT.depth_band_px)
-    facing_a = mask_a & (ndimage.distance_transform_edt(~mask_b) <= reach)
-    facing_b = mask_b & (ndimage.distance_transform_edt(~mask_a) <= reach)
-    return (
-        int(facing_a.sum()),
-        float(disparity[facing_a].mean()),
-        int(facing_b.sum()),
-        float(disparity[facing_b].mean()),
-    )
-
-
-def test_depth_measurements_equal_a_brute_force_reference_to_the_last_bit():
-    rng = np.random.default_rng(5)
-    shape = (160, 160)
-    for _ in range(25):
-        a, b = scattered_blobs(rng, shape), scattered_blobs(rng, shape)
-        disparity = rng.random(shape, dtype=np.float32)
-        disparity[a] += np.float32(rng.uniform(-0.3, 0.3))
-        measured = all_relation_predicates(a, b, disparity)["depth"].measurements
-        count_a, mean_a, count_b, mean_b = reference_depth(a, b, disparity)
-        assert measured["gap"] == pytest.approx(reference_gap(a, b))
-        assert (measured["facing_pixels_a"], measured["facing_pixels_b"]) == (count_a, count_b)
-        assert (measured["facing_disparity_a"], measured["facing_disparity_b"]) == (mean_a, mean_b)  # exact
 
 
 # ----------------------------------------------------------------------------- shared behaviour and errors

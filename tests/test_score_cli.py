@@ -109,8 +109,10 @@ def test_score_offline_without_weights_exits_2_with_one_line(workspace, monkeypa
 
 def test_score_bad_arguments_are_one_line_errors(workspace, capsys):
     tmp_path, prompts, folder = workspace
-    assert main(["score", "--images", str(folder), "--out", str(tmp_path / "r.jsonl"), "--batch-size", "0"]) == 1
-    assert "--batch-size" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:  # a usage error, as every command's: exit 2
+        main(["score", "--images", str(folder), "--out", str(tmp_path / "r.jsonl"), "--batch-size", "0"])
+    assert exited.value.code == 2
+    assert "argument --batch-size: must be a positive integer, got '0'" in capsys.readouterr().err
     assert main(["score", "--images", str(tmp_path / "nowhere"), "--out", str(tmp_path / "r.jsonl")]) == 1
     assert "no such image" in capsys.readouterr().err
 

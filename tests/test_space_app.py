@@ -11,8 +11,9 @@ from _net import launch_local
 from _space_helpers import RectanglePerception, scene_png, write_images_dataset, write_results
 from gradio_client import Client, handle_file
 
-from dataset_builder.records import load_prompts
-from space.app import PAPER_ROWS, REPORTED, build_app, leaderboard_frame, newest_entries, set_perception
+from dataset_builder.loading import load_prompts
+from space.app import build_app
+from space.leaderboard_view import PAPER_ROWS, REPORTED, leaderboard_frame, newest_entries
 from space.store import Entry, SQLiteStore
 from space.submissions import ImagesUnreachable, ParquetImages, SubmissionLimits
 
@@ -39,12 +40,12 @@ def data(prompts, tmp_path_factory):
     }
 
 
-class PerTestStore:
-    """The leaderboard store of the module's app, replaced by an empty one for each test (so no
-    test sees another's submissions or daily count, whatever the order)."""
+class PerTest:
+    """The store or perception of the module's app, replaced by a fresh one for each test (so no
+    test sees another's submissions, daily count or double, whatever the order)."""
 
-    def __init__(self, store: SQLiteStore):
-        self.inner = store
+    def __init__(self, inner):
+        self.inner = inner
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -59,29 +60,28 @@ def server(prompts, data, tmp_path_factory):
             raise ImagesUnreachable(f"images not reachable: {repo_id} (offline test)")
         return ParquetImages.from_folder(data["images"], split)
 
-    store = PerTestStore(SQLiteStore(tmp_path_factory.mktemp("space_store") / "lb.sqlite"))
+    store = PerTest(SQLiteStore(tmp_path_factory.mktemp("space_store") / "lb.sqlite"))
+    perception = PerTest(RectanglePerception())
     demo = build_app(
         prompts=prompts,
         store=store,
-        perception=RectanglePerception(),
+        perception=perception,
         open_images=open_images,
         limits=SubmissionLimits(per_day=3, spot_check_k=3),
     )
     demo.queue()
     client = Client(launch_local(demo), verbose=False)
-    yield {"client": client, "store": store}
+    yield {"client": client, "store": store, "perception": perception}
     client.close()
     demo.close()
-    set_perception(None)
 
 
 @pytest.fixture
 def app(server, tmp_path):
     """The module's app with an empty store and a fresh perception double for this test."""
     server["store"].inner = SQLiteStore(tmp_path / "lb.sqlite")
-    perception = RectanglePerception()
-    set_perception(perception)
-    return {"client": server["client"], "store": server["store"].inner, "perception": perception}
+    server["perception"].inner = RectanglePerception()
+    return {"client": server["client"], "store": server["store"].inner, "perception": server["perception"].inner}
 
 
 def table(value) -> pd.DataFrame:
@@ -241,8 +241,9 @@ def test_leaderboard_prefers_verified_and_hides_rejected():
 
 
 def test_preload_loads_models_once_and_survives_missing_weights(prompts, tmp_path):
-    import space.app as space_app
+    from negt2ibench.api import Evaluator
     from negt2ibench.errors import MissingWeightsError
+    from space.scoring import preload_models
 
     class CountingModels(RectanglePerception):
         loads = 0
@@ -252,23 +253,19 @@ def test_preload_loads_models_once_and_survives_missing_weights(prompts, tmp_pat
             if CountingModels.loads > 1:
                 raise MissingWeightsError("RFDETRSegXLarge")
 
-    previous = space_app._PERCEPTION
-    try:
-        space_app.set_perception(CountingModels())
-        build_app(prompts=prompts[:10], store=SQLiteStore(tmp_path / "a.sqlite"), preload=True)
-        assert CountingModels.loads == 1
-        space_app.preload_models()  # missing weights: logged, the app still builds
-        assert CountingModels.loads == 2
-        build_app(prompts=prompts[:10], store=SQLiteStore(tmp_path / "b.sqlite"), preload=False)
-        assert CountingModels.loads == 2
-    finally:
-        space_app.set_perception(previous)
+    evaluator = Evaluator(perception=CountingModels())
+    build_app(prompts=prompts[:10], store=SQLiteStore(tmp_path / "a.sqlite"), evaluator=evaluator, preload=True)
+    assert CountingModels.loads == 1
+    preload_models(evaluator)  # missing weights: logged, the app still builds
+    assert CountingModels.loads == 2
+    build_app(prompts=prompts[:10], store=SQLiteStore(tmp_path / "b.sqlite"), evaluator=evaluator, preload=False)
+    assert CountingModels.loads == 2
 
 
 def test_requester_identity():
     from types import SimpleNamespace
 
-    from space.app import requester
+    from space.views import requester
 
     assert requester(None) == "anonymous"
     signed_in = SimpleNamespace(username="bob")  # what gradio injects as gr.OAuthProfile

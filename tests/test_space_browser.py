@@ -13,7 +13,7 @@ import pytest
 from _net import launch_local
 from _space_helpers import RectanglePerception, result_line, scene_png
 
-from dataset_builder.records import load_prompts
+from dataset_builder.loading import load_prompts
 from evaluator.report import leaderboard_row
 from evaluator.results import ResultRecord
 from space.app import build_app

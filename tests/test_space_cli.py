@@ -58,8 +58,10 @@ def test_assemble_replaces_stale_files(tmp_path):
 
 
 def test_bad_repo_id_and_missing_dataset_are_one_line_errors(capsys, tmp_path):
-    assert main(["deploy-space", "--repo-id", "not a repo", "--dry-run"]) == 1
-    assert "error: --repo-id must look like ORG/NAME" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:  # a usage error, as every command's: exit 2
+        main(["deploy-space", "--repo-id", "not a repo", "--dry-run"])
+    assert exited.value.code == 2
+    assert "argument --repo-id: must look like ORG/NAME, got 'not a repo'" in capsys.readouterr().err
     assert main(["serve", "--dataset", str(tmp_path / "missing")]) == 1
     assert "run `negt2ibench build" in capsys.readouterr().err
 

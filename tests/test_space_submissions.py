@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from _space_helpers import RectanglePerception, png_bytes, result_line, write_images_dataset, write_results
 
-from dataset_builder.records import PromptIndex, load_prompts
+from dataset_builder.loading import load_prompts
+from dataset_builder.records import PromptIndex
 from evaluator.config import PRESETS
 from evaluator.pipeline import score_images
 from evaluator.results import ResultRecord

@@ -276,7 +276,7 @@ def test_invariants_over_real_corpus_prompts_with_random_observations():
     """Every category and setting of the built corpus, random perception: the record is always
     consistent (one cause exactly when failed, dead-zone passes only on passing negated
     relations, image pass = all present and all satisfied)."""
-    from dataset_builder.records import load_prompts
+    from dataset_builder.loading import load_prompts
     from dataset_builder.vocabulary import CATEGORY_VOCABULARY
 
     rng = np.random.default_rng(5)

@@ -3,13 +3,14 @@
 `rfdetr`'s `predict` upsamples a mask for every detection above its threshold (hundreds at the
 benchmark's 0.03), so this module runs the model's forward itself, selects the top query/class
 pairs the same way rfdetr's `PostProcess` does, keeps only the prompt's classes (at most
-`per_class_cap` each), and upsamples a mask only for the instance a statement uses.
+`per_class_cap` each), and upsamples a mask only for the instances a statement uses (`masks`).
+Its output is one `supervision.Detections` per image, the type every later step reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -18,6 +19,9 @@ import torchvision.transforms.functional as TF
 from PIL import Image
 
 from dataset_builder.vocabulary import OBJECT_CLASSES
+
+if TYPE_CHECKING:
+    import supervision as sv
 
 # COCO names (as in rfdetr.assets.coco_classes) that the benchmark spells differently (GenEval's names).
 COCO_TO_BENCHMARK_NAME: dict[str, str] = {
@@ -38,21 +42,6 @@ def benchmark_class_ids(coco_classes: dict[int, str] | None = None) -> dict[str,
     if missing:
         raise ValueError(f"benchmark classes without a COCO id: {', '.join(missing)}")
     return {name: by_name[name] for name in OBJECT_CLASSES}
-
-
-@dataclass
-class ClassDetections:
-    """The kept detections of one class in one image, most confident first."""
-
-    name: str
-    scores: list[float] = field(default_factory=list)
-    boxes: list[tuple[float, float, float, float]] = field(default_factory=list)  # xyxy pixels
-    queries: list[int] = field(default_factory=list)  # decoder query of each detection
-    top_mask: np.ndarray | None = None  # RF-DETR's own mask of the best instance, when asked for
-
-    @property
-    def best_score(self) -> float:
-        return self.scores[0] if self.scores else 0.0
 
 
 def select_class_detections(
@@ -128,8 +117,17 @@ class Detector:
     @torch.inference_mode()
     def detect(
         self, images: Sequence[Image.Image], wanted: Sequence[Sequence[str]], *, with_masks: bool
-    ) -> list[dict[str, ClassDetections]]:
-        """Detections of each image's wanted classes; with_masks adds RF-DETR's mask of the best instance."""
+    ) -> list[sv.Detections]:
+        """One `sv.Detections` per image: the kept detections of that image's wanted classes.
+
+        Rows come class by class in the order of `wanted`, most confident first within a class:
+        `xyxy` in pixels, `confidence`, `class_id` (RF-DETR's COCO id), `data["class_name"]`
+        (the benchmark's class name) and `data["query"]` (the decoder query). `with_masks` adds
+        `data["mask_logits"]`, RF-DETR's low-resolution mask logits of each row, so that
+        `masks` can upsample the instances a statement uses, and only those.
+        """
+        import supervision as sv  # imported on use: it is slow to import and rfdetr loads it anyway
+
         if not images:
             return []
         batch = self._preprocess(images)
@@ -153,22 +151,34 @@ class Detector:
                 threshold=self.presence_threshold,
                 per_class_cap=self.per_class_cap,
             )
-            per_class = {}
-            for name, pairs in picked.items():
-                queries = [query for query, _ in pairs]
-                boxes = (
-                    _cxcywh_to_xyxy(boxes_normalised[index, queries], width, height) if queries else np.zeros((0, 4))
+            rows = [(name, query, score) for name, pairs in picked.items() for query, score in pairs]
+            queries = [query for _, query, _ in rows]
+            data = {
+                "class_name": np.array([name for name, _, _ in rows], dtype=str),
+                "query": np.array(queries, dtype=int),
+            }
+            if with_masks:
+                logits = outputs["pred_masks"][index, queries].float().cpu().numpy()
+                data["mask_logits"] = logits.reshape(len(rows), *outputs["pred_masks"].shape[-2:])
+            results.append(
+                sv.Detections(
+                    xyxy=_cxcywh_to_xyxy(boxes_normalised[index, queries], width, height) if rows else np.zeros((0, 4)),
+                    confidence=np.array([score for _, _, score in rows], dtype=np.float64),
+                    class_id=np.array([self.class_ids[name] for name, _, _ in rows], dtype=int),
+                    data=data,
                 )
-                detections = ClassDetections(
-                    name=name,
-                    scores=[score for _, score in pairs],
-                    boxes=[tuple(float(v) for v in box) for box in boxes],
-                    queries=queries,
-                )
-                if with_masks and queries:
-                    logits = outputs["pred_masks"][index, queries[0]].float()[None, None]
-                    upsampled = F.interpolate(logits, size=(height, width), mode="bilinear", align_corners=False)
-                    detections.top_mask = (upsampled[0, 0] > 0).cpu().numpy()
-                per_class[name] = detections
-            results.append(per_class)
+            )
         return results
+
+    @torch.inference_mode()
+    def masks(self, detections: sv.Detections, width: int, height: int) -> np.ndarray:
+        """RF-DETR's own full-resolution masks (bool, rows × height × width) of these detections,
+        upsampled one by one from `data["mask_logits"]` (kept by `detect(..., with_masks=True)`)."""
+        if "mask_logits" not in detections.data:
+            raise ValueError("these detections carry no mask logits; detect them with with_masks=True")
+        masks = np.zeros((len(detections), height, width), dtype=bool)
+        for row, logits in enumerate(detections.data["mask_logits"]):
+            low = torch.from_numpy(np.ascontiguousarray(logits)).to(self.device)[None, None]
+            upsampled = F.interpolate(low, size=(height, width), mode="bilinear", align_corners=False)
+            masks[row] = (upsampled[0, 0] > 0).cpu().numpy()
+        return masks

@@ -1,4 +1,6 @@
-"""PNG plots of a `Report` (matplotlib, Agg canvas; no pyplot global state)."""
+"""PNG plots of the report's tables (matplotlib, Agg canvas; no pyplot global state).
+
+Each plot takes only `Table`s built by `evaluator.report.tables`, never the records or the `Report`."""
 
 from __future__ import annotations
 
@@ -9,8 +11,10 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .report import ALL, CATEGORY_TITLES, POOLED, SETTING_LABELS, TABLE3_CATEGORIES, Report
-from .results import CAUSES
+from evaluator.results import CAUSES
+
+from .keys import ALL, CATEGORY_TITLES, POOLED, SETTING_LABELS, TABLE3_CATEGORIES
+from .table import Table
 
 CAUSE_COLORS = {
     "subject_missing": "#4c72b0",
@@ -27,18 +31,21 @@ def _save(figure: Figure, path: Path) -> Path:
     return path
 
 
-def plot_accuracy_by_setting(report: Report, path: str | Path) -> Path:
-    """Image accuracy per setting (1:0 … 2:2), one line per model; load boundaries shaded."""
+def _models(table: Table) -> list[str]:
+    return list(dict.fromkeys(row["model"] for row in table.rows))
+
+
+def plot_accuracy_by_setting(table3: Table, path: str | Path) -> Path:
+    """Image accuracy per setting (1:0 … 2:2), one line per model of Table 3; load boundaries shaded."""
     figure = Figure(figsize=(9, 4.5), layout="constrained")
     axes = figure.add_subplot()
     x = np.arange(len(SETTING_LABELS))
     for start, stop in ((-0.5, 1.5), (4.5, 6.5)):  # loads 1 and 3, alternating bands
         axes.axvspan(start, stop, color="0.93", zorder=0)
-    for model in report.models:
-        table = report.table3[model]
-        label = model if table["complete"] else f"{model} (coverage {table['coverage']:.1f}%)"
-        values = [table["settings"][s] for s in SETTING_LABELS]
-        axes.plot(x, values, marker="o", label=label)
+    for row in table3.rows:
+        model = row["model"]
+        label = model if row["complete"] else f"{model} (coverage {row['coverage']:.1f}%)"
+        axes.plot(x, [row[s] for s in SETTING_LABELS], marker="o", label=label)
     axes.set_xticks(x, SETTING_LABELS)
     axes.set_xlabel("setting P:N (loads 1 | 2 | 3 | 4)")
     axes.set_ylabel("image accuracy (%)")
@@ -48,18 +55,19 @@ def plot_accuracy_by_setting(report: Report, path: str | Path) -> Path:
     return _save(figure, Path(path))
 
 
-def plot_statement_accuracy(report: Report, path: str | Path) -> Path:
+def plot_statement_accuracy(statement_accuracy: Table, path: str | Path) -> Path:
     """Positive vs negated statement accuracy per category, one panel per model."""
-    count = len(report.models)
+    models = _models(statement_accuracy)
+    count = len(models)
     columns = min(3, count)
     rows = math.ceil(count / columns)
     figure = Figure(figsize=(5 * columns, 3.8 * rows), layout="constrained")
     categories = TABLE3_CATEGORIES + (ALL,)
     x = np.arange(len(categories))
     width = 0.38
-    for position, model in enumerate(report.models, start=1):
+    for position, model in enumerate(models, start=1):
         axes = figure.add_subplot(rows, columns, position)
-        table = report.statement_accuracy[model]
+        table = {row["category"]: row for row in statement_accuracy.rows if row["model"] == model}
         axes.bar(x - width / 2, [table[c]["positive"] for c in categories], width, label="positive", color="#4c72b0")
         axes.bar(x + width / 2, [table[c]["negated"] for c in categories], width, label="negated", color="#c44e52")
         axes.set_xticks(x, [CATEGORY_TITLES.get(c, "All") for c in categories], rotation=30, fontsize="small")
@@ -71,32 +79,35 @@ def plot_statement_accuracy(report: Report, path: str | Path) -> Path:
     return _save(figure, Path(path))
 
 
-def plot_failure_causes(report: Report, path: str | Path) -> Path:
+def plot_failure_causes(by_setting: Table, by_category: Table, path: str | Path) -> Path:
     """Figure 3: stacked shares of the five causes among failed statements, (a) per setting and
-    (b) per category, pooled over all models; the failed-statement count above each bar."""
-    source = (
-        report.failure_causes[POOLED] if POOLED in report.failure_causes else report.failure_causes[report.models[0]]
-    )
+    (b) per category, pooled over all models when the tables hold several; the failed-statement
+    count above each bar."""
+    models = _models(by_setting)
+    scope = POOLED if POOLED in models else models[0]
     figure = Figure(figsize=(12, 4.5), layout="constrained")
-    panels = (("by_setting", SETTING_LABELS, "(a) by setting"), ("by_category", TABLE3_CATEGORIES, "(b) by category"))
-    for position, (key, buckets, title) in enumerate(panels, start=1):
+    panels = (
+        (by_setting, "setting", SETTING_LABELS, "(a) by setting"),
+        (by_category, "category", TABLE3_CATEGORIES, "(b) by category"),
+    )
+    for position, (table, axis, buckets, title) in enumerate(panels, start=1):
+        source = {row[axis]: row for row in table.rows if row["model"] == scope}
         axes = figure.add_subplot(1, 2, position)
         x = np.arange(len(buckets))
         bottom = np.zeros(len(buckets))
-        failed = np.array([source[key][b]["failed"] for b in buckets], dtype=float)
+        failed = np.array([source[b]["failed"] for b in buckets], dtype=float)
         for cause in CAUSES:
-            counts = np.array([source[key][b][cause] for b in buckets], dtype=float)
+            counts = np.array([source[b][cause] for b in buckets], dtype=float)
             shares = np.divide(100 * counts, failed, out=np.zeros_like(counts), where=failed > 0)
             axes.bar(x, shares, bottom=bottom, label=cause.replace("_", " "), color=CAUSE_COLORS[cause])
             bottom += shares
         for xi, total in zip(x, failed, strict=False):
             axes.text(xi, 101, f"{int(total):,}", ha="center", va="bottom", fontsize="x-small")
-        labels = buckets if key == "by_setting" else [CATEGORY_TITLES[b] for b in buckets]
-        axes.set_xticks(x, labels, rotation=0 if key == "by_setting" else 30)
+        labels = buckets if axis == "setting" else [CATEGORY_TITLES[b] for b in buckets]
+        axes.set_xticks(x, labels, rotation=0 if axis == "setting" else 30)
         axes.set_ylim(0, 110)
         axes.set_ylabel("share of failed statements (%)")
         axes.set_title(title)
     figure.axes[-1].legend(fontsize="small", loc="center left", bbox_to_anchor=(1.0, 0.5))
-    scope = "all models" if POOLED in report.failure_causes else report.models[0]
-    figure.suptitle(f"Failure causes of failed statements ({scope})")
+    figure.suptitle(f"Failure causes of failed statements ({'all models' if scope == POOLED else scope})")
     return _save(figure, Path(path))

@@ -1,0 +1,189 @@
+"""Table objects and their renderers: a table is built once, then drawn as Markdown, CSV, JSON or
+a pandas frame (the Space), and plotted, without going back to the numbers it came from.
+
+A `Table` has a name (its file stem), a title, typed `Column`s, rows (one dict per row, keyed by
+the column keys), a caption (the sentence above it) and notes (below it). Cells hold raw values:
+floats keep their full precision in CSV and JSON, NaN stays NaN; only the text renderers format.
+
+Text cells: a float is written with its column's `fmt` (one decimal by default) and NaN as `–`;
+any other value with `str()`; a callable `fmt` gets the value as it is.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+MISSING_TEXT = "–"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: `key` names it in rows, CSV headers, JSON and frames; `label` heads it in Markdown.
+
+    `fmt` is a format string for float cells (``"{:.1f}"``) or a callable for any cell (a text
+    column: ``str``). `higher_is_better` says which way is better (None: neither, e.g. a count).
+    `in_markdown=False` keeps a column to the files (CSV, JSON); `in_files=False` to the screen."""
+
+    key: str
+    label: str
+    fmt: str | Callable[[Any], str] = "{:.1f}"
+    higher_is_better: bool | None = None
+    in_markdown: bool = True
+    in_files: bool = True
+
+    @property
+    def numeric(self) -> bool:
+        """Whether the column holds numbers (a format string rather than a text callable)."""
+        return isinstance(self.fmt, str)
+
+    def text(self, value: Any) -> str:
+        """The cell as Markdown shows it."""
+        if callable(self.fmt):
+            return self.fmt(value)
+        if isinstance(value, float):
+            return MISSING_TEXT if math.isnan(value) else self.fmt.format(value)
+        return str(value)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of the report: built once from aggregated numbers, drawn by the renderers below.
+
+    `marks` (one per row, or none) are appended to a row's first cell on screen (e.g. `†` for a
+    model with missing images, explained in `notes`)."""
+
+    name: str
+    title: str
+    columns: tuple[Column, ...]
+    rows: tuple[dict[str, Any], ...]
+    notes: tuple[str, ...] = ()
+    caption: str = ""
+    marks: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", tuple(self.columns))
+        object.__setattr__(self, "rows", tuple(self.rows))
+        object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "marks", tuple(self.marks))
+        keys = [column.key for column in self.columns]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"table {self.name!r}: column keys must be unique, got {keys}")
+        for number, row in enumerate(self.rows):
+            if set(row) != set(keys):
+                raise ValueError(
+                    f"table {self.name!r}: row {number} has keys {sorted(row)}, but the columns are {sorted(keys)}"
+                )
+        if self.marks and len(self.marks) != len(self.rows):
+            raise ValueError(f"table {self.name!r}: {len(self.marks)} marks for {len(self.rows)} rows")
+
+    def column(self, key: str) -> Column:
+        for column in self.columns:
+            if column.key == key:
+                return column
+        raise KeyError(f"table {self.name!r} has no column {key!r}; columns: {', '.join(c.key for c in self.columns)}")
+
+    def where(self, **equal: Any) -> Table:
+        """The rows whose cells equal the given values (e.g. ``where(pair="all")``), marks kept."""
+        for key in equal:
+            self.column(key)
+        chosen = [i for i, row in enumerate(self.rows) if all(row[k] == v for k, v in equal.items())]
+        return replace(
+            self,
+            rows=tuple(self.rows[i] for i in chosen),
+            marks=tuple(self.marks[i] for i in chosen) if self.marks else (),
+        )
+
+    def pivot(self, *, index: str, columns: str, values: Mapping[str, str]) -> Table:
+        """Wide form: one row per `index` value (in first-seen order) and one column per value of
+        `columns` × key of `values`, labelled "<columns cell> <values label>" (e.g. "Color pos").
+        A combination with no row is NaN."""
+        spread = self.column(columns)
+        buckets = list(dict.fromkeys(row[columns] for row in self.rows))
+        wide_columns = [self.column(index)] + [
+            replace(self.column(key), key=f"{bucket}_{key}", label=f"{spread.text(bucket)} {label}")
+            for bucket in buckets
+            for key, label in values.items()
+        ]
+        wide: dict[Any, dict[str, Any]] = {}
+        for row in self.rows:
+            target = wide.setdefault(row[index], {index: row[index]})
+            target.update({f"{row[columns]}_{key}": row[key] for key in values})
+        filled = [{column.key: row.get(column.key, math.nan) for column in wide_columns} for row in wide.values()]
+        return replace(self, columns=tuple(wide_columns), rows=tuple(filled), marks=())
+
+
+# -- renderers ---------------------------------------------------------------------------------------
+
+
+def markdown_grid(headers: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
+    """A Markdown table of texts: the first column left-aligned, the others right-aligned."""
+    headers = list(headers)
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(["---"] + ["---:"] * (len(headers) - 1)) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def to_markdown(table: Table, *, caption: bool = True, notes: bool = True) -> str:
+    """The caption, the grid of the `in_markdown` columns, then the notes, one paragraph each."""
+    shown = [column for column in table.columns if column.in_markdown]
+    texts = []
+    for number, row in enumerate(table.rows):
+        cells = [column.text(row[column.key]) for column in shown]
+        mark = table.marks[number] if table.marks else ""
+        if mark and cells:
+            cells[0] = f"{cells[0]} {mark}"
+        texts.append(cells)
+    blocks = [table.caption] if caption and table.caption else []
+    blocks.append(markdown_grid([column.label for column in shown], texts))
+    blocks += list(table.notes) if notes else []
+    return "\n\n".join(blocks)
+
+
+def _file_value(value: Any) -> Any:
+    return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def to_csv(table: Table) -> str:
+    """CSV of the `in_files` columns, headed by their keys; full precision, NaN as an empty cell.
+    Lines end with CRLF (the csv module's default); write it with ``newline=""``."""
+    shown = [column for column in table.columns if column.in_files]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow([column.key for column in shown])
+    for row in table.rows:
+        writer.writerow(["" if (value := _file_value(row[c.key])) is None else value for c in shown])
+    return buffer.getvalue()
+
+
+def to_json(table: Table) -> dict[str, Any]:
+    """JSON-ready data: name, title, columns (key, label, higher_is_better), rows of the `in_files`
+    columns (NaN → None), caption and notes."""
+    shown = [column for column in table.columns if column.in_files]
+    return {
+        "name": table.name,
+        "title": table.title,
+        "caption": table.caption,
+        "columns": [{"key": c.key, "label": c.label, "higher_is_better": c.higher_is_better} for c in shown],
+        "rows": [{c.key: _file_value(row[c.key]) for c in shown} for row in table.rows],
+        "notes": list(table.notes),
+    }
+
+
+def to_frame(table: Table, *, digits: int | None = None):
+    """A pandas DataFrame of every column, headed by keys; numeric columns as numbers (a missing
+    value is NaN), rounded to `digits` when given."""
+    import pandas as pd
+
+    keys = [column.key for column in table.columns]
+    frame = pd.DataFrame([[row[key] for key in keys] for row in table.rows], columns=keys)
+    for column in table.columns:
+        if column.numeric:
+            frame[column.key] = pd.to_numeric(frame[column.key], errors="coerce")
+            if digits is not None:
+                frame[column.key] = frame[column.key].round(digits)
+    return frame

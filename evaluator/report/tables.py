@@ -1,0 +1,245 @@
+"""The report's tables, each built once from aggregated numbers (see `aggregate`) as a `Table`.
+
+The builders take the per-model dicts that `aggregate` returns (not records), so a caller that
+stored them (the Space keeps each submission's rows) builds the same tables. `report_tables`
+builds every table of a `Report`; Markdown, CSV, JSON, frames and plots are drawn from those.
+Table 3's columns (`TABLE3_COLUMNS`) are also the leaderboard's (`LEADERBOARD_COLUMNS`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
+from evaluator.results import CAUSES, ResultRecord
+
+from .aggregate import Report, table3
+from .keys import ALL, CATEGORY_TITLES, SETTING_LABELS, TABLE3_CATEGORIES
+from .table import Column, Table
+
+MODEL = Column("model", "Model", fmt=str)
+TEXT = str  # the `fmt` of a text column
+
+
+def category_title(category: str) -> str:
+    """The short heading of a category as the paper prints it (`all` → `All`)."""
+    return CATEGORY_TITLES.get(category, "All")
+
+
+def _interval(bounds: tuple[float, float]) -> str:
+    low, high = bounds
+    return "–" if math.isnan(low) else f"[{low:.1f}, {high:.1f}]"
+
+
+# -- Table 3 and the leaderboard ----------------------------------------------------------------------
+
+TABLE3_COLUMNS: tuple[Column, ...] = (
+    MODEL,
+    *(Column(setting, setting, higher_is_better=True) for setting in SETTING_LABELS),
+    *(Column(category, CATEGORY_TITLES[category], higher_is_better=True) for category in TABLE3_CATEGORIES),
+    Column("overall", "Overall", higher_is_better=True),
+    Column("polarity_gap", "Gap 0:1−1:0"),  # acc(0:1) − acc(1:0): a property, neither way is better
+    Column("coverage", "Coverage", higher_is_better=True),
+    Column("images", "Images", in_markdown=False),
+    Column("errors", "Errors", higher_is_better=False, in_markdown=False),
+    Column("complete", "Complete", fmt=TEXT, in_markdown=False),
+)
+# A leaderboard row: Table 3's columns up to the image count (the Space adds status and link).
+LEADERBOARD_COLUMNS: tuple[str, ...] = tuple(column.key for column in TABLE3_COLUMNS[:-2])
+TABLE3_CAPTION = (
+    "Accuracy (% of images passed). Load 1: 1:0, 0:1 · load 2: 2:0, 1:1, 0:2 · load 3: 2:1, 1:2 · load 4: 2:2. "
+    "Categories average their eight settings."
+)
+MIXED_CONFIGS_NOTE = (
+    "Warning: these models were scored with different evaluator versions or configurations "
+    "(see Provenance); their numbers are not directly comparable."
+)
+
+
+def table3_table(
+    by_model: Mapping[str, Mapping[str, Any]], provenance: Mapping[str, Mapping[str, str]] | None = None
+) -> Table:
+    """Table 3 in the paper's layout, one row per model; a model with missing images is marked †
+    and its coverage given in a note. `provenance` adds a warning when the models' evaluator
+    versions or configurations differ."""
+    rows, marks, incomplete = [], [], []
+    for model, numbers in by_model.items():
+        row: dict[str, Any] = {"model": model}
+        row.update({setting: numbers["settings"][setting] for setting in SETTING_LABELS})
+        row.update({category: numbers["categories"][category] for category in TABLE3_CATEGORIES})
+        row.update({key: numbers[key] for key in ("overall", "polarity_gap", "coverage", "images", "errors")})
+        row["complete"] = numbers["complete"]
+        rows.append(row)
+        marks.append("" if numbers["complete"] else "†")
+        if not numbers["complete"]:
+            incomplete.append(
+                f"{model}: {numbers['images']:,} of {numbers['expected_images']:,} images scored "
+                f"({numbers['coverage']:.1f}%)"
+            )
+    notes = []
+    if incomplete:
+        notes.append("† Incomplete, accuracies are over the scored images only: " + "; ".join(incomplete) + ".")
+    if provenance and len({(p["evaluator_version"], p["config_hash"]) for p in provenance.values()}) > 1:
+        notes.append(MIXED_CONFIGS_NOTE)
+    return Table(
+        "table3", "Table 3: image accuracy", TABLE3_COLUMNS, rows, notes=notes, caption=TABLE3_CAPTION, marks=marks
+    )
+
+
+def leaderboard_row(
+    results: Sequence[ResultRecord], model_key: str, expected_samples: int = SAMPLES_PER_PROMPT
+) -> dict[str, float | int | str]:
+    """One flat leaderboard row (keys `LEADERBOARD_COLUMNS`) for `model_key`, Table 3's row for it;
+    other models' results are ignored."""
+    own = [record for record in results if record.model_key == model_key]
+    if not own:
+        raise ValueError(f"no results for model {model_key!r}")
+    row = table3_table(table3(own, expected_samples)).rows[0]
+    return {key: row[key] for key in LEADERBOARD_COLUMNS}
+
+
+# -- statement-level tables -----------------------------------------------------------------------------
+
+
+def statement_accuracy_table(by_model: Mapping[str, Mapping[str, Mapping[str, float]]]) -> Table:
+    """% of statements satisfied per model × category (and `all`) × polarity, with the counts."""
+    columns = (
+        MODEL,
+        Column("category", "Category", fmt=category_title),
+        Column("positive", "Positive", higher_is_better=True),
+        Column("negated", "Negated", higher_is_better=True),
+        Column("positive_n", "Positive statements", in_markdown=False),
+        Column("negated_n", "Negated statements", in_markdown=False),
+    )
+    keys = ("positive", "negated", "positive_n", "negated_n")
+    rows = [
+        {"model": model, "category": category, **{key: row[key] for key in keys}}
+        for model, categories in by_model.items()
+        for category, row in categories.items()
+    ]
+    return Table(
+        "statement_accuracy",
+        "Statement accuracy by polarity and category",
+        columns,
+        rows,
+        caption="% of statements satisfied (positive / negated).",
+    )
+
+
+def failure_causes_table(by_model: Mapping[str, Mapping[str, Any]], axis: str) -> Table:
+    """Figure 3's counts: failed statements per model × setting or category (`axis`) × cause."""
+    columns = (
+        MODEL,
+        Column(axis, axis.capitalize(), fmt=TEXT),
+        *(Column(cause, cause, higher_is_better=False) for cause in CAUSES),
+        Column("failed", "Failed", higher_is_better=False),
+    )
+    rows = [
+        {"model": model, axis: bucket, **{cause: row[cause] for cause in CAUSES}, "failed": row["failed"]}
+        for model, causes in by_model.items()
+        for bucket, row in causes[f"by_{axis}"].items()
+    ]
+    return Table(f"failure_causes_by_{axis}", f"By {axis}", columns, rows)
+
+
+def forbidden_share_table(by_model: Mapping[str, Mapping[str, Any]]) -> Table:
+    """% of failed statements whose cause is `forbidden_rendered`, per model × category (and all)."""
+    buckets = TABLE3_CATEGORIES + (ALL,)
+    columns = (MODEL, *(Column(bucket, category_title(bucket), higher_is_better=False) for bucket in buckets))
+    rows = [
+        {"model": model, **{bucket: causes["forbidden_share"][bucket] for bucket in buckets}}
+        for model, causes in by_model.items()
+    ]
+    return Table("forbidden_share", "Share of failed statements that rendered the forbidden content (%)", columns, rows)
+
+
+def dead_zone_table(by_model: Mapping[str, Mapping[str, Mapping[str, float]]]) -> Table:
+    """Table 19: negated relations that passed only because no predicate was emitted."""
+    columns = (
+        MODEL,
+        Column("category", "Category", fmt=str.capitalize),
+        Column("evaluable", "Evaluable"),
+        Column("passed", "Passed"),
+        Column("dead_zone_passes", "Dead-zone passes", higher_is_better=False),
+        Column("share", "Share of passes (%)", higher_is_better=False),
+    )
+    keys = ("evaluable", "passed", "dead_zone_passes", "share")
+    rows = [
+        {"model": model, "category": category, **{key: row[key] for key in keys}}
+        for model, table in by_model.items()
+        for category, row in table.items()
+    ]
+    return Table(
+        "dead_zone",
+        "Dead-zone passes among negated relations (Table 19)",
+        columns,
+        rows,
+        caption="Evaluable: negated relation statements with both objects present. Share: dead-zone passes / passed.",
+    )
+
+
+def matched_deltas_table(by_model: Mapping[str, Mapping[str, Any]], options: Mapping[str, Any]) -> Table:
+    """Negated − positive accuracy on matched groups, per model × category × pair (and `all`),
+    with the bootstrap interval; on screen the interval is one cell, in files two."""
+    columns = (
+        MODEL,
+        Column("category", "Category", fmt=TEXT),
+        Column("pair", "Pair", fmt=TEXT, in_markdown=False),
+        Column("groups", "Groups"),
+        Column("positive", "Positive", higher_is_better=True),
+        Column("negated", "Negated", higher_is_better=True),
+        Column("delta", "Δ"),
+        Column("ci_low", "95% CI low", in_markdown=False),
+        Column("ci_high", "95% CI high", in_markdown=False),
+        Column("ci", "95% CI", fmt=_interval, in_files=False),
+    )
+    keys = ("groups", "positive", "negated", "delta", "ci_low", "ci_high")
+    rows = [
+        {
+            "model": model,
+            "category": category,
+            "pair": pair,
+            **{key: row[key] for key in keys},
+            "ci": (row["ci_low"], row["ci_high"]),
+        }
+        for model, categories in by_model.items()
+        for category, pairs in categories.items()
+        for pair, row in pairs.items()
+    ]
+    caption = (
+        f"Image accuracy of prompt k in the negated setting minus prompt k in the positive setting (same objects "
+        f"and predicates), pooled over 1:0/0:1, 2:0/0:2 and 2:1/1:2; {options.get('bootstrap')} bootstrap "
+        f"resamples over groups (seed {options.get('seed')}), 95% percentile interval, percentage points."
+    )
+    return Table("matched_deltas", "Matched-group deltas (negated − positive)", columns, rows, caption=caption)
+
+
+def provenance_table(provenance: Mapping[str, Mapping[str, str]]) -> Table:
+    """Which evaluator version and configuration scored each model."""
+    columns = (
+        MODEL,
+        Column("evaluator_version", "Evaluator version", fmt=TEXT),
+        Column("config_hash", "Config hash", fmt=TEXT),
+    )
+    rows = [
+        {"model": model, **{key: p[key] for key in ("evaluator_version", "config_hash")}}
+        for model, p in provenance.items()
+    ]
+    return Table("provenance", "Provenance", columns, rows)
+
+
+def report_tables(report: Report) -> dict[str, Table]:
+    """Every table of the report, each built once, by name (the order of the report's files)."""
+    tables = [
+        table3_table(report.table3, report.provenance),
+        statement_accuracy_table(report.statement_accuracy),
+        failure_causes_table(report.failure_causes, "setting"),
+        failure_causes_table(report.failure_causes, "category"),
+        forbidden_share_table(report.failure_causes),
+        dead_zone_table(report.dead_zone),
+        matched_deltas_table(report.matched_deltas, report.options),
+        provenance_table(report.provenance),
+    ]
+    return {table.name: table for table in tables}

@@ -1,0 +1,214 @@
+"""The models behind generation: a small `ImageGenerator` interface and its adapters.
+
+An `ImageGenerator` takes prompts and per-image seeds and returns one `GeneratedImage` per prompt.
+Diffusers pipelines and transformers' Janus are the two real ones (`load_generator` builds them from
+a registry entry); `CallableGenerator` wraps any function `(prompts, seeds) -> PIL images`, so a
+model no library supports still fills a split (`generation.generate_with`). Tests pass a tiny
+pipeline through the same diffusers adapter.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from negt2ibench.errors import MissingWeightsError, UserError
+from negt2ibench.launch import select_dtype
+
+from .registry import ModelSpec, import_object
+
+
+@dataclass(frozen=True)
+class GeneratedImage:
+    image: Any  # PIL.Image.Image
+    nsfw_flagged: bool = False
+
+
+class ImageGenerator(Protocol):
+    """A loaded model: prompts and per-image seeds in, one image per prompt out."""
+
+    params: dict[str, Any]
+
+    def __call__(self, prompts: list[str], seeds: list[int]) -> list[GeneratedImage]: ...
+
+
+def is_black(image) -> bool:
+    """Safety checkers replace flagged images with black ones."""
+    return not np.asarray(image).any()
+
+
+class DiffusersGenerator:
+    """Any diffusers text-to-image pipeline; one CPU `torch.Generator` per image for the seed."""
+
+    def __init__(self, pipeline, spec: ModelSpec):
+        self.pipeline = pipeline
+        self.spec = spec
+        self.params = {"backend": "diffusers", "pipeline": type(pipeline).__name__}
+
+    def call_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        if self.spec.steps is not None:
+            kwargs["num_inference_steps"] = self.spec.steps
+        if self.spec.height is not None and self.spec.width is not None:
+            kwargs["height"], kwargs["width"] = self.spec.height, self.spec.width
+        if self.spec.guidance is not None:
+            kwargs[self.spec.guidance_argument] = self.spec.guidance
+        return kwargs
+
+    def __call__(self, prompts: list[str], seeds: list[int]) -> list[GeneratedImage]:
+        import torch
+
+        # CPU generators: the initial noise is the same on every device type and batch size.
+        generators = [torch.Generator("cpu").manual_seed(seed) for seed in seeds]
+        output = self.pipeline(prompt=list(prompts), generator=generators, output_type="pil", **self.call_kwargs())
+        flags = getattr(output, "nsfw_content_detected", None) or [False] * len(output.images)
+        return [
+            GeneratedImage(image=image, nsfw_flagged=bool(flag) or is_black(image))
+            for image, flag in zip(output.images, flags, strict=False)
+        ]
+
+
+class JanusGenerator:
+    """transformers' Janus-Pro in image mode; one image per call so each has its own seed."""
+
+    def __init__(self, model, processor, device: str):
+        self.model = model
+        self.processor = processor
+        self.device = device
+        self.params = {"backend": "transformers", "model": type(model).__name__, "generation_mode": "image"}
+
+    def __call__(self, prompts: list[str], seeds: list[int]) -> list[GeneratedImage]:
+        import torch
+        from PIL import Image
+
+        results = []
+        for prompt, seed in zip(prompts, seeds, strict=False):
+            torch.manual_seed(seed)
+            inputs = self.processor(text=[prompt], generation_mode="image", return_tensors="pt").to(self.device)
+            tokens = self.model.generate(**inputs, generation_mode="image", do_sample=True, use_cache=True)
+            decoded = self.model.decode_image_tokens(tokens)  # (1, H, W, C), normalized
+            # transformers 5.24's post_process_multimodal_output(generation_mode="image") fails on its own
+            # return_tensors="PIL.Image.Image"; un-normalize to uint8 tensors and convert here instead.
+            pixels = self.processor.image_processor.postprocess(list(decoded.float().cpu()), return_tensors="pt")
+            array = pixels["pixel_values"][0].permute(1, 2, 0).numpy()
+            image = Image.fromarray(array)
+            results.append(GeneratedImage(image=image, nsfw_flagged=is_black(image)))
+        return results
+
+
+class CallableGenerator:
+    """Any function `(prompts, seeds) -> images` as an `ImageGenerator`.
+
+    The function gets the prompt texts and one seed per image, and returns one PIL image per prompt
+    (or a `GeneratedImage` to flag an image as NSFW). An all-black image is flagged, as a safety
+    checker's blank would be.
+    """
+
+    def __init__(self, function: Callable[[list[str], list[int]], Sequence[Any]], params: dict[str, Any] | None = None):
+        if not callable(function):
+            raise UserError(f"generate_with needs a callable (prompts, seeds) -> images, got {type(function).__name__}")
+        self.function = function
+        name = getattr(function, "__qualname__", type(function).__qualname__)
+        self.params = {"backend": "callable", "callable": f"{getattr(function, '__module__', '?')}.{name}"}
+        self.params.update(params or {})
+
+    def __call__(self, prompts: list[str], seeds: list[int]) -> list[GeneratedImage]:
+        from PIL import Image
+
+        results = []
+        for index, made in enumerate(self.function(list(prompts), list(seeds))):
+            if isinstance(made, GeneratedImage):
+                results.append(made)
+            elif isinstance(made, Image.Image):
+                results.append(GeneratedImage(image=made, nsfw_flagged=is_black(made)))
+            else:
+                raise UserError(
+                    f"the generating function returned a {type(made).__name__} as image {index}; "
+                    f"return one PIL image per prompt"
+                )
+        return results
+
+
+def _missing_weights(spec: ModelSpec, error: Exception) -> MissingWeightsError:
+    first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return MissingWeightsError(
+        f"{spec.key} ({spec.hub_id})",
+        first_line[:300],
+        how_to_get=(
+            f"Download it once with internet access (`hf download {spec.hub_id}`; gated models need "
+            f"`hf auth login` and accepting the licence on the Hub), or pass a local folder with --model-id."
+        ),
+    )
+
+
+def _loading_errors() -> tuple[type[BaseException], ...]:
+    from huggingface_hub.errors import HfHubHTTPError
+
+    return (OSError, HfHubHTTPError)
+
+
+def load_generator(spec: ModelSpec, device: str) -> ImageGenerator:
+    """Load the model of SPEC onto DEVICE; weights missing offline -> MissingWeightsError (exit 2)."""
+    if spec.backend == "unsupported":
+        raise UserError(
+            f"{spec.key} ({spec.display_name or spec.hub_id}) is not supported by diffusers or transformers: "
+            f"generate its images with the authors' code as {{prompt_id}}_{{sample_index}}.png, then run "
+            f"`negt2ibench import-images --key {spec.key} --dir FOLDER --out DIR --model-id {spec.hub_id}`"
+        )
+    dtype = select_dtype(device, preferred=spec.dtype)  # float32 on the CPU
+    try:
+        if spec.backend == "janus":
+            from transformers import JanusForConditionalGeneration, JanusProcessor
+
+            model = JanusForConditionalGeneration.from_pretrained(spec.hub_id, dtype=dtype).to(device)
+            processor = JanusProcessor.from_pretrained(spec.hub_id)
+            generator: ImageGenerator = JanusGenerator(model, processor, device)
+            generator.params["torch_dtype"] = str(dtype).removeprefix("torch.")
+            return generator
+        pipeline_class = import_object(spec.pipeline_class)
+        kwargs: dict[str, Any] = {"dtype": dtype}  # diffusers 0.42 and transformers 5 both take `dtype`
+        for name, (class_path, repo, subfolder) in spec.component_overrides.items():
+            component_kwargs: dict[str, Any] = {"dtype": dtype}
+            if subfolder:
+                component_kwargs["subfolder"] = subfolder
+            kwargs[name] = import_object(class_path).from_pretrained(repo, **component_kwargs)
+        if spec.quantization == "bnb_4bit":
+            kwargs["quantization_config"] = _bnb_4bit_config(spec, dtype)
+        pipeline = pipeline_class.from_pretrained(spec.hub_id, **kwargs)
+    except _loading_errors() as error:
+        raise _missing_weights(spec, error) from None
+    pipeline.to(device)
+    pipeline.set_progress_bar_config(disable=True)
+    generator = DiffusersGenerator(pipeline, spec)
+    generator.params["torch_dtype"] = str(dtype).removeprefix("torch.")
+    return generator
+
+
+def _bnb_4bit_config(spec: ModelSpec, dtype):
+    try:
+        import bitsandbytes  # noqa: F401
+    except ImportError:
+        raise UserError(f"{spec.key} is loaded in 4 bit: `pip install bitsandbytes` (needs a CUDA GPU)") from None
+    from diffusers import PipelineQuantizationConfig
+
+    return PipelineQuantizationConfig(
+        quant_backend="bitsandbytes_4bit",
+        quant_kwargs={"load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_compute_dtype": dtype},
+        components_to_quantize=list(spec.quantized_components),
+    )
+
+
+def library_versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {"python": platform.python_version()}
+    for package in ("torch", "diffusers", "transformers", "accelerate", "negt2ibench"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    return versions

@@ -1,0 +1,126 @@
+"""The one JSONL reader: records with their line numbers, and a torn last line told apart.
+
+Every JSONL file of the project (result files, prompts.jsonl, a submission's results) is read
+here, so every malformed line is reported the same way, ``path:line: reason``.
+
+A *torn* line is a last line without its trailing newline that is not a whole record: a writer
+killed in the middle of a write leaves one (writers end every record with a newline in the same
+write). A last line without a newline that *is* a whole record is kept. `parse_jsonl` reports
+where the whole lines end (`good_bytes`), so an appending writer can cut the torn rest away.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from .errors import UserError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class JsonlError(UserError, ValueError):
+    """A JSONL file that cannot be read as it is; the message names the path and line."""
+
+
+@dataclass(frozen=True)
+class JsonlContents(Generic[T]):
+    """What `parse_jsonl` found."""
+
+    records: list[T]
+    good_bytes: int  # bytes up to the end of the last whole line: what a writer keeps of the file
+    torn: str | None  # "path:line: torn last line (...)" when the last line is torn
+    missing_newline: bool  # the last line is a whole record but has no newline
+
+
+def line_reason(error: Exception, kind: str = "JSONL") -> str:
+    """One readable phrase for a line that failed to parse (JSON syntax or pydantic validation)."""
+    from pydantic import ValidationError
+
+    if isinstance(error, json.JSONDecodeError):
+        return f"not JSON ({error.msg} at column {error.colno})"
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        if first.get("type") == "json_invalid":
+            return f"not JSON ({first.get('ctx', {}).get('error', first.get('msg'))})"
+        where = ".".join(str(part) for part in first.get("loc", ())) or "record"
+        return f"not a {kind} record ({where}: {first.get('msg')}; {error.error_count()} error(s))"
+    return str(error)
+
+
+def parse_jsonl(
+    data: bytes,
+    parse: Callable[[bytes], T],
+    *,
+    source: str,
+    kind: str = "JSONL",
+    error: type[JsonlError] = JsonlError,
+) -> JsonlContents[T]:
+    """Parse every non-blank line of DATA with PARSE (e.g. `Model.model_validate_json`).
+
+    A bad complete line raises ERROR ("SOURCE:LINE: reason"); a bad last line without a newline
+    is a torn line, reported in the result and not raised (the caller decides). KIND names the
+    records in messages ("result" → "not a result record (...)").
+    """
+    records: list[T] = []
+    offset, good_bytes, line_number = 0, 0, 0
+    while offset < len(data):
+        end = data.find(b"\n", offset)
+        complete = end != -1
+        stop = end + 1 if complete else len(data)
+        raw = data[offset:stop]
+        line_number += 1
+        offset = stop
+        if raw.strip():
+            try:
+                records.append(parse(raw))
+            except ValueError as problem:  # json and pydantic errors are ValueErrors
+                if not complete:
+                    torn = (
+                        f"{source}:{line_number}: torn last line "
+                        f"({len(raw)} bytes without a newline: {line_reason(problem, kind)})"
+                    )
+                    return JsonlContents(records, good_bytes, torn, False)
+                raise error(f"{source}:{line_number}: {line_reason(problem, kind)}") from None
+        if complete:
+            good_bytes = stop
+    missing_newline = good_bytes < len(data)  # a whole record without its newline
+    return JsonlContents(records, len(data), None, missing_newline)
+
+
+def require_file(path: str | Path, *, kind: str = "JSONL", error: type[JsonlError] = JsonlError) -> Path:
+    """PATH if it is a file; a folder or a missing path raises ERROR naming it."""
+    path = Path(path)
+    if path.is_dir():
+        raise error(f"{path}: is a folder, not a {kind} file")
+    if not path.is_file():
+        raise error(f"{path}: no such {kind} file")
+    return path
+
+
+def read_jsonl(
+    path: str | Path,
+    parse: Callable[[bytes], T],
+    *,
+    strict: bool = True,
+    kind: str = "JSONL",
+    error: type[JsonlError] = JsonlError,
+) -> list[T]:
+    """All records of a JSONL file, in file order.
+
+    A malformed line raises ERROR ("path:line: reason"). A torn last line raises too when
+    `strict`, else it is dropped with a warning. A missing path or a folder raises ERROR.
+    """
+    path = require_file(path, kind=kind, error=error)
+    contents = parse_jsonl(path.read_bytes(), parse, source=str(path), kind=kind, error=error)
+    if contents.torn:
+        if strict:
+            raise error(contents.torn + "; pass strict=False to drop it")
+        log.warning("dropping %s", contents.torn)
+    return contents.records

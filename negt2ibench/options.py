@@ -1,0 +1,101 @@
+"""Option values, validated once: the same checks serve argparse (`type=`) and the Python API.
+
+Each validator takes the raw value (a string from the command line, or a Python value) and
+returns the parsed value, or raises `negt2ibench.errors.OptionError`. argparse reports an `OptionError` as its own
+usage error ("argument --batch-size: must be a positive integer, got '0'", exit 2); a Python
+caller gets a `UsageError` (exit code 2 in the CLI too). `check(name, value, validator)` names the
+argument in the message for Python callers.
+
+    parser.add_argument("--batch-size", type=positive_int, default=8)
+    batch_size = check("batch_size", batch_size, positive_int)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from dataset_builder.layout import check_split_name
+
+from .errors import OptionError
+
+T = TypeVar("T")
+
+# What `--device` accepts; `auto` picks cuda, then mps, then cpu (`negt2ibench.launch.select_device`).
+DEVICE_CHOICES: tuple[str, ...] = ("auto", "cpu", "cuda", "mps")
+_CUDA_INDEX = re.compile(r"^cuda:\d+$")
+# A Hub repo id: ORG/NAME.
+REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def _integer(value: Any, rule: str) -> int:
+    if isinstance(value, bool):
+        raise OptionError(f"must be {rule}, got {value!r}")
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise OptionError(f"must be {rule}, got {value!r}") from None
+
+
+def positive_int(value: Any) -> int:
+    """An integer of at least 1 (batch sizes, image counts, shard sizes, limits)."""
+    number = _integer(value, "a positive integer")
+    if number < 1:
+        raise OptionError(f"must be a positive integer, got {value!r}")
+    return number
+
+
+def non_negative_int(value: Any) -> int:
+    """An integer of at least 0."""
+    number = _integer(value, "a non-negative integer")
+    if number < 0:
+        raise OptionError(f"must be a non-negative integer, got {value!r}")
+    return number
+
+
+def integer(value: Any) -> int:
+    """Any integer (seeds)."""
+    return _integer(value, "an integer")
+
+
+def device(value: Any) -> str:
+    """auto, cpu, cuda, cuda:N or mps."""
+    text = str(value)
+    if text in DEVICE_CHOICES or _CUDA_INDEX.match(text):
+        return text
+    raise OptionError(f"unknown device {value!r}; choose one of {', '.join(DEVICE_CHOICES)} or cuda:N")
+
+
+def split_name(value: Any) -> str:
+    """A split name / model key: [a-z0-9_]+ (`dataset_builder.layout.check_split_name`)."""
+    return check_split_name(value, what="")
+
+
+def repo_id(value: Any) -> str:
+    """A Hugging Face Hub repo id, ORG/NAME."""
+    if isinstance(value, str) and REPO_ID.match(value):
+        return value
+    raise OptionError(f"must look like ORG/NAME, got {value!r}")
+
+
+def one_of(choices: tuple[str, ...], what: str = "value") -> Callable[[Any], str]:
+    """A validator for a fixed set of names whose error lists them (for names not known to argparse)."""
+
+    def validate(value: Any) -> str:
+        if value in choices:
+            return value
+        raise OptionError(f"unknown {what} {value!r}; choose one of {', '.join(choices)}")
+
+    validate.__name__ = what.replace(" ", "_")
+    return validate
+
+
+def check(name: str, value: Any, validator: Callable[[Any], T]) -> T:
+    """`validator(value)` for a Python caller: an `OptionError` whose message starts with NAME."""
+    try:
+        return validator(value)
+    except OptionError as error:
+        raise OptionError(f"{name} {error}") from None

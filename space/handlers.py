@@ -1,0 +1,198 @@
+"""The Space's event handlers: small methods that read the inputs, call the store, the scorer or
+the pure views (`views`, `leaderboard_view`), and turn bad input into a status message, never a
+stack trace. `build_app` wires them to the components."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradio as gr
+
+from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
+from evaluator.config import EvaluatorConfig
+from negt2ibench.errors import UserError
+
+from . import views
+from .leaderboard_view import causes_frame, leaderboard_frame, model_status, newest_entries, polarity_figure
+from .scoring import ScoreOnGpu
+from .store import LeaderboardStore
+from .submissions import ImageSourceFactory, SubmissionError, SubmissionForm, SubmissionLimits, submit
+
+log = logging.getLogger(__name__)
+
+
+class WorkDir:
+    """The app's temporary folder (`negt2i_space_*`, for downloads): made on first use, removed by
+    `cleanup()` (when the app closes) or at interpreter exit, whichever comes first."""
+
+    def __init__(self, prefix: str = "negt2i_space_"):
+        self.prefix = prefix
+        self._path: Path | None = None
+        self._finalizer: weakref.finalize | None = None
+
+    @property
+    def path(self) -> Path:
+        if self._path is None or not self._path.is_dir():
+            self._path = Path(tempfile.mkdtemp(prefix=self.prefix))
+            self._finalizer = weakref.finalize(self, shutil.rmtree, str(self._path), True)
+        return self._path
+
+    def cleanup(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer()  # removes the folder once; detached afterwards
+        self._path, self._finalizer = None, None
+
+
+def _error(message: str) -> str:
+    gr.Warning(message.splitlines()[0] if message else "error")
+    return views.error_markdown(message)
+
+
+@dataclass
+class Handlers:
+    prompts: Sequence[PromptRecord]
+    index: PromptIndex
+    store: LeaderboardStore
+    score_on_gpu: ScoreOnGpu
+    config: EvaluatorConfig
+    open_images: ImageSourceFactory
+    limits: SubmissionLimits
+    require_login: bool
+    work_dir: WorkDir
+
+    # -- Explore
+    def explore(self, category: str, setting: str, load: str, obj: str):
+        matches = views.filter_prompts(self.prompts, category, setting, load, obj)
+        shown = matches[: views.EXPLORE_LIMIT]
+        first = matches[0].prompt_id if matches else None
+        choices = [(views.prompt_label(p), p.prompt_id) for p in shown]
+        return views.matches_note(len(matches)), views.prompts_frame(shown), gr.update(choices=choices, value=first)
+
+    def show_prompt(self, prompt_id: str | None):
+        if not prompt_id:
+            return "Pick a prompt.", views.statements_frame(None), views.group_frame(None, ())
+        try:
+            record = self.index[prompt_id.strip()]
+        except PromptLookupError as error:
+            return _error(str(error)), views.statements_frame(None), views.group_frame(None, ())
+        return views.prompt_header(record), views.statements_frame(record), views.group_frame(record, self.prompts)
+
+    @staticmethod
+    def pick_row(event: gr.SelectData):
+        row = event.row_value or []
+        return row[0] if row else None
+
+    # -- Score an image
+    def _prompt_of(self, prompt_id: str | None, custom_prompt: str | None) -> PromptRecord:
+        from dataset_builder.grammar import PromptParseError, parse_prompt
+
+        if custom_prompt and custom_prompt.strip():
+            try:
+                return parse_prompt(custom_prompt)
+            except PromptParseError as error:
+                raise UserError(f"cannot parse the prompt: {error}") from None
+        if not prompt_id:
+            raise UserError("pick a benchmark prompt or type a prompt in the grammar")
+        try:
+            return self.index[prompt_id.split(":", 1)[0].strip()]  # a typed "id: text" label works too
+        except PromptLookupError as error:
+            raise UserError(str(error)) from None
+
+    def score(self, upload: str | None, prompt_id: str | None, custom_prompt: str | None):
+        from evaluator.images import ImageError, load_image
+
+        def failed(message: str):
+            return None, _error(message), views.verdict_frame(None, None), None
+
+        if not upload:
+            return failed("upload an image (PNG or JPEG)")
+        try:
+            image = load_image(upload)
+        except ImageError as error:
+            return failed(f"cannot score this upload: {error}")
+        try:
+            record = self._prompt_of(prompt_id, custom_prompt)
+            result, annotated = self.score_on_gpu(image, record, "upload", 0)
+        except UserError as error:  # a prompt problem, or e.g. MissingWeightsError
+            return failed(str(error))
+        except Exception as error:  # noqa: BLE001 - shown as one line; the traceback goes to the log
+            log.exception("scoring failed")
+            return failed(f"scoring failed: {type(error).__name__}: {error}")
+        out = self.work_dir.path / f"result_{record.prompt_id}_{time.time_ns()}.json"
+        out.write_text(result.model_dump_json(indent=2), encoding="utf-8")
+        return annotated, views.verdict_summary(record, result), views.verdict_frame(record, result), str(out)
+
+    def rescore(self, image, prompt: PromptRecord, model_key: str, sample_index: int):
+        """The spot check's scorer: the same GPU function, verdict only."""
+        return self.score_on_gpu(image, prompt, model_key, sample_index)[0]
+
+    # -- Leaderboard
+    def leaderboard(self):
+        entries = self.store.list_entries()
+        frame = leaderboard_frame(entries)
+        csv_path = self.work_dir.path / "negt2ibench_leaderboard.csv"
+        frame.to_csv(csv_path, index=False)
+        models = [e.model_name for e in newest_entries(entries)]
+        return frame, str(csv_path), gr.update(choices=models, value=models[0] if models else None)
+
+    def model_details(self, model_name: str | None):
+        entry = next((e for e in newest_entries(self.store.list_entries()) if e.model_name == model_name), None)
+        if entry is None:
+            message = "Pick a submitted model (paper-reported rows have no detail)."
+            return message, polarity_figure(None), causes_frame(None)
+        return model_status(entry), polarity_figure(entry), causes_frame(entry)
+
+    # -- Submit
+    def submissions(self):
+        return views.submissions_frame(self.store.list_entries())
+
+    def submit(
+        self,
+        results_file: str | None,
+        model_name: str,
+        link: str,
+        images_repo: str,
+        revision: str,
+        request: gr.Request,
+        profile: gr.OAuthProfile | None = None,
+    ):
+        if self.require_login and profile is None:
+            return _error(
+                "sign in with Hugging Face (button above) to submit: limits are per account"
+            ), self.submissions()
+        if not results_file:
+            return _error("upload the results JSONL written by `negt2ibench score`"), self.submissions()
+        form = SubmissionForm(
+            model_name=model_name or "",
+            link=link or "",
+            images_repo=images_repo or "",
+            images_revision=revision or "",
+            submitter=views.requester(request, profile),
+        )
+        try:
+            entry = submit(
+                self.store,
+                form,
+                results_file,
+                prompts=self.index,
+                score=self.rescore,
+                open_images=self.open_images,
+                config=self.config,
+                limits=self.limits,
+            )
+            message = views.submission_message(entry)
+            if entry.status == "rejected":
+                gr.Warning(f"submission rejected: {entry.reason}")
+        except SubmissionError as error:
+            message = _error(str(error))
+        except Exception as error:  # noqa: BLE001
+            log.exception("submission failed")
+            message = _error(f"submission failed, nothing was stored: {type(error).__name__}: {error}")
+        return message, self.submissions()

@@ -1,0 +1,166 @@
+"""Pure view builders of the Space's Leaderboard tab: stored entries in, tables, frames and figures out.
+
+The leaderboard is a `Table` (evaluator.report.table) whose columns are Table 3's
+(`evaluator.report.TABLE3_COLUMNS`: the same keys, labels and directions as the report), between
+the Space's own `status` and `link`; each stored row is the `leaderboard_row` of a submission.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from dataset_builder.vocabulary import CATEGORIES
+from evaluator.report import LEADERBOARD_COLUMNS, TABLE3_COLUMNS, Column, Table, to_frame
+from evaluator.results import CAUSES
+
+from .store import Entry
+
+REPORTED = "reported (paper)"
+PAPER_LINK = "https://arxiv.org (NegT2IBench paper, Table 3)"
+STATUS = Column("status", "Status", fmt=str)
+LINK = Column("link", "Link", fmt=str)
+LEADERBOARD_TABLE_COLUMNS: tuple[Column, ...] = (
+    TABLE3_COLUMNS[0],  # model
+    STATUS,
+    *(column for column in TABLE3_COLUMNS[1:] if column.key in LEADERBOARD_COLUMNS),
+    LINK,
+)
+LEADERBOARD_HEADERS: list[str] = [column.key for column in LEADERBOARD_TABLE_COLUMNS]
+SORT_KEY = "overall"
+CAUSE_COLUMNS = ["category", *CAUSES, "failed"]
+POLARITY_COLUMNS = ["category", "polarity", "accuracy"]
+
+# Table 3 of the NegT2IBench paper: the rows whose numbers the paper's text gives.
+PAPER_ROWS: tuple[dict[str, Any], ...] = (
+    {
+        "model": "SD 1.5",
+        "1:0": 36.1,
+        "0:1": 44.1,
+        "2:0": 7.3,
+        "1:1": 9.7,
+        "0:2": 14.0,
+        "2:1": 1.8,
+        "1:2": 2.4,
+        "2:2": 0.5,
+        "color": 27.7,
+        "material": 22.8,
+        "comparative": 8.9,
+        "depth": 8.8,
+        "directional": 9.6,
+        "proximity": 9.1,
+        "overall": 14.5,
+    },
+    {
+        "model": "SD 1.5 + NegationCLIP",
+        "1:0": 35.7,
+        "0:1": 44.3,
+        "2:0": 8.8,
+        "1:1": 9.6,
+        "0:2": 15.5,
+        "2:1": 1.8,
+        "1:2": 3.0,
+        "2:2": 0.5,
+        "color": 28.3,
+        "material": 23.9,
+        "comparative": 8.4,
+        "depth": 9.4,
+        "directional": 10.0,
+        "proximity": 9.2,
+        "overall": 14.9,
+    },
+)
+
+
+def newest_entries(entries: Sequence[Entry]) -> list[Entry]:
+    """Per model, its newest verified entry, else its newest pending one; rejected ones never."""
+    chosen: dict[str, Entry] = {}
+    for entry in sorted(entries, key=lambda e: e.created_at):
+        if entry.status == "rejected" or entry.row is None:
+            continue
+        current = chosen.get(entry.model_key)
+        if current is None or entry.status == "verified" or current.status == "pending":
+            chosen[entry.model_key] = entry
+    return list(chosen.values())
+
+
+def leaderboard_table(entries: Sequence[Entry], include_paper: bool = True) -> Table:
+    """One row per model (its newest verified or pending entry), then the paper's reported rows;
+    a value a row does not have is None."""
+    rows = []
+    for entry in newest_entries(entries):
+        row = dict(entry.row or {})
+        row.update({"model": entry.model_name, "status": entry.status, "link": entry.link})
+        rows.append(row)
+    if include_paper:
+        for paper in PAPER_ROWS:
+            rows.append(
+                {**paper, "status": REPORTED, "polarity_gap": round(paper["0:1"] - paper["1:0"], 1), "link": PAPER_LINK}
+            )
+    cells = [{key: row.get(key) for key in LEADERBOARD_HEADERS} for row in rows]
+    return Table("leaderboard", "Leaderboard", LEADERBOARD_TABLE_COLUMNS, cells)
+
+
+def leaderboard_frame(entries: Sequence[Entry], include_paper: bool = True) -> pd.DataFrame:
+    """The leaderboard as shown: numbers to one decimal, best `overall` first (missing last)."""
+    frame = to_frame(leaderboard_table(entries, include_paper), digits=1)
+    best_first = not LEADERBOARD_TABLE_COLUMNS[LEADERBOARD_HEADERS.index(SORT_KEY)].higher_is_better
+    return frame.sort_values(SORT_KEY, ascending=best_first, na_position="last").reset_index(drop=True)
+
+
+def model_status(entry: Entry) -> str:
+    status = f"**{entry.model_name}**: {entry.status} ({entry.reason}); submitted by {entry.submitter}"
+    if entry.images_repo:
+        status += f"; images `{entry.images_repo}@{entry.images_revision}`"
+    if entry.link:
+        status += f"; [link]({entry.link})"
+    return status
+
+
+def polarity_frame(entry: Entry | None) -> pd.DataFrame:
+    """Statement accuracy per category and polarity (long form, for the plot)."""
+    accuracy = (entry.detail or {}).get("statement_accuracy", {}) if entry else {}
+    rows = [
+        {"category": c, "polarity": p, "accuracy": accuracy[c][p]}
+        for c in CATEGORIES
+        if c in accuracy
+        for p in ("positive", "negated")
+    ]
+    return pd.DataFrame(rows, columns=POLARITY_COLUMNS)
+
+
+def polarity_figure(entry: Entry | None):
+    """Positive vs negated statement accuracy per category of one model (a matplotlib figure)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(7, 3.2), layout="constrained")
+    frame = polarity_frame(entry)
+    if frame.empty:
+        axis.text(0.5, 0.5, "no statement-level results for this model", ha="center", va="center")
+        axis.set_axis_off()
+        return figure
+    wide = frame.pivot(index="category", columns="polarity", values="accuracy").reindex(
+        [c for c in CATEGORIES if c in set(frame["category"])]
+    )
+    wide[["positive", "negated"]].plot.bar(ax=axis, color={"positive": "#2563eb", "negated": "#f97316"}, rot=0)
+    axis.set_ylabel("statements satisfied (%)")
+    axis.set_ylim(0, 100)
+    axis.set_xlabel("")
+    axis.set_title(f"{entry.model_name}: positive vs negated statements")  # type: ignore[union-attr]
+    return figure
+
+
+def causes_frame(entry: Entry | None) -> pd.DataFrame:
+    """Failed statements per category and cause of one model."""
+    causes = (entry.detail or {}).get("failure_causes", {}) if entry else {}
+    rows = [
+        {"category": c, **{k: int(causes[c].get(k, 0)) for k in CAUSES}, "failed": int(causes[c].get("failed", 0))}
+        for c in CATEGORIES
+        if c in causes
+    ]
+    return pd.DataFrame(rows, columns=CAUSE_COLUMNS)

@@ -1,0 +1,54 @@
+"""The Space's GPU side: the scoring function run under `@spaces.GPU`, and model preloading.
+
+ZeroGPU rules: each `@spaces.GPU` call runs in a worker forked from the main process, and its
+arguments and return value are pickled. So the models must be loaded in the main process at
+start-up (`preload_models`; models loaded inside a call would be lost after it), and only CPU
+objects cross the call: a PIL image and a prompt record in, a result record and a PIL image out.
+The evaluator itself never crosses: the GPU function closes over it. Off ZeroGPU the decorator
+is a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import spaces
+from PIL import Image
+
+from dataset_builder.records import PromptRecord
+from evaluator.results import ResultRecord
+from negt2ibench.api import Evaluator
+from negt2ibench.errors import UserError
+
+log = logging.getLogger(__name__)
+GPU_SECONDS = 120  # ZeroGPU's time budget for one scoring call
+
+ScoreOnGpu = Callable[[Image.Image, PromptRecord, str, int], tuple[ResultRecord, Image.Image]]
+
+
+def on_zero_gpu() -> bool:
+    return bool(spaces.config.Config.zero_gpu)
+
+
+def preload_models(evaluator: Evaluator) -> None:
+    """Load every model now, in this (the main) process; on ZeroGPU this must happen at start-up."""
+    try:
+        evaluator.load()
+    except UserError as error:  # e.g. weights missing: the app still starts, scoring shows the reason
+        log.warning("models not loaded at start-up: %s", error)
+
+
+def gpu_scorer(evaluator: Evaluator) -> ScoreOnGpu:
+    """The function that scores one image and draws the verdict on it, decorated for ZeroGPU."""
+
+    @spaces.GPU(duration=GPU_SECONDS)
+    def score_on_gpu(
+        image: Image.Image, prompt: PromptRecord, model_key: str = "upload", sample_index: int = 0
+    ) -> tuple[ResultRecord, Image.Image]:
+        from evaluator.annotate import annotate
+
+        output = evaluator.score(image, prompt, model_key=model_key, sample_index=sample_index)
+        return output.record, annotate(image, output.observation, output.record)
+
+    return score_on_gpu

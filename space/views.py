@@ -1,0 +1,192 @@
+"""Pure view builders of the Space's Explore, Score and Submit tabs: records in, frames and
+Markdown out. No gradio, no models, no store: each is testable on plain data."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from dataset_builder.records import PromptRecord
+from dataset_builder.vocabulary import SETTINGS, setting_label, setting_name
+from evaluator.results import ResultRecord
+
+from .store import Entry
+
+ANY = "any"
+EXPLORE_LIMIT = 1000  # rows shown in the prompt table and the prompt picker
+SETTING_CHOICES = [(f"{setting_label(p, n)} ({setting_name(p, n)})", setting_name(p, n)) for p, n in SETTINGS]
+PROMPT_COLUMNS = ["prompt_id", "setting", "prompt"]
+STATEMENT_COLUMNS = ["#", "polarity", "subject", "target", "predicate", "sentence"]
+VERDICT_COLUMNS = ["item", "text", "polarity", "verdict", "cause", "observed", "measured"]
+SUBMISSION_COLUMNS = ["submitted (UTC)", "model", "submitter", "status", "reason", "id"]
+
+
+# -- Explore -------------------------------------------------------------------------------------------
+
+
+def prompt_label(record: PromptRecord) -> str:
+    return f"{record.prompt_id}: {record.prompt}"
+
+
+def _any(value: Any) -> bool:
+    return value in (ANY, "", None)
+
+
+def filter_prompts(
+    prompts: Sequence[PromptRecord], category: str = ANY, setting: str = ANY, load: str = ANY, obj: str = ANY
+) -> list[PromptRecord]:
+    """Prompts matching every filter that is not `any`."""
+    return [
+        p
+        for p in prompts
+        if (_any(category) or p.category == category)
+        and (_any(setting) or p.setting == setting)
+        and (_any(load) or str(p.load) == str(load))
+        and (_any(obj) or obj in p.objects)
+    ]
+
+
+def prompts_frame(prompts: Sequence[PromptRecord]) -> pd.DataFrame:
+    rows = [
+        {"prompt_id": p.prompt_id, "setting": setting_label(p.num_pos, p.num_neg), "prompt": p.prompt} for p in prompts
+    ]
+    return pd.DataFrame(rows, columns=PROMPT_COLUMNS)
+
+
+def matches_note(count: int) -> str:
+    return f"{count} prompts" + (f" (first {EXPLORE_LIMIT} shown)" if count > EXPLORE_LIMIT else "")
+
+
+def prompt_header(record: PromptRecord) -> str:
+    return (
+        f"### `{record.prompt_id}`\n\n> {record.prompt}\n\n"
+        f"category **{record.category}** ({record.kind}), "
+        f"setting **{setting_label(record.num_pos, record.num_neg)}**, "
+        f"load {record.load}, objects: {', '.join(record.objects)}; matched group `{record.group_id}`"
+    )
+
+
+def statements_frame(record: PromptRecord | None) -> pd.DataFrame:
+    from dataset_builder.grammar import statement_sentence
+
+    rows = [
+        {
+            "#": s.index,
+            "polarity": s.polarity,
+            "subject": s.subject,
+            "target": s.target or "",
+            "predicate": s.predicate,
+            "sentence": statement_sentence(record, s),
+        }
+        for s in (record.statements if record else [])
+    ]
+    return pd.DataFrame(rows, columns=STATEMENT_COLUMNS)
+
+
+def group_frame(record: PromptRecord | None, prompts: Sequence[PromptRecord]) -> pd.DataFrame:
+    """The other prompts of the record's matched group (same content, other polarities)."""
+    return prompts_frame([p for p in prompts if record is not None and p.group_id == record.group_id])
+
+
+# -- Score ---------------------------------------------------------------------------------------------
+
+
+def verdict_frame(prompt: PromptRecord | None, result: ResultRecord | None) -> pd.DataFrame:
+    """Every object and statement of the prompt with its verdict, cause and measured numbers."""
+    from evaluator.annotate import statement_table
+
+    if prompt is None or result is None:
+        return pd.DataFrame(columns=VERDICT_COLUMNS)
+    rows = []
+    for obj in result.objects:
+        box = ", ".join(f"{v:.0f}" for v in obj.box) if obj.box else ""
+        rows.append(
+            {
+                "item": "object",
+                "text": obj.name,
+                "polarity": "",
+                "verdict": "present" if obj.present else "missing",
+                "cause": "",
+                "observed": "",
+                "measured": f"confidence={obj.confidence:.3f}" + (f"; box=[{box}]" if box else ""),
+            }
+        )
+    for row in statement_table(prompt, result):
+        rows.append(
+            {
+                "item": f"statement {row['index']}",
+                "text": row["statement"],
+                "polarity": row["polarity"],
+                "verdict": row["verdict"],
+                "cause": row["cause"],
+                "observed": row["observed"],
+                "measured": row["measurements"],
+            }
+        )
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def verdict_summary(prompt: PromptRecord, result: ResultRecord) -> str:
+    verdict = "PASS" if result.passed else "FAIL"
+    satisfied = sum(s.satisfied for s in result.statements)
+    return (
+        f"## Image verdict: <span class='verdict-{verdict.lower()}'>{verdict}</span>\n\n> {prompt.prompt}\n\n"
+        f"{sum(o.present for o in result.objects)}/{len(result.objects)} objects present, "
+        f"{satisfied}/{len(result.statements)} statements satisfied "
+        f"(evaluator {result.evaluator_version}, config {result.config_hash})"
+    )
+
+
+def error_markdown(message: str) -> str:
+    """A one-line error in bold; further lines (e.g. the grammar) below it as a code block."""
+    first, *rest = message.splitlines() or [""]
+    return f"**Error:** {first}" + ("\n\n```text\n" + "\n".join(rest) + "\n```" if rest else "")
+
+
+# -- Submit --------------------------------------------------------------------------------------------
+
+
+def submissions_frame(entries: Sequence[Entry]) -> pd.DataFrame:
+    rows = [
+        {
+            "submitted (UTC)": time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.created_at)),
+            "model": e.model_name,
+            "submitter": e.submitter,
+            "status": e.status,
+            "reason": e.reason,
+            "id": e.submission_id[:8],
+        }
+        for e in sorted(entries, key=lambda e: e.created_at, reverse=True)
+    ]
+    return pd.DataFrame(rows, columns=SUBMISSION_COLUMNS)
+
+
+def submission_message(entry: Entry) -> str:
+    return f"**{entry.model_name}**: status **{entry.status}**: {entry.reason} (id `{entry.submission_id[:8]}`)"
+
+
+def requester(request: Any, profile: Any = None) -> str:
+    """The user signed in with Hugging Face, else the logged-in user, else the client's IP address,
+    else "anonymous".
+
+    Behind the Spaces proxy the client is the proxy, so the IP comes from X-Forwarded-For: its
+    last entry, the one the proxy itself appended (earlier entries are whatever the client sent)."""
+    hub_user = getattr(profile, "username", None)
+    if hub_user:
+        return f"hf:{hub_user}"
+    if request is None:
+        return "anonymous"
+    username = getattr(request, "username", None)
+    if username:
+        return str(username)
+    headers = getattr(request, "headers", None) or {}
+    forwarded = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
+    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+    if hops:
+        return f"ip:{hops[-1]}"
+    client = getattr(request, "client", None)
+    host = getattr(client, "host", None) if client else None
+    return f"ip:{host}" if host else "anonymous"

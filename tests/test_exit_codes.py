@@ -1,0 +1,133 @@
+"""The same mistake gets the same exit code from every command (README, "Exit codes").
+
+0 done; 1 bad input (a missing file or folder, an unknown prompt id) or a failed check; 2 a usage
+error (a wrong, missing or conflicting option, argparse's own errors included) or missing model
+weights. Errors are one line `error: ...` (argparse's usage errors: its usage line, then the error).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from PIL import Image
+
+from negt2ibench.cli import main
+
+
+def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `negt2ibench ARGV`, whether main returns the code or argparse exits."""
+    try:
+        code = main(argv)
+    except SystemExit as exited:
+        code = exited.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+@pytest.fixture
+def image(tmp_path):
+    path = tmp_path / "color_pos1_neg0_000_0.png"
+    Image.new("RGB", (64, 64), (200, 10, 10)).save(path)
+    return path
+
+
+USAGE_MISTAKES = {
+    "a batch size of 0": [
+        (["score", "--images", "{image}", "--out", "{tmp}/r.jsonl", "--batch-size", "0"], "must be a positive integer"),
+        (["generate", "--model", "sd_1_5", "--out", "{tmp}/d", "--batch-size", "0"], "must be a positive integer"),
+    ],
+    "a split name with capitals": [
+        (["score", "--images", "{image}", "--out", "{tmp}/r.jsonl", "--model-key", "Bad-Key"], "not a valid split"),
+        (["generate", "--model-id", "x/y", "--key", "Bad-Key", "--out", "{tmp}/d"], "not a valid split name"),
+        (["import-images", "--key", "Bad-Key", "--dir", "{tmp}", "--out", "{tmp}/d"], "not a valid split name"),
+        (["merge-images", "--key", "Bad-Key", "--dir", "{tmp}"], "not a valid split name"),
+    ],
+    "a repo id without ORG/": [
+        (["push", "--repo-id", "no-slash", "--dry-run"], "must look like ORG/NAME"),
+        (["deploy-space", "--repo-id", "no-slash", "--dry-run"], "must look like ORG/NAME"),
+    ],
+    "an unknown preset": [
+        (["score", "--images", "{image}", "--out", "{tmp}/r.jsonl", "--preset", "newest"], "invalid choice"),
+        (["explain", "{image}", "--prompt-id", "color_pos1_neg0_000", "--preset", "newest"], "invalid choice"),
+        (["download-models", "--preset", "newest"], "invalid choice"),
+    ],
+    "an unknown device": [
+        (["score", "--images", "{image}", "--out", "{tmp}/r.jsonl", "--device", "tpu"], "unknown device 'tpu'"),
+        (["explain", "{image}", "--prompt-id", "color_pos1_neg0_000", "--device", "tpu"], "unknown device 'tpu'"),
+        (["generate", "--model", "sd_1_5", "--out", "{tmp}/d", "--device", "tpu"], "unknown device 'tpu'"),
+    ],
+    "an unknown model or missing option": [
+        (["generate", "--model", "sd_2_1", "--out", "{tmp}/d"], "unknown model key 'sd_2_1'"),
+        (["generate", "--model-id", "x/y", "--out", "{tmp}/d"], "--model-id needs --key"),
+        (["score", "--out", "{tmp}/r.jsonl"], "the following arguments are required: --images"),
+    ],
+}
+
+BAD_INPUT_MISTAKES = {
+    "a folder that is not there": [
+        (["validate", "{tmp}/nothing"], "is not a folder"),
+        (["score", "--images", "{tmp}/nothing", "--out", "{tmp}/r.jsonl"], "no such image, folder or dataset"),
+        (["import-images", "--key", "k", "--dir", "{tmp}/nothing", "--out", "{tmp}/d"], "is not a folder"),
+        (["push", "--repo-id", "org/name", "--dir", "{tmp}/nothing", "--dry-run"], "is not a built dataset folder"),
+        (["serve", "--dataset", "{tmp}/nothing"], "no dataset at"),
+    ],
+    "prompts that are not there": [
+        (["score", "--images", "{image}", "--out", "{tmp}/r.jsonl", "--prompts", "{tmp}/none.jsonl"], "no prompts at"),
+        (["generate", "--model", "sd_1_5", "--out", "{tmp}/d", "--prompts", "{tmp}/none.jsonl"], "no prompts at"),
+        (["explain", "{image}", "--prompt-id", "color_pos1_neg0_000", "--prompts", "{tmp}/none.jsonl"], "no prompts"),
+        (["import-images", "--key", "k", "--dir", "{tmp}", "--out", "{tmp}/d", "--prompts", "{tmp}/x"], "no prompts"),
+    ],
+    "an unknown prompt id": [
+        (["explain", "{image}", "--prompt-id", "colour_pos1_neg0_000"], "unknown prompt id 'colour_pos1_neg0_000'"),
+    ],
+    "a prompt outside the grammar": [
+        (["explain", "{image}", "--prompt", "hello world"], "cannot parse the prompt"),
+    ],
+}
+
+
+def _cases(table: dict, code: int):
+    return [
+        pytest.param(argv, message, code, id=f"{mistake}: {argv[0]}")
+        for mistake, cases in table.items()
+        for argv, message in cases
+    ]
+
+
+def _fill(argv: list[str], tmp_path, image) -> list[str]:
+    return [part.format(tmp=tmp_path, image=image) for part in argv]
+
+
+@pytest.mark.parametrize(("argv", "message", "code"), _cases(USAGE_MISTAKES, 2) + _cases(BAD_INPUT_MISTAKES, 1))
+def test_the_same_mistake_gets_the_same_code_everywhere(argv, message, code, tmp_path, image, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # commands that default to build/negt2ibench find nothing there
+    got, _, err = run(_fill(argv, tmp_path, image), capsys)
+    assert got == code, err
+    assert message in err
+    if code == 1:
+        assert err.startswith("error: ") and err.count("\n") == 1  # one line
+
+
+def test_missing_weights_exit_2_with_how_to_get_them(tmp_path):
+    """The real console entry point, in its own process (diffusers' logging keeps the stream it first saw)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "negt2ibench", "generate", "--model", "sd_1_5", "--out", str(tmp_path / "d")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")},
+    )
+    last = done.stderr.strip().splitlines()[-1]  # diffusers may log its own offline notice first
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert last.startswith("error: model weights for sd_1_5") and "hf download" in last
+
+
+def test_a_failed_check_exits_1(tmp_path, capsys):
+    (tmp_path / "ds").mkdir()
+    (tmp_path / "ds" / "prompts.jsonl").write_text("")
+    code, out, _ = run(["validate", str(tmp_path / "ds")], capsys)
+    assert code == 1 and out.strip().splitlines()[-1].startswith("INVALID: 51 violations")

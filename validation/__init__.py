@@ -1,0 +1,14 @@
+"""Evaluator validation (DESIGN §7): human annotations, agreement statistics, `agree`.
+
+- `questions`: the yes/no wording of every element of a prompt (annotation UI, VLM judges);
+- `annotations`: the annotation record and the human verdict it implies;
+- `labels`: three annotators' records per image → majority label and continuous human score;
+- `sample`: the seeded, stratified sample of images to annotate (`annotation-sample`);
+- `assignment`: which image an annotator gets next (each image to three people);
+- `stats`, `interrater`, `bootstrap`: pure statistics (scikit-learn / scipy / statsmodels);
+- `agreement`: human labels + evaluator results → the paper's validation tables (pure);
+- `report`: those tables as Markdown / CSV; `probes`: optional extra sections;
+- `cli`: `annotation-sample`, `annotations export|import`, `agree`.
+
+Nothing here is imported at package import: import the module you need.
+"""

@@ -1,0 +1,278 @@
+"""`negt2ibench annotation-sample`, `annotations export|import` and `agree`: the validation commands.
+
+Thin shells: parse options, read files, call the pure functions of this package, write files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+from negt2ibench.errors import UsageError, UserError
+
+_PROMPTS_HELP = "prompt records (dataset folder, prompts.jsonl or parquet); default: the built-in corpus"
+
+
+def _prompts(source: str | Path | None) -> dict:
+    """{prompt_id: PromptRecord} from `source` (None: the built-in corpus)."""
+    from dataset_builder.loading import load_prompts
+
+    try:
+        records = load_prompts(source)
+    except (FileNotFoundError, ValueError) as error:
+        raise UserError(f"cannot load the prompts: {error}") from None
+    return {record.prompt_id: record for record in records}
+
+
+def _has_prompts(folder: Path) -> bool:
+    return (folder / "prompts.jsonl").is_file() or any((folder / "prompts").glob("*.parquet"))
+
+
+# --------------------------------------------------------------------------------- annotation-sample
+
+
+def _sample(args: argparse.Namespace) -> int:
+    from .sample import dataset_candidates, stratified_sample, write_sample
+
+    dataset = Path(args.images)
+    if not dataset.is_dir():
+        raise UserError(f"{dataset}: not a dataset folder (one holding images/<split>-*.parquet)")
+    if args.per_category < 1:
+        raise UsageError(f"--per-category must be at least 1, got {args.per_category}")
+    out = Path(args.out)
+    if out.exists() and not args.overwrite:
+        raise UserError(f"{out} exists (annotations may refer to it); pass --overwrite to replace it")
+    source = args.prompts if args.prompts else (dataset if _has_prompts(dataset) else None)
+    candidates = dataset_candidates(dataset, args.splits, _prompts(source))
+    sample = stratified_sample(candidates, per_category=args.per_category, seed=args.seed)
+    if not sample:
+        raise UserError(f"{dataset}: no images to sample")
+    write_sample(sample, out)
+
+    def spread(attribute: str) -> str:
+        return ", ".join(f"{k} {v}" for k, v in sorted(Counter(getattr(i, attribute) for i in sample).items()))
+
+    print(f"wrote {len(sample)} images to {out} (seed {args.seed}) from {len(candidates)} in {dataset}")
+    for attribute in ("category", "setting", "model_key"):
+        print(f"  by {attribute.replace('model_key', 'split')}: {spread(attribute)}")
+    short = {c: args.per_category - n for c, n in Counter(i.category for i in sample).items() if n < args.per_category}
+    if short:
+        print("note: too few images for " + ", ".join(f"{c} (short by {n})" for c, n in sorted(short.items())))
+    return 0
+
+
+# -------------------------------------------------------------------------------------- annotations
+
+
+def _export(args: argparse.Namespace) -> int:
+    from space.store import open_store
+
+    from .annotations import write_annotations
+
+    store = open_store(args.home)
+    records = store.annotations(args.annotator)
+    count = write_annotations(records, args.out)
+    images = len({r.image_key for r in records})
+    print(
+        f"wrote {count} annotation records ({images} images, {len({r.annotator for r in records})} annotators) "
+        f"from {store!r} to {args.out}"
+    )
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    from space.store import open_store
+
+    from .annotations import check_against_prompt, read_annotations
+
+    records = read_annotations(args.file)  # refuses two lines of one image × annotator
+    prompts = _prompts(args.prompts)
+    for record in records:
+        if record.prompt_id not in prompts:
+            raise UserError(f"{args.file}: unknown prompt id {record.prompt_id!r} (another corpus? pass --prompts)")
+        check_against_prompt(record, prompts[record.prompt_id])
+    store = open_store(args.home)
+    stored = {(r.image_key, r.annotator): r for r in store.annotations()}
+    identical = [r for r in records if (old := stored.get((r.image_key, r.annotator))) and old.same_answers(r)]
+    conflicts = [r for r in records if (old := stored.get((r.image_key, r.annotator))) and not old.same_answers(r)]
+    if conflicts and args.on_conflict == "fail":
+        first = conflicts[0]
+        raise UserError(
+            f"{len(conflicts)} record(s) answer differently from the stored ones for the same image and annotator "
+            f"(first: {first.annotator!r} on {first.model_key}/{first.prompt_id}#{first.sample_index}); nothing "
+            "imported. Pass --on-conflict keep to keep the stored answers, or replace to take the file's"
+        )
+    skip = {id(r) for r in identical}
+    if args.on_conflict == "keep":
+        skip |= {id(r) for r in conflicts}
+    new = [r for r in records if id(r) not in skip]
+    written = store.add_annotations(new) if new else 0
+    replaced = len(conflicts) if args.on_conflict == "replace" else 0
+    kept = len(conflicts) if args.on_conflict == "keep" else 0
+    print(
+        f"imported {written} of {len(records)} records into {store!r}: {len(identical)} already stored "
+        f"(identical), {replaced} replaced, {kept} conflicting kept as stored"
+    )
+    return 0
+
+
+# -------------------------------------------------------------------------------------------- agree
+
+
+def _names(runs_records: list[tuple[Path, list]]) -> list[str]:
+    """Evaluator names from the records, made unique with the file stem (then a number)."""
+    base = [records[0].evaluator if records else path.stem for path, records in runs_records]
+    counts = Counter(base)
+    names = [f"{n} ({path.stem})" if counts[n] > 1 else n for n, (path, _) in zip(base, runs_records, strict=True)]
+    seen: Counter[str] = Counter()
+    unique = []
+    for name in names:
+        seen[name] += 1
+        unique.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
+    return unique
+
+
+def _agree(args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
+    from evaluator.resultio import read_results
+
+    from .agreement import compute_agreement
+    from .annotations import read_annotations
+    from .labels import build_labels
+    from .report import main_table, to_markdown, write_report
+    from .runs import check_results
+
+    if args.bootstrap < 0:
+        raise UsageError(f"--bootstrap must be 0 (no intervals) or more, got {args.bootstrap}")
+    if not 0 < args.confidence < 1:
+        raise UsageError(f"--confidence must be between 0 and 1, got {args.confidence}")
+    prompts = _prompts(args.prompts)
+    labels = build_labels(read_annotations(args.annotations), prompts)
+    if not labels.labels:
+        raise UserError(
+            f"{args.annotations}: no image has three annotators yet ({len(labels.under_annotated)} have fewer)"
+        )
+    files = [(Path(p), read_results(p)) for p in args.results]
+    runs = [
+        check_results(records, prompts, name=name, source=str(path))
+        for name, (path, records) in zip(_names(files), files, strict=True)
+    ]
+    with tqdm(total=len(runs), desc="agree", unit="evaluator", disable=None) as bar:
+        report = compute_agreement(
+            labels,
+            runs,
+            resamples=args.bootstrap,
+            seed=args.seed,
+            confidence=args.confidence,
+            progress=lambda name: (bar.set_postfix_str(name), bar.update(0)),
+        )
+        bar.update(len(runs))
+    written = write_report(report, args.out)
+    print(to_markdown(main_table(report)))
+    if labels.under_annotated:
+        print(f"note: {len(labels.under_annotated)} annotated image(s) have fewer than 3 annotators and are not used")
+    for name, block in report["evaluators"].items():
+        cov = block["coverage"]
+        left_out = {k: cov[k] for k in ("error_rows", "not_annotated", "under_annotated") if cov[k]}
+        if left_out:
+            detail = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in left_out.items())
+            print(f"note: {name}: {cov['used']} images compared; left out {detail}")
+    print(f"wrote {', '.join(p.name for p in written)} to {args.out}")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------- register
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    raw = argparse.RawDescriptionHelpFormatter
+    sample = subparsers.add_parser(
+        "annotation-sample",
+        help="draw the seeded, stratified sample of images to annotate (DESIGN §7)",
+        description=textwrap.fill(
+            "Write sample.jsonl: --per-category images per category, spread evenly over the 8 settings and the "
+            "chosen splits, seeded. One line per image: its key (prompt_id, model_key, sample_index), category, "
+            "setting, and where the annotation UI fetches it (dataset folder, parquet shard, row).",
+            width=88,
+        ),
+        epilog="example:\n  negt2ibench annotation-sample --images build/negt2ibench --splits sd_1_5 flux_2_dev "
+        "--out sample.jsonl",
+        formatter_class=raw,
+    )
+    sample.add_argument(
+        "--images", required=True, metavar="DATASET", help="dataset folder with images/<split>-*.parquet"
+    )
+    sample.add_argument(
+        "--splits", nargs="+", metavar="SPLIT", help="image splits (model keys) to draw from; default all"
+    )
+    sample.add_argument("--out", required=True, metavar="FILE", help="sample JSONL to write")
+    sample.add_argument("--per-category", type=int, default=100, metavar="N", help="images per category (default 100)")
+    sample.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the draw (default 0)")
+    sample.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP.replace("default:", "default: DATASET's, else"))
+    sample.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
+    sample.set_defaults(handler=_sample)
+
+    annotations = subparsers.add_parser(
+        "annotations",
+        help="export or import human annotations (the leaderboard store's annotation records)",
+        description="Annotations live in the leaderboard store (SQLite under NEGT2I_HOME, or the Hub repo named by "
+        "NEGT2I_RESULTS_REPO). `export` writes them as annotations.jsonl; `import` adds records made elsewhere.",
+    )
+    actions = annotations.add_subparsers(dest="action", metavar="ACTION", required=True)
+    export = actions.add_parser("export", help="write the stored annotation records as JSONL")
+    export.add_argument("--out", required=True, metavar="FILE", help="annotations JSONL to write (replaced)")
+    export.add_argument("--annotator", metavar="NAME", help="only this annotator's records")
+    export.add_argument(
+        "--home", type=Path, help="NEGT2I_HOME of the store (default $NEGT2I_HOME or ~/.cache/negt2ibench)"
+    )
+    export.set_defaults(handler=_export)
+    imported = actions.add_parser(
+        "import",
+        help="add annotation records from a JSONL file (validated against the prompts)",
+        description="Validate every record (schema, prompt id, the prompt's objects and statements) and store "
+        "them in one transaction. Two lines of one image × annotator in FILE are refused. A record for an image and "
+        "annotator already stored with the same answers is skipped; with other answers --on-conflict decides.",
+    )
+    imported.add_argument("file", metavar="FILE", help="annotations JSONL")
+    imported.add_argument(
+        "--on-conflict",
+        choices=("fail", "keep", "replace"),
+        default="fail",
+        help="stored record of the same image and annotator with other answers: fail (default, nothing imported), "
+        "keep the stored one, or replace it",
+    )
+    imported.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP)
+    imported.add_argument("--home", type=Path, metavar="DIR", help="NEGT2I_HOME of the store")
+    imported.set_defaults(handler=_import)
+
+    agree = subparsers.add_parser(
+        "agree",
+        help="agreement of evaluators with the human annotations (paper Tables 2, 5, 7, 9, 11-13)",
+        description=textwrap.fill(
+            "Compare each results file (one evaluator's verdicts: `negt2ibench score` output under any preset, or a "
+            "judge's) with the majority label of three annotators. Writes DIR/agreement.json (fractions), "
+            "DIR/agreement.md (percentages) and CSVs, and prints the main table. Images without three annotators, "
+            "and error rows, are counted and reported, not compared.",
+            width=88,
+        ),
+        epilog="example:\n  negt2ibench agree --annotations annotations.jsonl --results current.jsonl qwen_pos.jsonl "
+        "--out agreement/",
+        formatter_class=raw,
+    )
+    agree.add_argument(
+        "--annotations", required=True, metavar="FILE", help="annotations JSONL (from `annotations export`)"
+    )
+    agree.add_argument(
+        "--results", required=True, nargs="+", metavar="FILE", help="result JSONL files, one per evaluator"
+    )
+    agree.add_argument("--out", required=True, metavar="DIR", help="folder for agreement.json / .md / *.csv")
+    agree.add_argument(
+        "--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000; 0: none)"
+    )
+    agree.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
+    agree.add_argument("--confidence", type=float, default=0.95, metavar="P", help="interval coverage (default 0.95)")
+    agree.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP)
+    agree.set_defaults(handler=_agree)

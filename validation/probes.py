@@ -1,0 +1,116 @@
+"""Optional extra sections of the agreement report ("probes"), registered by other parts.
+
+A probe looks at the same inputs as `agree` (human labels, every evaluator's checked verdicts
+and computed agreement) and returns a JSON-ready dict, or None when it does not apply (say, no
+pair of `pos` / `neg` judge runs was given). Non-empty results land in ``agreement.json`` under
+``"probes": {name: result}``, and in ``agreement.md`` as a section when the probe has a
+`markdown` renderer.
+
+Register eagerly with the decorator, or lazily (nothing imported until `agree` runs) with a
+``"module:attribute"`` target naming a `Probe`:
+
+    @register_probe("negation", markdown=negation_markdown)
+    def negation_probe(data: ProbeInput) -> dict | None: ...
+
+    register_probe("negation", target="evaluator.judges.probe:NEGATION_PROBE")
+
+The VLM negation probe of Table 10 (flip rate, complement error, from a judge's ``pos`` and
+``neg`` runs) is meant to plug in here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from .labels import LabelSet
+from .runs import EvaluatorRun
+
+
+@dataclass(frozen=True)
+class ProbeInput:
+    """What a probe sees: the labels, the runs (by file order) and their computed agreement blocks."""
+
+    labels: LabelSet
+    runs: tuple[EvaluatorRun, ...]
+    evaluators: Mapping[str, dict]
+    resamples: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    compute: Callable[[ProbeInput], dict | None]
+    markdown: Callable[[dict], str] | None = None  # the Markdown section for a result (heading included)
+
+
+_REGISTRY: dict[str, Probe | str] = {}
+
+
+def register_probe(
+    name: str,
+    compute: Callable[[ProbeInput], dict | None] | None = None,
+    *,
+    markdown: Callable[[dict], str] | None = None,
+    target: str | None = None,
+):
+    """Register a probe under `name`: directly, as a decorator (no `compute`), or lazily (`target`).
+
+    A second registration of a name raises ValueError (probes are global, so a silent
+    overwrite would change a report behind its owner's back).
+    """
+    if name in _REGISTRY:
+        raise ValueError(f"a probe named {name!r} is already registered")
+    if target is not None:
+        if ":" not in target:
+            raise ValueError(f"lazy probe target must be 'module:attribute', got {target!r}")
+        _REGISTRY[name] = target
+        return None
+    if compute is None:
+
+        def decorate(function: Callable[[ProbeInput], dict | None]):
+            _REGISTRY[name] = Probe(name, function, markdown)
+            return function
+
+        return decorate
+    _REGISTRY[name] = Probe(name, compute, markdown)
+    return compute
+
+
+def unregister_probe(name: str) -> None:
+    """Remove a probe (tests register temporary ones)."""
+    _REGISTRY.pop(name, None)
+
+
+def _resolve(name: str) -> Probe:
+    entry = _REGISTRY[name]
+    if isinstance(entry, str):
+        module, _, attribute = entry.partition(":")
+        probe = getattr(importlib.import_module(module), attribute)
+        if not isinstance(probe, Probe):
+            raise TypeError(f"probe target {entry!r} is a {type(probe).__name__}, not a validation.probes.Probe")
+        _REGISTRY[name] = entry = probe
+    return entry
+
+
+def registered_probes() -> dict[str, Probe]:
+    """Every registered probe, lazy ones imported now."""
+    return {name: _resolve(name) for name in sorted(_REGISTRY)}
+
+
+def run_probes(data: ProbeInput) -> dict[str, dict]:
+    """{name: result} for every probe that returns something."""
+    results = {}
+    for name, probe in registered_probes().items():
+        result = probe.compute(data)
+        if result:
+            results[name] = result
+    return results
+
+
+def probe_markdown(name: str, result: dict) -> str | None:
+    """The Markdown section of one probe's result, when it has a renderer."""
+    probe = registered_probes().get(name)
+    return probe.markdown(result) if probe is not None and probe.markdown is not None else None
