@@ -37,6 +37,7 @@ _HOME_VARIABLES = {
     "HF_XET_CACHE": "hf/xet",
     "TRANSFORMERS_CACHE": "hf/hub",
     "TORCH_HOME": "torch",
+    "TORCHINDUCTOR_CACHE_DIR": "torchinductor",
     "XDG_CACHE_HOME": "cache",
     "RF_HOME": "rfdetr",
     "NEGT2I_HOME": "negt2i",
