@@ -91,6 +91,7 @@ def test_configurations_that_differ_only_in_constants_share_a_group():
     assert [[c.name for c in g] for g in perception_groups([PRESETS["current"], PRESETS["c5"]])] == [["current", "c5"]]
 
 
+@pytest.mark.slow
 def test_perception_does_not_read_the_rules_constants():
     """What makes the grouping right: previous and current constants see the same things."""
     images = [random_image(3), random_image(4)]
@@ -109,6 +110,7 @@ def test_perception_does_not_read_the_rules_constants():
             assert (obj.mask is None and other.mask is None) or np.array_equal(obj.mask, other.mask)
 
 
+@pytest.mark.slow
 def test_ablation_observes_once_per_detector_and_sam_pair(study):
     tmp_path, dataset, annotations, _ = study
     labels = build_labels(read_annotations(annotations), BY_ID)
@@ -171,6 +173,7 @@ def test_ablation_observes_once_per_detector_and_sam_pair(study):
     assert [p.images for p in made] == [0, 0, 0, 0] and again.table.rows == table.rows
 
 
+@pytest.mark.slow
 def test_ablate_command_and_agree_on_its_results(study, monkeypatch, capsys):
     tmp_path, dataset, annotations, prompts_file = study
     made = []

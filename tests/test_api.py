@@ -202,6 +202,7 @@ def test_load_fails_early_offline_and_lets_a_double_load(tmp_path, monkeypatch):
         real.load()
 
 
+@pytest.mark.slow
 def test_a_table17_preset_in_the_api():
     evaluator = Evaluator(preset="c2", perception=tiny_perception(PRESETS["c2"]), prompts=PROMPTS)
     assert evaluator.config.detector_label == "Mask R-CNN" and evaluator.config.use_sam

@@ -92,6 +92,7 @@ def test_masks_only_for_the_rows_asked_at_full_resolution():
 
 
 @pytest.mark.parametrize("preset", ["c2", "c4"])
+@pytest.mark.slow
 def test_perception_with_mask_rcnn(preset):
     _, sam, siglip, depth = tiny_models()
     config = PRESETS[preset]
@@ -126,6 +127,7 @@ def test_missing_weights_offline_say_how_to_get_them(tmp_path, monkeypatch):
     assert not path.exists()
 
 
+@pytest.mark.slow
 def test_weights_in_a_weights_dir_load_offline_and_a_broken_file_is_a_user_error(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     config = PRESETS["c3"]

@@ -185,6 +185,7 @@ def test_explain_parses_prompt_text(workspace, tiny_models_in_cli, capsys):
     assert err.startswith("error: cannot parse the prompt") and err.count("\n") == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", ["c2", "c4"])
 def test_score_with_a_mask_rcnn_preset(preset, workspace, tiny_models_in_cli, capsys):
     from evaluator.config import PRESETS
