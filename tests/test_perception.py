@@ -330,3 +330,37 @@ def test_corrupt_detector_weights_are_a_clear_user_error(monkeypatch, tmp_path):
     with pytest.raises(UserError, match="could not be loaded") as caught:
         load_rfdetr(PRESETS["current"])
     assert not isinstance(caught.value, MissingWeightsError)
+
+
+class _EmptySegmenter:
+    """A segmenter double whose every mask comes back empty (as SAM does on some boxes)."""
+
+    def segment(self, images, boxes):
+        return [
+            [np.zeros((image.height, image.width), bool) for _ in image_boxes]
+            for image, image_boxes in zip(images, boxes, strict=True)
+        ]
+
+
+def test_an_empty_sam_mask_stays_empty_and_attributes_use_the_box():
+    from evaluator.verdict import judge
+
+    detector, _, siglip, depth = tiny_models()
+    perception = ModelPerception.from_models(PRESETS["current"], detector=detector, siglip=siglip, depth=depth)
+    perception._segmenter = _EmptySegmenter()
+    color = make_prompt("color", ["cup"])
+    near = make_prompt("proximity", ["cat", "dog"], polarity="negated")
+    image = random_image(5)
+    observations = perception.observe([image, image], [color, near])
+    cup = observations[0].objects["cup"]
+    assert cup.present and not cup.mask.any() and set(cup.value_scores) == set(CATEGORY_VOCABULARY["color"])
+    box_crop_scores = perception.attributes.score(
+        [masked_crop(image, box_mask(cup.box, image.width, image.height), 153)], [("color", "cup")], PRESETS["current"]
+    )[0]
+    assert cup.value_scores == pytest.approx(box_crop_scores)  # scored on the box crop
+    record = judge(near, observations[1], model_key="toy", sample_index=0)
+    present = [o.present for o in record.objects]
+    assert present == [True, True]  # the tiny detector sees cats and dogs in this image
+    assert [o.mask_empty for o in record.objects] == [True, True]
+    statement = record.statements[0]
+    assert (statement.satisfied, statement.dead_zone_pass, statement.observed) == (True, True, [])
