@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from dataset_builder.grammar import GRAMMAR_HELP
-from evaluator.config import PRESETS
+from evaluator.config import PRESET_HELP, PRESETS
 from negt2ibench.errors import UserError
 from negt2ibench.options import device, non_negative_int, positive_int, split_name
 
@@ -22,8 +22,9 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         "--preset",
         choices=PRESET_NAMES,
         default="current",
-        help="scorer constants: current (paper Table 15, default), previous (Table 16 relation "
-        "rules), no_sam (RF-DETR's own masks instead of SAM 2.1)",
+        metavar="PRESET",
+        help="scorer configuration (default: current): "
+        + "; ".join(f"{name}: {text}" for name, text in PRESET_HELP.items()),
     )
     parser.add_argument(
         "--device",
@@ -147,7 +148,9 @@ def register(subparsers) -> None:
         "--preset",
         choices=PRESET_NAMES,
         default="current",
-        help="download the models of this preset (default: current, which uses all four)",
+        metavar="PRESET",
+        help="download the models of this preset (default: current, which uses all four; c1-c4 use "
+        f"Mask R-CNN instead of RF-DETR): {', '.join(PRESET_NAMES)}",
     )
     checking = download.add_mutually_exclusive_group()
     checking.add_argument(
@@ -231,6 +234,7 @@ def run_explain(args: argparse.Namespace) -> int:
 def run_download_models(args: argparse.Namespace) -> int:
     from evaluator.config import get_preset
     from evaluator.models import weights
+    from evaluator.models.maskrcnn import torch_home
     from evaluator.perception import detector_weights_path, weights_layout
 
     config = get_preset(args.preset)
@@ -239,7 +243,11 @@ def run_download_models(args: argparse.Namespace) -> int:
         print("\nall weights are here. For offline runs set:")
         if args.dir:
             print(f"  export HF_HUB_CACHE={weights_layout(args.dir)[0]}")
-        print(f"  export RF_HOME={detector_weights_path(config, args.dir).parent}")
+        kinds = {model.kind for model in weights.preset_models(config)}
+        if "rfdetr" in kinds:
+            print(f"  export RF_HOME={detector_weights_path(config, args.dir).parent}")
+        if "torchvision" in kinds:
+            print(f"  export TORCH_HOME={torch_home(args.dir)}")
         print("  export HF_HUB_OFFLINE=1")
         if args.dir:
             print(f"(or pass --weights-dir {args.dir} to score / explain / selftest)")

@@ -25,7 +25,7 @@ from negt2ibench.api import Evaluator
 from negt2ibench.errors import UsageError
 
 from .handlers import Handlers, WorkDir
-from .leaderboard_view import CAUSE_COLUMNS, LEADERBOARD_HEADERS, REPORTED
+from .leaderboard_view import CAUSE_COLUMNS, LEADERBOARD_HEADERS, PAPER_ROWS_NOTE
 from .scoring import gpu_scorer, on_zero_gpu, preload_models
 from .store import LeaderboardStore, open_store
 from .submissions import ImageSourceFactory, SubmissionLimits, hub_images
@@ -190,8 +190,7 @@ def build_app(
             )
         with gr.Tab("Leaderboard", id="leaderboard"):
             gr.Markdown(
-                f"Accuracy (%) of images passing every statement. Rows marked *{REPORTED}* are copied from "
-                "the paper's Table 3 and were not scored here. `polarity_gap` = 0:1 − 1:0."
+                f"Accuracy (%) of images passing every statement. {PAPER_ROWS_NOTE} `polarity_gap` = 0:1 − 1:0."
             )
             board = gr.Dataframe(
                 headers=LEADERBOARD_HEADERS,

@@ -181,3 +181,17 @@ def test_the_published_detector_file_with_another_md5_is_broken_without_loading(
     (tmp_path / "rfdetr" / "rf-detr-seg-xlarge.pt").write_bytes(b"truncated")
     (result,) = [r for r in weights.check(PRESETS["current"], tmp_path) if r.model.role == "detector"]
     assert result.status == "broken" and "MD5" in result.detail
+
+
+def test_the_mask_rcnn_presets_check_torchvisions_weights(tmp_path):
+    from evaluator.models.maskrcnn import maskrcnn_weights_path
+
+    config = PRESETS["c4"]
+    (model,) = [m for m in weights.preset_models(config) if m.role == "detector"]
+    assert (model.kind, model.name, model.source) == ("torchvision", "Mask R-CNN", config.detector_weights)
+    assert weights.CHECKERS["torchvision"](model, config, tmp_path).status == "missing"
+    path = maskrcnn_weights_path(config, tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a checkpoint")
+    result = weights.CHECKERS["torchvision"](model, config, tmp_path)
+    assert result.status == "broken" and "could not be loaded" in result.detail

@@ -3,12 +3,12 @@
 `negt2ibench download-models` is a shell over this module. `preset_models(config)` names each model
 a preset uses (the detector, SAM 2.1 when the preset refines masks, SigLIP 2, Depth-Anything V2)
 with where its weights come from: a Hugging Face repo (only the files transformers reads: the
-JSON configs and the safetensors weights, not e.g. SAM 2.1's original `.pt`) or rfdetr's own
-storage. `download` fetches them with their sizes shown; `check_model` loads each one offline, so
+JSON configs and the safetensors weights, not e.g. SAM 2.1's original `.pt`), rfdetr's own
+storage, or torch.hub. `download` fetches them with their sizes shown; `check` loads each one offline, so
 a machine without internet knows before a run which model is missing or broken.
 
-A detector other than RF-DETR (e.g. the Mask R-CNN presets) adds a `kind` with its own entry in
-`DOWNLOADERS` and `CHECKERS` and a branch in `detector_weights`.
+Each source is a `kind` with its own entry in `DOWNLOADERS` and `CHECKERS`: the Mask R-CNN presets
+(c1–c4) fetch torchvision's COCO weights into TORCH_HOME instead of RF-DETR's.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ class ModelWeights:
 
     role: str  # detector | masks | attributes | depth
     name: str  # what the user reads
-    kind: str  # "hub" (a Hugging Face repo) | "rfdetr" (rfdetr's storage, a file in RF_HOME)
-    source: str  # the repo id, or the weights file name
+    # "hub" (a Hugging Face repo) | "rfdetr" (rfdetr's storage, a file in RF_HOME) | "torchvision" (torch.hub)
+    kind: str
+    source: str  # the repo id, the weights file name, or the torchvision weights name
     model_class: str = ""  # hub: the class perception loads it with (import path)
     processor_class: str = ""
 
@@ -54,6 +55,10 @@ class CheckResult:
 
 
 def detector_weights(config: EvaluatorConfig) -> ModelWeights:
+    from evaluator.models.maskrcnn import is_maskrcnn
+
+    if is_maskrcnn(config):
+        return ModelWeights("detector", config.detector_label, "torchvision", config.detector_weights)
     if config.detector.startswith("RFDETR"):
         return ModelWeights("detector", config.detector, "rfdetr", config.detector_weights)
     raise UserError(f"download-models does not know where the weights of detector {config.detector!r} come from")
@@ -166,9 +171,25 @@ def download_rfdetr(model: ModelWeights, config: EvaluatorConfig, weights_dir: s
     return path
 
 
+def download_torchvision(
+    model: ModelWeights, config: EvaluatorConfig, weights_dir: str | Path | None, echo: Echo
+) -> Path:
+    """Fetch torchvision's Mask R-CNN weights into TORCH_HOME (hash-checked by torch.hub)."""
+    from evaluator.models.maskrcnn import download_maskrcnn_weights, maskrcnn_weights, maskrcnn_weights_path
+
+    path = maskrcnn_weights_path(config, weights_dir)
+    size = path.stat().st_size if path.is_file() else _remote_size(maskrcnn_weights(config).url)
+    echo(f"{model.label}: {format_size(size)}{' (already here)' if path.is_file() else ''}")
+    try:
+        return download_maskrcnn_weights(config, weights_dir)
+    except Exception as error:  # noqa: BLE001 - network / hash / OS errors: one line
+        raise UserError(f"could not download {config.detector_weights}: {_one_line(error)}") from None
+
+
 DOWNLOADERS: dict[str, Callable[[ModelWeights, EvaluatorConfig, str | Path | None, Echo], Path]] = {
     "hub": download_hub,
     "rfdetr": download_rfdetr,
+    "torchvision": download_torchvision,
 }
 
 
@@ -234,9 +255,26 @@ def check_rfdetr(model: ModelWeights, config: EvaluatorConfig, weights_dir: str 
     return CheckResult(model, "ok", str(path))
 
 
+def check_torchvision(model: ModelWeights, config: EvaluatorConfig, weights_dir: str | Path | None) -> CheckResult:
+    """The Mask R-CNN weights file is in TORCH_HOME and loads into torchvision's model."""
+    from evaluator.models.maskrcnn import load_maskrcnn, maskrcnn_weights_path
+
+    path = maskrcnn_weights_path(config, weights_dir)
+    if not path.is_file():
+        return CheckResult(model, "missing", f"{path} does not exist")
+    try:
+        loaded = load_maskrcnn(config, weights_dir)
+    except Exception as error:  # noqa: BLE001 - anything that stops it loading makes it broken
+        return CheckResult(model, "broken", _one_line(error))
+    del loaded
+    gc.collect()
+    return CheckResult(model, "ok", str(path))
+
+
 CHECKERS: dict[str, Callable[[ModelWeights, EvaluatorConfig, str | Path | None], CheckResult]] = {
     "hub": check_hub,
     "rfdetr": check_rfdetr,
+    "torchvision": check_torchvision,
 }
 
 
