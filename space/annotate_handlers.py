@@ -177,7 +177,11 @@ class AnnotateHandlers:
             image = self.images.load(item)
         except UserError as error:
             log.warning("annotation image unavailable: %s", error)
-            message = view_error(f"{error}. Press → to skip this image for now, and tell the study's organiser.")
+            # the reason names the split (the generator): the log gets it, the annotator does not
+            message = view_error(
+                "this image cannot be shown (the reason is in the server log). "
+                "Press → to skip it for now, and tell the study's organiser."
+            )
             return self._page(session, header, None, line, message, blank)
         session["shown"] = True
         questions = view.questions_of(prompt)

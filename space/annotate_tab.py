@@ -68,14 +68,19 @@ def annotate_tab(demo: gr.Blocks, on: AnnotateHandlers | None, *, login_button: 
             if login_button:
                 gr.LoginButton()
             name = gr.Textbox(
-                label="Your name", placeholder="the name stored with your answers", visible=not on.require_login
+                label="Your name",
+                placeholder="the name stored with your answers",
+                visible=not on.require_login,
+                scale=4,
             )
-            start = gr.Button("Start", variant="primary", elem_id="annotate-start")
+            start = gr.Button("Start", variant="primary", elem_id="annotate-start", scale=1, min_width=120)
         progress = gr.Markdown(elem_id="annotate-progress")
         status = gr.Markdown(elem_id="annotate-status")
         with gr.Row():
             with gr.Column(scale=3):
-                image = gr.Image(label="Image", type="pil", format="png", interactive=False, elem_id="annotate-image")
+                image = gr.Image(
+                    label="Image", type="pil", format="png", interactive=False, height=560, elem_id="annotate-image"
+                )
             with gr.Column(scale=2):
                 header = gr.Markdown(view.signed_out_markdown(on.require_login), elem_id="annotate-header")
                 questions = [
@@ -83,9 +88,9 @@ def annotate_tab(demo: gr.Blocks, on: AnnotateHandlers | None, *, login_button: 
                     for i in range(on.slot_count)
                 ]
                 with gr.Row():
-                    back = gr.Button("← Back", elem_id="annotate-back")
-                    save = gr.Button("Save and next", variant="primary", elem_id="annotate-save")
-                    forward = gr.Button("Forward →", elem_id="annotate-forward")
+                    back = gr.Button("← Back", elem_id="annotate-back", min_width=80)
+                    save = gr.Button("Save and next", variant="primary", elem_id="annotate-save", min_width=120)
+                    forward = gr.Button("Forward →", elem_id="annotate-forward", min_width=80)
     session = gr.State({})
     outputs = [session, header, image, progress, status, *questions]
     start.click(on.start, [name, session], outputs, api_name="annotate_start")
