@@ -25,6 +25,10 @@ def _serve(args: argparse.Namespace) -> int:
         raise UserError(
             f"no annotation sample at {args.annotation_sample}: draw one with `negt2ibench annotation-sample`"
         )
+    if args.judge:
+        from judges.registry import get_spec
+
+        get_spec(args.judge)  # an unknown key fails now, before the app is built
     from .app import LAUNCH_KWARGS, build_app
     from .store import open_store
 
