@@ -116,13 +116,10 @@ class AnnotateHandlers:
         image: Any,
         progress: str,
         status: str,
-        slots: Sequence[view.Slot] | None,
+        slots: Sequence[view.Slot],
     ) -> tuple:
-        """(session, header, image, progress, status, *question components); `slots` None leaves them as they are."""
-        if slots is None:
-            questions = [gr.update() for _ in range(self.slot_count)]
-        else:
-            questions = [gr.update(label=s.label or "question", value=s.value, visible=s.visible) for s in slots]
+        """(session, header, image, progress, status, *question components): the outputs of every event."""
+        questions = [gr.update(label=s.label or "question", value=s.value, visible=s.visible) for s in slots]
         return (session, header, image, progress, status, *questions)
 
     def _unchanged(self, session: dict, status: str) -> tuple:
