@@ -99,7 +99,8 @@ def test_card_declares_configs_and_counts(built, corpus):
     text = (built / "README.md").read_text(encoding="utf-8")
     assert "| color | 100 | 100 | 100 | 100 | 100 | 100 | 100 | 100 | 800 |" in text
     assert "**4800**" in text
-    assert corpus[1200].prompt in text or "directional_pos1_neg1_000" in text  # a real example row
+    example = next(r for r in corpus if r.prompt_id == "directional_pos1_neg1_000")  # the card's example row
+    assert '"prompt_id": "directional_pos1_neg1_000"' in text and example.prompt in text
     assert "@article{elfatairy2026negt2ibench" in text
     assert "{{" not in text.replace("{{NegT2IBench}", "")  # nothing left unrendered
     assert "negt2ibench score" in text

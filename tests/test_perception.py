@@ -256,7 +256,7 @@ def test_missing_hub_weights_offline_raise_missing_weights(tmp_path):
         )
 
 
-def test_attribute_text_embeddings_are_computed_once():
+def test_attribute_text_embeddings_are_computed_once(monkeypatch):
     _, _, siglip, _ = tiny_models()
     from evaluator.models.attributes import AttributeScorer
 
@@ -268,7 +268,7 @@ def test_attribute_text_embeddings_are_computed_once():
         calls.append(kwargs["input_ids"].shape[0])
         return original(**kwargs)
 
-    scorer.model.get_text_features = counting
+    monkeypatch.setattr(scorer.model, "get_text_features", counting)  # the model is shared by other tests
     crops = [random_image(1, (40, 40)), random_image(2, (40, 40))]
     first = scorer.score(crops, [("color", "cup"), ("color", "cup")], PRESETS["current"])
     second = scorer.score(crops[:1], [("color", "cup")], PRESETS["current"])
@@ -308,14 +308,18 @@ def test_box_mask_is_clamped_and_never_empty():
     assert mask.shape == (6, 8) and mask.any() and mask[2, 0] and not mask[4, 0]
 
 
-def test_device_selection():
+def test_device_selection(monkeypatch):
     assert select_device("cpu") == torch.device("cpu")
-    assert select_device("auto").type in ("cpu", "cuda", "mps")
     with pytest.raises(UserError, match="unknown device"):
         select_device("tpu")
-    if not torch.cuda.is_available():
-        with pytest.raises(UserError, match="no CUDA"):
-            select_device("cuda")
+    # `auto` prefers cuda, then mps, then cpu: each machine is simulated.
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    for cuda, mps, expected in [(True, True, "cuda"), (False, True, "mps"), (False, False, "cpu")]:
+        monkeypatch.setattr(torch.cuda, "is_available", lambda cuda=cuda: cuda)
+        monkeypatch.setattr(torch.backends.mps, "is_available", lambda mps=mps: mps)
+        assert select_device("auto") == torch.device(expected)
+    with pytest.raises(UserError, match="no CUDA"):
+        select_device("cuda")
 
 
 def test_corrupt_detector_weights_are_a_clear_user_error(monkeypatch, tmp_path):
