@@ -72,6 +72,7 @@ def agree(tmp_path, runs: dict[str, list], *extra: str) -> tuple[dict, str, str]
     return json.loads((out / "agreement.json").read_text()), (out / "agreement.md").read_text(), str(out)
 
 
+@pytest.mark.slow
 def test_scorer_and_three_judge_modes_in_one_table_with_the_negation_probe(tmp_path, capsys):
     _, scorer = study(tp=2, tn=2, fp=2, fn=2)
     runs = {"scorer": scorer} | {mode: judge_records(mode) for mode in ("whole", "pos", "neg")}

@@ -84,6 +84,7 @@ def app(prompts, tmp_path_factory):
     demo.close()
 
 
+@pytest.mark.slow  # four sessions through the server
 def test_three_distinct_annotators_per_image_through_the_api(app):
     sample, index, store = app["sample"], app["index"], app["store"]
     sessions = {name: app["client"]() for name in ("ann", "bob", "cat", "dan")}

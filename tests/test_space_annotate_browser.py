@@ -39,6 +39,7 @@ BROWSER_ARGS = [
 
 
 @pytest.mark.browser
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_annotator_answers_three_restarts_and_resumes_on_the_fourth(tmp_path):
     assert CHROMIUM.exists(), "install Debian's chromium (`make browser`) to run the browser test"

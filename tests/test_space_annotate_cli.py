@@ -8,12 +8,12 @@ from negt2ibench.cli import main
 
 
 def test_missing_sample_and_unknown_judge_are_one_line_errors(tmp_path, capsys):
-    assert main(["serve", "--annotation-sample", str(tmp_path / "none.jsonl"), "--home", str(tmp_path)]) == 1
+    assert main(["serve", "--annotation-sample", str(tmp_path / "none.jsonl")]) == 1
     err = capsys.readouterr().err
     assert err == (
         f"error: no annotation sample at {tmp_path / 'none.jsonl'}: draw one with `negt2ibench annotation-sample`\n"
     )
-    assert main(["serve", "--judge", "qwen3_vl_8", "--home", str(tmp_path)]) == 1
+    assert main(["serve", "--judge", "qwen3_vl_8"]) == 1
     assert capsys.readouterr().err.startswith("error: unknown judge 'qwen3_vl_8'. Did you mean: qwen3_vl_8b")
 
 
