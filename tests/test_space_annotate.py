@@ -64,10 +64,10 @@ def test_first_page_shows_image_prompt_and_affirmative_questions_only(study):
     on = study.handlers()
     page = on.start("alice", {})
     assert page[SESSION] == {"annotator": "alice", "position": 0, "skipped": [], "shown": True}
-    assert page[HEADER] == "### Image 1\n\n**Prompt:** a photo of a non-orange dog"
+    assert page[HEADER] == "### Image 1\n\n**Prompt:** a photo of a non-orange laptop"
     assert page[IMAGE].getpixel((5, 5)) == color_of(0)
     # the negated statement ("non-orange") is asked affirmatively; nothing else is shown
-    assert questions(page) == [("1. Is there a dog in the image?", None), ("2. Is the dog orange?", None)]
+    assert questions(page) == [("1. Is there a laptop in the image?", None), ("2. Is the laptop orange?", None)]
     assert on.slot_count == 5 and [u["visible"] for u in page[5:]] == [True, True, False, False, False]
     assert page[PROGRESS] == "**alice** · 0 done · 4 left for you · 0 of 4 images complete (3 annotators)"
     shown = " ".join([page[HEADER], page[PROGRESS], page[STATUS], *(label for label, _ in questions(page))])
@@ -110,7 +110,7 @@ def test_resume_after_a_restart_and_progress(study):
     restarted = study.handlers()  # a new app on the same store: nothing held in memory survives
     page = restarted.start("alice", {})
     assert page[SESSION]["position"] == 2
-    assert page[HEADER] == "### Image 3\n\n**Prompt:** a photo of a plastic dining table and a non-plastic sink"
+    assert page[HEADER] == "### Image 3\n\n**Prompt:** a photo of a metal car and a non-metal computer mouse"
     assert page[PROGRESS] == "**alice** · 2 done · 2 left for you · 0 of 4 images complete (3 annotators)"
     assert [r.prompt_id for r in study.store.annotations("alice")] == sorted(PROMPT_IDS[:2])
 

@@ -135,8 +135,8 @@ def test_judge_answers_beside_the_scorer(app):
     frame = pd.DataFrame(table["data"], columns=table["headers"])
     assert frame.to_dict("records") == [
         {
-            "element": "object dog",
-            "question": "Is there a dog in the image?",
+            "element": "object laptop",
+            "question": "Is there a laptop in the image?",
             "p(yes)": 0.9,
             "p(satisfied)": 0.9,
             "satisfied": "yes",
@@ -144,14 +144,14 @@ def test_judge_answers_beside_the_scorer(app):
         # pos mode: the negated statement asked affirmatively, "no" satisfies it
         {
             "element": "statement 0",
-            "question": "Is the dog orange?",
+            "question": "Is the laptop orange?",
             "p(yes)": 0.2,
             "p(satisfied)": 0.8,
             "satisfied": "yes",
         },
     ]
     assert summary.startswith("### Judge toy_judge/pos: <span class='verdict-pass'>PASS</span>\n\nscore 0.850")
-    assert judge.asked[-2:] == ["Is there a dog in the image?", "Is the dog orange?"]
+    assert judge.asked[-2:] == ["Is there a laptop in the image?", "Is the laptop orange?"]
 
 
 def test_judge_panel_stays_empty_without_an_upload(app):

@@ -15,7 +15,7 @@ from judges.transformers_judge import TransformersJudge
 from negt2ibench.errors import UsageError, UserError
 from space.judge_panel import JUDGE_COLUMNS, judge_frame, judge_panel
 
-PROMPT_ID = "directional_pos1_neg1_000"  # the bowl is above the umbrella and is not right of the oven
+PROMPT_ID = "directional_pos1_neg1_000"  # the cake is right of the tv and is not right of the zebra
 
 
 @pytest.fixture(scope="module")
@@ -35,20 +35,20 @@ def prompt_of(index):
 
 @pytest.mark.parametrize(
     ("mode", "negated_question"),
-    [("pos", "Is the bowl right of the oven?"), ("neg", "Is the bowl not right of the oven?")],
+    [("pos", "Is the cake right of the zebra?"), ("neg", "Is the cake not right of the zebra?")],
 )
 def test_tiny_judge_answers_every_question_of_its_mode(tmp_path, index, tiny_judge, mode, negated_question):
     panel = judge_panel(tiny_judge, mode, prompt_of(index), preload=False)
     summary, frame = panel.judge(str(scene_png(tmp_path / "scene.png")), PROMPT_ID, "")
     assert list(frame.columns) == JUDGE_COLUMNS
     assert list(frame["question"]) == [
-        "Is there a bowl in the image?",
-        "Is there an umbrella in the image?",
-        "Is there an oven in the image?",
-        "Is the bowl above the umbrella?",
+        "Is there a cake in the image?",
+        "Is there a tv in the image?",
+        "Is there a zebra in the image?",
+        "Is the cake right of the tv?",
         negated_question,
     ]
-    assert list(frame["element"]) == ["object bowl", "object umbrella", "object oven", "statement 0", "statement 1"]
+    assert list(frame["element"]) == ["object cake", "object tv", "object zebra", "statement 0", "statement 1"]
     assert frame["p(yes)"].between(0, 1).all()
     inverted = mode == "pos"  # the negated statement asked affirmatively: "no" satisfies it
     for row in frame.to_dict("records"):
