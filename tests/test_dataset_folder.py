@@ -185,8 +185,10 @@ def test_foreign_folder_is_never_replaced(tmp_path, corpus):
     home = tmp_path / "home"
     home.mkdir()
     (home / "thesis.tex").write_text("precious")
-    with pytest.raises(UserError, match="does not look like"):
-        write_dataset_folder(corpus, home, overwrite=True)
+    for overwrite in (False, True):  # the same answer either way: --overwrite would not help
+        with pytest.raises(UserError, match="is not a NegT2IBench dataset folder") as refused:
+            write_dataset_folder(corpus, home, overwrite=overwrite)
+        assert "it holds thesis.tex" in str(refused.value) and "pass --overwrite" not in str(refused.value)
     assert (home / "thesis.tex").read_text() == "precious"
 
 
