@@ -69,27 +69,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from evaluator.report import build_report, report_tables, to_markdown, write_report
-    from evaluator.resultio import ResultFileError, read_results
+    from evaluator.report import build_report, read_report_inputs, report_tables, to_markdown, write_report
 
-    results = []
-    for path in args.results:
-        if not path.is_file():
-            raise UserError(f"{path}: no such result file")
-        try:
-            results.extend(read_results(path, strict=True))
-        except ResultFileError as error:
-            raise UserError(str(error)) from None
-    if not results:
-        raise UserError(f"no results in {', '.join(str(p) for p in args.results)}")
-    try:
-        report = build_report(results, n_resamples=args.bootstrap, seed=args.seed, expected_samples=args.samples)
-    except ValueError as error:
-        raise UserError(str(error)) from None
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out} exists and is not a folder")
+    inputs = read_report_inputs(args.results, expected_samples=args.samples)  # what it can, the rest named
+    try:
+        report = build_report(
+            inputs.records,
+            n_resamples=args.bootstrap,
+            seed=args.seed,
+            expected_samples=args.samples,
+            inputs=inputs.to_dict(),
+        )
+    except ValueError as error:
+        raise UserError(str(error)) from None
     tables = report_tables(report)  # each table built once, for the files and for stdout
     written = write_report(report, args.out, tables)
+    print("\n".join(inputs.summary_lines()))
+    print()
     print(to_markdown(tables["table3"]))
     print()
     print(f"wrote {len(written)} files to {args.out}:")
