@@ -47,6 +47,9 @@ SHARD_NAME = re.compile(r"^(?P<key>[a-z0-9_]+)-r(?P<rank>\d{3})-(?P<index>\d{5})
 IMAGE_FILE_NAME = re.compile(
     r"^(?P<prompt_id>.+)_(?P<sample_index>\d+)\.(?P<extension>png|jpe?g|webp|bmp|tiff?)$", re.IGNORECASE
 )
+# The form of a benchmark prompt id, `{category}_pos{P}_neg{N}_{k:03d}`: a file named after one with
+# no `_{sample_index}` (`color_pos1_neg0_000.png`) lacks its sample index; it is not prompt `..._neg0` image 0.
+BENCHMARK_ID_FORM = re.compile(r"^[a-z]+_pos\d+_neg\d+_\d{3}$")
 
 
 # --------------------------------------------------------------------------- names
@@ -140,11 +143,18 @@ def prompt_file(dataset_dir: str | Path) -> Path | None:
 
 
 def image_file_key(name: str, *, png_only: bool = False) -> tuple[str, int] | None:
-    """(prompt_id, sample_index) of a file named `{prompt_id}_{sample_index}.png`, else None."""
+    """(prompt_id, sample_index) of a file named `{prompt_id}_{sample_index}.png`, else None
+    (also for a benchmark prompt id without its sample index, see `lacks_sample_index`)."""
     match = IMAGE_FILE_NAME.match(name)
-    if not match or (png_only and match["extension"].lower() != "png"):
+    if not match or (png_only and match["extension"].lower() != "png") or lacks_sample_index(name):
         return None
     return match["prompt_id"], int(match["sample_index"])
+
+
+def lacks_sample_index(name: str) -> bool:
+    """Whether NAME is a benchmark prompt id plus an image extension, without `_{sample_index}`."""
+    stem, _, extension = name.rpartition(".")
+    return bool(extension and BENCHMARK_ID_FORM.match(stem))
 
 
 def image_file_name(prompt_id: str, sample_index: int) -> str:

@@ -156,6 +156,8 @@ def run_score(args: argparse.Namespace) -> int:
         limit=args.limit,
         progress=not args.no_progress,
     )
+    if summary.skipped_line():
+        print(summary.skipped_line())
     print(summary.line())
     if summary.error_reasons:
         print("errors: " + ", ".join(f"{reason} ×{count}" for reason, count in sorted(summary.error_reasons.items())))

@@ -84,6 +84,9 @@ def test_loose_image_names_and_rank_files():
     assert image_file_key("color_pos1_neg0_000_3.jpg") == ("color_pos1_neg0_000", 3)
     assert image_file_key("color_pos1_neg0_000_3.jpg", png_only=True) is None
     assert image_file_key("notes.png") is None
+    assert image_file_key("color_pos1_neg0_000.png") is None  # a prompt id without its sample index
+    assert layout.lacks_sample_index("color_pos1_neg0_000.png") and not layout.lacks_sample_index("a_1.png")
+    assert image_file_key("my_custom_prompt_2.png") == ("my_custom_prompt", 2)
     assert rank_path("out/r.jsonl", 3).as_posix() == "out/r.rank3.jsonl"
     assert rank_path("out/r", 0).as_posix() == "out/r.rank0.jsonl"
 
