@@ -243,8 +243,29 @@ def test_validate_folder_accepts_a_build_and_reports_damage(built, tmp_path, cor
     (damaged / "prompts.jsonl").write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")
     (damaged / "README.md").write_text("# no configs\n", encoding="utf-8")
     _, violations = validate_folder(damaged)
-    where = {v.where for v in violations}
-    assert {"prompts.jsonl", "README.md"} <= where
+    assert [str(v) for v in violations] == [
+        f"{corpus[-1].prompt_id}: prompts.jsonl lacks this prompt of the parquet split",
+        "README.md: no YAML `configs:` declaring the prompts config",
+    ]
+
+
+def test_validate_names_the_prompt_an_edited_jsonl_changes_and_a_broken_parquet_once(tmp_path, corpus):
+    folder = write_dataset_folder(corpus, tmp_path / "ds")
+    lines = (folder / "prompts.jsonl").read_text(encoding="utf-8").splitlines()
+    lines[4] = lines[4].replace('"prompt":"a photo of ', '"prompt":"a picture of ', 1)
+    (folder / "prompts.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _, violations = validate_folder(folder)
+    assert [str(v) for v in violations] == [
+        f"{corpus[4].prompt_id}: prompts.jsonl differs from the parquet split in prompt"
+    ]
+
+    parquet = folder / PROMPTS_PARQUET
+    parquet.write_bytes(parquet.read_bytes()[:5000])  # truncated
+    records, violations = validate_folder(folder)
+    assert len(records) == len(corpus)  # the invariants are checked on the JSONL copy
+    assert violations[0].where == PROMPTS_PARQUET and len(violations) <= 3  # not 50 empty cells
+    assert {v.where for v in violations[1:]} == {corpus[4].prompt_id}  # its edited text, checked on the JSONL
+    assert violations[0].message.startswith("unreadable (") and "build --overwrite" in violations[0].message
 
 
 # --------------------------------------------------------------------------- push
