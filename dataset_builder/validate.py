@@ -259,8 +259,10 @@ def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[V
         text = card.read_text(encoding="utf-8")
         if not text.startswith("---\n") or "config_name: prompts" not in text or "prompts/test-*.parquet" not in text:
             violations.append(Violation(CARD_FILE, "no YAML `configs:` declaring the prompts config"))
-    if records:  # no records at all: the file violations above say why; 50 empty cells would not
+    if records:
         violations += find_violations(records)
+    else:  # one line, not one per empty cell of the corpus (the file violations above say why)
+        violations.append(Violation("corpus", "no prompt records could be read from the folder"))
     return records, violations
 
 
