@@ -235,6 +235,37 @@ def test_interrupted_rebuild_keeps_the_old_folder(tmp_path, corpus, monkeypatch)
     assert [p.name for p in tmp_path.iterdir()] == ["ds"]
 
 
+def _killed_mid_swap(folder: Path) -> None:
+    """The state a rebuild killed between its two renames leaves: no folder, a committed `.new-`
+    (without the images yet) and the old folder moved to `.old-`."""
+    import shutil
+
+    from dataset_builder.layout import SWAP_JOURNAL
+
+    new = folder.with_name(f".{folder.name}.new-k9")
+    shutil.copytree(folder, new, ignore=shutil.ignore_patterns("images"))
+    (new / SWAP_JOURNAL).write_text(json.dumps({"keep": ["images", "results"]}))
+    folder.rename(folder.with_name(f".{folder.name}.old-k9"))
+
+
+def test_commands_that_read_a_dataset_folder_recover_it_first(tmp_path, corpus):
+    from evaluator.pipeline import resolve_source
+    from generation.work import prompts_for
+
+    folder = write_dataset_folder(corpus[:20], tmp_path / "ds")
+    _write_image_split(folder, "sd_1_5")
+    before = _files(folder)
+
+    _killed_mid_swap(folder)
+    assert not folder.exists()
+    assert prompts_for(folder) == corpus[:20]  # generate, import-images, merge-images
+    assert _files(folder) == before and [p.name for p in tmp_path.iterdir()] == ["ds"]
+
+    _killed_mid_swap(folder)
+    items, key = resolve_source(folder, split="sd_1_5")  # score
+    assert key == "sd_1_5" and len(items) == 2 and _files(folder) == before
+
+
 def test_validate_folder_accepts_a_build_and_reports_damage(built, tmp_path, corpus):
     records, violations = validate_folder(built)
     assert len(records) == 4800 and violations == []
