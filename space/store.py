@@ -69,7 +69,7 @@ class Entry(BaseModel):
     images_repo: str = ""
     images_revision: str = ""
     created_at: float = Field(default_factory=time.time)
-    status: Status = "pending"
+    status: Status = "received"
     reason: str = ""
     evaluator_version: str = ""
     config_hash: str = ""
