@@ -406,8 +406,9 @@ def atomic_folder(out: str | Path, *, keep: Iterable[str] = ()) -> Iterator[Path
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UserError(f"cannot write to {out}: {error.strerror or error}") from None
-    if Path.cwd().resolve().is_relative_to(out.resolve()):
-        raise UserError(f"cannot replace {out}: it holds the current folder; choose another output folder")
+    with contextlib.suppress(OSError):  # (a deleted current folder has no path)
+        if Path.cwd().resolve().is_relative_to(out.resolve()):
+            raise UserError(f"cannot replace {out}: it holds the current folder; choose another output folder")
     with _folder_lock(out.parent):
         _recover(out)
         if _exists(out) and not out.is_dir():

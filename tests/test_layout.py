@@ -225,3 +225,11 @@ def test_atomic_folder_in_an_unwritable_place_is_a_user_error(tmp_path):
     blocker.write_text("x")
     with pytest.raises(UserError, match="cannot write to"), atomic_folder(blocker / "ds"):
         pass
+
+
+def test_atomic_folder_never_replaces_the_current_folder(tmp_path, monkeypatch):
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    with pytest.raises(UserError, match="it holds the current folder"), atomic_folder(tmp_path):
+        pass
+    assert (tmp_path / "here").is_dir()
