@@ -34,9 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "and write Table 3 (accuracy by setting, category and overall, with coverage), statement "
             "accuracy by polarity and category, failure causes (Figure 3) with the share of forbidden "
             "content rendered, dead-zone passes (Table 19) and matched-group negated−positive deltas with "
-            "bootstrap 95% intervals. Table 3 is printed to stdout; the files go to --out. Images whose "
-            "result has an error are not scored and lower the model's coverage; a model with missing "
-            "images is marked, never averaged as if complete."
+            "bootstrap 95% intervals. Table 3 is printed to stdout; the files go to --out, which is replaced "
+            "as a whole (other files there are kept). Images whose result has an error are not scored and "
+            "lower the model's coverage; a model with missing images is marked, never averaged as if "
+            "complete. Lines that cannot be reported (not a result record, a torn last line, an image that "
+            "is not a benchmark image) are left out and named file:line on stdout, in report.md and "
+            "report.json; only nothing left to report stops the command."
         ),
         epilog="Example: negt2ibench report results/sd_1_5.jsonl results/flux.jsonl --out reports/",
     )
