@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 Cause = Literal["subject_missing", "target_missing", "forbidden_rendered", "wrong_value", "dead_zone"]
 CAUSES: tuple[str, ...] = get_args(Cause)  # in this order in every table and plot
@@ -31,6 +31,17 @@ class StatementResult(BaseModel):
     dead_zone_pass: bool = False  # negated relation passed because nothing was emitted
 
 
+class QuestionResult(BaseModel):
+    """One question a VLM judge answered about one element of the prompt (judge records only)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    element: str  # "prompt" | "object:<name>" | "statement:<index>"
+    question: str  # the exact words asked
+    p_yes: float  # P("yes") from the next-token logits, restricted to the yes/no tokens
+    p_satisfied: float  # p_yes, or 1 - p_yes when "no" satisfies the element
+
+
 class ResultRecord(BaseModel):
     """The verdict on one image. `error` is set (and `passed` False) when it could not be scored."""
 
@@ -51,6 +62,16 @@ class ResultRecord(BaseModel):
     # elements (objects + statements) satisfied for this scorer; a judge's mean probability.
     # None on error rows and on records written before the field existed (see `image_score`).
     score: float | None = None
+    # A VLM judge's questions and answers, one per element; empty (and left out of the JSON, so
+    # the scorer's records keep their exact bytes) for the detector-based scorer.
+    questions: list[QuestionResult] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_questions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if not self.questions:
+            data.pop("questions", None)
+        return data
 
     @property
     def image_score(self) -> float | None:

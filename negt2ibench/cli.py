@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "generation.cli",
     "evaluator.cli",
     "evaluator.report_cli",
+    "judges.cli",
     "validation.cli",
     "space.cli",
 )
