@@ -210,7 +210,9 @@ def test_recover_folder_never_overwrites_a_folder_made_again_meanwhile(tmp_path)
 
 def test_atomic_file_removes_temp_files_of_dead_writers_only(tmp_path):
     target = tmp_path / "results.jsonl"
-    host = layout._host()
+    from dataset_builder import atomic
+
+    host = atomic._host()
     dead = tmp_path / f".results.jsonl.999999999@{host}.abc.tmp"  # no such process
     alive = tmp_path / f".results.jsonl.{os.getppid()}@{host}.def.tmp"
     elsewhere = tmp_path / ".results.jsonl.999999999@0000ffff.ghi.tmp"  # another machine's writer
@@ -233,3 +235,21 @@ def test_atomic_folder_never_replaces_the_current_folder(tmp_path, monkeypatch):
     with pytest.raises(UserError, match="it holds the current folder"), atomic_folder(tmp_path):
         pass
     assert (tmp_path / "here").is_dir()
+
+
+def test_the_folder_lock_is_reentrant_in_a_thread_and_excludes_other_processes(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "ds"
+    with atomic_folder(out) as staging:
+        (staging / "a.txt").write_text("1")
+        assert layout.recover_folder(tmp_path / "other") == []  # same parent, same thread: no deadlock
+        probe = (
+            "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+            "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); print('free')\n"
+            "except BlockingIOError:\n    print('locked')\n"
+        )
+        seen = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True).stdout
+        assert seen.strip() == "locked"  # another process cannot swap folders here meanwhile
+    assert (out / "a.txt").read_text() == "1"
