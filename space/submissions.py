@@ -251,6 +251,8 @@ def advance(
             return entry
         if results is None:
             results = store.get_results(entry.submission_id)
+        if not results:  # nothing to rank or re-score (only a hand-made entry can be so)
+            return transition(store, entry, "rejected", "no results are stored with this submission")
         if entry.status == "received":
             entry = _validate(store, entry, results)
         if entry.status in ("validated", "pending"):
