@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from .corpus import CORPUS_VERSION
 from .layout import CARD_FILE, image_splits, split_glob, write_atomic
 from .loading import load_prompts
 from .records import PromptRecord
@@ -104,6 +105,7 @@ def card_context(
     example = by_id.get(EXAMPLE_PROMPT_ID, records[0] if records else None)
     return {
         "repo_id": repo_id,
+        "corpus_version": CORPUS_VERSION,
         "num_prompts": len(records),
         "counts": counts_table(records),
         "balance": balance_summary(records),
@@ -124,6 +126,9 @@ def card_context(
         ],
         "pair": [by_id[i] for i in ("color_pos1_neg0_007", "color_pos0_neg1_007")]
         if "color_pos0_neg1_007" in by_id and "color_pos1_neg0_007" in by_id
+        else None,
+        "shared_example": [by_id[i] for i in ("depth_pos0_neg1_000", "proximity_pos0_neg1_000")]
+        if "depth_pos0_neg1_000" in by_id and "proximity_pos0_neg1_000" in by_id
         else None,
         "image_splits": image_split_summary(images_from or dataset_dir),
     }

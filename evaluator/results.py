@@ -17,6 +17,16 @@ class ObjectResult(BaseModel):
     present: bool
     confidence: float
     box: list[float] | None = None  # x0, y0, x1, y1 in pixels
+    # Present, but its mask came back empty: no relation is measured for its pairs (evaluator.verdict).
+    # Written only when True, so records without such objects keep their bytes.
+    mask_empty: bool = False
+
+    @model_serializer(mode="wrap")
+    def _omit_false_mask_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if not self.mask_empty:
+            data.pop("mask_empty", None)
+        return data
 
 
 class StatementResult(BaseModel):

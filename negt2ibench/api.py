@@ -68,7 +68,8 @@ class Evaluator:
 
     Args:
         preset: a preset name (`current`, the paper's Table 15; `previous`, Table 16's relation
-            rules; `no_sam`, RF-DETR's own masks) or an `EvaluatorConfig`.
+            rules; `no_sam`, RF-DETR's own masks; `c1` … `c8`, Table 17's ablation, Mask R-CNN
+            in c1–c4) or an `EvaluatorConfig` (`evaluator.config.PRESETS`).
         device: where the models run: `auto` (cuda, then mps, then cpu), `cpu`, `cuda`,
             `cuda:N` or `mps`. Checked now; a device that is not there is a `UserError`.
         weights_dir: the folder `negt2ibench download-models --dir DIR` filled (default: the

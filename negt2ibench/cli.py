@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "evaluator.report_cli",
     "judges.cli",
     "validation.cli",
+    "validation.ablate_cli",
     "space.cli",
 )
 

@@ -1,4 +1,4 @@
-"""The NegT2IBench Space: explore the prompts, score an upload, the leaderboard, submissions.
+"""The NegT2IBench Space: explore the prompts, score an upload, the leaderboard, submissions, annotation.
 
 `build_app()` lays out the Gradio Blocks and wires each event to a small handler (`handlers`),
 which calls pure view builders (`views`, `leaderboard_view`). The models are an `Evaluator`
@@ -24,8 +24,10 @@ from evaluator.config import EVALUATOR_VERSION
 from negt2ibench.api import Evaluator
 from negt2ibench.errors import UsageError
 
+from .annotate_tab import annotate_tab, annotation_handlers
 from .handlers import Handlers, Rechecker, WorkDir
-from .leaderboard_view import AWAITING_COLUMNS, CAUSE_COLUMNS, LEADERBOARD_HEADERS, REPORTED
+from .judge_panel import judge_panel
+from .leaderboard_view import AWAITING_COLUMNS, CAUSE_COLUMNS, LEADERBOARD_HEADERS, PAPER_ROWS_NOTE
 from .scoring import gpu_scorer, on_zero_gpu, preload_models
 from .store import LeaderboardStore, open_store
 from .submissions import ImageSourceFactory, SubmissionLimits, hub_images
@@ -100,6 +102,10 @@ def build_app(
     limits: SubmissionLimits | None = None,
     preload: bool | None = None,
     require_login: bool | None = None,
+    annotation_sample: str | Path | Sequence[Any] | None = None,
+    annotation_images: str | None = None,
+    judge: Any = None,
+    judge_mode: str | None = None,
     weights_dir: str | Path | None = None,
     recheck_every: float | None = RECHECK_SECONDS,
 ) -> gr.Blocks:
@@ -116,6 +122,11 @@ def build_app(
             the main process at start-up).
         require_login: show "Sign in with Hugging Face" and refuse anonymous submissions, so the
             per-user limits key on a real account (default: when running on a Hugging Face Space).
+            Annotators sign in the same way.
+        annotation_sample: the Annotate tab's sample.jsonl (or its `SampleItem`s); default env
+            NEGT2I_ANNOTATION_SAMPLE; `annotation_images` (env NEGT2I_ANNOTATION_IMAGES) where its images are.
+        judge: a VLM judge (adapter or registered key; default env NEGT2I_JUDGE) whose answers the
+            Score tab shows beside the verdict, in `judge_mode` (pos, neg or whole; env NEGT2I_JUDGE_MODE).
         weights_dir: the folder `negt2ibench download-models --dir DIR` filled (`serve --weights-dir`).
         recheck_every: retry the spot check of submissions that are not final at start-up and
             then every so many seconds, in a background thread (None: never).
@@ -147,6 +158,10 @@ def build_app(
         work_dir=work_dir,
     )
     prompt_choices = [(prompt_label(p), p.prompt_id) for p in prompts]
+    annotating = annotation_handlers(
+        store=store, prompts=index, sample=annotation_sample, images=annotation_images, require_login=require_login
+    )
+    judging = judge_panel(judge, judge_mode, on._prompt_of, preload=preload)
 
     with SpaceBlocks(work_dir, title="NegT2IBench") as demo:
         gr.Markdown(
@@ -212,14 +227,16 @@ def build_app(
             verdicts = gr.Dataframe(
                 headers=VERDICT_COLUMNS, label="Objects and statements", interactive=False, wrap=True
             )
+            if judging is not None:  # a VLM judge's answers beside the verdict (off by default)
+                judge_outputs = judging.layout()
+                score_button.click(judging.judge, [upload, prompt_pick, custom], judge_outputs, api_name="judge")
             result_file = gr.File(label="Result JSON")
             score_button.click(
                 on.score, [upload, prompt_pick, custom], [annotated, verdict, verdicts, result_file], api_name="score"
             )
         with gr.Tab("Leaderboard", id="leaderboard"):
             gr.Markdown(
-                f"Accuracy (%) of images passing every statement. Rows marked *{REPORTED}* are copied from "
-                "the paper's Table 3 and were not scored here. `polarity_gap` = 0:1 − 1:0."
+                f"Accuracy (%) of images passing every statement. {PAPER_ROWS_NOTE} `polarity_gap` = 0:1 − 1:0."
             )
             board = gr.Dataframe(
                 headers=LEADERBOARD_HEADERS,
@@ -279,6 +296,8 @@ def build_app(
                 [submit_status, submissions],
                 api_name="submit",
             )
+        with gr.Tab("Annotate", id="annotate"):
+            annotate_tab(demo, annotating, login_button=bool(require_login and os.environ.get("SPACE_ID")))
         demo.load(on.explore, filters, [count, table, chosen], api_name=False).then(
             on.show_prompt, chosen, [detail, statements, group], api_name=False
         )

@@ -21,12 +21,32 @@ def _serve(args: argparse.Namespace) -> int:
         raise UserError(f"no dataset at {dataset}: run `negt2ibench build --out {dataset}` first, or omit --dataset")
     if dataset is None and DEFAULT_DATASET.exists():
         dataset = DEFAULT_DATASET
+    if args.annotation_sample is not None and not args.annotation_sample.is_file():
+        raise UserError(
+            f"no annotation sample at {args.annotation_sample}: draw one with `negt2ibench annotation-sample`"
+        )
+    if args.judge:
+        from judges.registry import get_spec
+
+        get_spec(args.judge)  # an unknown key fails now, before the app is built
     from .app import LAUNCH_KWARGS, build_app
     from .store import open_store
 
     store = open_store()
     print(f"prompts: {dataset or 'built in memory (default seed)'}; leaderboard store: {store!r}")
-    demo = build_app(dataset=dataset, store=store, weights_dir=args.weights_dir)  # bad prompts: one line
+    if args.annotation_sample:
+        print(f"annotation sample: {args.annotation_sample} (the Annotate tab)")
+    if args.judge:
+        print(f"judge beside the scorer: {args.judge} ({args.judge_mode or 'pos'} mode)")
+    demo = build_app(  # unreadable prompts, sample or an unknown judge: a one-line UserError
+        dataset=dataset,
+        store=store,
+        annotation_sample=args.annotation_sample,
+        annotation_images=args.annotation_images,
+        judge=args.judge,
+        judge_mode=args.judge_mode,
+        weights_dir=args.weights_dir,
+    )
     demo.launch(server_name=args.host, server_port=args.port, **LAUNCH_KWARGS)
     return 0
 
@@ -92,12 +112,14 @@ def _leaderboard_recheck(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     serve = subparsers.add_parser(
         "serve",
-        help="serve the Space (explore, score an upload, leaderboard, submit) on this machine",
+        help="serve the Space (explore, score an upload, leaderboard, submit, annotate) on this machine",
         description=(
             "Run the Gradio app locally. Prompts come from --dataset (default build/negt2ibench when it exists, "
             "else the corpus is built in memory); the leaderboard is SQLite under NEGT2I_HOME "
             "(default ~/.cache/negt2ibench), or the Hub dataset repo named by NEGT2I_RESULTS_REPO. "
-            "Scoring loads the evaluator's models on first use."
+            "Scoring loads the evaluator's models on first use. --annotation-sample opens the Annotate tab on a "
+            "sample from `negt2ibench annotation-sample`; answers go to the same store "
+            "(`negt2ibench annotations export` writes them out)."
         ),
     )
     serve.add_argument(
@@ -119,6 +141,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="DIR",
         help="folder filled by `negt2ibench download-models --dir DIR` (default: the Hugging Face cache and $RF_HOME)",
+    )
+    serve.add_argument(
+        "--annotation-sample",
+        type=Path,
+        default=os.environ.get("NEGT2I_ANNOTATION_SAMPLE") or None,
+        metavar="FILE",
+        help="sample.jsonl for the Annotate tab (default $NEGT2I_ANNOTATION_SAMPLE; none: the tab says how)",
+    )
+    serve.add_argument(
+        "--annotation-images",
+        default=None,
+        metavar="DATASET",
+        help="dataset folder or Hub dataset repo holding the sample's images, when not where its lines say",
+    )
+    serve.add_argument(
+        "--judge",
+        metavar="KEY",
+        default=None,
+        help="also show this VLM judge's answers in 'Score an image' (see `negt2ibench judge --list`; "
+        "default $NEGT2I_JUDGE; off: a judge needs GPU memory)",
+    )
+    serve.add_argument(
+        "--judge-mode",
+        choices=("pos", "neg", "whole"),
+        default=None,
+        help="the judge's questions: pos (negated statements asked affirmatively, default), neg, or whole",
     )
     serve.set_defaults(handler=_serve)
 

@@ -103,8 +103,9 @@ def result_line(
     version: str = EVALUATOR_VERSION,
     config_hash: str | None = None,
 ) -> dict:
-    """A result record as a dict: every object present and every statement satisfied when
-    `passed`, else every object missing (each statement fails for its subject)."""
+    """A result record as a dict, as `negt2ibench score` writes it (test_space_submissions checks
+    that): every object present and every statement satisfied when `passed`, else every object
+    missing (each statement fails for its subject)."""
     statements = [
         {
             "index": s.index,
@@ -130,6 +131,8 @@ def result_line(
         "evaluator_version": version,
         "config_hash": config_hash or PRESETS["current"].config_hash,
         "error": None,
+        "evaluator": f"negt2ibench/{PRESETS['current'].name}",
+        "score": 1.0 if passed else 0.0,  # share of objects and statements satisfied
     }
 
 

@@ -99,10 +99,14 @@ def test_card_declares_configs_and_counts(built, corpus):
     text = (built / "README.md").read_text(encoding="utf-8")
     assert "| color | 100 | 100 | 100 | 100 | 100 | 100 | 100 | 100 | 800 |" in text
     assert "**4800**" in text
-    assert corpus[1200].prompt in text or "directional_pos1_neg1_000" in text  # a real example row
+    example = next(r for r in corpus if r.prompt_id == "directional_pos1_neg1_000")  # the card's example row
+    assert '"prompt_id": "directional_pos1_neg1_000"' in text and example.prompt in text
     assert "@article{elfatairy2026negt2ibench" in text
     assert "{{" not in text.replace("{{NegT2IBench}", "")  # nothing left unrendered
     assert "negt2ibench score" in text
+    assert "<!-- corpus_version: 2 -->" in text and "**corpus version 2**" in text
+    by_id = {r.prompt_id: r for r in corpus}
+    assert f'`depth_pos0_neg1_000` ("{by_id["depth_pos0_neg1_000"].prompt}")' in text  # the shared-draw example
 
 
 def _write_image_split(folder: Path, key: str, rows: int = 2) -> None:
@@ -277,6 +281,7 @@ def test_validate_folder_accepts_a_build_and_reports_damage(built, tmp_path, cor
     assert [str(v) for v in violations] == [
         f"{corpus[-1].prompt_id}: prompts.jsonl lacks this prompt of the parquet split",
         "README.md: no YAML `configs:` declaring the prompts config",
+        "README.md: states no corpus version; this code builds version 2 (rebuild the folder)",
     ]
 
 

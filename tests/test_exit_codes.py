@@ -112,6 +112,7 @@ def test_the_same_mistake_gets_the_same_code_everywhere(argv, message, code, tmp
         assert err.startswith("error: ") and err.count("\n") == 1  # one line
 
 
+@pytest.mark.slow  # a fresh Python process importing torch and diffusers
 def test_missing_weights_exit_2_with_how_to_get_them(tmp_path):
     """The real console entry point, in its own process (diffusers' logging keeps the stream it first saw)."""
     done = subprocess.run(

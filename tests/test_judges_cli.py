@@ -170,6 +170,8 @@ def test_vqascore_without_t2v_metrics_is_one_clear_line(workspace, monkeypatch, 
     )
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # two torchrun launches (LAUNCH_TIMEOUT_S each in test_multiprocess)
 def test_torchrun_two_cpu_processes_split_merge_and_resume(workspace):
     """A real two-process run (gloo on CPU) of a tiny Qwen2-VL saved to a folder, through --model-id."""
     from _judge_helpers import tiny_qwen2_vl

@@ -10,6 +10,8 @@ from _space_helpers import result_line
 from PIL import Image
 
 import evaluator.perception as perception_module
+from evaluator.config import PRESETS
+from evaluator.pipeline import score_image
 from evaluator.resultio import read_results
 from negt2ibench.cli import main
 
@@ -128,9 +130,12 @@ def test_explain_prints_the_table_and_writes_the_annotated_png(workspace, tiny_m
     )
     text = capsys.readouterr().out
     assert "statement" in text and "verdict" in text and PROMPTS[1].prompt in text
-    assert "PASSED" in text or "FAILED" in text
+    # The same image scored directly by the pipeline: the CLI prints and writes that verdict.
+    expected, _ = score_image(image, PROMPTS[1], tiny_perception(), config=PRESETS["current"])
     record = json.loads(text.strip().splitlines()[-1])
-    assert record["prompt_id"] == PROMPTS[1].prompt_id and len(record["statements"]) == 1
+    assert record == json.loads(expected.model_dump_json())
+    lines = text.splitlines()
+    assert ("image PASSED" in lines, "image FAILED" in lines) == (expected.passed, not expected.passed)
     annotated = Image.open(out)
     assert annotated.size == (96, 72) and annotated.mode == "RGB"
 
@@ -226,3 +231,47 @@ def test_score_names_the_files_of_a_folder_it_skips(workspace, tiny_models_in_cl
         f"{PROMPTS[0].prompt_id}.png (no sample index), notes.txt"
     )
     assert expected in out and "3 new rows (2 scored" in out and "unknown prompt id ×1" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["c2", "c4"])
+def test_score_with_a_mask_rcnn_preset(preset, workspace, tiny_models_in_cli, capsys):
+    from evaluator.config import PRESETS
+
+    tmp_path, prompts, folder = workspace
+    out = tmp_path / f"{preset}.jsonl"
+    argv = ["score", "--images", str(folder), "--prompts", str(prompts), "--out", str(out)]
+    assert main(argv + ["--device", "cpu", "--no-progress", "--preset", preset]) == 0
+    assert "2 new rows (2 scored" in capsys.readouterr().out
+    records = read_results(out)
+    assert tiny_models_in_cli[0] == (preset, "cpu", 8)
+    assert {r.config_hash for r in records} == {PRESETS[preset].config_hash}
+    assert {r.evaluator for r in records} == {f"negt2ibench/{preset}"}
+    assert all(r.error is None for r in records)
+    present = [o for r in records for o in r.objects if o.present]
+    assert present and all(o.box is not None for o in present)  # the tiny Mask R-CNN sees cups, cars, buses
+
+
+def test_download_models_for_a_mask_rcnn_preset(tmp_path, monkeypatch, capsys):
+    import huggingface_hub
+    import torch
+
+    fetched = []
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda repo_id, **_: fetched.append(repo_id) or "/hub")
+
+    def fake_download(url, dst, hash_prefix=None, progress=True):
+        fetched.append((url, hash_prefix))
+        with open(dst, "wb") as handle:
+            handle.write(b"weights")
+
+    monkeypatch.setattr(torch.hub, "download_url_to_file", fake_download)
+    assert main(["download-models", "--preset", "c4", "--dir", str(tmp_path / "w")]) == 0
+    printed = capsys.readouterr().out
+    assert fetched == [
+        "google/siglip2-so400m-patch14-384",
+        "depth-anything/Depth-Anything-V2-Large-hf",
+        ("https://download.pytorch.org/models/maskrcnn_resnet50_fpn_v2_coco-73cbd019.pth", "73cbd019"),
+    ]  # c4 uses no SAM and no RF-DETR
+    weights = tmp_path / "w" / "torch" / "hub" / "checkpoints" / "maskrcnn_resnet50_fpn_v2_coco-73cbd019.pth"
+    assert weights.read_bytes() == b"weights" and f"Mask R-CNN → {weights}" in printed
+    assert f"export TORCH_HOME={tmp_path / 'w' / 'torch'}" in printed and "RF_HOME" not in printed

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from _net import launch_local
 from _space_helpers import (
     RectanglePerception,
     ToggleImages,
@@ -45,31 +46,51 @@ def data(prompts, tmp_path_factory):
         "not_image": (root / "notes.png").write_bytes(b"this is not an image") and root / "notes.png",
         "tiny": scene_png(root / "tiny.png", size=(8, 8)),
         "huge": scene_png(root / "huge.png", size=(8000, 6000)),  # 48 MP: over the scorer's limit
-        "store": root / "lb.sqlite",
     }
 
 
+class PerTest:
+    """The store or perception of the module's app, replaced by a fresh one for each test (so no
+    test sees another's submissions, daily count or double, whatever the order)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
 @pytest.fixture(scope="module")
-def app(prompts, data):
+def server(prompts, data, tmp_path_factory):
+    """One launched app per module (launching costs seconds); its state is reset per test by `app`."""
+
     def open_images(repo_id, revision, split):
         if repo_id != IMAGES_REPO:
             raise ImagesUnreachable(f"images not reachable: {repo_id} (offline test)")
         return ParquetImages.from_folder(data["images"], split)
 
-    store = SQLiteStore(data["store"])
+    store = PerTest(SQLiteStore(tmp_path_factory.mktemp("space_store") / "lb.sqlite"))
+    perception = PerTest(RectanglePerception())
     demo = build_app(
         prompts=prompts,
         store=store,
-        perception=RectanglePerception(),
+        perception=perception,
         open_images=open_images,
         limits=SubmissionLimits(per_day=3, spot_check_k=3),
     )
     demo.queue()
-    _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
-    client = Client(url, verbose=False)
-    yield {"client": client, "store": store}
+    client = Client(launch_local(demo), verbose=False)
+    yield {"client": client, "store": store, "perception": perception}
     client.close()
     demo.close()
+
+
+@pytest.fixture
+def app(server, tmp_path):
+    """The module's app with an empty store and a fresh perception double for this test."""
+    server["store"].inner = SQLiteStore(tmp_path / "lb.sqlite")
+    server["perception"].inner = RectanglePerception()
+    return {"client": server["client"], "store": server["store"].inner, "perception": server["perception"].inner}
 
 
 def table(value) -> pd.DataFrame:
@@ -80,14 +101,17 @@ def table(value) -> pd.DataFrame:
 
 
 def test_score_a_benchmark_prompt(app, data):
-    # directional_pos1_neg0: the double places the first-mentioned object left of the second.
+    # directional_pos1_neg0_000 is "a photo of a cat and skis, where the cat is below the skis"; the
+    # double lays the objects side by side (the cat left of the skis), so the statement fails.
     image, verdict, rows, result_json = app["client"].predict(
         handle_file(str(data["scene"])), "directional_pos1_neg0_000", "", api_name="/score"
     )
     frame = table(rows)
-    assert "Image verdict" in verdict
-    assert list(frame["item"][:2]) == ["object", "object"] and frame["verdict"][0] == "present"
-    assert frame["item"].str.startswith("statement").sum() == 1
+    assert "Image verdict: <span class='verdict-fail'>FAIL</span>" in verdict
+    assert "2/2 objects present, 0/1 statements satisfied" in verdict
+    assert list(frame["item"]) == ["object", "object", "statement 0"]
+    assert list(frame["verdict"]) == ["present", "present", "fail"] and frame["observed"][2] == "left of"
+    assert app["perception"].calls == 1  # this test's own double
     record = json.loads(Path(result_json).read_text())
     assert record["prompt_id"] == "directional_pos1_neg0_000" and record["model_key"] == "upload"
     assert Path(image).suffix == ".png"
@@ -101,7 +125,8 @@ def test_score_a_typed_prompt_pass_and_fail(app, data):
         "a photo of a cat and a dog, where the cat is left of the dog",
         api_name="/score",
     )
-    assert "PASS" in verdict
+    assert "Image verdict: <span class='verdict-pass'>PASS</span>" in verdict
+    assert "2/2 objects present, 1/1 statements satisfied" in verdict
     assert table(rows)["verdict"].iloc[-1] == "pass"
     _, verdict, rows, _ = client.predict(
         handle_file(str(data["scene"])),
@@ -110,7 +135,7 @@ def test_score_a_typed_prompt_pass_and_fail(app, data):
         api_name="/score",
     )
     frame = table(rows)
-    assert "FAIL" in verdict
+    assert "Image verdict: <span class='verdict-fail'>FAIL</span>" in verdict
     assert (frame["verdict"].iloc[-1], frame["cause"].iloc[-1]) == ("fail", "forbidden_rendered")
 
 
@@ -159,7 +184,8 @@ def test_explore_filters_and_prompt_detail(app):
 # ------------------------------------------------------------------------ submit + leaderboard
 
 
-def test_submissions_and_leaderboard(app, data):
+@pytest.mark.slow
+def test_submissions_and_leaderboard(app, data, prompts):
     client, store = app["client"], app["store"]
     status, _ = client.predict(
         handle_file(str(data["good"])), "Toy Model", "https://example.org", IMAGES_REPO, "main", api_name="/submit"
@@ -205,9 +231,14 @@ def test_submissions_and_leaderboard(app, data):
     assert waiting[["model", "status", "attempts"]].values.tolist() == [["Offline Model", "pending", 1]]
 
     status_md, plot, causes = client.predict("Toy Model", api_name="/model_detail")
-    assert "verified" in status_md
+    assert status_md.startswith("**Toy Model**: verified (spot check: 3 of 3 re-scored images agree)")
     causes_frame = table(causes)
-    assert causes_frame["subject_missing"].sum() > 0 and causes_frame["forbidden_rendered"].sum() == 0
+    # The file says no object was found: every statement of every image fails for its subject.
+    statements = {c: 4 * sum(len(p.statements) for p in prompts if p.category == c) for c in causes_frame["category"]}
+    assert dict(zip(causes_frame["category"], causes_frame["subject_missing"], strict=True)) == statements
+    assert list(causes_frame["failed"]) == list(causes_frame["subject_missing"])
+    other = ["target_missing", "forbidden_rendered", "wrong_value", "dead_zone"]
+    assert causes_frame[other].to_numpy().sum() == 0
 
 
 # ------------------------------------------------------------------------ pure views
@@ -276,8 +307,7 @@ def test_a_space_with_login_refuses_anonymous_submissions(prompts, data, tmp_pat
     """On a Hugging Face Space the per-user limits need an account: no sign-in, nothing stored."""
     store = SQLiteStore(tmp_path / "login.sqlite")
     demo = build_app(prompts=prompts[:10], store=store, perception=RectanglePerception(), require_login=True)
-    _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
-    client = Client(url, verbose=False)
+    client = Client(launch_local(demo), verbose=False)
     try:
         status, submissions = client.predict(
             handle_file(str(data["good"])), "Anon Model", "", IMAGES_REPO, "main", api_name="/submit"

@@ -6,11 +6,19 @@ import json
 from pathlib import Path
 
 import pytest
-from _space_helpers import ToggleImages, result_line, write_images_dataset, write_results
+from _space_helpers import (
+    RectanglePerception,
+    ToggleImages,
+    png_bytes,
+    result_line,
+    write_images_dataset,
+    write_results,
+)
 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from evaluator.config import PRESETS
+from evaluator.pipeline import score_images
 from evaluator.results import ResultRecord
 from negt2ibench.errors import MissingWeightsError
 from space.store import Entry, SQLiteStore
@@ -138,6 +146,7 @@ def test_spot_check_reports_disagreements(failing_results, images_folder, index)
 # ------------------------------------------------------------------------ submit
 
 
+@pytest.mark.slow
 def test_valid_submission_is_verified(tmp_path, failing_results_file, images_folder, index):
     store = SQLiteStore(tmp_path / "lb.sqlite")
     calls: list = []
@@ -184,7 +193,7 @@ def test_unreachable_images_keep_the_entry_pending(tmp_path, failing_results_fil
     assert entry == store.get_entry(entry.submission_id)  # what submit says is what is stored
     assert (entry.status, entry.attempts) == ("pending", 1)
     assert entry.reason == ("spot check waits (attempt 1): images not reachable: offline; it is retried automatically")
-    assert entry.row is not None  # validated: listed apart until its spot check runs
+    assert entry.row["model"] == "Toy Model" and entry.row["images"] == 19200  # validated: listed apart
 
 
 NOT_COUNTED = "nothing was stored, and this attempt does not count toward the daily limit"
@@ -268,9 +277,25 @@ def test_another_submitters_model_name_is_refused(tmp_path, failing_results_file
     assert store.get_entry(owned.submission_id) == owned
 
 
-def test_jsonl_lines_are_what_score_writes(failing_results_file):
-    line = json.loads(failing_results_file.open().readline())
-    ResultRecord.model_validate(line)  # the helper writes real result records
+def test_jsonl_lines_are_what_score_writes(tmp_path, prompts, index):
+    """The helper's all-fail lines, which these tests submit, equal field for field what the real
+    scoring pipeline writes for images where nothing is found (one prompt of each category)."""
+    chosen = prompts[::800]
+    assert sorted({p.category for p in chosen}) == sorted({p.category for p in prompts})
+    folder = tmp_path / SPLIT
+    folder.mkdir()
+    for prompt in chosen:  # one flat colour: the perception double finds no object in it
+        (folder / f"{prompt.prompt_id}_0.png").write_bytes(png_bytes())
+    out = tmp_path / "scored.jsonl"
+    summary = score_images(
+        folder, index, RectanglePerception(), out_path=out, config=PRESETS["current"], model_key=SPLIT, progress=False
+    )
+    assert (summary.scored, summary.passed, summary.errors) == (len(chosen), 0, 0)
+    written = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert sorted(line["prompt_id"] for line in written) == sorted(p.prompt_id for p in chosen)
+    by_id = {prompt.prompt_id: prompt for prompt in chosen}
+    for line in written:
+        assert result_line(by_id[line["prompt_id"]], 0, SPLIT, passed=False) == line
 
 
 # ------------------------------------------------------------------------ the state machine
