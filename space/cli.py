@@ -1,4 +1,4 @@
-"""`negt2ibench serve` and `negt2ibench deploy-space`."""
+"""`negt2ibench serve`, `negt2ibench deploy-space` and `negt2ibench leaderboard list|recheck`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dataset_builder.layout import DEFAULT_DATASET_DIR
 from negt2ibench.errors import UserError
-from negt2ibench.options import positive_int, repo_id
+from negt2ibench.options import device, positive_int, repo_id
 
 DEFAULT_DATASET = DEFAULT_DATASET_DIR
 
@@ -45,6 +45,7 @@ def _serve(args: argparse.Namespace) -> int:
         annotation_images=args.annotation_images,
         judge=args.judge,
         judge_mode=args.judge_mode,
+        weights_dir=args.weights_dir,
     )
     demo.launch(server_name=args.host, server_port=args.port, **LAUNCH_KWARGS)
     return 0
@@ -61,6 +62,50 @@ def _deploy(args: argparse.Namespace) -> int:
         print(f"dry run: {len(files)} files assembled in {out}; nothing uploaded")
     else:
         print(f"uploaded {len(files)} files to https://huggingface.co/spaces/{args.repo_id} ({url})")
+    return 0
+
+
+def _leaderboard_list(args: argparse.Namespace) -> int:
+    import time
+
+    from .store import open_store
+
+    store = open_store(args.home)
+    entries = store.list_entries()
+    print(f"{len(entries)} submission(s) in {store!r}")
+    for entry in entries:
+        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(entry.created_at))
+        print(f"{entry.submission_id[:8]}  {when}  {entry.model_name}  {entry.status}  {entry.reason}")
+    return 0
+
+
+def _leaderboard_recheck(args: argparse.Namespace) -> int:
+    from dataset_builder.loading import load_prompts
+    from dataset_builder.records import PromptIndex
+    from negt2ibench.api import Evaluator
+
+    from .app import PRESET
+    from .store import open_store
+    from .submissions import SpotCheckSetup, awaiting, recheck
+
+    store = open_store(args.home)
+    before = {entry.submission_id: entry.status for entry in awaiting(store.list_entries())}
+    if not before:
+        print(f"nothing to recheck: every submission in {store!r} is verified or rejected")
+        return 0
+    index = PromptIndex(load_prompts(args.dataset))
+    evaluator = Evaluator(PRESET, device=args.device, weights_dir=args.weights_dir, prompts=index)
+
+    def score(image, prompt, model_key, sample_index):
+        return evaluator.score(image, prompt, model_key=model_key, sample_index=sample_index).record
+
+    print(f"rechecking {len(before)} submission(s) in {store!r} ...", flush=True)
+    entries = recheck(store, SpotCheckSetup(index, score, config=evaluator.config))
+    for entry in entries:
+        change = f"{before[entry.submission_id]} → {entry.status}"
+        print(f"{entry.submission_id[:8]}  {entry.model_name}: {change}: {entry.reason}")
+    waiting = sum(entry.status in ("received", "validated", "pending") for entry in entries)
+    print(f"{len(entries) - waiting} settled, {waiting} still waiting")
     return 0
 
 
@@ -89,6 +134,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--dataset", type=Path, default=None, help="built dataset folder (from `negt2ibench build`)")
     serve.add_argument(
         "--home", type=Path, default=None, help="NEGT2I_HOME for this run (the SQLite leaderboard lives there)"
+    )
+    serve.add_argument(
+        "--weights-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder filled by `negt2ibench download-models --dir DIR` (default: the Hugging Face cache and $RF_HOME)",
     )
     serve.add_argument(
         "--annotation-sample",
@@ -132,3 +184,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     deploy.add_argument("--dry-run", action="store_true", help="assemble and list the files; no network")
     deploy.add_argument("--out", default="build/space", help="where to assemble the folder (default build/space)")
     deploy.set_defaults(handler=_deploy)
+
+    board = subparsers.add_parser(
+        "leaderboard",
+        help="list the leaderboard's submissions, or retry the spot check of those waiting",
+        description=(
+            "The leaderboard store the Space uses (SQLite under NEGT2I_HOME, or the Hub dataset repo named by "
+            "NEGT2I_RESULTS_REPO). A submission whose spot check could not run (images unreachable, no GPU) is "
+            "pending; the Space retries it at start-up and every 30 minutes, and `recheck` retries it now, here."
+        ),
+    )
+    actions = board.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="every submission with its status and reason")
+    again = actions.add_parser(
+        "recheck",
+        help="advance every submission that is not verified or rejected (re-score its spot check here)",
+        description="Validate received submissions and re-run the spot check of validated and pending ones "
+        "with this machine's models; prints each one's new status and reason.",
+    )
+    for sub in (listing, again):
+        sub.add_argument("--home", type=Path, default=None, help="NEGT2I_HOME (where the SQLite leaderboard lives)")
+    again.add_argument(
+        "--dataset", type=Path, default=None, help="built dataset folder with the prompts (default: built in memory)"
+    )
+    again.add_argument("--device", type=device, default="auto", help="where the models run (default: auto)")
+    again.add_argument(
+        "--weights-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder filled by `negt2ibench download-models --dir DIR`",
+    )
+    listing.set_defaults(handler=_leaderboard_list)
+    again.set_defaults(handler=_leaderboard_recheck)
