@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .corpus import CORPUS_VERSION
 from .grammar import PromptParseError, grammar_issues, parse_prompt, render_prompt
+from .layout import PROMPTS_JSONL
 from .records import PromptRecord
 from .vocabulary import (
     ATTRIBUTE_CATEGORIES,
@@ -268,7 +269,7 @@ def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[V
     import pyarrow.parquet as pq
 
     from .hub import PROMPT_ARROW_SCHEMA
-    from .layout import CARD_FILE, PROMPTS_JSONL, PROMPTS_PARQUET
+    from .layout import CARD_FILE, PROMPTS_PARQUET
     from .loading import load_prompts
 
     root = Path(dataset_dir)
@@ -289,16 +290,20 @@ def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[V
                 )
             records = load_prompts(parquet_path)
         except Exception as error:  # noqa: BLE001 - any unreadable file is one violation
-            violations.append(Violation(PROMPTS_PARQUET, f"unreadable: {error}"))
+            violations.append(Violation(PROMPTS_PARQUET, f"unreadable ({error}); rebuild it with `build --overwrite`"))
     jsonl_path = root / PROMPTS_JSONL
     if not jsonl_path.is_file():
         violations.append(Violation(PROMPTS_JSONL, "missing"))
     else:
         try:
-            if records and load_prompts(jsonl_path) != records:
-                violations.append(Violation(PROMPTS_JSONL, "differs from the parquet split"))
+            jsonl_records = load_prompts(jsonl_path)
         except Exception as error:  # noqa: BLE001
             violations.append(Violation(PROMPTS_JSONL, f"unreadable: {error}"))
+        else:
+            if records:
+                violations += copy_differences(records, jsonl_records)
+            elif jsonl_records:  # the parquet file is broken: check the corpus on its JSONL copy
+                records = jsonl_records
     card = root / CARD_FILE
     if not card.is_file():
         violations.append(Violation(CARD_FILE, "missing"))
@@ -312,5 +317,32 @@ def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[V
             violations.append(
                 Violation(CARD_FILE, f"states {found}; this code builds version {CORPUS_VERSION} (rebuild the folder)")
             )
-    violations += find_violations(records)
+    if records:
+        violations += find_violations(records)
+    else:  # one line, not one per empty cell of the corpus (the file violations above say why)
+        violations.append(Violation("corpus", "no prompt records could be read from the folder"))
     return records, violations
+
+
+def copy_differences(parquet: Sequence[PromptRecord], jsonl: Sequence[PromptRecord]) -> list[Violation]:
+    """Where prompts.jsonl differs from the parquet split: one violation per prompt id, naming the field."""
+    by_id = {record.prompt_id: record for record in jsonl}
+    violations = []
+    for number, record in enumerate(parquet):
+        copy = by_id.get(record.prompt_id)
+        if copy is None:
+            violations.append(Violation(record.prompt_id, f"{PROMPTS_JSONL} lacks this prompt of the parquet split"))
+        elif copy != record:
+            fields = [name for name in type(record).model_fields if getattr(copy, name) != getattr(record, name)]
+            violations.append(
+                Violation(record.prompt_id, f"{PROMPTS_JSONL} differs from the parquet split in {', '.join(fields)}")
+            )
+        elif number < len(jsonl) and jsonl[number].prompt_id != record.prompt_id and not violations:
+            violations.append(Violation(PROMPTS_JSONL, f"lists the prompts in another order (line {number + 1})"))
+    known = {record.prompt_id for record in parquet}
+    violations += [
+        Violation(record.prompt_id, f"{PROMPTS_JSONL} has this prompt, the parquet split does not")
+        for record in jsonl
+        if record.prompt_id not in known
+    ]
+    return violations

@@ -48,7 +48,9 @@ def register(subparsers) -> None:
         description=(
             "Score generated images with the detector-based evaluator and append one result record per image to "
             "--out (JSONL). Images already in --out are skipped, so rerunning the same command resumes. Bad images "
-            "and unknown prompt ids become error rows; the run goes on. Under `accelerate launch -m "
+            "and unknown prompt ids become error rows; the run goes on; files of a folder not named "
+            "{prompt_id}_{sample_index}.png are listed, not scored. --out is checked before any model loads "
+            "(a folder, or a file of another evaluator config, is refused). Under `accelerate launch -m "
             "negt2ibench.cli score ...` each process writes OUT.rank{i}.jsonl and the main process merges them."
         ),
         epilog=(
@@ -181,6 +183,8 @@ def run_score(args: argparse.Namespace) -> int:
         limit=args.limit,
         progress=not args.no_progress,
     )
+    if summary.skipped_line():
+        print(summary.skipped_line())
     print(summary.line())
     if summary.error_reasons:
         print("errors: " + ", ".join(f"{reason} ×{count}" for reason, count in sorted(summary.error_reasons.items())))

@@ -110,6 +110,32 @@ def _answers(adapter: JudgeAdapter, ready: Sequence[_Ready]) -> list[dict[str, f
         return results
 
 
+def judge_one(
+    adapter: JudgeAdapter,
+    image: Image.Image,
+    prompt: PromptRecord,
+    mode: str,
+    *,
+    model_key: str = "upload",
+    sample_index: int = 0,
+) -> ResultRecord:
+    """One image's record in one mode, with the questions and rules of a run (the Space's
+    "Score an image" panel). Each distinct question is asked once."""
+    if mode not in MODES:
+        raise UserError(f"unknown judge mode {mode!r}; choose one of {', '.join(MODES)}")
+    questions = questions_for(prompt, mode)
+    texts = list(dict.fromkeys(q.text for q in questions))
+    answers = dict(zip(texts, adapter.yes_probability([image] * len(texts), texts), strict=True))
+    return judge_record(
+        prompt,
+        questions,
+        [answers[q.text] for q in questions],
+        context=record_context(adapter, mode),
+        model_key=model_key,
+        sample_index=sample_index,
+    )
+
+
 def _error_rows(
     item: JudgeItem, modes: Sequence[str], message: str, contexts: dict[str, RecordContext]
 ) -> list[tuple[str, ResultRecord]]:

@@ -320,14 +320,19 @@ class Evaluator:
         """`negt2ibench score`: score a folder of `{prompt_id}_{sample_index}.png`, a dataset folder's
         or a Hub dataset's image split, or one image file, appending one record per image to the
         JSONL `out` (keys already there are skipped, so the same call resumes). Under `accelerate
-        launch` each process scores its share. The models needed are loaded first, so a missing
-        weight fails before any work."""
+        launch` each process scores its share. `out` is checked, then the models needed are loaded,
+        before any work: a folder, another configuration's file or a missing weight fails at once.
+        Files of a folder source not named as images are listed in `summary.skipped_files`."""
+        from evaluator.config import EVALUATOR_VERSION
         from evaluator.pipeline import resolve_source, score_images
+        from evaluator.resultio import check_appendable
 
-        items, default_key = resolve_source(source, split=split, prompt_id=prompt_id)
+        skipped: list[str] = []
+        items, default_key = resolve_source(source, split=split, prompt_id=prompt_id, skipped=skipped)
+        check_appendable(out, EVALUATOR_VERSION, self.config.config_hash)  # refused before any model loads
         index = self.prompts
         self.load([index[item.prompt_id] for item in items if item.prompt_id in index])
-        return score_images(
+        summary = score_images(
             items,
             index,
             self.perception,
@@ -338,3 +343,5 @@ class Evaluator:
             limit=limit,
             progress=progress,
         )
+        summary.skipped_files = skipped
+        return summary

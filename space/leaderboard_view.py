@@ -84,23 +84,53 @@ PAPER_ROWS: tuple[dict[str, Any], ...] = (
 )
 
 
+AWAITING_COLUMNS = ["model", "status", "reason", "attempts", "submitted (UTC)", "id"]
+
+
 def newest_entries(entries: Sequence[Entry]) -> list[Entry]:
-    """Per model, its newest verified entry, else its newest pending one; rejected ones never."""
+    """Per model, its newest verified entry, else its newest validated or pending one (for the
+    model detail view); rejected ones never."""
     chosen: dict[str, Entry] = {}
     for entry in sorted(entries, key=lambda e: e.created_at):
         if entry.status == "rejected" or entry.row is None:
             continue
         current = chosen.get(entry.model_key)
-        if current is None or entry.status == "verified" or current.status == "pending":
+        if current is None or entry.status == "verified" or current.status != "verified":
             chosen[entry.model_key] = entry
     return list(chosen.values())
 
 
+def ranked_entries(entries: Sequence[Entry]) -> list[Entry]:
+    """Per model, its newest *verified* entry: the only submissions the leaderboard ranks."""
+    return [entry for entry in newest_entries(entries) if entry.status == "verified"]
+
+
+def awaiting_frame(entries: Sequence[Entry]) -> pd.DataFrame:
+    """Submissions not verified yet and not rejected (received, validated, pending), newest first:
+    listed apart from the ranking, with the reason they wait."""
+    import time
+
+    rows = [
+        {
+            "model": e.model_name,
+            "status": e.status,
+            "reason": e.reason,
+            "attempts": e.attempts,
+            "submitted (UTC)": time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.created_at)),
+            "id": e.submission_id[:8],
+        }
+        for e in sorted(entries, key=lambda e: e.created_at, reverse=True)
+        if e.status in ("received", "validated", "pending")
+    ]
+    return pd.DataFrame(rows, columns=AWAITING_COLUMNS)
+
+
 def leaderboard_table(entries: Sequence[Entry], include_paper: bool = True) -> Table:
-    """One row per model (its newest verified or pending entry), then the paper's reported rows;
-    a value a row does not have is None."""
+    """One row per model with a verified entry (its newest), then the paper's reported rows,
+    marked; a value a row does not have is None. Pending submissions are not ranked
+    (`awaiting_frame` lists them)."""
     rows = []
-    for entry in newest_entries(entries):
+    for entry in ranked_entries(entries):
         row = dict(entry.row or {})
         row.update({"model": entry.model_name, "status": entry.status, "link": entry.link})
         rows.append(row)

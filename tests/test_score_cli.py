@@ -6,6 +6,7 @@ import json
 
 import pytest
 from _perception_helpers import make_prompt, random_image, tiny_perception
+from _space_helpers import result_line
 from PIL import Image
 
 import evaluator.perception as perception_module
@@ -184,6 +185,53 @@ def test_explain_parses_prompt_text(workspace, tiny_models_in_cli, capsys):
     assert main(["explain", str(image), "--prompt", "hello world"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: cannot parse the prompt") and err.count("\n") == 1
+
+
+@pytest.fixture
+def no_models(monkeypatch):
+    """Fails the test if `score` builds the models: the checks below must come first."""
+
+    def factory(*args, **kwargs):
+        raise AssertionError("the models were loaded before --out was checked")
+
+    monkeypatch.setattr(perception_module, "ModelPerception", factory)
+
+
+def test_a_bad_out_is_refused_before_any_model_loads(workspace, no_models, capsys):
+    tmp_path, prompts, folder = workspace
+    argv = ["score", "--images", str(folder), "--prompts", str(prompts), "--device", "cpu", "--no-progress", "--out"]
+    assert main([*argv, str(tmp_path)]) == 1
+    assert (
+        capsys.readouterr().err
+        == f"error: --out {tmp_path} is a folder; give the results file to write, e.g. {tmp_path / 'results.jsonl'}\n"
+    )
+
+    malformed = tmp_path / "malformed.jsonl"
+    malformed.write_text('{"prompt_id": 1}\n{}\n')
+    assert main([*argv, str(malformed)]) == 1
+    assert capsys.readouterr().err.startswith(f"error: {malformed}:1: not a result record (")
+
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps(result_line(PROMPTS[0], 0, "my_model", passed=True, config_hash="0123abcd")) + "\n")
+    assert main([*argv, str(other)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --out {other} holds results of evaluator") and "config 0123abcd, but this run" in err
+
+
+def test_score_names_the_files_of_a_folder_it_skips(workspace, tiny_models_in_cli, capsys):
+    tmp_path, prompts, folder = workspace
+    (folder / "notes.txt").write_text("x")
+    random_image(5).save(folder / f"{PROMPTS[0].prompt_id}.png")  # no sample index
+    (folder / ".DS_Store").write_text("x")  # hidden: not worth naming
+    random_image(6).save(folder / "color_pos0_neg1_999_0.png")  # an image of no benchmark prompt: an error row
+    argv = ["score", "--images", str(folder), "--prompts", str(prompts), "--out", str(tmp_path / "r.jsonl")]
+    assert main([*argv, "--device", "cpu", "--no-progress", "--preset", "no_sam"]) == 0
+    out = capsys.readouterr().out
+    expected = (
+        "skipped 2 file(s) not named {prompt_id}_{sample_index}.png (or .jpg, .webp, .bmp, .tiff): "
+        f"{PROMPTS[0].prompt_id}.png (no sample index), notes.txt"
+    )
+    assert expected in out and "3 new rows (2 scored" in out and "unknown prompt id ×1" in out
 
 
 @pytest.mark.slow

@@ -30,10 +30,12 @@ def test_the_leaderboard_uses_table3_columns():
     shared = [column for column in LEADERBOARD_TABLE_COLUMNS if column.key in LEADERBOARD_COLUMNS]
     assert shared == [column for column in TABLE3_COLUMNS if column.key in LEADERBOARD_COLUMNS]
     row = {key: 1.0 for key in LEADERBOARD_COLUMNS} | {"model": "m", "extra": "dropped"}
-    entry = Entry(model_name="M", model_key="m", submitter="a", created_at=1, status="pending", row=row, link="x")
+    entry = Entry(model_name="M", model_key="m", submitter="a", created_at=1, status="verified", row=row, link="x")
     table = leaderboard_table([entry])
-    assert table.rows[0]["model"] == "M" and table.rows[0]["status"] == "pending" and "extra" not in table.rows[0]
+    assert table.rows[0]["model"] == "M" and table.rows[0]["status"] == "verified" and "extra" not in table.rows[0]
     assert len(table.rows) == 1 + len(PAPER_ROWS) and table.rows[-1]["coverage"] is None  # the paper gives none
+    waiting = entry.model_copy(update={"status": "pending", "submission_id": "0" * 32, "model_key": "w"})
+    assert len(leaderboard_table([waiting]).rows) == len(PAPER_ROWS)  # pending: never ranked
 
 
 def test_paper_rows_cite_the_paper_and_say_they_are_another_corpus_draw():
