@@ -10,6 +10,7 @@ from PIL import Image
 
 from dataset_builder.vocabulary import CATEGORY_VOCABULARY, MATERIAL_NOUNS
 from evaluator.config import EvaluatorConfig
+from evaluator.models.inputs import device_kwargs
 
 
 def masked_crop(image: Image.Image, mask: np.ndarray, gray: int) -> Image.Image:
@@ -78,7 +79,8 @@ class AttributeScorer:
 
     @torch.inference_mode()
     def image_embeddings(self, crops: Sequence[Image.Image]) -> torch.Tensor:
-        pixels = self.processor(images=list(crops), return_tensors="pt")["pixel_values"]
+        # On a GPU the crops are resized and normalised there (the torchvision image processor's device=).
+        pixels = self.processor(images=list(crops), return_tensors="pt", **device_kwargs(self.device))["pixel_values"]
         features = self._pooled(self.model.get_image_features(pixel_values=pixels.to(self.device, self.dtype))).float()
         return torch.nn.functional.normalize(features, dim=-1).cpu()
 
