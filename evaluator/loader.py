@@ -23,8 +23,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+import torch
 from PIL import Image
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
 from evaluator.images import ImageError, ImageSource, load_image
@@ -63,12 +65,26 @@ class Work:
 
 @dataclass(frozen=True)
 class Loaded:
-    """One image as the loader hands it over: decoded, or the reason it cannot be scored."""
+    """One image as the loader hands it over: decoded, or the reason it cannot be scored.
+
+    From a worker the pixels come as a uint8 H×W×3 tensor, which travels through shared memory
+    (a pickled image would be copied through a pipe and unpickled by the process that runs the
+    models); `rgb()` makes the PIL image of either form.
+    """
 
     index: int  # position in the work list
     image: Image.Image | None = None
     prepared: PreparedImage | None = None  # the models' inputs, when made in the loader
     problem: str | None = None  # the error row's reason
+    pixels: torch.Tensor | None = None  # the image, from a worker
+
+    def rgb(self) -> Image.Image:
+        """The 8-bit RGB image (the same pixels whichever process decoded it)."""
+        if self.image is not None:
+            return self.image
+        if self.pixels is None:
+            raise ValueError(f"item {self.index} has no image: {self.problem}")
+        return Image.fromarray(self.pixels.numpy())
 
 
 class WorkDataset(Dataset):
@@ -95,6 +111,8 @@ class WorkDataset(Dataset):
                 prepared = self.preparer(image, work.prompt.category)
             except Exception:  # noqa: BLE001 - made again by perception, where a failure becomes the image's error row
                 prepared = None
+        if get_worker_info() is not None:  # in a worker: send the pixels through shared memory
+            return Loaded(index, pixels=torch.from_numpy(np.array(image)), prepared=prepared)
         return Loaded(index, image=image, prepared=prepared)
 
 

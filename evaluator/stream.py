@@ -80,7 +80,7 @@ class VerdictThread:
 def _observe(
     perception: Perception, work: Sequence[Work], entries: Sequence[Loaded], streaming: bool
 ) -> list[ImageObservation]:
-    images = [entry.image for entry in entries]
+    images = [entry.rgb() for entry in entries]
     prompts = [work[entry.index].prompt for entry in entries]
     if streaming:  # a ModelPerception: the loader's inputs, and only the masks a rule reads
         found = perception.observe(images, prompts, prepared=[entry.prepared for entry in entries], masks="rules")

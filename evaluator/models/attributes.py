@@ -20,7 +20,9 @@ def masked_crop(image: Image.Image, mask: np.ndarray, gray: int) -> Image.Image:
     if rows.size == 0:
         return Image.new("RGB", (1, 1), (gray, gray, gray))
     top, bottom, left, right = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
-    pixels = np.asarray(image.convert("RGB"))[top:bottom, left:right].copy()
+    rgb = image if image.mode == "RGB" else image.convert("RGB")
+    # Cut first, then copy: only the box's pixels leave PIL (the whole image was copied twice before).
+    pixels = np.array(rgb.crop((int(left), int(top), int(right), int(bottom))))
     pixels[~mask[top:bottom, left:right]] = gray
     return Image.fromarray(pixels, "RGB")
 
