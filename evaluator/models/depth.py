@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from evaluator.models.inputs import image_pixels, processor_pixels
+from evaluator.models.inputs import image_pixels, one_thread, processor_pixels
 
 
 class DepthEstimator:
@@ -21,7 +21,8 @@ class DepthEstimator:
 
     def pixel_values(self, image: Image.Image) -> torch.Tensor:
         """The model's input for one image (3×h×w float32, aspect kept), made on this estimator's device."""
-        return processor_pixels(self.processor, image_pixels(image, self.device))
+        with one_thread(self.device):  # the floats of `InputPreparer`, whatever the thread count
+            return processor_pixels(self.processor, image_pixels(image, self.device))
 
     @torch.inference_mode()
     def disparity(

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from PIL import Image
 
 from dataset_builder.vocabulary import OBJECT_CLASSES
-from evaluator.models.inputs import DetectorInputs, image_pixels
+from evaluator.models.inputs import DetectorInputs, image_pixels, one_thread
 
 if TYPE_CHECKING:
     import supervision as sv
@@ -107,7 +107,8 @@ class Detector:
         self.class_ids = benchmark_class_ids()
 
     def _preprocess(self, images: Sequence[Image.Image]) -> torch.Tensor:
-        return torch.stack([self.inputs(image_pixels(image, self.device)) for image in images])
+        with one_thread(self.device):  # the floats of `InputPreparer`, whatever the thread count
+            return torch.stack([self.inputs(image_pixels(image, self.device)) for image in images])
 
     @torch.inference_mode()
     def detect(

@@ -6,19 +6,37 @@ Depth-Anything V2's transformers image processors (`processor_pixels`, the torch
 that transformers 5 uses by default). On the CPU, `InputPreparer` runs in the loader's worker
 processes, off the process that runs the models; on a GPU it runs in that process with the
 pixels uploaded once and every resize done on the device (the processors' `device=`). The
-models compute the same function when no prepared input is handed to them, so a worker and the
-main process give identical tensors.
+models compute the same function when no prepared input is handed to them, and CPU inputs are
+always made with one intra-op thread (as in a DataLoader worker: some CPU kernels, the float
+resize among them, round differently with another thread count), so a worker and the main
+process give identical tensors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torchvision.transforms.functional as TF
 from PIL import Image
+
+
+@contextmanager
+def one_thread(device: torch.device | None) -> Iterator[None]:
+    """torch's intra-op threads at 1 while inputs are made on the CPU (nothing changes on a GPU):
+    the same thread count as the loader's workers, hence the same floats wherever they are made."""
+    threads = torch.get_num_threads()
+    if (device is not None and device.type != "cpu") or threads == 1:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def image_pixels(image: Image.Image, device: torch.device | None = None) -> torch.Tensor:
@@ -74,7 +92,10 @@ class InputPreparer:
     depth_processor: Any = None
 
     def __call__(self, image: Image.Image, category: str, device: torch.device | None = None) -> PreparedImage:
-        pixels = image_pixels(image, device)
+        with one_thread(device):
+            return self._prepare(image_pixels(image, device), category)
+
+    def _prepare(self, pixels: torch.Tensor, category: str) -> PreparedImage:
         return PreparedImage(
             detector=self.detector(pixels) if self.detector is not None else None,
             sam=processor_pixels(self.sam_processor, pixels) if self.sam_processor is not None else None,

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from evaluator.models.inputs import image_pixels, processor_pixels
+from evaluator.models.inputs import image_pixels, one_thread, processor_pixels
 
 Box = tuple[float, float, float, float]
 
@@ -24,7 +24,8 @@ class BoxSegmenter:
 
     def pixel_values(self, image: Image.Image) -> torch.Tensor:
         """SAM's input for one image (3×S×S float32), made on this segmenter's device."""
-        return processor_pixels(self.processor, image_pixels(image, self.device))
+        with one_thread(self.device):  # the floats of `InputPreparer`, whatever the thread count
+            return processor_pixels(self.processor, image_pixels(image, self.device))
 
     @torch.inference_mode()
     def segment(
