@@ -168,10 +168,10 @@ def cpu_seconds() -> float:
 def score(
     folder: Path, prompts, perception, out: Path, batch_size: int, workers: int | None, limit: int | None = None
 ) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of every process) of one `score_images` run."""
+    """(wall seconds, CPU seconds of every process, CPU seconds of the scoring thread) of one run."""
     from evaluator.pipeline import score_images
 
-    started, cpu = time.perf_counter(), cpu_seconds()
+    started, cpu, own = time.perf_counter(), cpu_seconds(), time.thread_time()
     summary = score_images(
         folder,
         prompts,
@@ -184,10 +184,10 @@ def score(
         num_workers=workers,
         limit=limit,
     )
-    seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
+    seconds, cpu, own = time.perf_counter() - started, cpu_seconds() - cpu, time.thread_time() - own
     if summary.errors:
         raise SystemExit(f"unexpected error rows: {summary.error_reasons}")
-    return seconds, cpu
+    return seconds, cpu, own
 
 
 def stage_seconds(folder: Path, prompts, perception, batch_size: int, out: Path) -> dict[str, float]:
@@ -235,15 +235,17 @@ def cpu_mode(args: argparse.Namespace) -> dict:
         score(folder, prompts, perception, Path(scratch) / "warm.jsonl", args.batch_size, 0, limit=2)  # lazy init
         rates: dict[int, list[float]] = {count: [] for count in workers}
         cpus: dict[int, list[float]] = {count: [] for count in workers}
+        scoring: dict[int, list[float]] = {count: [] for count in workers}
         loads, contents = [], {}
         for repeat in range(args.repeats):
             line = []
             for count in workers:
                 out = Path(scratch) / f"run{repeat}_w{count}.jsonl"
-                seconds, cpu = score(folder, prompts, perception, out, args.batch_size, count)
+                seconds, cpu, own = score(folder, prompts, perception, out, args.batch_size, count)
                 rate = len(prompts) / seconds
                 rates[count].append(rate)
                 cpus[count].append(cpu / len(prompts))
+                scoring[count].append(own / len(prompts))
                 contents.setdefault(out.read_bytes(), []).append(out.name)
                 line.append(f"{count} workers {rate:5.2f} img/s")
             loads.append(load_average())
@@ -254,8 +256,23 @@ def cpu_mode(args: argparse.Namespace) -> dict:
     print(f"\nmedian of {args.repeats} (load average {min(loads):.1f}–{max(loads):.1f}):")
     for count, rate in medians.items():
         ratio = f", {rate / base:.2f}× sequential" if base and count else ""
-        cpu = statistics.median(cpus[count]) * 1000
-        print(f"  {count} workers: {rate:5.2f} img/s{ratio} ({cpu:.0f} ms CPU per image, all processes)")
+        cpu, own = statistics.median(cpus[count]) * 1000, statistics.median(scoring[count]) * 1000
+        print(
+            f"  {count} workers: {rate:5.2f} img/s{ratio}; CPU per image {cpu:.0f} ms in all processes, "
+            f"{own:.0f} ms in the scoring thread"
+        )
+    # With idle cores a run takes at least its scoring thread's CPU time and its total CPU time
+    # shared over the cores: the rate those two bounds allow (a projection, not a measurement).
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    bounds = {
+        count: 1000 / max(statistics.median(scoring[count]) * 1000, statistics.median(cpus[count]) * 1000 / cores)
+        for count in workers
+    }
+    if 0 in bounds:
+        line = ", ".join(
+            f"{count} workers {bound:.2f} img/s ({bound / bounds[0]:.2f}×)" for count, bound in bounds.items()
+        )
+        print(f"bound on {cores} idle cores (projection from the CPU times above): {line}")
     print(f"records identical across all {sum(map(len, contents.values()))} runs: {len(contents) == 1}")
     print("CPU ms per image by stage (sequential):")
     for stage, seconds in stages.items():
@@ -270,6 +287,8 @@ def cpu_mode(args: argparse.Namespace) -> dict:
         "rates": {str(count): values for count, values in rates.items()},
         "median_images_per_s": {str(count): rate for count, rate in medians.items()},
         "cpu_s_per_image": {str(count): values for count, values in cpus.items()},
+        "scoring_thread_cpu_s_per_image": {str(count): values for count, values in scoring.items()},
+        "idle_core_bound_images_per_s": {str(count): bound for count, bound in bounds.items()},
         "load_average": loads,
         "identical": len(contents) == 1,
         "stage_cpu_s_per_image": stages,
@@ -297,7 +316,7 @@ def gpu_mode(args: argparse.Namespace) -> dict:
                 torch.cuda.reset_peak_memory_stats()
             clock.wall = 0.0
             out = Path(scratch) / f"b{batch_size}.jsonl"
-            seconds, _ = score(folder, prompts, perception, out, batch_size, args.num_workers)
+            seconds, _, _ = score(folder, prompts, perception, out, batch_size, args.num_workers)
             peak = torch.cuda.max_memory_allocated() / 2**30 if device.type == "cuda" else None
             row = {
                 "batch_size": batch_size,
