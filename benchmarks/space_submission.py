@@ -61,7 +61,14 @@ def main() -> None:
 
     def entry() -> Entry:
         n = next(counter)
-        return Entry(model_name=f"Model {n}", model_key=f"model_{n}", submitter=f"user{n}", row=row, detail=detail)
+        return Entry(
+            model_name=f"Model {n}",
+            model_key=f"model_{n}",
+            submitter=f"user{n}",
+            row=row,
+            detail=detail,
+            status="verified",
+        )
 
     sqlite = SQLiteStore(work / "lb.sqlite")
     hub = HubStore(work / "clone", lambda *a: None)

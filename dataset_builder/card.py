@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from .corpus import CORPUS_VERSION
 from .layout import CARD_FILE, image_splits, split_glob, write_atomic
 from .loading import load_prompts
 from .records import PromptRecord
@@ -91,12 +92,20 @@ def image_split_summary(dataset_dir: Path) -> list[dict]:
     return summary
 
 
-def card_context(dataset_dir: Path, records: Sequence[PromptRecord], repo_id: str = PLACEHOLDER_REPO_ID) -> dict:
-    """Everything the template needs, computed from the folder's data."""
+def card_context(
+    dataset_dir: Path,
+    records: Sequence[PromptRecord],
+    repo_id: str = PLACEHOLDER_REPO_ID,
+    *,
+    images_from: Path | None = None,
+) -> dict:
+    """Everything the template needs, computed from the folder's data (the image splits from
+    `images_from` when given: a rebuild's staging folder gets them only after the card is written)."""
     by_id = {r.prompt_id: r for r in records}
     example = by_id.get(EXAMPLE_PROMPT_ID, records[0] if records else None)
     return {
         "repo_id": repo_id,
+        "corpus_version": CORPUS_VERSION,
         "num_prompts": len(records),
         "counts": counts_table(records),
         "balance": balance_summary(records),
@@ -118,7 +127,10 @@ def card_context(dataset_dir: Path, records: Sequence[PromptRecord], repo_id: st
         "pair": [by_id[i] for i in ("color_pos1_neg0_007", "color_pos0_neg1_007")]
         if "color_pos0_neg1_007" in by_id and "color_pos1_neg0_007" in by_id
         else None,
-        "image_splits": image_split_summary(dataset_dir),
+        "shared_example": [by_id[i] for i in ("depth_pos0_neg1_000", "proximity_pos0_neg1_000")]
+        if "depth_pos0_neg1_000" in by_id and "proximity_pos0_neg1_000" in by_id
+        else None,
+        "image_splits": image_split_summary(images_from or dataset_dir),
     }
 
 
@@ -141,17 +153,24 @@ def published_repo_id(dataset_dir: Path) -> str | None:
     return match.group(1) if match and match.group(1) != PLACEHOLDER_REPO_ID else None
 
 
-def write_card(dataset_dir: Path, *, records: Sequence[PromptRecord] | None = None, repo_id: str | None = None) -> Path:
+def write_card(
+    dataset_dir: Path,
+    *,
+    records: Sequence[PromptRecord] | None = None,
+    repo_id: str | None = None,
+    images_from: Path | None = None,
+) -> Path:
     """(Re)render `DIR/README.md` from `dataset_card.md`, the prompts in DIR and its image splits.
 
     `records` saves re-reading the prompts when the caller has just written them; `repo_id` (else
-    the one the card already names, else a placeholder) goes into the card's loading code.
+    the one the card already names, else a placeholder) goes into the card's loading code;
+    `images_from` is the folder whose image splits the card lists (default: DIR).
     """
     dataset_dir = Path(dataset_dir)
     if records is None:
         records = load_prompts(dataset_dir)
     repo_id = repo_id or published_repo_id(dataset_dir) or PLACEHOLDER_REPO_ID
-    context = card_context(dataset_dir, records, repo_id)
+    context = card_context(dataset_dir, records, repo_id, images_from=images_from)
     text = render_card(context, CARD_TEMPLATE.read_text(encoding="utf-8"))
     # Atomic: never a half-written card, even when generation ranks re-render it at once.
     return write_atomic(dataset_dir / CARD_FILE, text)

@@ -59,8 +59,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="check every corpus invariant on a built dataset folder",
         description=(
             "Check a built dataset folder: file layout and parquet schema, JSONL = parquet, the card's "
-            "configs, and every corpus invariant (counts, ids, matched groups, class and value balance, "
-            "unique texts, text <-> metadata, grammar). Lists each violation by prompt id; exits 1 if any."
+            "configs and corpus version, and every corpus invariant (counts, ids, matched groups, shared object "
+            "draws across the categories of a kind, class and value balance, unique texts, text <-> metadata, "
+            "grammar). Lists each violation by prompt id; exits 1 if any."
         ),
     )
     validate.add_argument(
@@ -122,8 +123,10 @@ def run_build(args: argparse.Namespace) -> int:
     finished = time.perf_counter()
     groups = len({r.group_id for r in records})
     print(_summary_table(records))
+    from .corpus import CORPUS_VERSION
+
     print(
-        f"{len(records)} prompts in {groups} matched groups, seed {args.seed}; "
+        f"{len(records)} prompts in {groups} matched groups, corpus version {CORPUS_VERSION}, seed {args.seed}; "
         f"corpus {built - started:.2f} s, files {finished - built:.2f} s"
     )
     print(f"wrote {out}/ (README.md, prompts/test-00000-of-00001.parquet, prompts.jsonl)")
@@ -148,10 +151,19 @@ def run_validate(args: argparse.Namespace) -> int:
         print(f"INVALID: {len(violations)} violations in {root} ({len(records)} prompts, {elapsed:.2f} s)")
         return 1
     from .card import balance_summary
+    from .corpus import CORPUS_VERSION
+    from .validate import shared_draw_summary
 
     uses = ", ".join(f"{row['category']} {row['min']}-{row['max']}" for row in balance_summary(records))
     print(f"class uses per category (least-most over its group draws): {uses}")
-    print(f"OK: {root} holds {len(records)} valid prompts; every invariant holds ({elapsed:.2f} s)")
+    shared = "; ".join(
+        f"{', '.join(row['categories'])}: {row['shared']}/{row['positions']}" for row in shared_draw_summary(records)
+    )
+    print(f"shared object draws (prompt k of a setting names the same objects in every category listed): {shared}")
+    print(
+        f"OK: {root} holds {len(records)} valid prompts (corpus version {CORPUS_VERSION}); every invariant holds "
+        f"({elapsed:.2f} s)"
+    )
     return 0
 
 

@@ -1,8 +1,12 @@
-"""The 4,800-prompt corpus (docs/corpus.md): seeded, balanced, matched across polarity settings.
+"""The 4,800-prompt corpus (docs/corpus.md): seeded, balanced, matched across polarity settings and categories.
 
-Per category, one *group draw* per (load, k) fixes the objects, their order and the
-values/predicates; every setting of that load renders the same draw with its own polarities
-(positives first). So `color_pos1_neg1_007` and `color_pos2_neg0_007` differ only in polarity.
+One *object draw* per (kind, load, k) fixes the objects and their order, shared by every category
+of that kind: prompt k of a setting names the same objects in directional, proximity,
+comparative and depth, and likewise in color and material, so a difference between two
+categories is not a difference between their objects. Each category then draws its own
+values/predicates per (load, k). Every setting of a load renders the same (objects, predicates)
+with its own polarities (positives first): `color_pos1_neg1_007` and `color_pos2_neg0_007` differ
+only in polarity, and `depth_pos0_neg1_007` names the objects of `proximity_pos0_neg1_007`.
 """
 
 from __future__ import annotations
@@ -25,11 +29,15 @@ from .vocabulary import (
 )
 
 DEFAULT_SEED: int = 2026
+# The corpus's version, in the dataset card and in `validate`'s and `build`'s summaries. It changes
+# whenever the same seed would give other prompts: 1 drew objects per category; 2 shares each
+# object draw across the categories of one kind (the paper's released corpus, Table 4).
+CORPUS_VERSION: str = "2"
 
-# Redraws allowed before a group gives up on avoiding a duplicate prompt text. Collisions are rare
+# Redraws allowed before a draw gives up on avoiding a duplicate prompt text. Collisions are rare
 # (only single-statement prompts realistically collide) and a fresh tie-break nearly always fixes them.
 _MAX_ATTEMPTS = 500
-# After this many plain redraws, also swap this group's values/predicates with a later group's.
+# After this many plain redraws, also swap a colliding category's values/predicates with a later draw's.
 _SWAP_AFTER = 20
 
 
@@ -49,8 +57,14 @@ class GroupDraw:
 
 
 def category_rng(seed: int, category: str) -> random.Random:
-    """The category's own generator: string seeds hash with SHA-512, so this is stable across runs."""
+    """The category's own generator (its values / predicates): string seeds hash with SHA-512, so
+    this is stable across runs."""
     return random.Random(f"negt2ibench:{seed}:{category}")
+
+
+def objects_rng(seed: int, kind: str) -> random.Random:
+    """The generator of a kind's shared object draws (`attribute` or `relation`)."""
+    return random.Random(f"negt2ibench:{seed}:{kind}:objects")
 
 
 def balanced_sequence(values: Sequence[str], length: int, rng: random.Random) -> list[str]:
@@ -70,42 +84,68 @@ def _least_used(usage: dict[str, int], count: int, rng: random.Random) -> list[s
     return ranked[:count]
 
 
-def draw_groups(category: str, seed: int = DEFAULT_SEED) -> list[GroupDraw]:
-    """The category's 400 group draws, by load then k."""
-    rng = category_rng(seed, category)
-    kind = kind_of(category)
+def _predicate_columns(category: str, load: int, rng: random.Random) -> list[list[str]]:
+    """One list of `PROMPTS_PER_SETTING` values / predicates per statement index, each balanced."""
     vocabulary = CATEGORY_VOCABULARY[category]
+    if kind_of(category) == "attribute":
+        # One value per prompt, balanced over the load's draws; the same list object for every
+        # statement, so a swap moves the value of every statement.
+        values = balanced_sequence(vocabulary, PROMPTS_PER_SETTING, rng)
+        return [values] * load
+    # One balanced list per statement index, so each (setting, polarity) is balanced.
+    return [balanced_sequence(vocabulary, PROMPTS_PER_SETTING, rng) for _ in range(load)]
+
+
+def draw_kind(kind: str, seed: int = DEFAULT_SEED) -> dict[str, list[GroupDraw]]:
+    """The 400 group draws of every category of `kind`, by load then k, with shared objects.
+
+    Per (load, k) one object draw (the least-used classes so far, shuffled, so a random subject)
+    serves every category of the kind; each category adds its own balanced values / predicates.
+    A draw that would repeat a prompt text of any of the categories within a setting is drawn
+    again (after `_SWAP_AFTER` tries the colliding category also swaps its predicates with a
+    later draw's), so every category stays free of duplicates.
+    """
+    categories = [category for category in CATEGORIES if kind_of(category) == kind]
+    if not categories:
+        raise ValueError(f"unknown kind {kind!r}; expected attribute or relation")
+    rng = objects_rng(seed, kind)
+    predicate_rngs = {category: category_rng(seed, category) for category in categories}
     usage = {name: 0 for name in OBJECT_CLASSES}
-    draws: list[GroupDraw] = []
+    draws: dict[str, list[GroupDraw]] = {category: [] for category in categories}
     for load in LOADS:
-        if kind == "attribute":
-            # One value per prompt, balanced over the load's groups.
-            values = balanced_sequence(vocabulary, PROMPTS_PER_SETTING, rng)
-            columns = [values] * load  # the same list object: a swap moves the value of every statement
-        else:
-            # One balanced list per statement index, so each (setting, polarity) is balanced.
-            columns = [balanced_sequence(vocabulary, PROMPTS_PER_SETTING, rng) for _ in range(load)]
+        columns = {category: _predicate_columns(category, load, predicate_rngs[category]) for category in categories}
         object_count = load if kind == "attribute" else load + 1
-        seen: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
+        seen: dict[str, set[tuple[tuple[str, ...], tuple[str, ...]]]] = {category: set() for category in categories}
         for k in range(PROMPTS_PER_SETTING):
             for attempt in range(_MAX_ATTEMPTS):
-                if attempt >= _SWAP_AFTER and k + 1 < PROMPTS_PER_SETTING:
-                    column = columns[rng.randrange(len(columns))]
-                    other = rng.randrange(k + 1, PROMPTS_PER_SETTING)
-                    column[k], column[other] = column[other], column[k]
-                objects = _least_used(usage, object_count, rng)
-                rng.shuffle(objects)  # random order, so a random subject for relations
-                predicates = tuple(column[k] for column in columns)
-                signature = (tuple(objects), predicates)
-                if signature not in seen:
+                objects = tuple(_least_used(usage, object_count, rng))
+                objects = tuple(rng.sample(objects, len(objects)))  # random order, so a random subject
+                signatures = {
+                    category: (objects, tuple(column[k] for column in columns[category])) for category in categories
+                }
+                colliding = [category for category in categories if signatures[category] in seen[category]]
+                if not colliding:
                     break
+                if attempt >= _SWAP_AFTER and k + 1 < PROMPTS_PER_SETTING:
+                    for category in colliding:
+                        category_columns = columns[category]
+                        swap_rng = predicate_rngs[category]
+                        column = category_columns[swap_rng.randrange(len(category_columns))]
+                        other = swap_rng.randrange(k + 1, PROMPTS_PER_SETTING)
+                        column[k], column[other] = column[other], column[k]
             else:  # pragma: no cover - needs an astronomically unlucky seed
-                raise RuntimeError(f"could not draw a unique {category} group for load {load}, k={k}")
-            seen.add(signature)
+                raise RuntimeError(f"could not draw unique {kind} prompts for load {load}, k={k}")
             for name in objects:
                 usage[name] += 1
-            draws.append(GroupDraw(category, load, k, tuple(objects), predicates))
+            for category in categories:
+                seen[category].add(signatures[category])
+                draws[category].append(GroupDraw(category, load, k, objects, signatures[category][1]))
     return draws
+
+
+def draw_groups(category: str, seed: int = DEFAULT_SEED) -> list[GroupDraw]:
+    """The category's 400 group draws, by load then k (its objects are its kind's shared draws)."""
+    return draw_kind(kind_of(category), seed)[category]
 
 
 def render_record(draw: GroupDraw, num_pos: int, num_neg: int) -> PromptRecord:
@@ -145,8 +185,9 @@ def build_corpus(seed: int = DEFAULT_SEED) -> list[PromptRecord]:
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an integer, got {seed!r}")
     records: list[PromptRecord] = []
+    by_kind = {kind: draw_kind(kind, seed) for kind in ("attribute", "relation")}
     for category in CATEGORIES:
-        by_load_k = {(draw.load, draw.k): draw for draw in draw_groups(category, seed)}
+        by_load_k = {(draw.load, draw.k): draw for draw in by_kind[kind_of(category)][category]}
         for num_pos, num_neg in SETTINGS:
             load = num_pos + num_neg
             for k in range(PROMPTS_PER_SETTING):

@@ -28,6 +28,7 @@ from .layout import (
     SPLIT_NAME,
     atomic_folder,
     image_splits,
+    recover_folder,
     writable_parent,
 )
 from .layout import DEFAULT_DATASET_DIR as DEFAULT_DATASET_DIR  # re-exported: the layout's old home
@@ -128,14 +129,15 @@ def check_output_dir(out_dir: Path, overwrite: bool) -> None:
         raise UserError(f"{out_dir} exists and is not a folder; choose another --out")
     if out_dir.is_dir():
         entries = {entry.name for entry in out_dir.iterdir()}
+        foreign = sorted(entries - _BUILD_OUTPUTS - _KEPT_ON_REBUILD)
+        if foreign:  # not ours: --overwrite would not help, so do not suggest it
+            shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+            raise UserError(
+                f"{out_dir} is not a NegT2IBench dataset folder (it holds {shown}); build into a new or "
+                f"empty folder, or into an earlier build's folder with --overwrite"
+            )
         if entries and not overwrite:
             raise UserError(f"{out_dir} is not empty; pass --overwrite to rebuild it (images/ and results/ are kept)")
-        foreign = sorted(entries - _BUILD_OUTPUTS - _KEPT_ON_REBUILD)
-        if foreign:
-            raise UserError(
-                f"{out_dir} does not look like a NegT2IBench dataset folder (it holds {', '.join(foreign[:5])}); "
-                f"refusing to replace it, choose another --out"
-            )
     parent = writable_parent(out_dir)
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise UserError(f"cannot write to {out_dir}: {parent} is not a writable folder")
@@ -144,15 +146,19 @@ def check_output_dir(out_dir: Path, overwrite: bool) -> None:
 def write_dataset_folder(records: Sequence[PromptRecord], out_dir: str | Path, *, overwrite: bool = False) -> Path:
     """Write the whole folder atomically (`layout.atomic_folder`: a staging folder, then a rename).
 
-    An interruption leaves either the old folder intact or no folder at all, never half of one.
-    With `overwrite`, generated `images/` and `results/` of the old folder move into the new one.
+    A killed build leaves the old folder intact, or a swap half done that the next command
+    finishes (`layout.recover_folder`): never half a folder. With `overwrite`, generated
+    `images/` and `results/` of the old folder move into the new one, untouched.
     """
     out = Path(out_dir).expanduser().absolute()
+    recover_folder(out)  # an earlier build killed mid-swap is finished before anything is checked
     check_output_dir(out, overwrite)
-    repo_id = card.published_repo_id(out) if out.is_dir() else None  # a rebuilt card keeps naming its Hub repo
+    previous = out if out.is_dir() else None
+    repo_id = card.published_repo_id(out) if previous else None  # a rebuilt card keeps naming its Hub repo
     with atomic_folder(out, keep=_KEPT_ON_REBUILD) as staging:
         write_prompt_files(records, staging)
-        card.write_card(staging, records=records, repo_id=repo_id)  # lists the kept image splits
+        # The kept image splits are still in the old folder: the card lists them from there.
+        card.write_card(staging, records=records, repo_id=repo_id, images_from=previous)
     return out
 
 

@@ -9,22 +9,27 @@ A dataset folder is a Hugging Face dataset repo as it will be pushed:
     results/                                  anything the user keeps there (pushed as is)
 
 Every module that reads or writes such a folder (the builder, generation, the scorer, the Space)
-asks this module where things are, so a change of layout is made here once. Nothing here imports
-another module of the project but the errors, so everyone can import it.
+asks this module where things are, so a change of layout is made here once. The atomic writers
+and the recovery of a killed folder swap are `dataset_builder.atomic`'s, re-exported here. Nothing
+here imports another module of the project but the errors, so everyone can import it.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import shutil
-import tempfile
-from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO
 
-from negt2ibench.errors import OptionError, UsageError, UserError
+from negt2ibench.errors import OptionError, UsageError
+
+# The atomic writers live in `atomic` (with the recovery of a killed swap); re-exported here, where
+# every reader and writer of a dataset folder looks for them.
+from .atomic import SWAP_JOURNAL as SWAP_JOURNAL
+from .atomic import atomic_file as atomic_file
+from .atomic import atomic_folder as atomic_folder
+from .atomic import current_umask as current_umask
+from .atomic import recover_folder as recover_folder
+from .atomic import writable_parent as writable_parent
+from .atomic import write_atomic as write_atomic
 
 CARD_FILE = "README.md"
 PROMPTS_DIR = "prompts"
@@ -44,6 +49,9 @@ SHARD_NAME = re.compile(r"^(?P<key>[a-z0-9_]+)-r(?P<rank>\d{3})-(?P<index>\d{5})
 IMAGE_FILE_NAME = re.compile(
     r"^(?P<prompt_id>.+)_(?P<sample_index>\d+)\.(?P<extension>png|jpe?g|webp|bmp|tiff?)$", re.IGNORECASE
 )
+# The form of a benchmark prompt id, `{category}_pos{P}_neg{N}_{k:03d}`: a file named after one with
+# no `_{sample_index}` (`color_pos1_neg0_000.png`) lacks its sample index; it is not prompt `..._neg0` image 0.
+BENCHMARK_ID_FORM = re.compile(r"^[a-z]+_pos\d+_neg\d+_\d{3}$")
 
 
 # --------------------------------------------------------------------------- names
@@ -137,11 +145,18 @@ def prompt_file(dataset_dir: str | Path) -> Path | None:
 
 
 def image_file_key(name: str, *, png_only: bool = False) -> tuple[str, int] | None:
-    """(prompt_id, sample_index) of a file named `{prompt_id}_{sample_index}.png`, else None."""
+    """(prompt_id, sample_index) of a file named `{prompt_id}_{sample_index}.png`, else None
+    (also for a benchmark prompt id without its sample index, see `lacks_sample_index`)."""
     match = IMAGE_FILE_NAME.match(name)
-    if not match or (png_only and match["extension"].lower() != "png"):
+    if not match or (png_only and match["extension"].lower() != "png") or lacks_sample_index(name):
         return None
     return match["prompt_id"], int(match["sample_index"])
+
+
+def lacks_sample_index(name: str) -> bool:
+    """Whether NAME is a benchmark prompt id plus an image extension, without `_{sample_index}`."""
+    stem, _, extension = name.rpartition(".")
+    return bool(extension and BENCHMARK_ID_FORM.match(stem))
 
 
 def image_file_name(prompt_id: str, sample_index: int) -> str:
@@ -153,105 +168,3 @@ def rank_path(out_path: str | Path, rank: int) -> Path:
     """`results.jsonl` → `results.rank{rank}.jsonl`: the file one process writes under a launcher."""
     out_path = Path(out_path)
     return out_path.with_name(f"{out_path.stem}.rank{rank}{out_path.suffix or '.jsonl'}")
-
-
-# --------------------------------------------------------------------------- atomic writes
-
-
-def current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-@contextlib.contextmanager
-def atomic_file(path: str | Path, mode: str = "wb") -> Iterator[IO]:
-    """Write PATH whole or not at all: a hidden temp file next to it, fsync, then rename over it.
-
-    A reader sees the old file or the new one, never half of one; a crash leaves at most a hidden
-    `.{name}.*.tmp` that no glob of the layout matches. The file gets the usual permissions (as
-    `open` would give it), not mkstemp's private ones. `mode` is "wb" or "w" (UTF-8, "\\n" lines).
-    """
-    if mode not in ("wb", "w"):
-        raise ValueError(f"mode must be 'wb' or 'w', got {mode!r}")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        text = {"encoding": "utf-8", "newline": "\n"} if mode == "w" else {}
-        with os.fdopen(descriptor, mode, **text) as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, 0o666 & ~current_umask())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def write_atomic(path: str | Path, data: bytes | str) -> Path:
-    """Write bytes or text (UTF-8) to PATH atomically (see `atomic_file`)."""
-    with atomic_file(path, "w" if isinstance(data, str) else "wb") as handle:
-        handle.write(data)
-    return Path(path)
-
-
-def _nearest_existing(path: Path) -> Path:
-    while not path.exists() and path != path.parent:
-        path = path.parent
-    return path
-
-
-@contextlib.contextmanager
-def atomic_folder(out: str | Path, *, keep: Iterable[str] = ()) -> Iterator[Path]:
-    """Build a folder whole or not at all: yield an empty staging folder next to OUT, then rename it to OUT.
-
-    The entries named in KEEP of an existing OUT (e.g. generated images) move into the staging
-    folder before the caller fills it, and the rest of the old OUT is deleted once the new one
-    is in place. If the block fails (an interruption included), the old OUT is put back exactly
-    as it was and the staging folder is removed: a crash leaves the old folder or none.
-    """
-    out = Path(out)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-        staging.chmod(0o777 & ~current_umask())  # mkdtemp makes it private; a dataset folder is not
-    except OSError as error:
-        raise UserError(f"cannot write to {out}: {error.strerror or error}") from None
-    backup: Path | None = None
-    moved: list[str] = []
-    emptied = False
-    try:
-        if out.is_dir():
-            if any(out.iterdir()):
-                backup = out.with_name(f".{out.name}.old-{os.getpid()}")
-                shutil.rmtree(backup, ignore_errors=True)
-                out.rename(backup)
-                for name in sorted(set(keep)):
-                    if (backup / name).exists():
-                        (backup / name).rename(staging / name)
-                        moved.append(name)
-            else:
-                out.rmdir()
-                emptied = True
-        yield staging
-        staging.rename(out)
-    except BaseException:
-        if backup is not None:  # put the old folder back exactly as it was
-            for name in moved:
-                (staging / name).rename(backup / name)
-            if not out.exists():
-                backup.rename(out)
-            backup = None
-        elif emptied and not out.exists():
-            out.mkdir()
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if backup is not None:
-        shutil.rmtree(backup, ignore_errors=True)
-
-
-def writable_parent(out: str | Path) -> Path:
-    """The nearest existing ancestor of OUT (where a new folder would be created)."""
-    return _nearest_existing(Path(out).parent)

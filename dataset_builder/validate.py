@@ -1,5 +1,8 @@
 """Checks every corpus invariant (docs/corpus.md) on records or on a built folder.
 
+Among them the shared object draws (`shared_draw_violations`): prompt k of a setting names the
+same objects in all four relation categories, and in color and material.
+
 `find_violations` is pure (records in, violations out); `validate_folder` adds the file-level
 checks (layout, parquet schema, JSONL = parquet, card configs).
 """
@@ -12,13 +15,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .corpus import CORPUS_VERSION
 from .grammar import PromptParseError, grammar_issues, parse_prompt, render_prompt
+from .layout import PROMPTS_JSONL
 from .records import PromptRecord
 from .vocabulary import (
+    ATTRIBUTE_CATEGORIES,
     CATEGORIES,
     CATEGORY_VOCABULARY,
     OBJECT_CLASSES,
     PROMPTS_PER_SETTING,
+    RELATION_CATEGORIES,
     SETTINGS,
     kind_of,
     setting_name,
@@ -26,6 +33,9 @@ from .vocabulary import (
 
 _PROMPT_ID = re.compile(r"^(?P<category>[a-z]+)_pos(?P<p>\d)_neg(?P<n>\d)_(?P<k>\d{3})$")
 _CLASSES = frozenset(OBJECT_CLASSES)
+_CARD_VERSION = re.compile(r"<!-- corpus_version: (\S+) -->")
+# Categories whose prompt k of a setting names the same objects in the same order (docs/corpus.md).
+SHARED_DRAW_FAMILIES: tuple[tuple[str, ...], ...] = (ATTRIBUTE_CATEGORIES, RELATION_CATEGORIES)
 
 
 @dataclass(frozen=True)
@@ -205,10 +215,53 @@ def corpus_violations(records: Sequence[PromptRecord]) -> list[Violation]:
     return violations
 
 
+def _shared_draw_positions(records: Sequence[PromptRecord]) -> dict[tuple[int, str, str], dict[str, PromptRecord]]:
+    """{(family, setting, k): {category: record}}: the records that must name the same objects."""
+    family_of = {category: index for index, family in enumerate(SHARED_DRAW_FAMILIES) for category in family}
+    positions: dict[tuple[int, str, str], dict[str, PromptRecord]] = defaultdict(dict)
+    for record in records:
+        match = _PROMPT_ID.match(record.prompt_id)
+        if match and record.category in family_of:
+            positions[(family_of[record.category], record.setting, match["k"])].setdefault(record.category, record)
+    return positions
+
+
+def shared_draw_violations(records: Sequence[PromptRecord]) -> list[Violation]:
+    """Shared object draws: prompt k of a setting names the same objects, in the same order, in every
+    relation category, and likewise in color and material. Each differing prompt is reported by id,
+    against the prompt of the family's first category at the same position."""
+    violations = []
+    for (family, _, _), members in _shared_draw_positions(records).items():
+        order = [category for category in SHARED_DRAW_FAMILIES[family] if category in members]
+        reference = members[order[0]]
+        for category in order[1:]:
+            record = members[category]
+            if record.objects != reference.objects:
+                violations.append(
+                    Violation(
+                        record.prompt_id,
+                        f"objects {record.objects} differ from {reference.prompt_id}'s {reference.objects} "
+                        "(prompt k of a setting shares its objects across the categories of its kind)",
+                    )
+                )
+    return violations
+
+
+def shared_draw_summary(records: Sequence[PromptRecord]) -> list[dict]:
+    """Per family: its categories, the (setting, k) positions compared, and how many name the same objects."""
+    positions = _shared_draw_positions(records)
+    summary = []
+    for index, family in enumerate(SHARED_DRAW_FAMILIES):
+        compared = [members for (f, _, _), members in positions.items() if f == index and len(members) > 1]
+        shared = sum(1 for members in compared if len({tuple(r.objects) for r in members.values()}) == 1)
+        summary.append({"categories": family, "positions": len(compared), "shared": shared})
+    return summary
+
+
 def find_violations(records: Sequence[PromptRecord]) -> list[Violation]:
     """Every broken invariant: per record (by prompt id), then corpus-wide."""
     violations = [Violation(r.prompt_id, problem) for r in records for problem in record_violations(r)]
-    return violations + corpus_violations(records)
+    return violations + corpus_violations(records) + shared_draw_violations(records)
 
 
 def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[Violation]]:
@@ -216,7 +269,7 @@ def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[V
     import pyarrow.parquet as pq
 
     from .hub import PROMPT_ARROW_SCHEMA
-    from .layout import CARD_FILE, PROMPTS_JSONL, PROMPTS_PARQUET
+    from .layout import CARD_FILE, PROMPTS_PARQUET
     from .loading import load_prompts
 
     root = Path(dataset_dir)
@@ -237,16 +290,20 @@ def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[V
                 )
             records = load_prompts(parquet_path)
         except Exception as error:  # noqa: BLE001 - any unreadable file is one violation
-            violations.append(Violation(PROMPTS_PARQUET, f"unreadable: {error}"))
+            violations.append(Violation(PROMPTS_PARQUET, f"unreadable ({error}); rebuild it with `build --overwrite`"))
     jsonl_path = root / PROMPTS_JSONL
     if not jsonl_path.is_file():
         violations.append(Violation(PROMPTS_JSONL, "missing"))
     else:
         try:
-            if records and load_prompts(jsonl_path) != records:
-                violations.append(Violation(PROMPTS_JSONL, "differs from the parquet split"))
+            jsonl_records = load_prompts(jsonl_path)
         except Exception as error:  # noqa: BLE001
             violations.append(Violation(PROMPTS_JSONL, f"unreadable: {error}"))
+        else:
+            if records:
+                violations += copy_differences(records, jsonl_records)
+            elif jsonl_records:  # the parquet file is broken: check the corpus on its JSONL copy
+                records = jsonl_records
     card = root / CARD_FILE
     if not card.is_file():
         violations.append(Violation(CARD_FILE, "missing"))
@@ -254,5 +311,38 @@ def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[V
         text = card.read_text(encoding="utf-8")
         if not text.startswith("---\n") or "config_name: prompts" not in text or "prompts/test-*.parquet" not in text:
             violations.append(Violation(CARD_FILE, "no YAML `configs:` declaring the prompts config"))
-    violations += find_violations(records)
+        stated = _CARD_VERSION.search(text)
+        if stated is None or stated.group(1) != CORPUS_VERSION:
+            found = f"corpus version {stated.group(1)}" if stated else "no corpus version"
+            violations.append(
+                Violation(CARD_FILE, f"states {found}; this code builds version {CORPUS_VERSION} (rebuild the folder)")
+            )
+    if records:
+        violations += find_violations(records)
+    else:  # one line, not one per empty cell of the corpus (the file violations above say why)
+        violations.append(Violation("corpus", "no prompt records could be read from the folder"))
     return records, violations
+
+
+def copy_differences(parquet: Sequence[PromptRecord], jsonl: Sequence[PromptRecord]) -> list[Violation]:
+    """Where prompts.jsonl differs from the parquet split: one violation per prompt id, naming the field."""
+    by_id = {record.prompt_id: record for record in jsonl}
+    violations = []
+    for number, record in enumerate(parquet):
+        copy = by_id.get(record.prompt_id)
+        if copy is None:
+            violations.append(Violation(record.prompt_id, f"{PROMPTS_JSONL} lacks this prompt of the parquet split"))
+        elif copy != record:
+            fields = [name for name in type(record).model_fields if getattr(copy, name) != getattr(record, name)]
+            violations.append(
+                Violation(record.prompt_id, f"{PROMPTS_JSONL} differs from the parquet split in {', '.join(fields)}")
+            )
+        elif number < len(jsonl) and jsonl[number].prompt_id != record.prompt_id and not violations:
+            violations.append(Violation(PROMPTS_JSONL, f"lists the prompts in another order (line {number + 1})"))
+    known = {record.prompt_id for record in parquet}
+    violations += [
+        Violation(record.prompt_id, f"{PROMPTS_JSONL} has this prompt, the parquet split does not")
+        for record in jsonl
+        if record.prompt_id not in known
+    ]
+    return violations

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from dataset_builder.grammar import GRAMMAR_HELP
-from evaluator.config import PRESETS
+from evaluator.config import PRESET_HELP, PRESETS
 from negt2ibench.errors import UserError
 from negt2ibench.options import device, non_negative_int, positive_int, split_name
 
@@ -22,8 +22,9 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         "--preset",
         choices=PRESET_NAMES,
         default="current",
-        help="scorer constants: current (paper Table 15, default), previous (Table 16 relation "
-        "rules), no_sam (RF-DETR's own masks instead of SAM 2.1)",
+        metavar="PRESET",
+        help="scorer configuration (default: current): "
+        + "; ".join(f"{name}: {text}" for name, text in PRESET_HELP.items()),
     )
     parser.add_argument(
         "--device",
@@ -47,7 +48,9 @@ def register(subparsers) -> None:
         description=(
             "Score generated images with the detector-based evaluator and append one result record per image to "
             "--out (JSONL). Images already in --out are skipped, so rerunning the same command resumes. Bad images "
-            "and unknown prompt ids become error rows; the run goes on. Under `accelerate launch -m "
+            "and unknown prompt ids become error rows; the run goes on; files of a folder not named "
+            "{prompt_id}_{sample_index}.png are listed, not scored. --out is checked before any model loads "
+            "(a folder, or a file of another evaluator config, is refused). Under `accelerate launch -m "
             "negt2ibench.cli score ...` each process writes OUT.rank{i}.jsonl and the main process merges them."
         ),
         epilog=(
@@ -144,7 +147,9 @@ def register(subparsers) -> None:
         "--preset",
         choices=PRESET_NAMES,
         default="current",
-        help="download the models of this preset (default: current, which uses all four)",
+        metavar="PRESET",
+        help="download the models of this preset (default: current, which uses all four; c1-c4 use "
+        f"Mask R-CNN instead of RF-DETR): {', '.join(PRESET_NAMES)}",
     )
     download.set_defaults(handler=run_download_models)
 
@@ -165,6 +170,8 @@ def run_score(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         num_workers=args.num_workers,
     )
+    if summary.skipped_line():
+        print(summary.skipped_line())
     print(summary.line())
     if summary.error_reasons:
         print("errors: " + ", ".join(f"{reason} ×{count}" for reason, count in sorted(summary.error_reasons.items())))
@@ -219,6 +226,7 @@ def run_download_models(args: argparse.Namespace) -> int:
     from huggingface_hub import snapshot_download
 
     from evaluator.config import get_preset
+    from evaluator.models.maskrcnn import is_maskrcnn
     from evaluator.perception import detector_weights_path, weights_layout
 
     config = get_preset(args.preset)
@@ -237,6 +245,8 @@ def run_download_models(args: argparse.Namespace) -> int:
                 f"could not download {repo_id}: {type(error).__name__}: {str(error).splitlines()[0]}"
             ) from None
         print(f"  {repo_id} → {path}")
+    if is_maskrcnn(config):
+        return _download_maskrcnn(config, args.dir, hub_cache)
     weights = detector_weights_path(config, args.dir)
     print(f"downloading {config.detector_weights} (RF-DETR) ...", flush=True)
     try:
@@ -256,4 +266,24 @@ def run_download_models(args: argparse.Namespace) -> int:
     print("  export HF_HUB_OFFLINE=1")
     if args.dir:
         print(f"(or pass --weights-dir {args.dir} to score / explain)")
+    return 0
+
+
+def _download_maskrcnn(config, weights_dir: str | None, hub_cache: str | None) -> int:
+    """The Mask R-CNN presets' detector weights (torchvision, into TORCH_HOME) and the lines to go offline."""
+    from evaluator.models.maskrcnn import download_maskrcnn_weights, torch_home
+
+    print(f"downloading {config.detector_weights} (torchvision Mask R-CNN) ...", flush=True)
+    try:
+        path = download_maskrcnn_weights(config, weights_dir)
+    except Exception as error:  # noqa: BLE001 - network / hash / OS errors: one line
+        raise UserError(f"could not download {config.detector_weights}: {type(error).__name__}: {error}") from None
+    print(f"  {config.detector_label} → {path}")
+    print("\nall weights are here. For offline runs set:")
+    if hub_cache:
+        print(f"  export HF_HUB_CACHE={hub_cache}")
+    print(f"  export TORCH_HOME={torch_home(weights_dir)}")
+    print("  export HF_HUB_OFFLINE=1")
+    if weights_dir:
+        print(f"(or pass --weights-dir {weights_dir} to score / explain)")
     return 0

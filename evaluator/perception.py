@@ -1,8 +1,9 @@
 """Perception: what the four models see in an image, for the objects and values a prompt names.
 
 `Perception.observe` is the only call the pipeline and the Space make. `ModelPerception` runs the
-real models (docs/scoring.md), each loaded on first need: RF-DETR always, SAM 2.1 only when the preset
-uses it, SigLIP 2 only for attribute prompts, Depth-Anything V2 only for depth prompts.
+real models (docs/scoring.md), each loaded on first need: the detector always (RF-DETR Seg XL, or
+Mask R-CNN for the presets c1–c4), SAM 2.1 only when the preset uses it, SigLIP 2 only for
+attribute prompts, Depth-Anything V2 only for depth prompts.
 Tests build it with `ModelPerception.from_models` from tiny random models.
 """
 
@@ -24,6 +25,7 @@ from evaluator.models.attributes import AttributeScorer, masked_crop
 from evaluator.models.depth import DepthEstimator
 from evaluator.models.detector import Detector
 from evaluator.models.inputs import InputPreparer, PreparedImage, stacked
+from evaluator.models.maskrcnn import MaskRCNNDetector, is_maskrcnn, load_maskrcnn
 from evaluator.models.masks import BoxSegmenter
 from evaluator.observation import ImageObservation, ObjectObservation, best_instances
 from negt2ibench.errors import MissingWeightsError, UserError
@@ -134,7 +136,8 @@ class ModelPerception:
         batch_size: int = 8,
         dtype: torch.dtype = torch.float32,
     ) -> ModelPerception:
-        """Wrap already built models (an rfdetr object and (model, processor) pairs), e.g. tiny test ones."""
+        """Wrap already built models (an rfdetr object, or a torchvision Mask R-CNN for the Mask R-CNN
+        presets, and (model, processor) pairs), e.g. tiny test ones."""
         perception = cls(config, device=device, batch_size=batch_size, dtype=dtype)
         perception._detector = perception._wrap_detector(detector)
         if sam is not None:
@@ -146,9 +149,18 @@ class ModelPerception:
         return perception
 
     # -- lazy model access ------------------------------------------------------------------
-    def _wrap_detector(self, rfdetr_model) -> Detector:
+    def _wrap_detector(self, model) -> Detector | MaskRCNNDetector:
+        """The preset's detector around a built model: an rfdetr object, or a torchvision Mask R-CNN
+        for the Mask R-CNN presets (c1–c4); both give the same `sv.Detections`."""
+        if is_maskrcnn(self.config):
+            return MaskRCNNDetector(
+                model,
+                presence_threshold=self.config.presence_threshold,
+                per_class_cap=self.config.per_class_cap,
+                device=self.device,
+            )
         return Detector(
-            rfdetr_model,
+            model,
             presence_threshold=self.config.presence_threshold,
             per_class_cap=self.config.per_class_cap,
             device=self.device,
@@ -156,9 +168,13 @@ class ModelPerception:
         )
 
     @property
-    def detector(self) -> Detector:
+    def detector(self) -> Detector | MaskRCNNDetector:
         if self._detector is None:
-            self._detector = self._wrap_detector(load_rfdetr(self.config, self.weights_dir))
+            if is_maskrcnn(self.config):
+                model = load_maskrcnn(self.config, self.weights_dir)
+            else:
+                model = load_rfdetr(self.config, self.weights_dir)
+            self._detector = self._wrap_detector(model)
         return self._detector
 
     @property
@@ -303,12 +319,10 @@ class ModelPerception:
         observations = []
         for image, image_objects, rows, image_masks in zip(images, objects, used, found_masks, strict=True):
             width, height = image.size
-            # An empty mask (SAM or RF-DETR missed the pixels) still has a box: use its pixels.
-            filled = [
-                mask if mask.any() else box_mask(tuple(box), width, height)
-                for mask, box in zip(image_masks, rows.xyxy, strict=True)
-            ]
-            rows = dataclasses.replace(rows, mask=np.stack(filled) if filled else np.zeros((0, height, width), bool))
+            # An empty mask (SAM or the detector found no pixel in the box) stays empty: the object is
+            # present but unmeasurable (evaluator.verdict: no relation predicate for its pairs).
+            kept = list(image_masks)
+            rows = dataclasses.replace(rows, mask=np.stack(kept) if kept else np.zeros((0, height, width), bool))
             for name, mask in zip(rows["class_name"], rows.mask, strict=True):
                 image_objects[str(name)].mask = mask
             observations.append(ImageObservation(width=width, height=height, objects=image_objects, detections=rows))
@@ -319,7 +333,9 @@ class ModelPerception:
                 continue
             for name, obj in obs.objects.items():
                 if obj.present:
-                    crops.append(masked_crop(image, obj.mask, config.attribute_background_gray))
+                    # An empty mask has no pixels to crop: the attributes are read from the box crop.
+                    mask = obj.mask if obj.mask.any() else box_mask(obj.box, image.width, image.height)
+                    crops.append(masked_crop(image, mask, config.attribute_background_gray))
                     requests.append((prompt.category, name))
                     targets.append(obj)
         if crops:

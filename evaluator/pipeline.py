@@ -19,7 +19,15 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from dataset_builder.layout import check_split_name, has_images, image_file_key, image_splits, slug
+from dataset_builder.layout import (
+    check_split_name,
+    has_images,
+    image_file_key,
+    image_splits,
+    lacks_sample_index,
+    recover_folder,
+    slug,
+)
 from dataset_builder.layout import rank_path as rank_path  # re-exported: results.rank{i}.jsonl lives in the layout
 from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EvaluatorConfig
@@ -58,6 +66,17 @@ class ScoreSummary:
     error_reasons: dict[str, int] = field(default_factory=dict)
     rank: int = 0  # this process, under a launcher
     world: int = 1  # processes in the run; each wrote its share to rank_path(out_path, rank)
+    skipped_files: list[str] = field(default_factory=list)  # files of a folder source not named as images
+
+    def skipped_line(self, show: int = 5) -> str:
+        """The files of a folder source that were not scored, or "" when none were skipped."""
+        if not self.skipped_files:
+            return ""
+        names = ", ".join(self.skipped_files[:show]) + (" ..." if len(self.skipped_files) > show else "")
+        return (
+            f"skipped {len(self.skipped_files)} file(s) not named {{prompt_id}}_{{sample_index}}.png "
+            f"(or .jpg, .webp, .bmp, .tiff): {names}"
+        )
 
     def line(self) -> str:
         rate = f", {self.seconds / max(self.scored + self.errors, 1):.2f} s/image" if self.scored + self.errors else ""
@@ -75,15 +94,24 @@ class ScoreSummary:
 # -- sources ---------------------------------------------------------------------------------
 
 
-def folder_items(folder: Path) -> list[ImageItem]:
-    """Images named `{prompt_id}_{sample_index}.png` in a folder (other files are ignored)."""
+def folder_items(folder: Path, skipped: list[str] | None = None) -> list[ImageItem]:
+    """Images named `{prompt_id}_{sample_index}.png` (or .jpg, .webp, .bmp, .tiff) in a folder.
+
+    Other entries are not scored; their names (hidden ones aside) are appended to `skipped`, so
+    the caller can say which files it left alone. A file whose prompt id is not a benchmark
+    prompt is an image and is scored into an error row."""
     items = []
     for path in sorted(folder.iterdir()):
         key = image_file_key(path.name)
         if key and path.is_file():
             items.append(ImageItem(key[0], key[1], (lambda p=path: p), str(path)))
+        elif skipped is not None and not path.name.startswith("."):
+            note = " (no sample index)" if lacks_sample_index(path.name) else "/" if path.is_dir() else ""
+            skipped.append(path.name + note)
     if not items:
-        raise UserError(f"{folder} holds no images named {{prompt_id}}_{{sample_index}}.png")
+        others = [p.name for p in sorted(folder.iterdir()) if not p.name.startswith(".")][:3]
+        found = f" (it holds {', '.join(others)}{' ...' if len(others) == 3 else ''})" if others else " (it is empty)"
+        raise UserError(f"{folder} holds no images named {{prompt_id}}_{{sample_index}}.png{found}")
     return items
 
 
@@ -157,10 +185,19 @@ def hub_dataset_items(repo_id: str, split: str) -> list[ImageItem]:
 
 
 def resolve_source(
-    images: str | Path, *, split: str | None = None, prompt_id: str | None = None, sample_index: int = 0
+    images: str | Path,
+    *,
+    split: str | None = None,
+    prompt_id: str | None = None,
+    sample_index: int = 0,
+    skipped: list[str] | None = None,
 ) -> tuple[list[ImageItem], str]:
-    """The items of a source and a default model key (the split, the folder name, or `upload`)."""
+    """The items of a source and a default model key (the split, the folder name, or `upload`).
+
+    A folder's entries that are not images named `{prompt_id}_{sample_index}.png` go to `skipped`."""
     path = Path(images)
+    if not path.is_file():
+        recover_folder(path)  # a dataset folder whose rebuild was killed mid-swap is put right first
     if path.is_file():
         if prompt_id is None:
             key = image_file_key(path.name)
@@ -172,7 +209,7 @@ def resolve_source(
         if has_images(path):
             key, items = local_dataset_items(path, split)
             return items, key
-        items = folder_items(path)
+        items = folder_items(path, skipped)
         return items, slug(path.resolve().name, fallback="images")
     if path.exists():
         raise UserError(f"{path} is neither an image file nor a folder")

@@ -34,9 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "and write Table 3 (accuracy by setting, category and overall, with coverage), statement "
             "accuracy by polarity and category, failure causes (Figure 3) with the share of forbidden "
             "content rendered, dead-zone passes (Table 19) and matched-group negated−positive deltas with "
-            "bootstrap 95% intervals. Table 3 is printed to stdout; the files go to --out. Images whose "
-            "result has an error are not scored and lower the model's coverage; a model with missing "
-            "images is marked, never averaged as if complete."
+            "bootstrap 95% intervals. Table 3 is printed to stdout; the files go to --out, which is replaced "
+            "as a whole (other files there are kept). Images whose result has an error are not scored and "
+            "lower the model's coverage; a model with missing images is marked, never averaged as if "
+            "complete. Lines that cannot be reported (not a result record, a torn last line, an image that "
+            "is not a benchmark image) are left out and named file:line on stdout, in report.md and "
+            "report.json; only nothing left to report stops the command."
         ),
         epilog="Example: negt2ibench report results/sd_1_5.jsonl results/flux.jsonl --out reports/",
     )
@@ -69,27 +72,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from evaluator.report import build_report, report_tables, to_markdown, write_report
-    from evaluator.resultio import ResultFileError, read_results
+    from evaluator.report import build_report, read_report_inputs, report_tables, to_markdown, write_report
 
-    results = []
-    for path in args.results:
-        if not path.is_file():
-            raise UserError(f"{path}: no such result file")
-        try:
-            results.extend(read_results(path, strict=True))
-        except ResultFileError as error:
-            raise UserError(str(error)) from None
-    if not results:
-        raise UserError(f"no results in {', '.join(str(p) for p in args.results)}")
-    try:
-        report = build_report(results, n_resamples=args.bootstrap, seed=args.seed, expected_samples=args.samples)
-    except ValueError as error:
-        raise UserError(str(error)) from None
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out} exists and is not a folder")
+    inputs = read_report_inputs(args.results, expected_samples=args.samples)  # what it can, the rest named
+    try:
+        report = build_report(
+            inputs.records,
+            n_resamples=args.bootstrap,
+            seed=args.seed,
+            expected_samples=args.samples,
+            inputs=inputs.to_dict(),
+        )
+    except ValueError as error:
+        raise UserError(str(error)) from None
     tables = report_tables(report)  # each table built once, for the files and for stdout
     written = write_report(report, args.out, tables)
+    print("\n".join(inputs.summary_lines()))
+    print()
     print(to_markdown(tables["table3"]))
     print()
     print(f"wrote {len(written)} files to {args.out}:")

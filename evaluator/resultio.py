@@ -60,6 +60,33 @@ def _version(record: ResultRecord) -> tuple[str, str]:
     return (record.evaluator_version, record.config_hash)
 
 
+def check_appendable(path: PathLike, evaluator_version: str, config_hash: str, *, what: str = "--out") -> Path:
+    """PATH if results of this evaluator version and config can be appended to it, else a
+    `ResultFileError` now (`score` checks before any model loads): a folder, a file with a
+    malformed line, or a file holding other versions or configs. A torn last line is fine (the
+    writer cuts it); a missing file is fine (the writer creates it)."""
+    path = Path(path)
+    if path.is_dir():
+        example = path / "results.jsonl"
+        raise ResultFileError(f"{what} {path} is a folder; give the results file to write, e.g. {example}")
+    if path.parent.exists() and not path.parent.is_dir():
+        raise ResultFileError(f"{what} {path}: {path.parent} is not a folder")
+    if not path.is_file():
+        return path
+    versions = {_version(record) for record in read_results(path, strict=False)}
+    if len(versions) > 1:
+        listed = ", ".join(f"evaluator {v} config {h}" for v, h in sorted(versions))
+        raise ResultFileError(f"{what} {path} holds results of several evaluator configurations ({listed})")
+    if versions and versions != {(evaluator_version, config_hash)}:
+        (version, held), *_ = versions
+        raise ResultFileError(
+            f"{what} {path} holds results of evaluator {version} config {held}, but this run scores with "
+            f"evaluator {evaluator_version} config {config_hash}: write to another file, or score with the "
+            f"preset that made it"
+        )
+    return path
+
+
 class ResultWriter:
     """Append-safe writer of one result file; use as a context manager.
 

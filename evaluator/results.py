@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 Cause = Literal["subject_missing", "target_missing", "forbidden_rendered", "wrong_value", "dead_zone"]
 CAUSES: tuple[str, ...] = get_args(Cause)  # in this order in every table and plot
@@ -17,6 +17,16 @@ class ObjectResult(BaseModel):
     present: bool
     confidence: float
     box: list[float] | None = None  # x0, y0, x1, y1 in pixels
+    # Present, but its mask came back empty: no relation is measured for its pairs (evaluator.verdict).
+    # Written only when True, so records without such objects keep their bytes.
+    mask_empty: bool = False
+
+    @model_serializer(mode="wrap")
+    def _omit_false_mask_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if not self.mask_empty:
+            data.pop("mask_empty", None)
+        return data
 
 
 class StatementResult(BaseModel):
@@ -29,6 +39,17 @@ class StatementResult(BaseModel):
     observed: list[str] = Field(default_factory=list)  # predicates / values measured
     measurements: dict[str, Any] = Field(default_factory=dict)
     dead_zone_pass: bool = False  # negated relation passed because nothing was emitted
+
+
+class QuestionResult(BaseModel):
+    """One question a VLM judge answered about one element of the prompt (judge records only)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    element: str  # "prompt" | "object:<name>" | "statement:<index>"
+    question: str  # the exact words asked
+    p_yes: float  # P("yes") from the next-token logits, restricted to the yes/no tokens
+    p_satisfied: float  # p_yes, or 1 - p_yes when "no" satisfies the element
 
 
 class ResultRecord(BaseModel):
@@ -51,6 +72,16 @@ class ResultRecord(BaseModel):
     # elements (objects + statements) satisfied for this scorer; a judge's mean probability.
     # None on error rows and on records written before the field existed (see `image_score`).
     score: float | None = None
+    # A VLM judge's questions and answers, one per element; empty (and left out of the JSON, so
+    # the scorer's records keep their exact bytes) for the detector-based scorer.
+    questions: list[QuestionResult] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_questions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if not self.questions:
+            data.pop("questions", None)
+        return data
 
     @property
     def image_score(self) -> float | None:

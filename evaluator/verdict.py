@@ -17,6 +17,17 @@ A negated relation that holds while the rule emitted no predicate at all for the
 evaluator returns no predicate for that object pair"). A pass with another predicate emitted
 (asked "not left of", measured "above") is an ordinary pass. Axes: directional horizontal / vertical, comparative
 area / height, proximity, depth (see `rules.RELATION_AXES`).
+
+Empty masks. A present object whose mask came back empty (SAM, or the detector's own mask, found
+no pixel in its box) is present but unmeasurable; its `ObjectResult.mask_empty` is True.
+
+- Relations: no predicate is emitted for any pair it is part of (nothing can be measured on
+  zero pixels, and a box is not a mask). A positive statement about the pair fails as
+  ``dead_zone``; a negated one holds as a dead-zone pass, in every relation category, proximity
+  included (the paper's Table 19 counts 3 such proximity passes). The measurements say which
+  mask was empty (`empty_mask_subject`, `empty_mask_target`).
+- Attributes: perception scores the object's box crop instead (`evaluator.perception`), so it has
+  values as any present object and its statements are judged as usual.
 """
 
 from __future__ import annotations
@@ -93,7 +104,10 @@ def error_record(
 
 def _object_result(seen: ObjectObservation) -> ObjectResult:
     box = None if seen.box is None else [float(v) for v in seen.box]
-    return ObjectResult(name=seen.name, present=bool(seen.present), confidence=float(seen.confidence), box=box)
+    mask_empty = bool(seen.present and seen.mask is not None and not np.any(seen.mask))
+    return ObjectResult(
+        name=seen.name, present=bool(seen.present), confidence=float(seen.confidence), box=box, mask_empty=mask_empty
+    )
 
 
 def _judge_statement(
@@ -122,7 +136,12 @@ def _judge_statement(
     if key not in relations:
         mask_a = _mask_of(prompt, subject)
         mask_b = _mask_of(prompt, target)
-        relations[key] = relation_predicates(prompt.category, mask_a, mask_b, observation.disparity, config)
+        if not mask_a.any() or not mask_b.any():  # present but unmeasurable: no predicate at all
+            relations[key] = RelationResult(
+                frozenset(), {"empty_mask_subject": not mask_a.any(), "empty_mask_target": not mask_b.any()}
+            )
+        else:
+            relations[key] = relation_predicates(prompt.category, mask_a, mask_b, observation.disparity, config)
     return _judge_relation(prompt, statement, relations[key])
 
 

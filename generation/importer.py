@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dataset_builder.layout import image_file_key, image_file_name
+from dataset_builder.layout import image_file_key, image_file_name, lacks_sample_index
 from dataset_builder.records import PromptRecord
 from negt2ibench.errors import UserError
 
@@ -60,6 +60,9 @@ def _validate(path: Path, prompt_ids: set[str]) -> tuple[_Candidate | None, str 
     """A file → a candidate, or the reason it cannot be imported."""
     from PIL import Image, UnidentifiedImageError
 
+    if lacks_sample_index(path.name):
+        stem = path.name.rsplit(".", 1)[0]
+        return None, f"{path.name}: no sample index; name it {stem}_0.png ({stem}_1.png, ... for its other images)"
     key = image_file_key(path.name, png_only=True)
     if not key:
         return None, f"{path.name}: name is not {{prompt_id}}_{{sample_index}}.png"
@@ -71,7 +74,9 @@ def _validate(path: Path, prompt_ids: set[str]) -> tuple[_Candidate | None, str 
         with Image.open(io.BytesIO(data)) as image:
             image_format = image.format
             image.load()  # decodes every pixel: truncated files fail here
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as error:
+    except UnidentifiedImageError:  # its message is the repr of our in-memory buffer: say it plainly
+        return None, f"{path.name}: not an image (no image format recognised in its {len(data)} bytes)"
+    except (OSError, SyntaxError, ValueError) as error:
         return None, f"{path.name}: not a decodable image ({type(error).__name__}: {error})"
     if image_format != "PNG":
         return None, f"{path.name}: is {image_format}, not PNG (convert losslessly, or keep the original PNG)"
@@ -116,15 +121,16 @@ def import_images(
             continue
         seen[image_key] = path
         candidates.append(candidate)
+    listed = "; ".join(report.problems[:10]) + (
+        f"; ... {len(report.problems) - 10} more" if len(report.problems) > 10 else ""
+    )
+    if report.problems and not candidates:  # --skip-bad or not, there is nothing to import
+        raise UserError(f"nothing imported: none of the {len(report.problems)} PNG files can be imported: {listed}")
     if report.problems and not skip_bad:
-        raise UserError(
-            "nothing imported: "
-            + "; ".join(report.problems[:10])
-            + (f"; ... {len(report.problems) - 10} more" if len(report.problems) > 10 else "")
-            + " (fix the files, or pass --skip-bad to import the valid ones)"
-        )
-    if not candidates and not report.problems:
-        raise UserError(f"no {{prompt_id}}_{{sample_index}}.png files in {folder}")
+        raise UserError(f"nothing imported: {listed} (fix the files, or pass --skip-bad to import the valid ones)")
+    if not candidates:
+        found = f" (only {len(report.ignored)} other files, e.g. {report.ignored[0]})" if report.ignored else ""
+        raise UserError(f"no {{prompt_id}}_{{sample_index}}.png files in {folder}{found}")
 
     done = existing_keys(dataset_dir, key)
     params = json.dumps(

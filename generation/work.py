@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dataset_builder.layout import prompt_file
+from dataset_builder.layout import prompt_file, recover_folder
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptRecord
 from negt2ibench.errors import UsageError
@@ -43,7 +43,11 @@ class WorkItem:
 
 
 def prompts_for(out: str | Path | None, source: str | Path | None = None) -> list[PromptRecord]:
-    """The prompts a split is made for: SOURCE if given; else OUT's if it is a built dataset; else the corpus."""
+    """The prompts a split is made for: SOURCE if given; else OUT's if it is a built dataset; else the corpus.
+
+    A dataset folder whose rebuild was killed mid-swap is put right first (`layout.recover_folder`)."""
+    if out is not None:
+        recover_folder(out)
     if source:
         return load_prompts(source)
     if out is not None and prompt_file(out) is not None:

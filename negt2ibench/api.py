@@ -68,7 +68,8 @@ class Evaluator:
 
     Args:
         preset: a preset name (`current`, the paper's Table 15; `previous`, Table 16's relation
-            rules; `no_sam`, RF-DETR's own masks) or an `EvaluatorConfig`.
+            rules; `no_sam`, RF-DETR's own masks; `c1` … `c8`, Table 17's ablation, Mask R-CNN
+            in c1–c4) or an `EvaluatorConfig` (`evaluator.config.PRESETS`).
         device: where the models run: `auto` (cuda, then mps, then cpu), `cpu`, `cuda`,
             `cuda:N` or `mps`. Checked now; a device that is not there is a `UserError`.
         weights_dir: the folder `negt2ibench download-models --dir DIR` filled (default: the
@@ -338,16 +339,22 @@ class Evaluator:
         """`negt2ibench score`: score a folder of `{prompt_id}_{sample_index}.png`, a dataset folder's
         or a Hub dataset's image split, or one image file, appending one record per image to the
         JSONL `out` (keys already there are skipped, so the same call resumes). Under `accelerate
-        launch` each process scores its share, with its own loader workers. The models needed are
-        loaded first, so a missing weight fails before any work. `num_workers`: processes that
-        decode (and on the CPU preprocess) images while the models run (default: from the CPU
-        count; 0: in this process); the file is the same with any number."""
+        launch` each process scores its share, with its own loader workers. `out` is checked, then the
+        models needed are loaded, before any work: a folder, another configuration's file or a missing
+        weight fails at once. Files of a folder source not named as images are listed in
+        `summary.skipped_files`. `num_workers`: processes that decode (and on the CPU preprocess) images
+        while the models run (default: from the CPU count; 0: in this process); the file is the same
+        with any number."""
+        from evaluator.config import EVALUATOR_VERSION
         from evaluator.pipeline import resolve_source, score_images
+        from evaluator.resultio import check_appendable
 
-        items, default_key = resolve_source(source, split=split, prompt_id=prompt_id)
+        skipped: list[str] = []
+        items, default_key = resolve_source(source, split=split, prompt_id=prompt_id, skipped=skipped)
+        check_appendable(out, EVALUATOR_VERSION, self.config.config_hash)  # refused before any model loads
         index = self.prompts
         self.load([index[item.prompt_id] for item in items if item.prompt_id in index])
-        return score_images(
+        summary = score_images(
             items,
             index,
             self.perception,
@@ -359,3 +366,5 @@ class Evaluator:
             progress=progress,
             num_workers=num_workers,
         )
+        summary.skipped_files = skipped
+        return summary

@@ -22,7 +22,9 @@ COMMAND_MODULES = (
     "generation.cli",
     "evaluator.cli",
     "evaluator.report_cli",
+    "judges.cli",
     "validation.cli",
+    "validation.ablate_cli",
     "space.cli",
 )
 

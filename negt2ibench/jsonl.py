@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -37,6 +37,8 @@ class JsonlContents(Generic[T]):
     good_bytes: int  # bytes up to the end of the last whole line: what a writer keeps of the file
     torn: str | None  # "path:line: torn last line (...)" when the last line is torn
     missing_newline: bool  # the last line is a whole record but has no newline
+    lines: list[int] = field(default_factory=list)  # the line number of each record, in order
+    bad: list[str] = field(default_factory=list)  # "path:line: reason" of lines skipped (`skip_bad`)
 
 
 def line_reason(error: Exception, kind: str = "JSONL") -> str:
@@ -61,14 +63,18 @@ def parse_jsonl(
     source: str,
     kind: str = "JSONL",
     error: type[JsonlError] = JsonlError,
+    skip_bad: bool = False,
 ) -> JsonlContents[T]:
     """Parse every non-blank line of DATA with PARSE (e.g. `Model.model_validate_json`).
 
-    A bad complete line raises ERROR ("SOURCE:LINE: reason"); a bad last line without a newline
-    is a torn line, reported in the result and not raised (the caller decides). KIND names the
-    records in messages ("result" → "not a result record (...)").
+    A bad complete line raises ERROR ("SOURCE:LINE: reason"), or with `skip_bad` is left out
+    and listed in `bad` (a reader that reports what it can, e.g. `negt2ibench report`); a bad
+    last line without a newline is a torn line, reported in the result and not raised (the
+    caller decides). KIND names the records in messages ("result" → "not a result record (...)").
     """
     records: list[T] = []
+    lines: list[int] = []
+    bad: list[str] = []
     offset, good_bytes, line_number = 0, 0, 0
     while offset < len(data):
         end = data.find(b"\n", offset)
@@ -80,18 +86,21 @@ def parse_jsonl(
         if raw.strip():
             try:
                 records.append(parse(raw))
+                lines.append(line_number)
             except ValueError as problem:  # json and pydantic errors are ValueErrors
                 if not complete:
                     torn = (
                         f"{source}:{line_number}: torn last line "
                         f"({len(raw)} bytes without a newline: {line_reason(problem, kind)})"
                     )
-                    return JsonlContents(records, good_bytes, torn, False)
-                raise error(f"{source}:{line_number}: {line_reason(problem, kind)}") from None
+                    return JsonlContents(records, good_bytes, torn, False, lines, bad)
+                if not skip_bad:
+                    raise error(f"{source}:{line_number}: {line_reason(problem, kind)}") from None
+                bad.append(f"{source}:{line_number}: {line_reason(problem, kind)}")
         if complete:
             good_bytes = stop
     missing_newline = good_bytes < len(data)  # a whole record without its newline
-    return JsonlContents(records, len(data), None, missing_newline)
+    return JsonlContents(records, len(data), None, missing_newline, lines, bad)
 
 
 def require_file(path: str | Path, *, kind: str = "JSONL", error: type[JsonlError] = JsonlError) -> Path:

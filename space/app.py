@@ -1,4 +1,4 @@
-"""The NegT2IBench Space: explore the prompts, score an upload, the leaderboard, submissions.
+"""The NegT2IBench Space: explore the prompts, score an upload, the leaderboard, submissions, annotation.
 
 `build_app()` lays out the Gradio Blocks and wires each event to a small handler (`handlers`),
 which calls pure view builders (`views`, `leaderboard_view`). The models are an `Evaluator`
@@ -24,8 +24,10 @@ from evaluator.config import EVALUATOR_VERSION
 from negt2ibench.api import Evaluator
 from negt2ibench.errors import UsageError
 
-from .handlers import Handlers, WorkDir
-from .leaderboard_view import CAUSE_COLUMNS, LEADERBOARD_HEADERS, REPORTED
+from .annotate_tab import annotate_tab, annotation_handlers
+from .handlers import Handlers, Rechecker, WorkDir
+from .judge_panel import judge_panel
+from .leaderboard_view import AWAITING_COLUMNS, CAUSE_COLUMNS, LEADERBOARD_HEADERS, PAPER_ROWS_NOTE
 from .scoring import gpu_scorer, on_zero_gpu, preload_models
 from .store import LeaderboardStore, open_store
 from .submissions import ImageSourceFactory, SubmissionLimits, hub_images
@@ -38,6 +40,7 @@ from .views import (
     SUBMISSION_COLUMNS,
     VERDICT_COLUMNS,
     prompt_label,
+    submit_help,
 )
 
 # gradio switches matplotlib's backend around every event, importing pyplot on first use; two
@@ -45,6 +48,7 @@ from .views import (
 # 'matplotlib.pyplot'"). Importing it above, before any event runs, removes the race.
 
 PRESET = "current"  # the preset the Space scores and accepts submissions for
+RECHECK_SECONDS = 30 * 60  # how often pending spot checks are retried while the app runs
 # theme/css go to launch() in gradio 6; uploads above the size limit are refused before any handler runs.
 LAUNCH_KWARGS: dict[str, Any] = {
     "theme": gr.themes.Soft(),
@@ -53,17 +57,37 @@ LAUNCH_KWARGS: dict[str, Any] = {
 }
 
 
+def image_upload(**kwargs: Any) -> gr.Image:
+    """An image input that shows the picture and hands the handler the uploaded file as it is, so a
+    file that is not an image gets the handler's clear message, not a decoding error in gradio.
+
+    (The method is replaced on the instance: a subclass of a gradio component makes gradio write
+    a `.pyi` stub beside this module.)"""
+    component = gr.Image(type="filepath", **kwargs)
+
+    def uploaded_file(payload: Any) -> Any:
+        if payload is not None and getattr(payload, "path", None) and not str(payload.url or "").startswith("data:"):
+            return str(payload.path)
+        return gr.Image.preprocess(component, payload)
+
+    component.preprocess = uploaded_file  # type: ignore[method-assign]
+    return component
+
+
 class SpaceBlocks(gr.Blocks):
-    """The app's Blocks: closing it also removes its temporary folder."""
+    """The app's Blocks: closing it also removes its temporary folder and stops its rechecks."""
 
     def __init__(self, work_dir: WorkDir, **kwargs: Any):
         super().__init__(**kwargs)
         self.work_dir = work_dir
+        self.rechecker: Rechecker | None = None
 
     def close(self, verbose: bool = True) -> None:
         try:
             super().close(verbose)
         finally:
+            if self.rechecker is not None:
+                self.rechecker.stop()
             self.work_dir.cleanup()
 
 
@@ -78,6 +102,12 @@ def build_app(
     limits: SubmissionLimits | None = None,
     preload: bool | None = None,
     require_login: bool | None = None,
+    annotation_sample: str | Path | Sequence[Any] | None = None,
+    annotation_images: str | None = None,
+    judge: Any = None,
+    judge_mode: str | None = None,
+    weights_dir: str | Path | None = None,
+    recheck_every: float | None = RECHECK_SECONDS,
 ) -> gr.Blocks:
     """The Space.
 
@@ -92,6 +122,14 @@ def build_app(
             the main process at start-up).
         require_login: show "Sign in with Hugging Face" and refuse anonymous submissions, so the
             per-user limits key on a real account (default: when running on a Hugging Face Space).
+            Annotators sign in the same way.
+        annotation_sample: the Annotate tab's sample.jsonl (or its `SampleItem`s); default env
+            NEGT2I_ANNOTATION_SAMPLE; `annotation_images` (env NEGT2I_ANNOTATION_IMAGES) where its images are.
+        judge: a VLM judge (adapter or registered key; default env NEGT2I_JUDGE) whose answers the
+            Score tab shows beside the verdict, in `judge_mode` (pos, neg or whole; env NEGT2I_JUDGE_MODE).
+        weights_dir: the folder `negt2ibench download-models --dir DIR` filled (`serve --weights-dir`).
+        recheck_every: retry the spot check of submissions that are not final at start-up and
+            then every so many seconds, in a background thread (None: never).
     """
     if evaluator is not None and perception is not None:
         raise UsageError("pass evaluator or perception to build_app, not both")
@@ -102,7 +140,8 @@ def build_app(
     index = PromptIndex(prompts)
     store = store if store is not None else open_store()
     if evaluator is None:
-        evaluator = Evaluator(PRESET, perception=perception, prompts=index)
+        models = {"perception": perception} if perception is not None else {"weights_dir": weights_dir}
+        evaluator = Evaluator(PRESET, prompts=index, **models)
     if preload if preload is not None else on_zero_gpu():
         preload_models(evaluator)
     config = evaluator.config
@@ -119,6 +158,10 @@ def build_app(
         work_dir=work_dir,
     )
     prompt_choices = [(prompt_label(p), p.prompt_id) for p in prompts]
+    annotating = annotation_handlers(
+        store=store, prompts=index, sample=annotation_sample, images=annotation_images, require_login=require_login
+    )
+    judging = judge_panel(judge, judge_mode, on._prompt_of, preload=preload)
 
     with SpaceBlocks(work_dir, title="NegT2IBench") as demo:
         gr.Markdown(
@@ -165,7 +208,7 @@ def build_app(
         with gr.Tab("Score an image", id="score"):
             with gr.Row():
                 with gr.Column():
-                    upload = gr.File(label="Image (PNG / JPEG)", file_types=["image"], type="filepath")
+                    upload = image_upload(label="Image (PNG / JPEG)", sources=["upload", "clipboard"], height=320)
                     prompt_pick = gr.Dropdown(
                         prompt_choices,
                         label="Benchmark prompt (type an id or words to search)",
@@ -184,14 +227,16 @@ def build_app(
             verdicts = gr.Dataframe(
                 headers=VERDICT_COLUMNS, label="Objects and statements", interactive=False, wrap=True
             )
+            if judging is not None:  # a VLM judge's answers beside the verdict (off by default)
+                judge_outputs = judging.layout()
+                score_button.click(judging.judge, [upload, prompt_pick, custom], judge_outputs, api_name="judge")
             result_file = gr.File(label="Result JSON")
             score_button.click(
                 on.score, [upload, prompt_pick, custom], [annotated, verdict, verdicts, result_file], api_name="score"
             )
         with gr.Tab("Leaderboard", id="leaderboard"):
             gr.Markdown(
-                f"Accuracy (%) of images passing every statement. Rows marked *{REPORTED}* are copied from "
-                "the paper's Table 3 and were not scored here. `polarity_gap` = 0:1 − 1:0."
+                f"Accuracy (%) of images passing every statement. {PAPER_ROWS_NOTE} `polarity_gap` = 0:1 − 1:0."
             )
             board = gr.Dataframe(
                 headers=LEADERBOARD_HEADERS,
@@ -212,14 +257,22 @@ def build_app(
                 interactive=False,
                 label="Failure causes by category (failed statements)",
             )
-            refresh.click(on.leaderboard, None, [board, csv_file, model_pick], api_name="leaderboard")
+            gr.Markdown("Submissions awaiting verification are not ranked; they are retried automatically.")
+            awaiting = gr.Dataframe(
+                headers=AWAITING_COLUMNS, interactive=False, wrap=True, label="Awaiting verification (not ranked)"
+            )
+            board_outputs = [board, csv_file, model_pick, awaiting]
+            refresh.click(on.leaderboard, None, board_outputs, api_name="leaderboard")
             model_pick.change(on.model_details, model_pick, [model_status, plot, causes], api_name="model_detail")
         with gr.Tab("Submit", id="submit"):
             gr.Markdown(
-                "Submit the JSONL written by `negt2ibench score` for all 4,800 prompts × 4 samples, scored with "
-                f"evaluator {EVALUATOR_VERSION} / config `{config.config_hash}`, and the Hub dataset holding the "
-                f"images (config `images`, split = the model key). {limits.spot_check_k} random images are re-scored "
-                f"to verify. Limits: {limits.max_bytes // 2**20} MB, {limits.per_day} submissions per user per day."
+                submit_help(
+                    version=EVALUATOR_VERSION,
+                    config_hash=config.config_hash,
+                    k=limits.spot_check_k,
+                    max_megabytes=limits.max_bytes // 2**20,
+                    per_day=limits.per_day,
+                )
             )
             if require_login and os.environ.get("SPACE_ID"):
                 # Off a Space gradio mocks the OAuth routes with the local HF token (and a whoami call).
@@ -229,7 +282,10 @@ def build_app(
                 model_name = gr.Textbox(label="Model name")
                 link = gr.Textbox(label="Link (paper / model card)")
             with gr.Row():
-                images_repo = gr.Textbox(label="Images dataset (Hub repo id)", placeholder="org/negt2ibench-images")
+                images_repo = gr.Textbox(
+                    label="Images dataset (Hub repo id; split = your results' model key)",
+                    placeholder="org/negt2ibench-images",
+                )
                 revision = gr.Textbox(label="Revision", value="main")
             send = gr.Button("Submit", variant="primary")
             submit_status = gr.Markdown()
@@ -240,9 +296,13 @@ def build_app(
                 [submit_status, submissions],
                 api_name="submit",
             )
+        with gr.Tab("Annotate", id="annotate"):
+            annotate_tab(demo, annotating, login_button=bool(require_login and os.environ.get("SPACE_ID")))
         demo.load(on.explore, filters, [count, table, chosen], api_name=False).then(
             on.show_prompt, chosen, [detail, statements, group], api_name=False
         )
-        demo.load(on.leaderboard, None, [board, csv_file, model_pick], api_name=False)
+        demo.load(on.leaderboard, None, board_outputs, api_name=False)
         demo.load(on.submissions, None, submissions, api_name=False)
+    if recheck_every is not None:
+        demo.rechecker = Rechecker(on.recheck, recheck_every).start()
     return demo

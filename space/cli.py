@@ -1,4 +1,4 @@
-"""`negt2ibench serve` and `negt2ibench deploy-space`."""
+"""`negt2ibench serve`, `negt2ibench deploy-space` and `negt2ibench leaderboard list|recheck`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dataset_builder.layout import DEFAULT_DATASET_DIR
 from negt2ibench.errors import UserError
-from negt2ibench.options import positive_int, repo_id
+from negt2ibench.options import device, positive_int, repo_id
 
 DEFAULT_DATASET = DEFAULT_DATASET_DIR
 
@@ -21,12 +21,32 @@ def _serve(args: argparse.Namespace) -> int:
         raise UserError(f"no dataset at {dataset}: run `negt2ibench build --out {dataset}` first, or omit --dataset")
     if dataset is None and DEFAULT_DATASET.exists():
         dataset = DEFAULT_DATASET
+    if args.annotation_sample is not None and not args.annotation_sample.is_file():
+        raise UserError(
+            f"no annotation sample at {args.annotation_sample}: draw one with `negt2ibench annotation-sample`"
+        )
+    if args.judge:
+        from judges.registry import get_spec
+
+        get_spec(args.judge)  # an unknown key fails now, before the app is built
     from .app import LAUNCH_KWARGS, build_app
     from .store import open_store
 
     store = open_store()
     print(f"prompts: {dataset or 'built in memory (default seed)'}; leaderboard store: {store!r}")
-    demo = build_app(dataset=dataset, store=store)  # unreadable prompts: a one-line UserError
+    if args.annotation_sample:
+        print(f"annotation sample: {args.annotation_sample} (the Annotate tab)")
+    if args.judge:
+        print(f"judge beside the scorer: {args.judge} ({args.judge_mode or 'pos'} mode)")
+    demo = build_app(  # unreadable prompts, sample or an unknown judge: a one-line UserError
+        dataset=dataset,
+        store=store,
+        annotation_sample=args.annotation_sample,
+        annotation_images=args.annotation_images,
+        judge=args.judge,
+        judge_mode=args.judge_mode,
+        weights_dir=args.weights_dir,
+    )
     demo.launch(server_name=args.host, server_port=args.port, **LAUNCH_KWARGS)
     return 0
 
@@ -45,15 +65,61 @@ def _deploy(args: argparse.Namespace) -> int:
     return 0
 
 
+def _leaderboard_list(args: argparse.Namespace) -> int:
+    import time
+
+    from .store import open_store
+
+    store = open_store(args.home)
+    entries = store.list_entries()
+    print(f"{len(entries)} submission(s) in {store!r}")
+    for entry in entries:
+        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(entry.created_at))
+        print(f"{entry.submission_id[:8]}  {when}  {entry.model_name}  {entry.status}  {entry.reason}")
+    return 0
+
+
+def _leaderboard_recheck(args: argparse.Namespace) -> int:
+    from dataset_builder.loading import load_prompts
+    from dataset_builder.records import PromptIndex
+    from negt2ibench.api import Evaluator
+
+    from .app import PRESET
+    from .store import open_store
+    from .submissions import SpotCheckSetup, awaiting, recheck
+
+    store = open_store(args.home)
+    before = {entry.submission_id: entry.status for entry in awaiting(store.list_entries())}
+    if not before:
+        print(f"nothing to recheck: every submission in {store!r} is verified or rejected")
+        return 0
+    index = PromptIndex(load_prompts(args.dataset))
+    evaluator = Evaluator(PRESET, device=args.device, weights_dir=args.weights_dir, prompts=index)
+
+    def score(image, prompt, model_key, sample_index):
+        return evaluator.score(image, prompt, model_key=model_key, sample_index=sample_index).record
+
+    print(f"rechecking {len(before)} submission(s) in {store!r} ...", flush=True)
+    entries = recheck(store, SpotCheckSetup(index, score, config=evaluator.config))
+    for entry in entries:
+        change = f"{before[entry.submission_id]} → {entry.status}"
+        print(f"{entry.submission_id[:8]}  {entry.model_name}: {change}: {entry.reason}")
+    waiting = sum(entry.status in ("received", "validated", "pending") for entry in entries)
+    print(f"{len(entries) - waiting} settled, {waiting} still waiting")
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     serve = subparsers.add_parser(
         "serve",
-        help="serve the Space (explore, score an upload, leaderboard, submit) on this machine",
+        help="serve the Space (explore, score an upload, leaderboard, submit, annotate) on this machine",
         description=(
             "Run the Gradio app locally. Prompts come from --dataset (default build/negt2ibench when it exists, "
             "else the corpus is built in memory); the leaderboard is SQLite under NEGT2I_HOME "
             "(default ~/.cache/negt2ibench), or the Hub dataset repo named by NEGT2I_RESULTS_REPO. "
-            "Scoring loads the evaluator's models on first use."
+            "Scoring loads the evaluator's models on first use. --annotation-sample opens the Annotate tab on a "
+            "sample from `negt2ibench annotation-sample`; answers go to the same store "
+            "(`negt2ibench annotations export` writes them out)."
         ),
     )
     serve.add_argument(
@@ -68,6 +134,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--dataset", type=Path, default=None, help="built dataset folder (from `negt2ibench build`)")
     serve.add_argument(
         "--home", type=Path, default=None, help="NEGT2I_HOME for this run (the SQLite leaderboard lives there)"
+    )
+    serve.add_argument(
+        "--weights-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder filled by `negt2ibench download-models --dir DIR` (default: the Hugging Face cache and $RF_HOME)",
+    )
+    serve.add_argument(
+        "--annotation-sample",
+        type=Path,
+        default=os.environ.get("NEGT2I_ANNOTATION_SAMPLE") or None,
+        metavar="FILE",
+        help="sample.jsonl for the Annotate tab (default $NEGT2I_ANNOTATION_SAMPLE; none: the tab says how)",
+    )
+    serve.add_argument(
+        "--annotation-images",
+        default=None,
+        metavar="DATASET",
+        help="dataset folder or Hub dataset repo holding the sample's images, when not where its lines say",
+    )
+    serve.add_argument(
+        "--judge",
+        metavar="KEY",
+        default=None,
+        help="also show this VLM judge's answers in 'Score an image' (see `negt2ibench judge --list`; "
+        "default $NEGT2I_JUDGE; off: a judge needs GPU memory)",
+    )
+    serve.add_argument(
+        "--judge-mode",
+        choices=("pos", "neg", "whole"),
+        default=None,
+        help="the judge's questions: pos (negated statements asked affirmatively, default), neg, or whole",
     )
     serve.set_defaults(handler=_serve)
 
@@ -85,3 +184,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     deploy.add_argument("--dry-run", action="store_true", help="assemble and list the files; no network")
     deploy.add_argument("--out", default="build/space", help="where to assemble the folder (default build/space)")
     deploy.set_defaults(handler=_deploy)
+
+    board = subparsers.add_parser(
+        "leaderboard",
+        help="list the leaderboard's submissions, or retry the spot check of those waiting",
+        description=(
+            "The leaderboard store the Space uses (SQLite under NEGT2I_HOME, or the Hub dataset repo named by "
+            "NEGT2I_RESULTS_REPO). A submission whose spot check could not run (images unreachable, no GPU) is "
+            "pending; the Space retries it at start-up and every 30 minutes, and `recheck` retries it now, here."
+        ),
+    )
+    actions = board.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="every submission with its status and reason")
+    again = actions.add_parser(
+        "recheck",
+        help="advance every submission that is not verified or rejected (re-score its spot check here)",
+        description="Validate received submissions and re-run the spot check of validated and pending ones "
+        "with this machine's models; prints each one's new status and reason.",
+    )
+    for sub in (listing, again):
+        sub.add_argument("--home", type=Path, default=None, help="NEGT2I_HOME (where the SQLite leaderboard lives)")
+    again.add_argument(
+        "--dataset", type=Path, default=None, help="built dataset folder with the prompts (default: built in memory)"
+    )
+    again.add_argument("--device", type=device, default="auto", help="where the models run (default: auto)")
+    again.add_argument(
+        "--weights-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="folder filled by `negt2ibench download-models --dir DIR`",
+    )
+    listing.set_defaults(handler=_leaderboard_list)
+    again.set_defaults(handler=_leaderboard_recheck)

@@ -7,23 +7,42 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
+import threading
 import time
 import weakref
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import gradio as gr
 
 from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
 from evaluator.config import EvaluatorConfig
-from negt2ibench.errors import UserError
+from negt2ibench.errors import MissingWeightsError, UserError
 
 from . import views
-from .leaderboard_view import causes_frame, leaderboard_frame, model_status, newest_entries, polarity_figure
+from .leaderboard_view import (
+    awaiting_frame,
+    causes_frame,
+    leaderboard_frame,
+    model_status,
+    newest_entries,
+    polarity_figure,
+)
 from .scoring import ScoreOnGpu
 from .store import LeaderboardStore
-from .submissions import ImageSourceFactory, SubmissionError, SubmissionForm, SubmissionLimits, submit
+from .submissions import (
+    ImageSourceFactory,
+    SpotCheckSetup,
+    SubmissionError,
+    SubmissionForm,
+    SubmissionLimits,
+    SubmissionStoredError,
+    recheck,
+    submit,
+)
+
+WEIGHTS_RETRY_SECONDS = 300.0  # after "weights missing", clicks answer at once for this long, then retry
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +69,37 @@ class WorkDir:
         self._path, self._finalizer = None, None
 
 
+class Rechecker:
+    """Retries the spot check of every submission that is not final: once at start-up, then every
+    `interval` seconds, in a daemon thread, until `stop()` (when the app closes). `wake()` runs it
+    now. Each pass is `recheck`; what it does is in the store, where tests wait for it."""
+
+    def __init__(self, run: Callable[[], object], interval: float):
+        self.run, self.interval = run, interval
+        self._stop, self._wake = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="negt2i-recheck", daemon=True)
+
+    def start(self) -> Rechecker:
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.run()
+            except Exception:  # noqa: BLE001 - a failed pass is logged; the next one comes anyway
+                log.exception("rechecking submissions failed")
+            self._wake.wait(self.interval)
+            self._wake.clear()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+
 def _error(message: str) -> str:
     gr.Warning(message.splitlines()[0] if message else "error")
     return views.error_markdown(message)
@@ -66,6 +116,16 @@ class Handlers:
     limits: SubmissionLimits
     require_login: bool
     work_dir: WorkDir
+    # The last "weights missing" answer and when it came: clicks within WEIGHTS_RETRY_SECONDS reuse it.
+    _missing_weights: tuple[float, str] | None = field(default=None, repr=False)
+
+    @property
+    def spot_check_setup(self) -> SpotCheckSetup:
+        return SpotCheckSetup(self.index, self.rescore, self.open_images, self.config, self.limits)
+
+    def recheck(self) -> list:
+        """Retry every submission that is not final (start-up, the periodic pass)."""
+        return recheck(self.store, self.spot_check_setup)
 
     # -- Explore
     def explore(self, category: str, setting: str, load: str, obj: str):
@@ -119,7 +179,7 @@ class Handlers:
             return failed(f"cannot score this upload: {error}")
         try:
             record = self._prompt_of(prompt_id, custom_prompt)
-            result, annotated = self.score_on_gpu(image, record, "upload", 0)
+            result, annotated = self._score_once(image, record)
         except UserError as error:  # a prompt problem, or e.g. MissingWeightsError
             return failed(str(error))
         except Exception as error:  # noqa: BLE001 - shown as one line; the traceback goes to the log
@@ -129,18 +189,39 @@ class Handlers:
         out.write_text(result.model_dump_json(indent=2), encoding="utf-8")
         return annotated, views.verdict_summary(record, result), views.verdict_frame(record, result), str(out)
 
+    def _score_once(self, image, record: PromptRecord):
+        """Score on the GPU; weights found missing are not looked for again on every click (each
+        look can take seconds online): the same answer comes at once for WEIGHTS_RETRY_SECONDS."""
+        if self._missing_weights is not None:
+            when, message = self._missing_weights
+            if time.monotonic() - when < WEIGHTS_RETRY_SECONDS:
+                raise UserError(message)
+            self._missing_weights = None
+        try:
+            return self.score_on_gpu(image, record, "upload", 0)
+        except MissingWeightsError as error:
+            how = error.one_line().replace(
+                "or pass --weights-dir.", "or start this app with `serve --weights-dir DIR`."
+            )
+            message = f"{how} (this app looks for them again in {WEIGHTS_RETRY_SECONDS / 60:.0f} minutes)"
+            self._missing_weights = (time.monotonic(), message)
+            raise UserError(message) from None
+
     def rescore(self, image, prompt: PromptRecord, model_key: str, sample_index: int):
         """The spot check's scorer: the same GPU function, verdict only."""
         return self.score_on_gpu(image, prompt, model_key, sample_index)[0]
 
     # -- Leaderboard
     def leaderboard(self):
+        """The ranked board (verified and the paper's rows), its CSV, the model picker, and the
+        submissions awaiting verification, listed apart."""
         entries = self.store.list_entries()
         frame = leaderboard_frame(entries)
         csv_path = self.work_dir.path / "negt2ibench_leaderboard.csv"
         frame.to_csv(csv_path, index=False)
         models = [e.model_name for e in newest_entries(entries)]
-        return frame, str(csv_path), gr.update(choices=models, value=models[0] if models else None)
+        picker = gr.update(choices=models, value=models[0] if models else None)
+        return frame, str(csv_path), picker, awaiting_frame(entries)
 
     def model_details(self, model_name: str | None):
         entry = next((e for e in newest_entries(self.store.list_entries()) if e.model_name == model_name), None)
@@ -187,12 +268,23 @@ class Handlers:
                 config=self.config,
                 limits=self.limits,
             )
-            message = views.submission_message(entry)
-            if entry.status == "rejected":
-                gr.Warning(f"submission rejected: {entry.reason}")
-        except SubmissionError as error:
-            message = _error(str(error))
-        except Exception as error:  # noqa: BLE001
+        except SubmissionError as error:  # refused: nothing stored, not counted
+            return _error(f"not submitted: {error}"), self.submissions()
+        except SubmissionStoredError as error:  # stored, then stuck: say what the store holds
+            log.exception("submission stored but not advanced")
+            return _error(self._stored_then_failed(error)), self.submissions()
+        except Exception as error:  # noqa: BLE001 - failed before anything was stored
             log.exception("submission failed")
-            message = _error(f"submission failed, nothing was stored: {type(error).__name__}: {error}")
-        return message, self.submissions()
+            return _error(
+                f"submission failed before it was stored: {type(error).__name__}: {error}"
+            ), self.submissions()
+        if entry.status == "rejected":
+            gr.Warning(f"submission rejected: {entry.reason}")
+        return views.submission_message(entry), self.submissions()
+
+    def _stored_then_failed(self, error: SubmissionStoredError) -> str:
+        try:
+            entry = self.store.get_entry(error.submission_id)
+        except Exception as unreadable:  # noqa: BLE001
+            return f"the submission was {error}; reading it back failed: {unreadable}"
+        return f"{views.submission_message(entry)}; then {error}; it is retried automatically"

@@ -3,6 +3,8 @@
 The leaderboard is a `Table` (evaluator.report.table) whose columns are Table 3's
 (`evaluator.report.TABLE3_COLUMNS`: the same keys, labels and directions as the report), between
 the Space's own `status` and `link`; each stored row is the `leaderboard_row` of a submission.
+The paper's reported rows (`PAPER_ROWS`) carry the paper's citation in `link` and are explained by
+`PAPER_ROWS_NOTE` (measured on the paper's corpus draw, not this one).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from dataset_builder.corpus import CORPUS_VERSION
 from dataset_builder.vocabulary import CATEGORIES
 from evaluator.report import LEADERBOARD_COLUMNS, TABLE3_COLUMNS, Column, Table, to_frame
 from evaluator.results import CAUSES
@@ -19,7 +22,14 @@ from evaluator.results import CAUSES
 from .store import Entry
 
 REPORTED = "reported (paper)"
-PAPER_LINK = "https://arxiv.org (NegT2IBench paper, Table 3)"
+# The paper's rows cite the paper (no address is published yet, so none is invented).
+PAPER_CITATION = "Elfatairy, Bravo, Bader, Akata (2026), NegT2IBench, Table 3"
+# Shown above the leaderboard: what the reported rows are, and why they are not quite comparable.
+PAPER_ROWS_NOTE = (
+    f"Rows marked *{REPORTED}* are copied from Table 3 of the paper ({PAPER_CITATION}) and were not scored "
+    f"here. They were measured on the paper's own draw of the corpus, not on this corpus (version "
+    f"{CORPUS_VERSION}, whose prompts name other objects), so compare them with the other rows with care."
+)
 STATUS = Column("status", "Status", fmt=str)
 LINK = Column("link", "Link", fmt=str)
 LEADERBOARD_TABLE_COLUMNS: tuple[Column, ...] = (
@@ -74,30 +84,65 @@ PAPER_ROWS: tuple[dict[str, Any], ...] = (
 )
 
 
+AWAITING_COLUMNS = ["model", "status", "reason", "attempts", "submitted (UTC)", "id"]
+
+
 def newest_entries(entries: Sequence[Entry]) -> list[Entry]:
-    """Per model, its newest verified entry, else its newest pending one; rejected ones never."""
+    """Per model, its newest verified entry, else its newest validated or pending one (for the
+    model detail view); rejected ones never."""
     chosen: dict[str, Entry] = {}
     for entry in sorted(entries, key=lambda e: e.created_at):
         if entry.status == "rejected" or entry.row is None:
             continue
         current = chosen.get(entry.model_key)
-        if current is None or entry.status == "verified" or current.status == "pending":
+        if current is None or entry.status == "verified" or current.status != "verified":
             chosen[entry.model_key] = entry
     return list(chosen.values())
 
 
+def ranked_entries(entries: Sequence[Entry]) -> list[Entry]:
+    """Per model, its newest *verified* entry: the only submissions the leaderboard ranks."""
+    return [entry for entry in newest_entries(entries) if entry.status == "verified"]
+
+
+def awaiting_frame(entries: Sequence[Entry]) -> pd.DataFrame:
+    """Submissions not verified yet and not rejected (received, validated, pending), newest first:
+    listed apart from the ranking, with the reason they wait."""
+    import time
+
+    rows = [
+        {
+            "model": e.model_name,
+            "status": e.status,
+            "reason": e.reason,
+            "attempts": e.attempts,
+            "submitted (UTC)": time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.created_at)),
+            "id": e.submission_id[:8],
+        }
+        for e in sorted(entries, key=lambda e: e.created_at, reverse=True)
+        if e.status in ("received", "validated", "pending")
+    ]
+    return pd.DataFrame(rows, columns=AWAITING_COLUMNS)
+
+
 def leaderboard_table(entries: Sequence[Entry], include_paper: bool = True) -> Table:
-    """One row per model (its newest verified or pending entry), then the paper's reported rows;
-    a value a row does not have is None."""
+    """One row per model with a verified entry (its newest), then the paper's reported rows,
+    marked; a value a row does not have is None. Pending submissions are not ranked
+    (`awaiting_frame` lists them)."""
     rows = []
-    for entry in newest_entries(entries):
+    for entry in ranked_entries(entries):
         row = dict(entry.row or {})
         row.update({"model": entry.model_name, "status": entry.status, "link": entry.link})
         rows.append(row)
     if include_paper:
         for paper in PAPER_ROWS:
             rows.append(
-                {**paper, "status": REPORTED, "polarity_gap": round(paper["0:1"] - paper["1:0"], 1), "link": PAPER_LINK}
+                {
+                    **paper,
+                    "status": REPORTED,
+                    "polarity_gap": round(paper["0:1"] - paper["1:0"], 1),
+                    "link": PAPER_CITATION,
+                }
             )
     cells = [{key: row.get(key) for key in LEADERBOARD_HEADERS} for row in rows]
     return Table("leaderboard", "Leaderboard", LEADERBOARD_TABLE_COLUMNS, cells)

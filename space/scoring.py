@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import spaces
 from PIL import Image
@@ -52,3 +53,27 @@ def gpu_scorer(evaluator: Evaluator) -> ScoreOnGpu:
         return output.record, annotate(image, output.observation, output.record)
 
     return score_on_gpu
+
+
+JudgeOnGpu = Callable[[Image.Image, PromptRecord], ResultRecord]
+
+
+def preload_judge(adapter: Any) -> None:
+    """Load the judge's weights now, in the main process (ZeroGPU: as `preload_models`)."""
+    try:
+        adapter.load()
+    except UserError as error:  # the app still starts; the judge panel shows the reason
+        log.warning("judge not loaded at start-up: %s", error)
+
+
+def gpu_judge(adapter: Any, mode: str) -> JudgeOnGpu:
+    """A judge's answers on one image in `mode` under `spaces.GPU`: a PIL image and a prompt record
+    in, a result record (with every question's p_yes) out; the adapter stays in the main process."""
+
+    @spaces.GPU(duration=GPU_SECONDS)
+    def judge_on_gpu(image: Image.Image, prompt: PromptRecord) -> ResultRecord:
+        from judges.runner import judge_one
+
+        return judge_one(adapter, image, prompt, mode)
+
+    return judge_on_gpu

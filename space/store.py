@@ -6,8 +6,9 @@
   clone folder (temp file + rename, the entry file last, so it is the commit point) and are
   uploaded as one Hub commit; if the upload fails the local files are removed again.
 
-An entry is one submission: who sent it, for which model, its status (pending / verified /
-rejected) with the reason, and its leaderboard row once validated. Results are stored beside it.
+An entry is one submission: who sent it, for which model, its status with the reason
+(`space.submissions` moves it: received → validated → verified | rejected | pending), its
+leaderboard row once validated, and its spot-check attempts. Results are stored beside it.
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ from validation.annotations import AnnotationRecord, ImageKey
 
 from .annotation_store import ANNOTATIONS_SCHEMA, HubAnnotations, SQLiteAnnotations
 
-Status = Literal["pending", "verified", "rejected"]
+# received: stored with its results; validated: its leaderboard row computed, the spot check next;
+# verified / rejected: final; pending: the spot check could not run yet (the reason says why).
+Status = Literal["received", "validated", "verified", "rejected", "pending"]
 STATUSES: tuple[str, ...] = get_args(Status)
 DEFAULT_HOME = Path("~/.cache/negt2ibench")
 
@@ -66,24 +69,33 @@ class Entry(BaseModel):
     images_repo: str = ""
     images_revision: str = ""
     created_at: float = Field(default_factory=time.time)
-    status: Status = "pending"
+    status: Status = "received"
     reason: str = ""
     evaluator_version: str = ""
     config_hash: str = ""
     row: dict[str, Any] | None = None  # leaderboard row (Table 3 columns) once validated
     detail: dict[str, Any] | None = None  # per-model detail: polarity × category, failure causes
+    attempts: int = 0  # spot checks tried (a pending one is retried)
+    checked_at: float | None = None  # when the last spot check was tried (epoch seconds)
 
 
 def with_status(
-    entry: Entry, status: Status, reason: str = "", *, row: dict | None = None, detail: dict | None = None
+    entry: Entry,
+    status: Status,
+    reason: str = "",
+    *,
+    row: dict | None = None,
+    detail: dict | None = None,
+    **fields: Any,
 ) -> Entry:
-    """A copy of `entry` with a new status and reason (and its row/detail when given): both backends' update."""
-    changes: dict[str, Any] = {"status": status, "reason": reason}
+    """A copy of `entry` with a new status and reason (and its row/detail and other fields, e.g.
+    `attempts`, when given): both backends' update. The copy is validated as an `Entry`."""
+    changes: dict[str, Any] = {"status": status, "reason": reason, **fields}
     if row is not None:
         changes["row"] = row
     if detail is not None:
         changes["detail"] = detail
-    return entry.model_copy(update=changes)
+    return Entry.model_validate({**entry.model_dump(), **changes})
 
 
 @runtime_checkable
@@ -102,7 +114,9 @@ class LeaderboardStore(Protocol):
         *,
         row: dict | None = None,
         detail: dict | None = None,
-    ) -> Entry: ...
+        **fields: Any,
+    ) -> Entry:
+        """Set an entry's status and reason, and the other fields given (`with_status`); one write."""
 
     def get_entry(self, submission_id: str) -> Entry: ...
 
@@ -219,9 +233,10 @@ class SQLiteStore(SQLiteAnnotations):
         *,
         row: dict | None = None,
         detail: dict | None = None,
+        **fields: Any,
     ) -> Entry:
         with self._lock, self._connect() as connection:
-            entry = with_status(self._get(connection, submission_id), status, reason, row=row, detail=detail)
+            entry = with_status(self._get(connection, submission_id), status, reason, row=row, detail=detail, **fields)
             connection.execute(
                 "UPDATE entries SET status = ?, entry_json = ? WHERE submission_id = ?",
                 (status, entry.model_dump_json(), submission_id),
@@ -359,9 +374,10 @@ class HubStore(HubAnnotations):
         *,
         row: dict | None = None,
         detail: dict | None = None,
+        **fields: Any,
     ) -> Entry:
         with self._lock:
-            entry = with_status(self.get_entry(submission_id), status, reason, row=row, detail=detail)
+            entry = with_status(self.get_entry(submission_id), status, reason, row=row, detail=detail, **fields)
             rel = f"submissions/{submission_id}.json"
             self._commit({rel: entry.model_dump_json(indent=1).encode("utf-8")}, [], f"{entry.model_name}: {status}")
         return entry

@@ -164,8 +164,40 @@ def submissions_frame(entries: Sequence[Entry]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SUBMISSION_COLUMNS)
 
 
+# What each stored status means for the submitter (space/submissions.py's state machine).
+STATUS_MEANING: dict[str, str] = {
+    "received": "stored; being checked",
+    "validated": "stored and validated; its spot check comes next",
+    "verified": "stored, verified, and ranked on the leaderboard",
+    "rejected": "stored as rejected; not on the leaderboard (it counts toward the daily limit)",
+    "pending": "stored; listed apart from the ranking until its spot check runs (retried automatically)",
+}
+
+
 def submission_message(entry: Entry) -> str:
-    return f"**{entry.model_name}**: status **{entry.status}**: {entry.reason} (id `{entry.submission_id[:8]}`)"
+    """What the Submit tab says about a stored submission: exactly its stored status and reason."""
+    meaning = STATUS_MEANING.get(entry.status, "")
+    return (
+        f"**{entry.model_name}**: status **{entry.status}** ({meaning}): {entry.reason} "
+        f"(id `{entry.submission_id[:8]}`)"
+    )
+
+
+def submit_help(*, version: str, config_hash: str, k: int, max_megabytes: int, per_day: int) -> str:
+    """The Submit tab's instructions: what to upload, where the images go, what happens, the limits."""
+    return (
+        f"Submit the JSONL written by `negt2ibench score` for all 4,800 prompts × 4 samples, scored with "
+        f"evaluator {version} / config `{config_hash}` (the `current` preset).\n\n"
+        "The images must be on the Hub so they can be re-scored: publish them from your dataset folder with "
+        "`negt2ibench push --repo-id ORG/NAME --images KEY`, where KEY, the images split, is the `model_key` "
+        "of your results (`score --model-key KEY`); enter ORG/NAME and its revision below.\n\n"
+        f"{k} random images are re-scored: agreement → **verified** and ranked; disagreement → **rejected**. "
+        "If the check cannot run now (images unreachable, no GPU time here), the submission is **pending**: "
+        "stored, listed apart, and retried automatically.\n\n"
+        f"Limits: {max_megabytes} MB per file; {per_day} stored submissions per user per 24 hours, whatever "
+        "their outcome. A file refused as invalid (malformed, incomplete, another evaluator version) is not "
+        "stored and does not count."
+    )
 
 
 def requester(request: Any, profile: Any = None) -> str:

@@ -41,6 +41,28 @@ def tiny_detector(visible: tuple[str, ...] = VISIBLE_CLASSES):
     return model
 
 
+@cache
+def tiny_maskrcnn(visible: tuple[str, ...] = VISIBLE_CLASSES):
+    """torchvision's Mask R-CNN (the c1-c4 presets' detector) with random weights, small input and few
+    proposals (weights=None, weights_backbone=None: no download). As for `tiny_detector`, the class
+    head favours `visible` (softmax scores of about 1/len(visible)), so those classes are detected."""
+    from evaluator.config import PRESETS
+    from evaluator.models.maskrcnn import build_maskrcnn, coco_class_ids
+
+    torch.manual_seed(0)
+    model = build_maskrcnn(
+        PRESETS["c2"], min_size=32, max_size=48, rpn_pre_nms_top_n_test=50, rpn_post_nms_top_n_test=10
+    ).eval()
+    head = model.roi_heads.box_predictor.cls_score
+    ids = coco_class_ids()
+    with torch.no_grad():
+        head.weight.mul_(0.05)
+        head.bias.fill_(-6.0)
+        for name in visible:
+            head.bias[ids[name]] = 3.0
+    return model
+
+
 def tiny_sam():
     from transformers import (
         Sam2Config,
@@ -201,6 +223,8 @@ def tiny_perception(config=None, batch_size: int = 8, presence_threshold: float 
     if presence_threshold is not None:
         config = config.replace(presence_threshold=presence_threshold)
     detector, sam, siglip, depth = tiny_models()
+    if config.detector == "maskrcnn_resnet50_fpn_v2":  # the c1-c4 presets
+        detector = tiny_maskrcnn()
     return ModelPerception.from_models(
         config, detector=detector, sam=sam, siglip=siglip, depth=depth, batch_size=batch_size
     )

@@ -103,8 +103,9 @@ def result_line(
     version: str = EVALUATOR_VERSION,
     config_hash: str | None = None,
 ) -> dict:
-    """A result record as a dict: every object present and every statement satisfied when
-    `passed`, else every object missing (each statement fails for its subject)."""
+    """A result record as a dict, as `negt2ibench score` writes it (test_space_submissions checks
+    that): every object present and every statement satisfied when `passed`, else every object
+    missing (each statement fails for its subject)."""
     statements = [
         {
             "index": s.index,
@@ -130,6 +131,8 @@ def result_line(
         "evaluator_version": version,
         "config_hash": config_hash or PRESETS["current"].config_hash,
         "error": None,
+        "evaluator": f"negt2ibench/{PRESETS['current'].name}",
+        "score": 1.0 if passed else 0.0,  # share of objects and statements satisfied
     }
 
 
@@ -177,3 +180,30 @@ def write_images_dataset(
     (folder / "images").mkdir(parents=True, exist_ok=True)
     pq.write_table(table, folder / "images" / f"{split}-00000-of-00001.parquet", row_group_size=2048)
     return folder
+
+
+class ToggleImages:
+    """An images factory (`space.submissions.ImageSourceFactory`) that is unreachable until
+    `reachable` is set; `opened` counts the attempts."""
+
+    def __init__(self, folder: Path):
+        self.folder, self.reachable, self.opened = folder, False, 0
+
+    def __call__(self, repo_id: str, revision: str, split: str):
+        from space.submissions import ImagesUnreachable, ParquetImages
+
+        self.opened += 1
+        if not self.reachable:
+            raise ImagesUnreachable("images not reachable: offline")
+        return ParquetImages.from_folder(self.folder, split)
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Wait until `condition()` holds (polling state, not sleeping a fixed time); fail after `timeout`."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)

@@ -1,21 +1,101 @@
-"""Test-wide guards: everything offline, no network but loopback."""
+"""Test-wide guards: everything offline, no network but loopback, no cache or setting of this machine.
+
+A developer's machine may hold real weights (e.g. SD 1.5 in ~/.cache/huggingface) or a token, or
+run under a launcher (WORLD_SIZE) or a Space (SPACE_ID): the tests must behave there as on a bare
+CI machine. So the environment below is set outright (not `setdefault`), every cache points into
+one temporary folder made for this session (removed at its end), and the variables that change
+behaviour are removed. This runs when pytest loads this file, before any test module imports a
+Hugging Face library (they read these variables at import).
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
-# Set before any HF library is imported by a test module.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-os.environ.setdefault("NO_PROXY", "localhost,127.0.0.1")
-os.environ.setdefault("no_proxy", "localhost,127.0.0.1")
-os.environ.setdefault("MPLBACKEND", "Agg")
+_IMPORTED_TOO_EARLY = sorted(
+    {"huggingface_hub", "datasets", "transformers", "diffusers", "gradio", "rfdetr", "matplotlib"} & set(sys.modules)
+)
+if _IMPORTED_TOO_EARLY:  # their cache paths would already point at this machine's real caches
+    raise RuntimeError(f"tests/conftest.py must run before these are imported: {', '.join(_IMPORTED_TOO_EARLY)}")
+
+SESSION_HOME = Path(tempfile.mkdtemp(prefix="negt2i_tests_"))
+
+_HOME_VARIABLES = {
+    "HF_HOME": "hf",
+    "HF_HUB_CACHE": "hf/hub",
+    "HUGGINGFACE_HUB_CACHE": "hf/hub",
+    "HF_DATASETS_CACHE": "hf/datasets",
+    "HF_ASSETS_CACHE": "hf/assets",
+    "HF_MODULES_CACHE": "hf/modules",
+    "HF_XET_CACHE": "hf/xet",
+    "TRANSFORMERS_CACHE": "hf/hub",
+    "TORCH_HOME": "torch",
+    "TORCHINDUCTOR_CACHE_DIR": "torchinductor",
+    "XDG_CACHE_HOME": "cache",
+    "RF_HOME": "rfdetr",
+    "NEGT2I_HOME": "negt2i",
+    "MPLCONFIGDIR": "matplotlib",
+    "GRADIO_TEMP_DIR": "gradio",
+}
+_SETTINGS = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_DATASETS_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "GRADIO_ANALYTICS_ENABLED": "False",
+    "NO_PROXY": "localhost,127.0.0.1",
+    "no_proxy": "localhost,127.0.0.1",
+    "MPLBACKEND": "Agg",
+    "CUDA_VISIBLE_DEVICES": "",  # CPU only, as on CI: same numbers on a GPU machine
+}
+# Variables that change what the code does: a token, a results repo, a Space, a launcher, a port.
+_REMOVED = (
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "HF_TOKEN_PATH",
+    "HF_ENDPOINT",
+    "ROBOFLOW_HOME",
+    "NEGT2I_RESULTS_REPO",
+    "NEGT2I_DEBUG",
+    "SPACE_ID",
+    "SYSTEM",
+    "GRADIO_SERVER_PORT",
+    "GRADIO_SERVER_NAME",
+    "GRADIO_ROOT_PATH",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "ACCELERATE_USE_CPU",
+    "ACCELERATE_MIXED_PRECISION",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+)
+for _name, _relative in _HOME_VARIABLES.items():
+    (SESSION_HOME / _relative).mkdir(parents=True, exist_ok=True)
+    os.environ[_name] = str(SESSION_HOME / _relative)
+os.environ.update(_SETTINGS)
+for _name in _REMOVED:
+    os.environ.pop(_name, None)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(SESSION_HOME, ignore_errors=True)
+
 
 _LOOPBACK = ("127.", "::1", "localhost", "0.0.0.0")
 _real_connect = socket.socket.connect

@@ -200,3 +200,14 @@ def test_load_fails_early_offline_and_lets_a_double_load(tmp_path, monkeypatch):
     real = Evaluator(device="cpu", weights_dir=tmp_path / "no_weights")
     with pytest.raises(MissingWeightsError, match="model weights for RFDETRSegXLarge"):
         real.load()
+
+
+@pytest.mark.slow
+def test_a_table17_preset_in_the_api():
+    evaluator = Evaluator(preset="c2", perception=tiny_perception(PRESETS["c2"]), prompts=PROMPTS)
+    assert evaluator.config.detector_label == "Mask R-CNN" and evaluator.config.use_sam
+    out = evaluator.score(random_image(7, (96, 72)), "proximity_pos1_neg0_000")
+    assert out.record.config_hash == PRESETS["c2"].config_hash and out.record.evaluator == "negt2ibench/c2"
+    assert out.record.error is None and out.observation.detections is not None
+    with pytest.raises(UserError, match="built for config 'c2'"):  # models of one preset, rules of another
+        Evaluator(preset="c6", perception=tiny_perception(PRESETS["c2"]))

@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from dataset_builder.corpus import DEFAULT_SEED, build_corpus, draw_groups
+from dataset_builder.corpus import CORPUS_VERSION, DEFAULT_SEED, build_corpus, draw_groups
 from dataset_builder.grammar import (
     PromptParseError,
     grammar_issues,
@@ -16,7 +16,13 @@ from dataset_builder.grammar import (
     statement_sentence,
 )
 from dataset_builder.records import PromptRecord, Statement
-from dataset_builder.validate import corpus_violations, find_violations, record_violations
+from dataset_builder.validate import (
+    corpus_violations,
+    find_violations,
+    record_violations,
+    shared_draw_summary,
+    shared_draw_violations,
+)
 from dataset_builder.vocabulary import CATEGORIES, CATEGORY_VOCABULARY, OBJECT_CLASSES, SETTINGS, setting_name
 
 
@@ -282,3 +288,32 @@ def test_group_draws_are_balanced_alone():
         assert set(values.values()) == {25}
     statement = Statement(index=0, polarity="positive", subject="cup", predicate="red", text="a red cup")
     assert statement.target is None
+
+
+def test_object_draws_are_shared_across_the_categories_of_a_kind(corpus):
+    by_id = {r.prompt_id: r for r in corpus}
+    for family in (("color", "material"), ("directional", "proximity", "comparative", "depth")):
+        for p, n in SETTINGS:
+            for k in range(100):
+                ids = [f"{category}_{setting_name(p, n)}_{k:03d}" for category in family]
+                assert len({tuple(by_id[i].objects) for i in ids}) == 1, ids
+    assert shared_draw_summary(corpus) == [
+        {"categories": ("color", "material"), "positions": 800, "shared": 800},
+        {"categories": ("directional", "proximity", "comparative", "depth"), "positions": 800, "shared": 800},
+    ]
+    assert CORPUS_VERSION == "2"
+
+
+def test_validator_reports_unshared_draws_by_prompt_id(corpus):
+    # depth drawn on its own (another seed): balanced, matched and unique by itself, but not shared
+    other = {r.prompt_id: r for r in build_corpus(DEFAULT_SEED + 1) if r.category == "depth"}
+    mixed = [other.get(r.prompt_id, r) for r in corpus]
+    violations = find_violations(mixed)
+    assert violations == shared_draw_violations(mixed)  # nothing else is wrong
+    where = {v.where for v in violations}
+    assert "depth_pos0_neg1_000" in where and all(w.startswith("depth_") for w in where)
+    first = next(v for v in violations if v.where == "depth_pos0_neg1_000")
+    assert "directional_pos0_neg1_000's" in first.message
+    assert len(where) == sum(1 for r in corpus if r.category == "depth" and other[r.prompt_id].objects != r.objects)
+    summary = shared_draw_summary(mixed)[1]
+    assert summary["positions"] == 800 and summary["shared"] == 800 - len(where)

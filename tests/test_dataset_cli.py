@@ -28,7 +28,7 @@ def test_build_prints_a_summary(tmp_path, capsys):
     assert main(["build", "--out", str(out), "--seed", "3"]) == 0
     printed = capsys.readouterr().out
     assert "color          100   100   100   100   100   100   100   100    800" in printed
-    assert "4800 prompts in 2400 matched groups, seed 3" in printed
+    assert "4800 prompts in 2400 matched groups, corpus version 2, seed 3" in printed
     assert str(out) in printed
     assert (out / "prompts" / "test-00000-of-00001.parquet").is_file()
 
@@ -80,7 +80,12 @@ def test_interrupted_build_leaves_nothing(tmp_path, monkeypatch, capsys):
 
 def test_validate_ok(built, capsys):
     assert main(["validate", str(built)]) == 0
-    assert "OK:" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "OK:" in printed and "(corpus version 2)" in printed
+    assert (
+        "shared object draws (prompt k of a setting names the same objects in every category listed): "
+        "color, material: 800/800; directional, proximity, comparative, depth: 800/800"
+    ) in printed
 
 
 def test_validate_lists_violations_by_prompt_id(tmp_path, capsys):

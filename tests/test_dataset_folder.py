@@ -99,10 +99,14 @@ def test_card_declares_configs_and_counts(built, corpus):
     text = (built / "README.md").read_text(encoding="utf-8")
     assert "| color | 100 | 100 | 100 | 100 | 100 | 100 | 100 | 100 | 800 |" in text
     assert "**4800**" in text
-    assert corpus[1200].prompt in text or "directional_pos1_neg1_000" in text  # a real example row
+    example = next(r for r in corpus if r.prompt_id == "directional_pos1_neg1_000")  # the card's example row
+    assert '"prompt_id": "directional_pos1_neg1_000"' in text and example.prompt in text
     assert "@article{elfatairy2026negt2ibench" in text
     assert "{{" not in text.replace("{{NegT2IBench}", "")  # nothing left unrendered
     assert "negt2ibench score" in text
+    assert "<!-- corpus_version: 2 -->" in text and "**corpus version 2**" in text
+    by_id = {r.prompt_id: r for r in corpus}
+    assert f'`depth_pos0_neg1_000` ("{by_id["depth_pos0_neg1_000"].prompt}")' in text  # the shared-draw example
 
 
 def _write_image_split(folder: Path, key: str, rows: int = 2) -> None:
@@ -185,8 +189,10 @@ def test_foreign_folder_is_never_replaced(tmp_path, corpus):
     home = tmp_path / "home"
     home.mkdir()
     (home / "thesis.tex").write_text("precious")
-    with pytest.raises(UserError, match="does not look like"):
-        write_dataset_folder(corpus, home, overwrite=True)
+    for overwrite in (False, True):  # the same answer either way: --overwrite would not help
+        with pytest.raises(UserError, match="is not a NegT2IBench dataset folder") as refused:
+            write_dataset_folder(corpus, home, overwrite=overwrite)
+        assert "it holds thesis.tex" in str(refused.value) and "pass --overwrite" not in str(refused.value)
     assert (home / "thesis.tex").read_text() == "precious"
 
 
@@ -233,6 +239,37 @@ def test_interrupted_rebuild_keeps_the_old_folder(tmp_path, corpus, monkeypatch)
     assert [p.name for p in tmp_path.iterdir()] == ["ds"]
 
 
+def _killed_mid_swap(folder: Path) -> None:
+    """The state a rebuild killed between its two renames leaves: no folder, a committed `.new-`
+    (without the images yet) and the old folder moved to `.old-`."""
+    import shutil
+
+    from dataset_builder.layout import SWAP_JOURNAL
+
+    new = folder.with_name(f".{folder.name}.new-k9")
+    shutil.copytree(folder, new, ignore=shutil.ignore_patterns("images"))
+    (new / SWAP_JOURNAL).write_text(json.dumps({"keep": ["images", "results"]}))
+    folder.rename(folder.with_name(f".{folder.name}.old-k9"))
+
+
+def test_commands_that_read_a_dataset_folder_recover_it_first(tmp_path, corpus):
+    from evaluator.pipeline import resolve_source
+    from generation.work import prompts_for
+
+    folder = write_dataset_folder(corpus[:20], tmp_path / "ds")
+    _write_image_split(folder, "sd_1_5")
+    before = _files(folder)
+
+    _killed_mid_swap(folder)
+    assert not folder.exists()
+    assert prompts_for(folder) == corpus[:20]  # generate, import-images, merge-images
+    assert _files(folder) == before and [p.name for p in tmp_path.iterdir()] == ["ds"]
+
+    _killed_mid_swap(folder)
+    items, key = resolve_source(folder, split="sd_1_5")  # score
+    assert key == "sd_1_5" and len(items) == 2 and _files(folder) == before
+
+
 def test_validate_folder_accepts_a_build_and_reports_damage(built, tmp_path, corpus):
     records, violations = validate_folder(built)
     assert len(records) == 4800 and violations == []
@@ -241,8 +278,30 @@ def test_validate_folder_accepts_a_build_and_reports_damage(built, tmp_path, cor
     (damaged / "prompts.jsonl").write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")
     (damaged / "README.md").write_text("# no configs\n", encoding="utf-8")
     _, violations = validate_folder(damaged)
-    where = {v.where for v in violations}
-    assert {"prompts.jsonl", "README.md"} <= where
+    assert [str(v) for v in violations] == [
+        f"{corpus[-1].prompt_id}: prompts.jsonl lacks this prompt of the parquet split",
+        "README.md: no YAML `configs:` declaring the prompts config",
+        "README.md: states no corpus version; this code builds version 2 (rebuild the folder)",
+    ]
+
+
+def test_validate_names_the_prompt_an_edited_jsonl_changes_and_a_broken_parquet_once(tmp_path, corpus):
+    folder = write_dataset_folder(corpus, tmp_path / "ds")
+    lines = (folder / "prompts.jsonl").read_text(encoding="utf-8").splitlines()
+    lines[4] = lines[4].replace('"prompt":"a photo of ', '"prompt":"a picture of ', 1)
+    (folder / "prompts.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _, violations = validate_folder(folder)
+    assert [str(v) for v in violations] == [
+        f"{corpus[4].prompt_id}: prompts.jsonl differs from the parquet split in prompt"
+    ]
+
+    parquet = folder / PROMPTS_PARQUET
+    parquet.write_bytes(parquet.read_bytes()[:5000])  # truncated
+    records, violations = validate_folder(folder)
+    assert len(records) == len(corpus)  # the invariants are checked on the JSONL copy
+    assert violations[0].where == PROMPTS_PARQUET and len(violations) <= 3  # not 50 empty cells
+    assert {v.where for v in violations[1:]} == {corpus[4].prompt_id}  # its edited text, checked on the JSONL
+    assert violations[0].message.startswith("unreadable (") and "build --overwrite" in violations[0].message
 
 
 # --------------------------------------------------------------------------- push

@@ -58,6 +58,15 @@ def pixels(row: dict) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(row["image"]["bytes"])))
 
 
+def assert_same_up_to_rounding(first: np.ndarray, second: np.ndarray) -> None:
+    """Same seed, other batch composition: CPU matmuls sum in another order for another batch
+    shape, so a value may round to the next level (measured: 1 of 3072 values, by 1). Bit
+    equality is only promised for the same batch composition."""
+    difference = np.abs(first.astype(int) - second.astype(int))
+    assert first.shape == second.shape and difference.max() <= 2, difference.max()
+    assert np.mean(difference == 0) >= 0.99, np.mean(difference == 0)
+
+
 class FailAfter:
     """Wraps a generator and raises once it has produced `limit` images (a crash mid-run)."""
 
@@ -75,6 +84,7 @@ class FailAfter:
 # --------------------------------------------------------------------------- registry
 
 
+@pytest.mark.slow
 def test_registry_entries_name_installed_classes():
     assert {
         "sd_1_5",
@@ -170,21 +180,24 @@ def test_launcher_world_size_that_accelerate_does_not_see_is_refused(monkeypatch
 # --------------------------------------------------------------------------- generation
 
 
+@pytest.mark.slow
 def test_generate_writes_loadable_split_with_identical_pixels_per_seed(generator, tmp_path):
     prompts = three_prompts()
     work = plan_work(prompts, 2)
-    first, second = tmp_path / "a", tmp_path / "b"
+    first, second, third = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     write_prompts_dataset(prompts, first)
     summary = generate_images(generator, TINY, work, first, batch_size=4, shard_size=4, progress=False)
     assert (summary.generated, summary.skipped, len(summary.shards)) == (6, 0, 2)
-    generate_images(generator, TINY, work, second, batch_size=1, shard_size=100, progress=False)
+    generate_images(generator, TINY, work, second, batch_size=4, shard_size=100, progress=False)
+    generate_images(generator, TINY, work, third, batch_size=1, shard_size=100, progress=False)
 
-    rows_a, rows_b = read_split(first, "tiny"), read_split(second, "tiny")
-    assert set(rows_a) == {(p.prompt_id, i) for p in prompts for i in range(2)}
+    rows_a, rows_b, rows_c = read_split(first, "tiny"), read_split(second, "tiny"), read_split(third, "tiny")
+    assert set(rows_a) == set(rows_b) == set(rows_c) == {(p.prompt_id, i) for p in prompts for i in range(2)}
     for key, row in rows_a.items():
-        assert row["seed"] == image_seed(*key) == rows_b[key]["seed"]
+        assert row["seed"] == image_seed(*key) == rows_b[key]["seed"] == rows_c[key]["seed"]
         assert pixels(row).shape == (TINY_SIZE, TINY_SIZE, 3)
-        np.testing.assert_array_equal(pixels(row), pixels(rows_b[key]))  # same seed, other batch size
+        np.testing.assert_array_equal(pixels(row), pixels(rows_b[key]))  # same seed, same batches: identical
+        assert_same_up_to_rounding(pixels(row), pixels(rows_c[key]))  # same seed, other batch size
         params = json.loads(row["params"])
         assert params["steps"] == 2 and params["seed_rule"] and "diffusers" in params["versions"]
         assert row["model_id"] == "local/tiny-sd" and row["model_key"] == "tiny" and row["nsfw_flagged"] is False
@@ -216,10 +229,12 @@ def test_resume_after_interruption_loses_and_duplicates_nothing(generator, tmp_p
     again = generate_images(generator, TINY, work, tmp_path, batch_size=2, progress=False)
     assert (again.generated, again.skipped, again.shards) == (0, 6, [])
 
-    reference = tmp_path / "reference"
+    reference = tmp_path / "reference"  # one uninterrupted run (in other batches: equal up to rounding)
     generate_images(generator, TINY, work, reference, batch_size=6, progress=False)
-    for key, row in read_split(reference, "tiny").items():
-        np.testing.assert_array_equal(pixels(row), pixels(rows[key]))
+    expected = read_split(reference, "tiny")
+    assert set(expected) == set(rows)
+    for key, row in expected.items():
+        assert_same_up_to_rounding(pixels(row), pixels(rows[key]))
 
 
 def test_two_ranks_write_their_own_shards_and_merge_is_complete(generator, tmp_path):

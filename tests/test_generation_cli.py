@@ -196,3 +196,19 @@ def test_text_encoder_override_is_swapped_in(local_pipeline, tmp_path):
     bias = generator.pipeline.text_encoder.final_layer_norm.bias
     assert torch.all(bias == 0.5)
     assert generator(["a red cup"], [3])[0].image.size == (TINY_SIZE, TINY_SIZE)
+
+
+def test_import_images_messages_say_what_is_wrong(dataset, tmp_path, capsys):
+    folder = tmp_path / "made-elsewhere"
+    folder.mkdir()
+    png_file(folder / "color_pos1_neg0_000.png")  # the sample index is what is missing
+    (folder / "color_pos0_neg1_000_0.png").write_bytes(b"GIF89a not really")  # not an image at all
+    argv = ["import-images", "--key", "elsewhere", "--dir", str(folder), "--out", str(dataset)]
+    for extra in ([], ["--skip-bad"]):  # --skip-bad that leaves nothing to import fails too
+        assert main(argv + extra) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: nothing imported: none of the 2 PNG files can be imported: ")
+        assert "color_pos1_neg0_000.png: no sample index; name it color_pos1_neg0_000_0.png" in err
+        assert "color_pos0_neg1_000_0.png: not an image (no image format recognised in its 17 bytes)" in err
+        assert "BytesIO" not in err and "unknown prompt id" not in err
+    assert not shard_paths(dataset, "elsewhere")

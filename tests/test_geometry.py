@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from _mask_helpers import random_blobs, reference_gap, scattered_blobs
+from _mask_helpers import reference_gap, scattered_blobs
 from scipy import ndimage
 
 from evaluator import geometry
@@ -16,22 +16,6 @@ from evaluator.config import PRESETS
 from evaluator.rules import all_relation_predicates
 
 CURRENT = PRESETS["current"]
-
-
-def test_both_facing_methods_agree_with_brute_force(monkeypatch):
-    """The EDT window and the KD-tree are two exact ways to the same facing pixels."""
-    rng = np.random.default_rng(11)
-    for _ in range(40):
-        a, b = random_blobs(rng, (80, 80)), random_blobs(rng, (80, 80))
-        mask_a, geo_a, mask_b, geo_b = geometry.pair_geometry(a, b)
-        reach = float(rng.uniform(1.0, 30.0))
-        expected = a & (ndimage.distance_transform_edt(~b) <= reach)
-        for kd_cost in (1e-9, 1e9):  # force the KD-tree, then the EDT
-            monkeypatch.setattr(geometry, "_KD_COST_PER_POINT", kd_cost)
-            y0, x0, window = geometry.facing_window(mask_a, geo_a, mask_b, geo_b, reach)
-            found = np.zeros_like(a)
-            found[y0 : y0 + window.shape[0], x0 : x0 + window.shape[1]] = window
-            assert np.array_equal(found, expected)
 
 
 # Cost settings that make `facing_window` pick one method (the choice never changes the result).
@@ -48,6 +32,24 @@ def test_every_facing_method_agrees_with_brute_force(monkeypatch, method):
     for reaches from touching to far beyond the tile size (tiles settled at every level)."""
     for name, cost in FACING_METHODS[method].items():
         monkeypatch.setattr(geometry, name, cost)
+    used = {"edt": 0, "kd": 0, "spans": 0}  # calls of each method's function from geometry
+
+    def counted(name, function):
+        def call(*args, **kwargs):
+            used[name] += 1
+            return function(*args, **kwargs)
+
+        return call
+
+    class CountingNdimage:  # geometry's `ndimage`; the test's brute force keeps the real one
+        distance_transform_edt = staticmethod(counted("edt", ndimage.distance_transform_edt))
+
+        def __getattr__(self, attribute):
+            return getattr(ndimage, attribute)
+
+    monkeypatch.setattr(geometry, "ndimage", CountingNdimage())
+    monkeypatch.setattr(geometry, "_within_reach_kd", counted("kd", geometry._within_reach_kd))
+    monkeypatch.setattr(geometry, "_within_reach_spans", counted("spans", geometry._within_reach_spans))
     rng = np.random.default_rng(23)
     shape = (120, 120)
     for trial in range(30):
@@ -59,6 +61,8 @@ def test_every_facing_method_agrees_with_brute_force(monkeypatch, method):
         found = np.zeros_like(a)
         found[y0 : y0 + window.shape[0], x0 : x0 + window.shape[1]] = window
         assert np.array_equal(found, expected), (trial, reach)
+    # The cost settings forced the method under test (and the trials reached it).
+    assert {name: count > 0 for name, count in used.items()} == {name: name == method for name in used}
 
 
 def test_disc_half_widths_follow_the_distance_test_exactly():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 
@@ -83,6 +84,9 @@ def test_loose_image_names_and_rank_files():
     assert image_file_key("color_pos1_neg0_000_3.jpg") == ("color_pos1_neg0_000", 3)
     assert image_file_key("color_pos1_neg0_000_3.jpg", png_only=True) is None
     assert image_file_key("notes.png") is None
+    assert image_file_key("color_pos1_neg0_000.png") is None  # a prompt id without its sample index
+    assert layout.lacks_sample_index("color_pos1_neg0_000.png") and not layout.lacks_sample_index("a_1.png")
+    assert image_file_key("my_custom_prompt_2.png") == ("my_custom_prompt", 2)
     assert rank_path("out/r.jsonl", 3).as_posix() == "out/r.rank3.jsonl"
     assert rank_path("out/r", 0).as_posix() == "out/r.rank0.jsonl"
 
@@ -108,9 +112,11 @@ def test_atomic_folder_keeps_entries_and_restores_on_failure(tmp_path):
     assert (out / "a.txt").read_text() == "1"
 
     with atomic_folder(out, keep=["images"]) as staging:
-        assert (staging / "images" / "x.parquet").read_text() == "img"  # moved in before the block
+        assert (out / "a.txt").read_text() == "1"  # the old folder stays in place while the block runs
+        assert not (staging / "images").exists()  # kept entries move in after the block
         (staging / "a.txt").write_text("2")
     assert (out / "a.txt").read_text() == "2" and (out / "images" / "x.parquet").read_text() == "img"
+    assert sorted(p.name for p in out.iterdir()) == ["a.txt", "images"]  # no journal left inside
 
     with pytest.raises(KeyboardInterrupt), atomic_folder(out, keep=["images"]) as staging:
         (staging / "a.txt").write_text("3")
@@ -125,8 +131,125 @@ def test_atomic_folder_keeps_entries_and_restores_on_failure(tmp_path):
     assert empty.is_dir() and not any(empty.iterdir())  # an empty folder stays an empty folder
 
 
+def _old_folder(tmp_path):
+    out = tmp_path / "ds"
+    (out / "images").mkdir(parents=True)
+    (out / "images" / "x.parquet").write_text("img")
+    (out / "a.txt").write_text("old")
+    return out
+
+
+def _committed(out, token="k1", keep=("images",)):
+    """What a process killed right after the commit point leaves: the filled `.new-` folder."""
+    new = out.with_name(f".{out.name}.new-{token}")
+    new.mkdir()
+    (new / "a.txt").write_text("new")
+    (new / layout.SWAP_JOURNAL).write_text(json.dumps({"keep": list(keep)}))
+    return new
+
+
+@pytest.mark.parametrize("moment", ["committed", "old_moved_away", "half_carried", "carried", "renamed"])
+def test_recover_folder_finishes_a_swap_killed_after_its_commit_point(tmp_path, moment):
+    out = _old_folder(tmp_path)
+    new = _committed(out)
+    old = out.with_name(".ds.old-k1")
+    if moment != "committed":
+        out.rename(old)
+    if moment in ("half_carried", "carried", "renamed"):
+        (old / "images").rename(new / "images")
+    if moment in ("carried", "renamed"):
+        (new / layout.SWAP_JOURNAL).unlink()
+    if moment == "renamed":
+        new.rename(out)
+
+    assert layout.recover_folder(out)  # says what it did
+    assert (out / "a.txt").read_text() == "new" and (out / "images" / "x.parquet").read_text() == "img"
+    assert sorted(p.name for p in out.iterdir()) == ["a.txt", "images"]
+    assert [p.name for p in tmp_path.iterdir()] == ["ds"]
+    assert layout.recover_folder(out) == []  # nothing left to do
+
+
+def test_recover_folder_drops_an_uncommitted_rewrite_and_runs_before_every_atomic_folder(tmp_path):
+    out = _old_folder(tmp_path)
+    staging = out.with_name(".ds.tmp-abc123")
+    staging.mkdir()
+    (staging / "a.txt").write_text("half")
+    with atomic_folder(out, keep=["images"]) as new_staging:
+        assert not staging.exists()  # recovered first
+        (new_staging / "a.txt").write_text("again")
+    assert (out / "a.txt").read_text() == "again" and (out / "images" / "x.parquet").read_text() == "img"
+    assert [p.name for p in tmp_path.iterdir()] == ["ds"]
+
+
+def test_recover_folder_restores_what_an_older_release_left_when_killed_mid_swap(tmp_path):
+    """The release before this one renamed the folder `.ds.old-PID` and moved images/ into its
+    staging folder before writing the prompts; a kill then left no folder at all (issue 10)."""
+    out = _old_folder(tmp_path)
+    staging = out.with_name(".ds.tmp-x7k2m9q1")
+    staging.mkdir()
+    out.rename(out.with_name(".ds.old-4242"))
+    (out.with_name(".ds.old-4242") / "images").rename(staging / "images")
+    (staging / "a.txt").write_text("half new")
+
+    assert layout.recover_folder(out)
+    assert (out / "a.txt").read_text() == "old" and (out / "images" / "x.parquet").read_text() == "img"
+    assert [p.name for p in tmp_path.iterdir()] == ["ds"]
+
+
+def test_recover_folder_never_overwrites_a_folder_made_again_meanwhile(tmp_path):
+    out = _old_folder(tmp_path)
+    _committed(out)
+    out.rename(out.with_name(".ds.old-k1"))
+    out.mkdir()
+    (out / "fresh.txt").write_text("made by another command")
+    with pytest.raises(UserError, match="was created again"):
+        layout.recover_folder(out)
+    assert (out / "fresh.txt").read_text() == "made by another command"
+    assert (out.with_name(".ds.old-k1") / "images" / "x.parquet").read_text() == "img"
+
+
+def test_atomic_file_removes_temp_files_of_dead_writers_only(tmp_path):
+    target = tmp_path / "results.jsonl"
+    from dataset_builder import atomic
+
+    host = atomic._host()
+    dead = tmp_path / f".results.jsonl.999999999@{host}.abc.tmp"  # no such process
+    alive = tmp_path / f".results.jsonl.{os.getppid()}@{host}.def.tmp"
+    elsewhere = tmp_path / ".results.jsonl.999999999@0000ffff.ghi.tmp"  # another machine's writer
+    for path in (dead, alive, elsewhere):
+        path.write_text("partial")
+    write_atomic(target, "x\n")
+    assert not dead.exists() and alive.exists() and elsewhere.exists()
+
+
 def test_atomic_folder_in_an_unwritable_place_is_a_user_error(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     with pytest.raises(UserError, match="cannot write to"), atomic_folder(blocker / "ds"):
         pass
+
+
+def test_atomic_folder_never_replaces_the_current_folder(tmp_path, monkeypatch):
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    with pytest.raises(UserError, match="it holds the current folder"), atomic_folder(tmp_path):
+        pass
+    assert (tmp_path / "here").is_dir()
+
+
+def test_the_folder_lock_is_reentrant_in_a_thread_and_excludes_other_processes(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "ds"
+    with atomic_folder(out) as staging:
+        (staging / "a.txt").write_text("1")
+        assert layout.recover_folder(tmp_path / "other") == []  # same parent, same thread: no deadlock
+        probe = (
+            "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+            "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); print('free')\n"
+            "except BlockingIOError:\n    print('locked')\n"
+        )
+        seen = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True).stdout
+        assert seen.strip() == "locked"  # another process cannot swap folders here meanwhile
+    assert (out / "a.txt").read_text() == "1"

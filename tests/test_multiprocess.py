@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from _generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, write_prompts_dataset
+from _net import free_port
 from _perception_helpers import make_prompt, random_image
 
 from evaluator.config import PRESETS
@@ -28,13 +28,7 @@ from negt2ibench.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
-LAUNCH_TIMEOUT_S = 120  # one launch takes ~15-25 s on 2 cores; a hang must fail, not stall the suite
-
-
-def free_loopback_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+LAUNCH_TIMEOUT_S = 360  # one launch takes ~15-25 s on 2 idle cores, several times that under load; a hang must fail
 
 
 def process_env() -> dict[str, str]:
@@ -66,7 +60,7 @@ def run_checked(command: list[str], env: dict[str, str]) -> str:
 def torchrun(*args: str, processes: int = 2) -> str:
     """`python -m torch.distributed.run --nproc_per_node N ARGS...` on a free loopback port."""
     env = process_env()
-    port = str(free_loopback_port())
+    port = str(free_port())
     env["MASTER_PORT"] = port
     return run_checked(
         [
@@ -92,6 +86,8 @@ def shard_rows(path: Path) -> list[dict]:
     return pq.read_table(path, columns=["prompt_id", "sample_index", "seed"]).to_pylist()
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(3 * LAUNCH_TIMEOUT_S)
 def test_torchrun_generate_splits_the_work_between_two_cpu_processes_and_resumes(tmp_path):
     model = tmp_path / "tiny-sd"
     tiny_sd_pipeline().save_pretrained(model)
@@ -195,6 +191,8 @@ def verdict(record: ResultRecord) -> tuple:
     )
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(4 * LAUNCH_TIMEOUT_S)
 def test_torchrun_score_images_splits_merges_once_and_matches_one_process(tmp_path):
     folder = tmp_path / "images"
     folder.mkdir()

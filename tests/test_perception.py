@@ -256,7 +256,7 @@ def test_missing_hub_weights_offline_raise_missing_weights(tmp_path):
         )
 
 
-def test_attribute_text_embeddings_are_computed_once():
+def test_attribute_text_embeddings_are_computed_once(monkeypatch):
     _, _, siglip, _ = tiny_models()
     from evaluator.models.attributes import AttributeScorer
 
@@ -268,7 +268,7 @@ def test_attribute_text_embeddings_are_computed_once():
         calls.append(kwargs["input_ids"].shape[0])
         return original(**kwargs)
 
-    scorer.model.get_text_features = counting
+    monkeypatch.setattr(scorer.model, "get_text_features", counting)  # the model is shared by other tests
     crops = [random_image(1, (40, 40)), random_image(2, (40, 40))]
     first = scorer.score(crops, [("color", "cup"), ("color", "cup")], PRESETS["current"])
     second = scorer.score(crops[:1], [("color", "cup")], PRESETS["current"])
@@ -308,14 +308,18 @@ def test_box_mask_is_clamped_and_never_empty():
     assert mask.shape == (6, 8) and mask.any() and mask[2, 0] and not mask[4, 0]
 
 
-def test_device_selection():
+def test_device_selection(monkeypatch):
     assert select_device("cpu") == torch.device("cpu")
-    assert select_device("auto").type in ("cpu", "cuda", "mps")
     with pytest.raises(UserError, match="unknown device"):
         select_device("tpu")
-    if not torch.cuda.is_available():
-        with pytest.raises(UserError, match="no CUDA"):
-            select_device("cuda")
+    # `auto` prefers cuda, then mps, then cpu: each machine is simulated.
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    for cuda, mps, expected in [(True, True, "cuda"), (False, True, "mps"), (False, False, "cpu")]:
+        monkeypatch.setattr(torch.cuda, "is_available", lambda cuda=cuda: cuda)
+        monkeypatch.setattr(torch.backends.mps, "is_available", lambda mps=mps: mps)
+        assert select_device("auto") == torch.device(expected)
+    with pytest.raises(UserError, match="no CUDA"):
+        select_device("cuda")
 
 
 def test_corrupt_detector_weights_are_a_clear_user_error(monkeypatch, tmp_path):
@@ -326,3 +330,37 @@ def test_corrupt_detector_weights_are_a_clear_user_error(monkeypatch, tmp_path):
     with pytest.raises(UserError, match="could not be loaded") as caught:
         load_rfdetr(PRESETS["current"])
     assert not isinstance(caught.value, MissingWeightsError)
+
+
+class _EmptySegmenter:
+    """A segmenter double whose every mask comes back empty (as SAM does on some boxes)."""
+
+    def segment(self, images, boxes):
+        return [
+            [np.zeros((image.height, image.width), bool) for _ in image_boxes]
+            for image, image_boxes in zip(images, boxes, strict=True)
+        ]
+
+
+def test_an_empty_sam_mask_stays_empty_and_attributes_use_the_box():
+    from evaluator.verdict import judge
+
+    detector, _, siglip, depth = tiny_models()
+    perception = ModelPerception.from_models(PRESETS["current"], detector=detector, siglip=siglip, depth=depth)
+    perception._segmenter = _EmptySegmenter()
+    color = make_prompt("color", ["cup"])
+    near = make_prompt("proximity", ["cat", "dog"], polarity="negated")
+    image = random_image(5)
+    observations = perception.observe([image, image], [color, near])
+    cup = observations[0].objects["cup"]
+    assert cup.present and not cup.mask.any() and set(cup.value_scores) == set(CATEGORY_VOCABULARY["color"])
+    box_crop_scores = perception.attributes.score(
+        [masked_crop(image, box_mask(cup.box, image.width, image.height), 153)], [("color", "cup")], PRESETS["current"]
+    )[0]
+    assert cup.value_scores == pytest.approx(box_crop_scores)  # scored on the box crop
+    record = judge(near, observations[1], model_key="toy", sample_index=0)
+    present = [o.present for o in record.objects]
+    assert present == [True, True]  # the tiny detector sees cats and dogs in this image
+    assert [o.mask_empty for o in record.objects] == [True, True]
+    statement = record.statements[0]
+    assert (statement.satisfied, statement.dead_zone_pass, statement.observed) == (True, True, [])

@@ -83,16 +83,20 @@ def test_report_is_deterministic_for_a_seed(result_files, tmp_path, capsys):
     assert outputs[0] == outputs[1]
 
 
-def test_malformed_result_file_names_file_and_line(result_files, tmp_path, capsys):
+def test_a_malformed_line_is_left_out_and_named_not_fatal(result_files, tmp_path, capsys):
     broken = tmp_path / "broken.jsonl"
     lines = result_files[0].read_text().splitlines()
     broken.write_text("\n".join([lines[0], '{"prompt_id": "color_pos1_neg0_000", "passed": tru', *lines[1:]]) + "\n")
-    code = main(["report", str(result_files[1]), str(broken), "--out", str(tmp_path / "out")])
+    code = main(["report", str(result_files[1]), str(broken), "--out", str(tmp_path / "out"), "--bootstrap", "0"])
     captured = capsys.readouterr()
-    assert code == 1
-    assert captured.err.startswith("error: ") and f"{broken}:2" in captured.err
-    assert "Traceback" not in captured.err
-    assert not (tmp_path / "out").exists()  # nothing half-written
+    assert code == 0, captured.err
+    assert f"1 line(s) left out of the report:\n  {broken}:2: not JSON" in captured.out
+    assert "1 error row(s): images not scored, counted in coverage:" in captured.out
+    assert f"{broken}:6 (color_pos1_neg0_001 sample 0): CUDA out of memory" in captured.out
+    data = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert [note["where"] for note in data["inputs"]["left_out"]] == [f"{broken}:2"]
+    assert data["inputs"]["records"] == len(lines) + len(result_files[1].read_text().splitlines())  # all the rest
+    assert f"| left out | {broken}:2 |" in (tmp_path / "out" / "report.md").read_text()
 
 
 def test_mixed_config_hash_for_one_model_is_a_clear_error(tmp_path, capsys):
@@ -101,7 +105,9 @@ def test_mixed_config_hash_for_one_model_is_a_clear_error(tmp_path, capsys):
     second = write_jsonl(tmp_path / "a2.jsonl", [r.model_copy(update={"config_hash": "other"}) for r in records[5:]])
     code = main(["report", str(first), str(second), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err
-    assert code == 1 and "'alpha' mixes config_hash values h1, other" in err
+    assert code == 1 and "model 'alpha' was scored by different evaluator configurations" in err
+    assert f"config h1 (e.g. {first}:1)" in err and f"config other (e.g. {second}:1)" in err
+    assert not (tmp_path / "out").exists()
 
 
 def test_missing_file_and_bad_flags(tmp_path, capsys):
@@ -113,11 +119,20 @@ def test_missing_file_and_bad_flags(tmp_path, capsys):
     assert "expected 0 or more" in capsys.readouterr().err
 
 
-def test_unknown_prompt_id_is_a_clear_error(tmp_path, capsys):
-    record = hand_results()[0].model_copy(update={"prompt_id": "geneval_0001"})
-    path = write_jsonl(tmp_path / "odd.jsonl", [record])
+def test_unknown_prompt_ids_are_left_out_and_named_and_only_nothing_left_is_fatal(tmp_path, capsys):
+    odd = hand_results()[0].model_copy(update={"prompt_id": "geneval_0001"})
+    path = write_jsonl(tmp_path / "odd.jsonl", [odd])
     assert main(["report", str(path), "--out", str(tmp_path / "out")]) == 1
-    assert "'geneval_0001' is not a NegT2IBench id" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: nothing to report in {path}: 1 line(s) left out, e.g. {path}:1 (geneval_0001")
+    assert "'geneval_0001' is not a NegT2IBench id" in err and not (tmp_path / "out").exists()
+
+    stray = hand_results()[0].model_copy(update={"prompt_id": "color_pos0_neg1_999", "error": "unknown prompt id"})
+    path = write_jsonl(tmp_path / "with_stray.jsonl", [*hand_results(), stray])
+    assert main(["report", str(path), "--out", str(tmp_path / "out"), "--bootstrap", "0"]) == 0
+    out = capsys.readouterr().out
+    assert f"{path}:{len(hand_results()) + 1} (color_pos0_neg1_999 sample 0): not a benchmark image" in out
+    assert "prompt number 999 is outside 000–099" in out
 
 
 def test_report_help_lists_flags(capsys):
@@ -126,3 +141,48 @@ def test_report_help_lists_flags(capsys):
     text = capsys.readouterr().out
     for flag in ("--out", "--bootstrap", "--seed", "--samples", "RESULTS.jsonl"):
         assert flag in text
+
+
+def test_a_report_replaces_its_folder_whole_and_keeps_the_users_other_files(
+    result_files, tmp_path, capsys, monkeypatch
+):
+    out = tmp_path / "report"
+    assert main(["report", str(result_files[0]), "--out", str(out), "--bootstrap", "0"]) == 0
+    (out / "notes.txt").write_text("mine")
+    first = {path.name: path.read_bytes() for path in out.iterdir()}
+
+    import evaluator.report.plots as plots
+
+    def broken_plot(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(plots, "plot_failure_causes", broken_plot)  # dies after the tables are written
+    assert main(["report", *map(str, result_files), "--out", str(out), "--bootstrap", "0"]) == 1
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == first  # the old report, whole
+    monkeypatch.undo()
+
+    assert main(["report", *map(str, result_files), "--out", str(out), "--bootstrap", "0"]) == 0
+    capsys.readouterr()
+    assert json.loads((out / "report.json").read_text())["models"] == ["alpha", "beta"]  # every file is new
+    assert (out / "failure_causes.png").read_bytes() != first["failure_causes.png"]
+    assert (out / "notes.txt").read_text() == "mine"  # not a report file: kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["alpha.jsonl", "beta.jsonl", "report"]  # nothing hidden left
+
+
+def test_records_outside_the_run_or_contradicting_themselves_are_left_out(tmp_path):
+    from evaluator.report import read_report_inputs
+
+    records = [r for r in hand_results() if r.model_key == "alpha"]
+    sample_nine = records[0].model_copy(update={"sample_index": 9})
+    no_cause = records[1].model_copy(
+        update={"statements": [s.model_copy(update={"cause": None}) for s in records[1].statements]}
+    )
+    rescored = records[2].model_copy(update={"passed": not records[2].passed})
+    path = write_jsonl(tmp_path / "a.jsonl", [*records, sample_nine, no_cause, rescored])
+    inputs = read_report_inputs([path])
+    assert len(inputs.records) == len(records) and len(inputs.error_rows) == 1
+    assert [(note.where, note.reason[:40]) for note in inputs.left_out] == [
+        (f"{path}:12", "sample index 9 is outside 0–3 (pass --sa"),
+        (f"{path}:13", "statement 0 failed without a cause"),
+        (f"{path}:14", "another result of this image, different,"),
+    ]

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from evaluator.config import PRESETS
+from evaluator.config import EVALUATOR_VERSION, PRESETS
 from evaluator.resultio import ResultFileError, ResultWriter, merge_results, read_results
 from evaluator.results import ObjectResult, ResultRecord, StatementResult
 from evaluator.verdict import error_record
@@ -22,7 +22,7 @@ def record(
     model: str = "toy",
     passed: bool = True,
     config_hash: str = CURRENT_HASH,
-    version: str = "1.0.0",
+    version: str = EVALUATOR_VERSION,
 ) -> ResultRecord:
     return ResultRecord(
         prompt_id=prompt_id,
@@ -132,10 +132,10 @@ def test_writer_refuses_another_evaluator_version_or_config(tmp_path):
     path = tmp_path / "r.jsonl"
     with ResultWriter(path) as writer:
         writer.write(record(sample=0))
-        with pytest.raises(ResultFileError, match="config .* but this record is evaluator 1.0.0 config"):
+        with pytest.raises(ResultFileError, match=f"config .* but this record is evaluator {EVALUATOR_VERSION} config"):
             writer.write(record(sample=1, config_hash=PRESETS["previous"].config_hash))
     with ResultWriter(path) as writer:
-        with pytest.raises(ResultFileError, match="holds results of evaluator 1.0.0"):
+        with pytest.raises(ResultFileError, match=f"holds results of evaluator {EVALUATOR_VERSION}"):
             writer.write(record(sample=1, version="2.0.0"))
         assert writer.write(error_record("color_pos1_neg0_000", "toy", 1, "unreadable image"))
     assert len(read_results(path)) == 2

@@ -6,9 +6,12 @@ import json
 
 import pytest
 from _perception_helpers import make_prompt, random_image, tiny_perception
+from _space_helpers import result_line
 from PIL import Image
 
 import evaluator.perception as perception_module
+from evaluator.config import PRESETS
+from evaluator.pipeline import score_image
 from evaluator.resultio import read_results
 from negt2ibench.cli import main
 
@@ -127,9 +130,12 @@ def test_explain_prints_the_table_and_writes_the_annotated_png(workspace, tiny_m
     )
     text = capsys.readouterr().out
     assert "statement" in text and "verdict" in text and PROMPTS[1].prompt in text
-    assert "PASSED" in text or "FAILED" in text
+    # The same image scored directly by the pipeline: the CLI prints and writes that verdict.
+    expected, _ = score_image(image, PROMPTS[1], tiny_perception(), config=PRESETS["current"])
     record = json.loads(text.strip().splitlines()[-1])
-    assert record["prompt_id"] == PROMPTS[1].prompt_id and len(record["statements"]) == 1
+    assert record == json.loads(expected.model_dump_json())
+    lines = text.splitlines()
+    assert ("image PASSED" in lines, "image FAILED" in lines) == (expected.passed, not expected.passed)
     annotated = Image.open(out)
     assert annotated.size == (96, 72) and annotated.mode == "RGB"
 
@@ -178,3 +184,94 @@ def test_explain_parses_prompt_text(workspace, tiny_models_in_cli, capsys):
     assert main(["explain", str(image), "--prompt", "hello world"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: cannot parse the prompt") and err.count("\n") == 1
+
+
+@pytest.fixture
+def no_models(monkeypatch):
+    """Fails the test if `score` builds the models: the checks below must come first."""
+
+    def factory(*args, **kwargs):
+        raise AssertionError("the models were loaded before --out was checked")
+
+    monkeypatch.setattr(perception_module, "ModelPerception", factory)
+
+
+def test_a_bad_out_is_refused_before_any_model_loads(workspace, no_models, capsys):
+    tmp_path, prompts, folder = workspace
+    argv = ["score", "--images", str(folder), "--prompts", str(prompts), "--device", "cpu", "--no-progress", "--out"]
+    assert main([*argv, str(tmp_path)]) == 1
+    assert (
+        capsys.readouterr().err
+        == f"error: --out {tmp_path} is a folder; give the results file to write, e.g. {tmp_path / 'results.jsonl'}\n"
+    )
+
+    malformed = tmp_path / "malformed.jsonl"
+    malformed.write_text('{"prompt_id": 1}\n{}\n')
+    assert main([*argv, str(malformed)]) == 1
+    assert capsys.readouterr().err.startswith(f"error: {malformed}:1: not a result record (")
+
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps(result_line(PROMPTS[0], 0, "my_model", passed=True, config_hash="0123abcd")) + "\n")
+    assert main([*argv, str(other)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --out {other} holds results of evaluator") and "config 0123abcd, but this run" in err
+
+
+def test_score_names_the_files_of_a_folder_it_skips(workspace, tiny_models_in_cli, capsys):
+    tmp_path, prompts, folder = workspace
+    (folder / "notes.txt").write_text("x")
+    random_image(5).save(folder / f"{PROMPTS[0].prompt_id}.png")  # no sample index
+    (folder / ".DS_Store").write_text("x")  # hidden: not worth naming
+    random_image(6).save(folder / "color_pos0_neg1_999_0.png")  # an image of no benchmark prompt: an error row
+    argv = ["score", "--images", str(folder), "--prompts", str(prompts), "--out", str(tmp_path / "r.jsonl")]
+    assert main([*argv, "--device", "cpu", "--no-progress", "--preset", "no_sam"]) == 0
+    out = capsys.readouterr().out
+    expected = (
+        "skipped 2 file(s) not named {prompt_id}_{sample_index}.png (or .jpg, .webp, .bmp, .tiff): "
+        f"{PROMPTS[0].prompt_id}.png (no sample index), notes.txt"
+    )
+    assert expected in out and "3 new rows (2 scored" in out and "unknown prompt id ×1" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["c2", "c4"])
+def test_score_with_a_mask_rcnn_preset(preset, workspace, tiny_models_in_cli, capsys):
+    from evaluator.config import PRESETS
+
+    tmp_path, prompts, folder = workspace
+    out = tmp_path / f"{preset}.jsonl"
+    argv = ["score", "--images", str(folder), "--prompts", str(prompts), "--out", str(out)]
+    assert main(argv + ["--device", "cpu", "--no-progress", "--preset", preset]) == 0
+    assert "2 new rows (2 scored" in capsys.readouterr().out
+    records = read_results(out)
+    assert tiny_models_in_cli[0] == (preset, "cpu", 8)
+    assert {r.config_hash for r in records} == {PRESETS[preset].config_hash}
+    assert {r.evaluator for r in records} == {f"negt2ibench/{preset}"}
+    assert all(r.error is None for r in records)
+    present = [o for r in records for o in r.objects if o.present]
+    assert present and all(o.box is not None for o in present)  # the tiny Mask R-CNN sees cups, cars, buses
+
+
+def test_download_models_for_a_mask_rcnn_preset(tmp_path, monkeypatch, capsys):
+    import huggingface_hub
+    import torch
+
+    fetched = []
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda repo_id, **_: fetched.append(repo_id) or "/hub")
+
+    def fake_download(url, dst, hash_prefix=None, progress=True):
+        fetched.append((url, hash_prefix))
+        with open(dst, "wb") as handle:
+            handle.write(b"weights")
+
+    monkeypatch.setattr(torch.hub, "download_url_to_file", fake_download)
+    assert main(["download-models", "--preset", "c4", "--dir", str(tmp_path / "w")]) == 0
+    printed = capsys.readouterr().out
+    assert fetched == [
+        "google/siglip2-so400m-patch14-384",
+        "depth-anything/Depth-Anything-V2-Large-hf",
+        ("https://download.pytorch.org/models/maskrcnn_resnet50_fpn_v2_coco-73cbd019.pth", "73cbd019"),
+    ]  # c4 uses no SAM and no RF-DETR
+    weights = tmp_path / "w" / "torch" / "hub" / "checkpoints" / "maskrcnn_resnet50_fpn_v2_coco-73cbd019.pth"
+    assert weights.read_bytes() == b"weights" and f"Mask R-CNN → {weights}" in printed
+    assert f"export TORCH_HOME={tmp_path / 'w' / 'torch'}" in printed and "RF_HOME" not in printed

@@ -7,10 +7,20 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from _space_helpers import RectanglePerception, scene_png, write_images_dataset, write_results
+from _net import launch_local
+from _space_helpers import (
+    RectanglePerception,
+    ToggleImages,
+    scene_png,
+    wait_for,
+    write_images_dataset,
+    write_results,
+)
 from gradio_client import Client, handle_file
 
 from dataset_builder.loading import load_prompts
+from dataset_builder.records import PromptIndex
+from evaluator.config import PRESETS
 from space.app import build_app
 from space.leaderboard_view import PAPER_ROWS, REPORTED, leaderboard_frame, newest_entries
 from space.store import Entry, SQLiteStore
@@ -36,31 +46,51 @@ def data(prompts, tmp_path_factory):
         "not_image": (root / "notes.png").write_bytes(b"this is not an image") and root / "notes.png",
         "tiny": scene_png(root / "tiny.png", size=(8, 8)),
         "huge": scene_png(root / "huge.png", size=(8000, 6000)),  # 48 MP: over the scorer's limit
-        "store": root / "lb.sqlite",
     }
 
 
+class PerTest:
+    """The store or perception of the module's app, replaced by a fresh one for each test (so no
+    test sees another's submissions, daily count or double, whatever the order)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
 @pytest.fixture(scope="module")
-def app(prompts, data):
+def server(prompts, data, tmp_path_factory):
+    """One launched app per module (launching costs seconds); its state is reset per test by `app`."""
+
     def open_images(repo_id, revision, split):
         if repo_id != IMAGES_REPO:
             raise ImagesUnreachable(f"images not reachable: {repo_id} (offline test)")
         return ParquetImages.from_folder(data["images"], split)
 
-    store = SQLiteStore(data["store"])
+    store = PerTest(SQLiteStore(tmp_path_factory.mktemp("space_store") / "lb.sqlite"))
+    perception = PerTest(RectanglePerception())
     demo = build_app(
         prompts=prompts,
         store=store,
-        perception=RectanglePerception(),
+        perception=perception,
         open_images=open_images,
         limits=SubmissionLimits(per_day=3, spot_check_k=3),
     )
     demo.queue()
-    _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
-    client = Client(url, verbose=False)
-    yield {"client": client, "store": store}
+    client = Client(launch_local(demo), verbose=False)
+    yield {"client": client, "store": store, "perception": perception}
     client.close()
     demo.close()
+
+
+@pytest.fixture
+def app(server, tmp_path):
+    """The module's app with an empty store and a fresh perception double for this test."""
+    server["store"].inner = SQLiteStore(tmp_path / "lb.sqlite")
+    server["perception"].inner = RectanglePerception()
+    return {"client": server["client"], "store": server["store"].inner, "perception": server["perception"].inner}
 
 
 def table(value) -> pd.DataFrame:
@@ -71,14 +101,17 @@ def table(value) -> pd.DataFrame:
 
 
 def test_score_a_benchmark_prompt(app, data):
-    # directional_pos1_neg0: the double places the first-mentioned object left of the second.
+    # directional_pos1_neg0_000 is "a photo of a cat and skis, where the cat is below the skis"; the
+    # double lays the objects side by side (the cat left of the skis), so the statement fails.
     image, verdict, rows, result_json = app["client"].predict(
         handle_file(str(data["scene"])), "directional_pos1_neg0_000", "", api_name="/score"
     )
     frame = table(rows)
-    assert "Image verdict" in verdict
-    assert list(frame["item"][:2]) == ["object", "object"] and frame["verdict"][0] == "present"
-    assert frame["item"].str.startswith("statement").sum() == 1
+    assert "Image verdict: <span class='verdict-fail'>FAIL</span>" in verdict
+    assert "2/2 objects present, 0/1 statements satisfied" in verdict
+    assert list(frame["item"]) == ["object", "object", "statement 0"]
+    assert list(frame["verdict"]) == ["present", "present", "fail"] and frame["observed"][2] == "left of"
+    assert app["perception"].calls == 1  # this test's own double
     record = json.loads(Path(result_json).read_text())
     assert record["prompt_id"] == "directional_pos1_neg0_000" and record["model_key"] == "upload"
     assert Path(image).suffix == ".png"
@@ -92,7 +125,8 @@ def test_score_a_typed_prompt_pass_and_fail(app, data):
         "a photo of a cat and a dog, where the cat is left of the dog",
         api_name="/score",
     )
-    assert "PASS" in verdict
+    assert "Image verdict: <span class='verdict-pass'>PASS</span>" in verdict
+    assert "2/2 objects present, 1/1 statements satisfied" in verdict
     assert table(rows)["verdict"].iloc[-1] == "pass"
     _, verdict, rows, _ = client.predict(
         handle_file(str(data["scene"])),
@@ -101,7 +135,7 @@ def test_score_a_typed_prompt_pass_and_fail(app, data):
         api_name="/score",
     )
     frame = table(rows)
-    assert "FAIL" in verdict
+    assert "Image verdict: <span class='verdict-fail'>FAIL</span>" in verdict
     assert (frame["verdict"].iloc[-1], frame["cause"].iloc[-1]) == ("fail", "forbidden_rendered")
 
 
@@ -150,44 +184,61 @@ def test_explore_filters_and_prompt_detail(app):
 # ------------------------------------------------------------------------ submit + leaderboard
 
 
-def test_submissions_and_leaderboard(app, data):
+@pytest.mark.slow
+def test_submissions_and_leaderboard(app, data, prompts):
     client, store = app["client"], app["store"]
     status, _ = client.predict(
         handle_file(str(data["good"])), "Toy Model", "https://example.org", IMAGES_REPO, "main", api_name="/submit"
     )
-    assert "status **verified**" in status and "3 of 3 re-scored images agree" in status
+    assert "status **verified** (stored, verified, and ranked" in status and "3 of 3 re-scored images agree" in status
 
     status, _ = client.predict(
         handle_file(str(data["old_version"])), "Old Model", "", IMAGES_REPO, "main", api_name="/submit"
     )
-    assert "status **rejected**" in status and "evaluator version 0.1.0" in status
+    assert status.startswith("**Error:** not submitted: invalid results file: evaluator version 0.1.0")
+    assert status.endswith("nothing was stored, and this attempt does not count toward the daily limit")
 
     status, submissions = client.predict(
         handle_file(str(data["good"])), "Offline Model", "", "org/elsewhere", "main", api_name="/submit"
     )
-    assert "status **pending**" in status and "images not reachable" in status
-    assert list(table(submissions)["status"]) == ["pending", "rejected", "verified"]
+    [offline] = [e for e in store.list_entries() if e.model_name == "Offline Model"]
+    assert status == (
+        f"**Offline Model**: status **pending** (stored; listed apart from the ranking until its spot check runs "
+        f"(retried automatically)): {offline.reason} (id `{offline.submission_id[:8]}`)"
+    )  # the message is exactly what is stored
+    assert "images not reachable: org/elsewhere (offline test)" in offline.reason
+    assert list(table(submissions)["status"]) == ["pending", "verified"]
 
-    # Per-day limit (3 in this app): refused, nothing stored.
+    status, _ = client.predict(handle_file(str(data["good"])), "Third", "", IMAGES_REPO, "main", api_name="/submit")
+    assert "status **verified**" in status
+    # Per-day limit (3 in this app, the refused file not counted): refused, nothing stored.
     status, submissions = client.predict(
         handle_file(str(data["good"])), "Fourth", "", IMAGES_REPO, "main", api_name="/submit"
     )
-    assert status.startswith("**Error:**") and "limit 3" in status
+    assert status.startswith("**Error:** not submitted:") and "limit 3" in status
     assert len(table(submissions)) == 3 and len(store.list_entries()) == 3
 
-    board, csv_path, model_choice = client.predict(api_name="/leaderboard")
+    board, csv_path, model_choice, awaiting = client.predict(api_name="/leaderboard")
     frame = table(board)
-    assert set(frame["model"]) == {"Toy Model", "Offline Model", "SD 1.5", "SD 1.5 + NegationCLIP"}
+    # Only verified submissions and the paper's rows are ranked; the pending one is listed apart.
+    assert set(frame["model"]) == {"Toy Model", "Third", "SD 1.5", "SD 1.5 + NegationCLIP"}
     assert dict(zip(frame["model"], frame["status"], strict=False))["SD 1.5"] == REPORTED
     assert dict(zip(frame["model"], frame["status"], strict=False))["Toy Model"] == "verified"
     assert dict(zip(frame["model"], frame["polarity_gap"], strict=False))["SD 1.5"] == pytest.approx(8.0)
     assert list(frame["overall"][:2]) == [14.9, 14.5]  # sorted by overall, best first
     assert pd.read_csv(csv_path)["model"].tolist() == frame["model"].tolist()
+    waiting = table(awaiting)
+    assert waiting[["model", "status", "attempts"]].values.tolist() == [["Offline Model", "pending", 1]]
 
     status_md, plot, causes = client.predict("Toy Model", api_name="/model_detail")
-    assert "verified" in status_md
+    assert status_md.startswith("**Toy Model**: verified (spot check: 3 of 3 re-scored images agree)")
     causes_frame = table(causes)
-    assert causes_frame["subject_missing"].sum() > 0 and causes_frame["forbidden_rendered"].sum() == 0
+    # The file says no object was found: every statement of every image fails for its subject.
+    statements = {c: 4 * sum(len(p.statements) for p in prompts if p.category == c) for c in causes_frame["category"]}
+    assert dict(zip(causes_frame["category"], causes_frame["subject_missing"], strict=True)) == statements
+    assert list(causes_frame["failed"]) == list(causes_frame["subject_missing"])
+    other = ["target_missing", "forbidden_rendered", "wrong_value", "dead_zone"]
+    assert causes_frame[other].to_numpy().sum() == 0
 
 
 # ------------------------------------------------------------------------ pure views
@@ -205,6 +256,8 @@ def test_leaderboard_prefers_verified_and_hides_rejected():
     assert [e.created_at for e in newest_entries(entries)] == [1]
     frame = leaderboard_frame(entries, include_paper=False)
     assert frame["model"].tolist() == ["M"] and frame["overall"].tolist() == [10.0]
+    waiting = Entry(model_name="W", model_key="w", submitter="c", created_at=4, status="pending", row=row)
+    assert leaderboard_frame([*entries, waiting], include_paper=False)["model"].tolist() == ["M"]  # not ranked
     paper = leaderboard_frame([], include_paper=True)
     assert len(paper) == len(PAPER_ROWS) and set(paper["status"]) == {REPORTED}
 
@@ -254,8 +307,7 @@ def test_a_space_with_login_refuses_anonymous_submissions(prompts, data, tmp_pat
     """On a Hugging Face Space the per-user limits need an account: no sign-in, nothing stored."""
     store = SQLiteStore(tmp_path / "login.sqlite")
     demo = build_app(prompts=prompts[:10], store=store, perception=RectanglePerception(), require_login=True)
-    _, url, _ = demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", quiet=True)
-    client = Client(url, verbose=False)
+    client = Client(launch_local(demo), verbose=False)
     try:
         status, submissions = client.predict(
             handle_file(str(data["good"])), "Anon Model", "", IMAGES_REPO, "main", api_name="/submit"
@@ -265,3 +317,73 @@ def test_a_space_with_login_refuses_anonymous_submissions(prompts, data, tmp_pat
     finally:
         client.close()
         demo.close()
+
+
+def test_pending_spot_checks_are_retried_at_start_up_and_while_the_app_runs(prompts, data, tmp_path):
+    from dataset_builder.records import PromptIndex
+    from space.submissions import SubmissionForm, submit
+
+    store = SQLiteStore(tmp_path / "recheck.sqlite")
+    images = ToggleImages(data["images"])
+
+    def send(name: str):
+        form = SubmissionForm(name, "", IMAGES_REPO, "main", submitter="alice")
+        return submit(store, form, data["good"], prompts=PromptIndex(prompts), score=None, open_images=images)
+
+    first = send("Waiting Model")  # no scorer at submit time: pending
+    assert first.status == "pending" and first.attempts == 1
+    images.reachable = True
+    demo = build_app(
+        prompts=prompts,
+        store=store,
+        perception=RectanglePerception(),
+        open_images=images,
+        limits=SubmissionLimits(spot_check_k=2),
+        recheck_every=0.2,
+    )
+    try:
+        wait_for(lambda: store.get_entry(first.submission_id).status == "verified", "the start-up recheck")
+        assert store.get_entry(first.submission_id).attempts == 2
+
+        images.reachable = False
+        second = send("Later Model")  # pending while the app runs
+        opened = images.opened
+        wait_for(lambda: images.opened > opened + 1, "a periodic recheck")  # tried again, still unreachable
+        assert store.get_entry(second.submission_id).status == "pending"
+        images.reachable = True
+        wait_for(lambda: store.get_entry(second.submission_id).status == "verified", "the next periodic recheck")
+    finally:
+        demo.close()
+    demo.rechecker._thread.join(timeout=30)  # closing the app stops its rechecks
+    assert not demo.rechecker._thread.is_alive()
+
+
+def test_missing_weights_are_not_looked_for_on_every_click(prompts, tmp_path):
+    from negt2ibench.errors import MissingWeightsError
+    from space.handlers import Handlers, WorkDir
+    from space.submissions import hub_images
+
+    calls = []
+
+    def no_weights(image, prompt, model_key, sample_index):
+        calls.append(prompt.prompt_id)
+        raise MissingWeightsError("RFDETRSegXLarge", "not in the cache")
+
+    on = Handlers(
+        prompts=prompts[:10],
+        index=PromptIndex(prompts[:10]),
+        store=SQLiteStore(tmp_path / "w.sqlite"),
+        score_on_gpu=no_weights,
+        config=PRESETS["current"],
+        open_images=hub_images,
+        limits=SubmissionLimits(),
+        require_login=False,
+        work_dir=WorkDir(),
+    )
+    scene = str(scene_png(tmp_path / "scene.png"))
+    answers = [on.score(scene, prompts[0].prompt_id, "")[1] for _ in range(3)]
+    assert len(calls) == 1 and answers[0] == answers[1] == answers[2]
+    assert "model weights for RFDETRSegXLarge are not available offline" in answers[0]
+    assert "start this app with `serve --weights-dir DIR`" in answers[0] and "or pass --weights-dir" not in answers[0]
+    assert "looks for them again in 5 minutes" in answers[0]
+    on.work_dir.cleanup()

@@ -159,7 +159,7 @@ def test_hub_backend_failed_upload_restores_local_state(tmp_path):
     upload.fail_next = True
     with pytest.raises(ConnectionError):
         hub.update_status(kept.submission_id, "verified", "ok")
-    assert hub.get_entry(kept.submission_id).status == "pending"  # the local clone matches the repo again
+    assert hub.get_entry(kept.submission_id).status == "received"  # the local clone matches the repo again
     assert not [p for p in (tmp_path / "clone").rglob("*.tmp")]
 
 

@@ -6,22 +6,35 @@ import json
 from pathlib import Path
 
 import pytest
-from _space_helpers import result_line, write_images_dataset, write_results
+from _space_helpers import (
+    RectanglePerception,
+    ToggleImages,
+    png_bytes,
+    result_line,
+    write_images_dataset,
+    write_results,
+)
 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from evaluator.config import PRESETS
+from evaluator.pipeline import score_images
 from evaluator.results import ResultRecord
+from negt2ibench.errors import MissingWeightsError
 from space.store import Entry, SQLiteStore
 from space.submissions import (
     ImagesUnreachable,
     ParquetImages,
+    SpotCheckSetup,
     SubmissionError,
     SubmissionForm,
     SubmissionLimits,
+    SubmissionStoredError,
     check_results,
+    recheck,
     spot_check,
     submit,
+    transition,
 )
 
 SPLIT = "toy_model"
@@ -133,6 +146,7 @@ def test_spot_check_reports_disagreements(failing_results, images_folder, index)
 # ------------------------------------------------------------------------ submit
 
 
+@pytest.mark.slow
 def test_valid_submission_is_verified(tmp_path, failing_results_file, images_folder, index):
     store = SQLiteStore(tmp_path / "lb.sqlite")
     calls: list = []
@@ -176,49 +190,60 @@ def test_unreachable_images_keep_the_entry_pending(tmp_path, failing_results_fil
     entry = submit(
         store, form(), failing_results_file, prompts=index, score=all_fail_scorer([]), open_images=unreachable
     )
-    assert entry.status == "pending"
-    assert "images not reachable" in entry.reason
-    assert entry.row is not None  # validated: shown on the leaderboard as pending
+    assert entry == store.get_entry(entry.submission_id)  # what submit says is what is stored
+    assert (entry.status, entry.attempts) == ("pending", 1)
+    assert entry.reason == ("spot check waits (attempt 1): images not reachable: offline; it is retried automatically")
+    assert entry.row["model"] == "Toy Model" and entry.row["images"] == 19200  # validated: listed apart
+
+
+NOT_COUNTED = "nothing was stored, and this attempt does not count toward the daily limit"
 
 
 @pytest.mark.parametrize(
     "content, reason",
     [
-        ("{not json\n", "malformed results file"),
-        ('{"prompt_id": "color_pos1_neg0_000"}\n', "malformed results file"),
+        ("{not json\n", "malformed results file: bad.jsonl:1: not JSON"),
+        ('{"prompt_id": "color_pos1_neg0_000"}\n', "malformed results file: bad.jsonl:1: not a result record"),
     ],
 )
-def test_malformed_file_is_rejected_with_reason(tmp_path, index, content, reason):
+def test_a_malformed_file_is_refused_not_stored_not_counted(tmp_path, index, content, reason):
     path = tmp_path / "bad.jsonl"
     path.write_text(content)
     store = SQLiteStore(tmp_path / "lb.sqlite")
-    entry = submit(store, form(), path, prompts=index, score=all_fail_scorer([]), open_images=unreachable)
-    assert entry.status == "rejected" and entry.reason.startswith(reason)
-    assert "bad.jsonl:1" in entry.reason and str(tmp_path) not in entry.reason
+    with pytest.raises(SubmissionError) as refused:
+        submit(store, form(), path, prompts=index, score=all_fail_scorer([]), open_images=unreachable)
+    assert str(refused.value).startswith(reason) and str(refused.value).endswith(NOT_COUNTED)
+    assert str(tmp_path) not in str(refused.value)
+    assert store.list_entries() == [] and store.count_recent("alice", 0) == 0
 
 
-def test_partial_file_is_rejected(tmp_path, prompts, index):
+def test_a_partial_file_is_refused(tmp_path, prompts, index):
     partial = write_results(tmp_path / "partial.jsonl", prompts[:100], SPLIT, passed=False)
     store = SQLiteStore(tmp_path / "lb.sqlite")
-    entry = submit(store, form(), partial, prompts=index, score=all_fail_scorer([]), open_images=unreachable)
-    assert entry.status == "rejected" and "18800 of 19200 images are missing" in entry.reason
+    with pytest.raises(SubmissionError, match="invalid results file: 18800 of 19200 images are missing"):
+        submit(store, form(), partial, prompts=index, score=all_fail_scorer([]), open_images=unreachable)
+    assert store.list_entries() == []
 
 
-def test_limits_refuse_without_storing(tmp_path, failing_results_file, prompts, index):
+def test_limits_refuse_without_storing_and_only_stored_submissions_count(
+    tmp_path, failing_results_file, prompts, index, images_folder
+):
     store = SQLiteStore(tmp_path / "lb.sqlite")
     partial = write_results(tmp_path / "partial.jsonl", prompts[:5], SPLIT, passed=False)
-    kwargs = dict(prompts=index, score=all_fail_scorer([]), open_images=unreachable)
+    kwargs = dict(prompts=index, score=all_fail_scorer([]), open_images=local_images(images_folder))
     with pytest.raises(SubmissionError, match="limit is 1 MB"):
         submit(store, form(), failing_results_file, limits=SubmissionLimits(max_bytes=2**20), **kwargs)
     assert store.list_entries() == []
-    # Rejected submissions count toward the daily limit too.
-    one_a_day = SubmissionLimits(per_day=1)
-    first = submit(store, form(), partial, limits=one_a_day, now=1_000_000.0, **kwargs)
-    assert first.status == "rejected"
-    with pytest.raises(SubmissionError, match="already submitted 1 times"):
-        submit(store, form("Another"), partial, limits=one_a_day, now=1_000_100.0, **kwargs)
-    later = submit(store, form("Another"), partial, limits=one_a_day, now=1_000_000.0 + 86_401, **kwargs)
-    assert later.status == "rejected"
+    one_a_day = SubmissionLimits(per_day=1, spot_check_k=2)
+    for _ in range(3):  # refused files never use up the day's submission
+        with pytest.raises(SubmissionError, match="invalid results file"):
+            submit(store, form(), partial, limits=one_a_day, now=1_000_000.0, **kwargs)
+    first = submit(store, form(), failing_results_file, limits=one_a_day, now=1_000_000.0, **kwargs)
+    assert first.status == "verified"
+    with pytest.raises(SubmissionError, match="already made 1 submissions in the last 24 hours"):
+        submit(store, form("Another"), failing_results_file, limits=one_a_day, now=1_000_100.0, **kwargs)
+    later = submit(store, form("Another"), failing_results_file, limits=one_a_day, now=1_000_000.0 + 86_401, **kwargs)
+    assert later.status == "verified"
     with pytest.raises(SubmissionError, match="enter the model's name"):
         submit(store, form("  "), partial, **kwargs)
     with pytest.raises(SubmissionError, match="upload the results JSONL"):
@@ -226,22 +251,147 @@ def test_limits_refuse_without_storing(tmp_path, failing_results_file, prompts, 
     assert [e.submission_id for e in store.list_entries()] == [first.submission_id, later.submission_id]
 
 
-def test_another_submitters_model_name_is_refused(tmp_path, prompts, index):
+def test_another_submitters_model_name_is_refused(tmp_path, failing_results_file, index):
     store = SQLiteStore(tmp_path / "lb.sqlite")
     owned = store.add_submission(Entry(model_name="Toy Model", model_key="toy_model", submitter="alice"))
-    partial = write_results(tmp_path / "partial.jsonl", prompts[:5], SPLIT, passed=False)
     with pytest.raises(SubmissionError, match="submitted by another user"):
         submit(
-            store, form("toy-model", submitter="mallory"), partial, prompts=index, score=None, open_images=unreachable
+            store,
+            form("toy-model", submitter="mallory"),
+            failing_results_file,
+            prompts=index,
+            score=None,
+            open_images=unreachable,
         )
     assert store.list_entries() == [owned]
-    # The owner can resubmit (this file is partial, so it is stored as rejected next to the old entry).
+    # The owner can resubmit: stored next to the old entry; no scorer here, so its spot check waits.
     again = submit(
-        store, form("Toy Model", submitter="alice"), partial, prompts=index, score=None, open_images=unreachable
+        store,
+        form("Toy Model", submitter="alice"),
+        failing_results_file,
+        prompts=index,
+        score=None,
+        open_images=unreachable,
     )
-    assert again.status == "rejected" and store.get_entry(owned.submission_id) == owned
+    assert again.status == "pending" and "no scorer here" in again.reason
+    assert store.get_entry(owned.submission_id) == owned
 
 
-def test_jsonl_lines_are_what_score_writes(failing_results_file):
-    line = json.loads(failing_results_file.open().readline())
-    ResultRecord.model_validate(line)  # the helper writes real result records
+def test_jsonl_lines_are_what_score_writes(tmp_path, prompts, index):
+    """The helper's all-fail lines, which these tests submit, equal field for field what the real
+    scoring pipeline writes for images where nothing is found (one prompt of each category)."""
+    chosen = prompts[::800]
+    assert sorted({p.category for p in chosen}) == sorted({p.category for p in prompts})
+    folder = tmp_path / SPLIT
+    folder.mkdir()
+    for prompt in chosen:  # one flat colour: the perception double finds no object in it
+        (folder / f"{prompt.prompt_id}_0.png").write_bytes(png_bytes())
+    out = tmp_path / "scored.jsonl"
+    summary = score_images(
+        folder, index, RectanglePerception(), out_path=out, config=PRESETS["current"], model_key=SPLIT, progress=False
+    )
+    assert (summary.scored, summary.passed, summary.errors) == (len(chosen), 0, 0)
+    written = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert sorted(line["prompt_id"] for line in written) == sorted(p.prompt_id for p in chosen)
+    by_id = {prompt.prompt_id: prompt for prompt in chosen}
+    for line in written:
+        assert result_line(by_id[line["prompt_id"]], 0, SPLIT, passed=False) == line
+
+
+# ------------------------------------------------------------------------ the state machine
+
+
+def failing_scorer(error: BaseException):
+    def score(image, prompt, model_key, sample_index):
+        raise error
+
+    return score
+
+
+def zero_gpu_quota_error() -> Exception:
+    import gradio as gr
+
+    return gr.Error("You have exceeded your free ZeroGPU quota (120s requested vs. 3s left). Try again in 0:41:12.")
+
+
+@pytest.mark.parametrize(
+    "error, why",
+    [
+        (MissingWeightsError("RFDETRSegXLarge"), "the scorer's models are not on this machine (model weights for"),
+        (zero_gpu_quota_error(), "no GPU time left here now (You have exceeded your free ZeroGPU quota"),
+        (RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"), "the GPU ran out of memory (RuntimeError)"),
+        (ValueError("something else"), "the spot check failed: ValueError: something else"),
+    ],
+)
+def test_a_spot_check_that_cannot_run_leaves_a_truthful_pending_entry(
+    tmp_path, failing_results_file, index, images_folder, error, why
+):
+    store = SQLiteStore(tmp_path / "lb.sqlite")
+    entry = submit(
+        store,
+        form(),
+        failing_results_file,
+        prompts=index,
+        score=failing_scorer(error),
+        open_images=local_images(images_folder),
+    )
+    assert entry == store.get_entry(entry.submission_id) and entry.status == "pending"
+    assert entry.reason.startswith(f"spot check waits (attempt 1): {why}")
+    assert entry.reason.endswith("; it is retried automatically") and entry.row is not None
+
+
+def test_recheck_finishes_pending_and_half_done_submissions(
+    tmp_path, failing_results_file, failing_results, index, images_folder
+):
+    store = SQLiteStore(tmp_path / "lb.sqlite")
+    images = ToggleImages(images_folder)
+    setup = SpotCheckSetup(index, all_fail_scorer([]), images, limits=SubmissionLimits(spot_check_k=2), seed=0)
+    pending = submit(store, form(), failing_results_file, prompts=index, score=setup.score, open_images=images)
+    assert pending.status == "pending"
+    # A crash right after storing leaves a received entry: recheck validates and spot-checks it.
+    crashed = Entry(
+        model_name="Crashed",
+        model_key="crashed",
+        submitter="bob",
+        status="received",
+        config_hash=PRESETS["current"].config_hash,
+        images_repo="org/toy-images",
+        images_revision="main",
+    )
+    store.add_submission(crashed, failing_results)
+
+    assert [e.status for e in recheck(store, setup)] == ["pending", "pending"]  # still unreachable
+    assert store.get_entry(pending.submission_id).attempts == 2
+    assert store.get_entry(crashed.submission_id).row is not None  # validated on the way
+
+    images.reachable = True
+    settled = recheck(store, setup)
+    assert [(e.model_name, e.status, e.attempts) for e in settled] == [
+        ("Toy Model", "verified", 3),
+        ("Crashed", "verified", 2),
+    ]
+    assert settled[0].reason == "spot check: 2 of 2 re-scored images agree"
+    assert recheck(store, setup) == []  # nothing left to do
+    with pytest.raises(RuntimeError, match="verified cannot become pending"):
+        transition(store, settled[0], "pending", "no")
+
+
+def test_a_submission_of_another_config_waits_and_says_why(tmp_path, failing_results, index, images_folder):
+    store = SQLiteStore(tmp_path / "lb.sqlite")
+    old = Entry(model_name="Old", model_key="old", submitter="a", status="pending", config_hash="0badc0de", row={})
+    store.add_submission(old, failing_results)
+    [entry] = recheck(store, SpotCheckSetup(index, all_fail_scorer([]), local_images(images_folder)))
+    assert entry.status == "pending" and "scored with config 0badc0de; this Space scores with" in entry.reason
+
+
+def test_a_store_that_fails_after_storing_is_reported_as_stored(tmp_path, failing_results_file, index):
+    class FlakyStore(SQLiteStore):
+        def update_status(self, *args, **kwargs):
+            raise OSError("the Hub commit failed")
+
+    store = FlakyStore(tmp_path / "lb.sqlite")
+    with pytest.raises(SubmissionStoredError) as stuck:
+        submit(store, form(), failing_results_file, prompts=index, score=None, open_images=unreachable)
+    [entry] = store.list_entries()
+    assert stuck.value.submission_id == entry.submission_id and entry.status == "received"
+    assert str(stuck.value) == f"stored as {entry.submission_id[:8]}, then OSError: the Hub commit failed"

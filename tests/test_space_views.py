@@ -11,7 +11,14 @@ from evaluator.config import PRESETS
 from evaluator.report import LEADERBOARD_COLUMNS, TABLE3_COLUMNS
 from negt2ibench.api import Evaluator
 from space.app import build_app
-from space.leaderboard_view import LEADERBOARD_TABLE_COLUMNS, PAPER_ROWS, leaderboard_table
+from space.leaderboard_view import (
+    LEADERBOARD_TABLE_COLUMNS,
+    PAPER_CITATION,
+    PAPER_ROWS,
+    PAPER_ROWS_NOTE,
+    REPORTED,
+    leaderboard_table,
+)
 from space.scoring import gpu_scorer
 from space.store import Entry, SQLiteStore
 from space.views import error_markdown, verdict_frame
@@ -23,10 +30,20 @@ def test_the_leaderboard_uses_table3_columns():
     shared = [column for column in LEADERBOARD_TABLE_COLUMNS if column.key in LEADERBOARD_COLUMNS]
     assert shared == [column for column in TABLE3_COLUMNS if column.key in LEADERBOARD_COLUMNS]
     row = {key: 1.0 for key in LEADERBOARD_COLUMNS} | {"model": "m", "extra": "dropped"}
-    entry = Entry(model_name="M", model_key="m", submitter="a", created_at=1, status="pending", row=row, link="x")
+    entry = Entry(model_name="M", model_key="m", submitter="a", created_at=1, status="verified", row=row, link="x")
     table = leaderboard_table([entry])
-    assert table.rows[0]["model"] == "M" and table.rows[0]["status"] == "pending" and "extra" not in table.rows[0]
+    assert table.rows[0]["model"] == "M" and table.rows[0]["status"] == "verified" and "extra" not in table.rows[0]
     assert len(table.rows) == 1 + len(PAPER_ROWS) and table.rows[-1]["coverage"] is None  # the paper gives none
+    waiting = entry.model_copy(update={"status": "pending", "submission_id": "0" * 32, "model_key": "w"})
+    assert len(leaderboard_table([waiting]).rows) == len(PAPER_ROWS)  # pending: never ranked
+
+
+def test_paper_rows_cite_the_paper_and_say_they_are_another_corpus_draw():
+    paper = [row for row in leaderboard_table([]).rows if row["status"] == REPORTED]
+    assert [row["model"] for row in paper] == ["SD 1.5", "SD 1.5 + NegationCLIP"]
+    assert {row["link"] for row in paper} == {"Elfatairy, Bravo, Bader, Akata (2026), NegT2IBench, Table 3"}
+    assert "http" not in PAPER_CITATION  # no invented address
+    assert "paper's own draw of the corpus, not on this corpus (version 2" in PAPER_ROWS_NOTE
 
 
 def test_the_gpu_scorer_uses_the_evaluator_it_was_given(tmp_path):

@@ -308,3 +308,55 @@ def test_invariants_over_real_corpus_prompts_with_random_observations():
                 assert statement.polarity == "positive" and record.category != "proximity"
         assert result.passed == (all(o.present for o in result.objects) and all(s.satisfied for s in result.statements))
     assert {"subject_missing", "target_missing", "forbidden_rendered", "wrong_value", "dead_zone", None} <= causes_seen
+
+
+def _empty_mask_object(name: str, box: tuple[float, float, float, float]) -> ObjectObservation:
+    """A detected object whose mask came back empty (it keeps its box)."""
+    return ObjectObservation(name=name, present=True, confidence=0.7, box=box, mask=np.zeros(SHAPE, bool))
+
+
+@pytest.mark.parametrize(
+    "category, predicate",
+    [("proximity", "near"), ("proximity", "far from"), ("directional", "left of"), ("comparative", "bigger than")],
+)
+def test_an_empty_mask_makes_the_pair_unmeasurable(category, predicate):
+    record = prompt(category, [("positive", "cat", "dog", predicate), ("negated", "cat", "bird", predicate)])
+    observation = image(
+        _empty_mask_object("cat", (10.0, 80.0, 50.0, 120.0)), seen("dog", RIGHT), seen("bird", box_mask(0, 0, 5, 5))
+    )
+    result = run(record, observation)
+    positive, negated = result.statements
+    assert (positive.satisfied, positive.cause, positive.observed) == (False, "dead_zone", [])
+    assert (negated.satisfied, negated.cause, negated.dead_zone_pass, negated.observed) == (True, None, True, [])
+    assert positive.measurements == {"empty_mask_subject": True, "empty_mask_target": False}
+    assert [o.mask_empty for o in result.objects] == [True, False, False]
+    assert [o.present for o in result.objects] == [True, True, True] and result.objects[0].box == [10, 80, 50, 120]
+    line = json.loads(result.model_dump_json())
+    assert line["objects"][0]["mask_empty"] is True and "mask_empty" not in line["objects"][1]
+
+
+def test_an_empty_target_mask_in_depth_gives_no_predicate():
+    record = prompt("depth", [("negated", "cat", "dog", "in front of")])
+    disparity = np.linspace(0, 1, SHAPE[0] * SHAPE[1]).reshape(SHAPE)
+    result = run(
+        record, image(seen("cat", LEFT), _empty_mask_object("dog", (150.0, 80.0, 190.0, 120.0)), disparity=disparity)
+    )
+    statement = result.statements[0]
+    assert statement.satisfied and statement.dead_zone_pass
+    assert statement.measurements == {"empty_mask_subject": False, "empty_mask_target": True}
+    assert result.passed and [o.mask_empty for o in result.objects] == [False, True]
+
+
+def test_an_empty_mask_attribute_object_is_judged_on_its_scores():
+    record = prompt("color", [("positive", "cup", None, "red")])
+    cup = _empty_mask_object("cup", (1.0, 1.0, 9.0, 9.0))
+    cup.value_scores = color_scores(red=30.0)
+    result = run(record, image(cup))
+    assert result.passed and result.objects[0].mask_empty and result.statements[0].observed == ["red"]
+
+
+def test_records_without_empty_masks_keep_their_bytes():
+    record = prompt("directional", [("positive", "cat", "dog", "left of")])
+    result = run(record, image(seen("cat", LEFT), seen("dog", RIGHT)))
+    assert "mask_empty" not in result.model_dump_json()
+    assert ResultRecord.model_validate_json(result.model_dump_json()) == result

@@ -12,10 +12,12 @@ Register eagerly with the decorator, or lazily (nothing imported until `agree` r
     @register_probe("negation", markdown=negation_markdown)
     def negation_probe(data: ProbeInput) -> dict | None: ...
 
-    register_probe("negation", target="evaluator.judges.probe:NEGATION_PROBE")
+    register_probe("negation", target="validation.negation_probe:NEGATION_PROBE")
 
-The VLM negation probe of Table 10 (flip rate, complement error, from a judge's ``pos`` and
-``neg`` runs) is meant to plug in here.
+The VLM negation probe of Table 10 (flip rate, complement error and called-correct, from a
+judge's ``pos`` and ``neg`` runs: `judges.probe.negation_probe`) is registered that way at the
+end of this module; `validation.negation_probe` picks the runs and imports the judges package
+only when `agree` runs.
 """
 
 from __future__ import annotations
@@ -114,3 +116,7 @@ def probe_markdown(name: str, result: dict) -> str | None:
     """The Markdown section of one probe's result, when it has a renderer."""
     probe = registered_probes().get(name)
     return probe.markdown(result) if probe is not None and probe.markdown is not None else None
+
+
+# Table 10: a judge's pos and neg runs, when both are given (see validation.negation_probe).
+register_probe("negation", target="validation.negation_probe:NEGATION_PROBE")

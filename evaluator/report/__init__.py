@@ -21,7 +21,8 @@ from .aggregate import (
     statement_accuracy,
     table3,
 )
-from .document import CSV_TABLES, report_markdown, table3_markdown, write_report
+from .document import CSV_TABLES, REPORT_FILES, report_markdown, table3_markdown, write_report
+from .inputs import InputNote, ReportInputs, read_report_inputs
 from .keys import (
     ALL,
     CATEGORY_TITLES,
@@ -48,6 +49,7 @@ __all__ = [
     "ALL",
     "CATEGORY_TITLES",
     "CSV_TABLES",
+    "REPORT_FILES",
     "LEADERBOARD_COLUMNS",
     "MATCHED_PAIRS",
     "POOLED",
@@ -55,8 +57,10 @@ __all__ = [
     "TABLE3_CATEGORIES",
     "TABLE3_COLUMNS",
     "Column",
+    "InputNote",
     "PromptKey",
     "Report",
+    "ReportInputs",
     "Table",
     "bootstrap_mean_interval",
     "build_report",
@@ -68,6 +72,7 @@ __all__ = [
     "matched_group_deltas",
     "model_provenance",
     "parse_prompt_id",
+    "read_report_inputs",
     "report_markdown",
     "report_tables",
     "statement_accuracy",

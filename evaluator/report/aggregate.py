@@ -288,6 +288,8 @@ class Report:
     matched_deltas: dict[str, dict[str, dict[str, dict[str, float]]]]
     provenance: dict[str, dict[str, str]]
     options: dict[str, Any] = field(default_factory=dict)
+    # What was read and left out (`inputs.ReportInputs.to_dict()`); empty when built from records.
+    inputs: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (NaN becomes None)."""
@@ -301,6 +303,7 @@ class Report:
                 "failure_causes": self.failure_causes,
                 "dead_zone": self.dead_zone,
                 "matched_deltas": self.matched_deltas,
+                **({"inputs": self.inputs} if self.inputs else {}),
             }
         )
 
@@ -310,8 +313,13 @@ def build_report(
     n_resamples: int = 1000,
     seed: int = 0,
     expected_samples: int = SAMPLES_PER_PROMPT,
+    inputs: dict[str, Any] | None = None,
 ) -> Report:
-    """Every table for every model in `results` (grouped by `model_key`)."""
+    """Every table for every model in `results` (grouped by `model_key`).
+
+    `results` must be reportable (a ValueError names the first record that is not); result files
+    are read with `evaluator.report.read_report_inputs`, which leaves out and names what is not,
+    and whose `to_dict()` is passed as `inputs` so the report says what it left out."""
     grouped = group_by_model(results)
     if not grouped:
         raise ValueError("no results to report")
@@ -330,6 +338,7 @@ def build_report(
         matched_deltas={model: matched_group_deltas(records, n_resamples, seed) for model, records in grouped.items()},
         provenance={model: model_provenance(records) for model, records in grouped.items()},
         options={"bootstrap": n_resamples, "seed": seed, "expected_samples": expected_samples, "confidence": 0.95},
+        inputs=dict(inputs or {}),
     )
 
 

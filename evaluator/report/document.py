@@ -52,37 +52,39 @@ def report_markdown(report: Report, tables: dict[str, Table] | None = None) -> s
     parts += _section(tables["dead_zone"])
     parts += _section(tables["matched_deltas"].where(pair=ALL))  # the pooled pair; the CSV has each pair
     parts += _section(tables["provenance"])
+    if "inputs" in tables:
+        parts += _section(tables["inputs"])
     return "\n".join(parts)
+
+
+PLOT_FILES: tuple[str, ...] = ("accuracy_by_setting.png", "statement_accuracy.png", "failure_causes.png")
+# Every file `write_report` writes; anything else in the folder is the user's and is kept.
+REPORT_FILES: tuple[str, ...] = ("report.md", *(f"{name}.csv" for name in CSV_TABLES), "report.json", *PLOT_FILES)
 
 
 def write_report(report: Report, out_dir: str | Path, tables: dict[str, Table] | None = None) -> list[Path]:
     """Write `report.md`, one CSV per table, `report.json` and the PNG plots into `out_dir`
-    (created if needed). Returns the paths written."""
+    (created if needed), as a whole: they are written to a staging folder that then replaces
+    `out_dir` (`dataset_builder.layout.atomic_folder`), so a killed report leaves the previous
+    report whole, never new tables beside old plots or a truncated PNG. Files of `out_dir` that
+    a report does not write are kept. Returns the paths written."""
+    from dataset_builder.layout import atomic_folder, recover_folder
+
     from . import plots  # matplotlib only when files are written
 
     tables = tables or report_tables(report)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-
-    markdown = out / "report.md"
-    markdown.write_text(report_markdown(report, tables) + "\n", encoding="utf-8")
-    written.append(markdown)
-
-    for name in CSV_TABLES:
-        path = out / f"{name}.csv"
-        path.write_text(to_csv(tables[name]), encoding="utf-8", newline="")
-        written.append(path)
-
-    data = out / "report.json"
-    data.write_text(json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    written.append(data)
-
-    written.append(plots.plot_accuracy_by_setting(tables["table3"], out / "accuracy_by_setting.png"))
-    written.append(plots.plot_statement_accuracy(tables["statement_accuracy"], out / "statement_accuracy.png"))
-    written.append(
+    recover_folder(out)
+    others = sorted(entry.name for entry in out.iterdir() if entry.name not in REPORT_FILES) if out.is_dir() else []
+    with atomic_folder(out, keep=others) as staging:
+        (staging / "report.md").write_text(report_markdown(report, tables) + "\n", encoding="utf-8")
+        for name in CSV_TABLES:
+            (staging / f"{name}.csv").write_text(to_csv(tables[name]), encoding="utf-8", newline="")
+        text = json.dumps(report.to_dict(), indent=2, allow_nan=False) + "\n"
+        (staging / "report.json").write_text(text, encoding="utf-8")
+        plots.plot_accuracy_by_setting(tables["table3"], staging / PLOT_FILES[0])
+        plots.plot_statement_accuracy(tables["statement_accuracy"], staging / PLOT_FILES[1])
         plots.plot_failure_causes(
-            tables["failure_causes_by_setting"], tables["failure_causes_by_category"], out / "failure_causes.png"
+            tables["failure_causes_by_setting"], tables["failure_causes_by_category"], staging / PLOT_FILES[2]
         )
-    )
-    return written
+    return [out / name for name in REPORT_FILES]

@@ -230,6 +230,32 @@ def provenance_table(provenance: Mapping[str, Mapping[str, str]]) -> Table:
     return Table("provenance", "Provenance", columns, rows)
 
 
+INPUTS_SHOWN = 50  # notes listed in report.md (report.json has them all)
+
+
+def inputs_table(inputs: Mapping[str, Any], shown: int = INPUTS_SHOWN) -> Table:
+    """The lines a report left out and the error rows it kept, each with its file:line and reason
+    (`inputs.ReportInputs.to_dict()`); the first `shown` of them, the count in the caption."""
+    columns = (
+        Column("kind", "Kind", fmt=TEXT),
+        Column("where", "File:line", fmt=TEXT),
+        Column("prompt_id", "Prompt id", fmt=TEXT),
+        Column("sample_index", "Sample", fmt=TEXT),
+        Column("reason", "Reason", fmt=TEXT),
+    )
+    notes = [("left out", note) for note in inputs.get("left_out", [])]
+    notes += [("error row", note) for note in inputs.get("error_rows", [])]
+    keys = ("where", "prompt_id", "sample_index", "reason")
+    rows = [{"kind": kind, **{k: "" if note[k] is None else note[k] for k in keys}} for kind, note in notes[:shown]]
+    caption = (
+        f"{inputs.get('records', 0)} results read from {', '.join(inputs.get('files', [])) or '-'}; "
+        f"{len(inputs.get('left_out', []))} line(s) left out of every table, "
+        f"{len(inputs.get('error_rows', []))} error row(s) counted in coverage only."
+    )
+    notes_below = [f"... and {len(notes) - shown} more: report.json lists them all."] if len(notes) > shown else []
+    return Table("inputs", "Inputs", columns, rows, caption=caption, notes=notes_below)
+
+
 def report_tables(report: Report) -> dict[str, Table]:
     """Every table of the report, each built once, by name (the order of the report's files)."""
     tables = [
@@ -242,4 +268,6 @@ def report_tables(report: Report) -> dict[str, Table]:
         matched_deltas_table(report.matched_deltas, report.options),
         provenance_table(report.provenance),
     ]
+    if report.inputs:
+        tables.append(inputs_table(report.inputs))
     return {table.name: table for table in tables}

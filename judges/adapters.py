@@ -1,0 +1,64 @@
+"""The small interface every judge backend implements: `load()` and `yes_probability(images, questions)`.
+
+An adapter knows nothing of prompts, modes or records: it answers yes/no questions about
+images. `judges.runner` turns prompts into questions and answers into records, so a new backend
+(another library, an API) is one class with two methods.
+"""
+
+from __future__ import annotations
+
+import resource
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from PIL import Image
+
+from .registry import JudgeSpec
+
+
+class JudgeAdapter(ABC):
+    """A VLM that answers yes/no questions about images with P("yes").
+
+    Subclasses set `device` (a torch.device) and `dtype_name` ("bfloat16" on GPU, "float32"
+    on CPU) in `__init__`, before loading, because the run's config hash depends on them.
+    """
+
+    spec: JudgeSpec
+    batch_size: int
+    device: object
+    dtype_name: str
+
+    @abstractmethod
+    def load(self) -> None:
+        """Load weights (once; later calls do nothing). Missing weights → `MissingWeightsError`."""
+
+    @abstractmethod
+    def yes_probability(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[float]:
+        """P("yes") for each (image, question) pair, in order (pairs are batched internally)."""
+
+    def reset_peak_memory(self) -> None:
+        """Start a fresh peak-memory count (GPU only: a process's peak RSS cannot be reset)."""
+        import torch
+
+        if getattr(self.device, "type", "cpu") == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def peak_memory(self) -> tuple[int, str]:
+        """(bytes, kind): `torch.cuda.max_memory_allocated` on GPU ("cuda"), else the process's peak RSS ("rss")."""
+        import torch
+
+        if getattr(self.device, "type", "cpu") == "cuda":
+            return int(torch.cuda.max_memory_allocated(self.device)), "cuda"
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024, "rss"  # Linux: KiB
+
+
+def pairs_in_batches(
+    images: Sequence[Image.Image], questions: Sequence[str], batch_size: int
+) -> list[tuple[list[Image.Image], list[str]]]:
+    """(images, questions) chunks of at most `batch_size` pairs, in order."""
+    if len(images) != len(questions):
+        raise ValueError(f"{len(images)} images but {len(questions)} questions: one image per question")
+    return [
+        (list(images[start : start + batch_size]), list(questions[start : start + batch_size]))
+        for start in range(0, len(questions), batch_size)
+    ]

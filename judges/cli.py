@@ -1,0 +1,159 @@
+"""`negt2ibench judge`: VLM-judge baselines in the paper's three modes (Tables 2, 6, 8–10).
+
+Heavy imports (torch, transformers) happen inside the handler, so `judge --list` and `--help`
+stay fast and import no model library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from negt2ibench.errors import UsageError, UserError
+from negt2ibench.options import device, non_negative_int, positive_int, split_name
+
+MODE_CHOICES = ("whole", "pos", "neg", "all")
+
+DESCRIPTION = """\
+Ask a vision-language model yes/no questions about generated images and write one result record
+per image (the scorer's record shape: `agree` and `report` read it unchanged). P("yes") comes from
+the next-token logits over the tokenizer's yes/no tokens ("yes", "Yes", " yes", ...), softmaxed
+between the two sides. An element is satisfied when its probability is > 0.5; the image passes
+when every element is; its score is the mean probability.
+
+modes (--mode):
+  whole  one question, the prompt itself:
+           Does this image show "a photo of a red cup and a non-red bowl"? Answer yes or no.
+  pos    one question per object and per statement, statements always asked affirmatively;
+         a negated statement is satisfied by "no":
+           Is there a cup in the image?   Is the cup red?   Is the backpack left of the fork?
+  neg    as pos, but negated statements asked in negated form, satisfied by "yes":
+           Is the cup not red?   Is the backpack not left of the fork?
+  all    the three modes with one model load; --out judge.jsonl writes judge.whole.jsonl,
+         judge.pos.jsonl and judge.neg.jsonl (questions shared by pos and neg are asked once)
+
+Records: evaluator "KEY/MODE", score, passed, objects, statements (with a failure cause), and
+questions (each element's question, p_yes and p_satisfied). Rerunning the same command resumes.
+Under `accelerate launch -m negt2ibench judge ...` each process writes OUT.rank{i}.jsonl and the
+main process merges them. The summary line gives the cost: model load (apart), s/question,
+s/image, questions per image and peak memory (GPU: torch.cuda.max_memory_allocated; CPU: RSS).
+"""
+
+EPILOG = """\
+examples:
+  negt2ibench judge --list
+  negt2ibench judge --model qwen3_vl_8b --mode all --images build/negt2ibench --split sd_1_5 --out judge/qwen8b.jsonl
+  negt2ibench judge --model internvl3_5_8b --mode neg --images out/sd_1_5 --out neg.jsonl --batch-size 16
+  negt2ibench judge --model qwen3_vl_8b --mode pos --images annotation_sample.jsonl --out pos.jsonl
+  negt2ibench judge --model-id Qwen/Qwen2-VL-2B-Instruct --mode pos --images out/sd_1_5 --out q2.jsonl
+
+SRC is a folder of {prompt_id}_{sample_index}.png, a dataset folder holding images/{key}-*.parquet
+(choose the split with --split), a Hub dataset repo id with --split, one image file, or an
+annotation sample (.jsonl lines {"prompt_id", "model_key", "sample_index", "images": DATASET_DIR}).
+Offline, the weights must already be in the Hugging Face cache (`hf download HUB_ID`).
+VQAScore (--model vqascore) needs the optional package t2v-metrics."""
+
+
+def register(subparsers) -> None:
+    judge = subparsers.add_parser(
+        "judge",
+        help="VLM-judge baselines (whole / pos / neg modes): result records, negation probe inputs, cost",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    judge.add_argument("--list", action="store_true", help="list the registered judges (key, hub id, parameters)")
+    which = judge.add_mutually_exclusive_group()
+    which.add_argument("--model", metavar="KEY", help="a registered judge (see --list)")
+    which.add_argument("--model-id", metavar="HUB_ID", help="any transformers chat VLM (Hub id or local folder)")
+    judge.add_argument(
+        "--key", metavar="NAME", help="with --model-id: the judge name in records (default: from the id)"
+    )
+    judge.add_argument(
+        "--revision", metavar="REV", default="main", help="with --model-id: Hub revision (default: main)"
+    )
+    judge.add_argument("--mode", choices=MODE_CHOICES, default="pos", help="question mode (default: pos); see above")
+    judge.add_argument("--images", metavar="SRC", help="images to judge (see below)")
+    judge.add_argument("--split", metavar="KEY", help="the images split (model key) of a dataset source")
+    judge.add_argument("--prompt-id", metavar="ID", help="prompt of a single image file not named {prompt_id}_{n}.png")
+    judge.add_argument(
+        "--prompts", metavar="DIR", help="prompt records (dataset folder, prompts.jsonl or parquet); default: built-in"
+    )
+    judge.add_argument("--out", metavar="FILE", help="results JSONL (with --mode all: FILE's stem + .MODE.jsonl)")
+    judge.add_argument(
+        "--model-key", type=split_name, metavar="KEY", help="model key in every record (default: the split or folder)"
+    )
+    judge.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=8,
+        metavar="N",
+        help="(image, question) pairs per forward pass (default: 8)",
+    )
+    judge.add_argument(
+        "--limit", type=non_negative_int, metavar="N", help="judge at most the first N images of the source"
+    )
+    judge.add_argument(
+        "--device",
+        type=device,
+        default="auto",
+        metavar="DEVICE",
+        help="auto, cpu, cuda, cuda:N or mps; auto picks cuda (each process its own GPU), then mps, then cpu",
+    )
+    judge.add_argument("--json", action="store_true", help="also print the run summary (costs, counts) as JSON")
+    judge.add_argument("--no-progress", action="store_true", help="no progress bar")
+    judge.set_defaults(handler=run_judge)
+
+
+def _spec(args: argparse.Namespace):
+    from .registry import custom_spec, get_spec
+
+    if args.model:
+        if args.key:
+            raise UsageError("--key goes with --model-id (a registered judge's key is its name)")
+        return get_spec(args.model)
+    if args.model_id:
+        return custom_spec(args.model_id, args.key, revision=args.revision)
+    raise UsageError("choose a judge: --model KEY (see `negt2ibench judge --list`) or --model-id HUB_ID")
+
+
+def _prompt_records(source: str | None):
+    from dataset_builder.records import load_prompts
+
+    try:
+        return load_prompts(source)
+    except (FileNotFoundError, ValueError) as error:
+        raise UserError(f"cannot read prompts: {error}") from None
+
+
+def run_judge(args: argparse.Namespace) -> int:
+    if args.list:
+        from evaluator.report.table import to_markdown
+
+        from .registry import registry_table
+
+        print(to_markdown(registry_table(), caption=False, notes=False))
+        return 0
+    spec = _spec(args)
+    missing = [flag for flag, value in (("--images", args.images), ("--out", args.out)) if not value]
+    if missing:
+        raise UsageError(f"judge needs {' and '.join(missing)} (see `negt2ibench judge --help`)")
+
+    from dataset_builder.records import PromptIndex
+
+    from .registry import adapter_class
+    from .runner import judge_images
+    from .sources import judge_items
+
+    items = judge_items(args.images, split=args.split, prompt_id=args.prompt_id, model_key=args.model_key)
+    prompts = PromptIndex(_prompt_records(args.prompts))
+    adapter = adapter_class(spec)(spec, device=args.device, batch_size=args.batch_size)
+    summary = judge_images(
+        items, prompts, adapter, out_path=args.out, mode=args.mode, limit=args.limit, progress=not args.no_progress
+    )
+    print(summary.line())
+    if summary.error_reasons:
+        print("errors: " + ", ".join(f"{reason} ×{count}" for reason, count in sorted(summary.error_reasons.items())))
+    if args.json:
+        print(json.dumps(summary.to_dict()))
+    return 0

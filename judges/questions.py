@@ -1,0 +1,103 @@
+"""The questions a VLM judge is asked, one wording for every mode (DESIGN §7, paper Table 2).
+
+Modes:
+- ``whole``: one question, the prompt itself:
+  'Does this image show "a photo of a red cup and a non-red bowl"? Answer yes or no.'
+- ``pos``: one question per required object ("Is there a cup in the image?") and one per
+  statement, always asked affirmatively ("Is the cup red?", "Is the backpack left of the fork?");
+  a negated statement is satisfied when the answer is "no" (its p_yes is inverted).
+- ``neg``: as ``pos``, but negated statements are asked in negated form ("Is the cup not red?",
+  "Is the backpack not left of the fork?"), satisfied when the answer is "yes". Objects and
+  positive statements are asked exactly as in ``pos``.
+
+The per-element wording is the annotation UI's (`validation.questions`), reused so people and
+judges answer the very same questions: "a"/"an" by sound, plural-only nouns (skis, scissors)
+take no article and "are" ("Are there skis in the image?", "Are the skis red?"), materials are
+asked as "made of" ("Is the cup made of glass?"). `wording_examples()` renders one question of
+each kind; it is hashed into every record's config, so a wording change never mixes with old
+results in one file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+from dataset_builder.records import PromptRecord, Statement
+from validation.questions import object_question, statement_question
+
+Mode = Literal["whole", "pos", "neg"]
+MODES: tuple[str, ...] = ("whole", "pos", "neg")
+
+WHOLE_TEMPLATE = 'Does this image show "{prompt}"? Answer yes or no.'
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question about one element of a prompt, and how its answer maps to satisfaction.
+
+    `element` names what is asked about: ``"prompt"``, ``"object:<name>"`` or
+    ``"statement:<index>"``. `inverted` is True when "no" satisfies the element (a negated
+    statement asked affirmatively): p_satisfied = 1 - p_yes.
+    """
+
+    element: str
+    text: str
+    inverted: bool = False
+
+    def satisfaction(self, p_yes: float) -> float:
+        return 1.0 - p_yes if self.inverted else p_yes
+
+
+def whole_question(prompt: str) -> str:
+    """The `whole` mode's single question about a prompt text."""
+    return WHOLE_TEMPLATE.format(prompt=prompt)
+
+
+@cache
+def wording_examples() -> dict[str, str]:
+    """One rendered question of each kind (what a run's config hash covers)."""
+
+    def statement(polarity: str, subject: str, predicate: str, target: str | None = None) -> Statement:
+        return Statement(index=0, polarity=polarity, subject=subject, target=target, predicate=predicate, text="")
+
+    color = statement("negated", "cup", "red")
+    material = statement("negated", "skis", "glass")
+    relation = statement("negated", "backpack", "left of", "fork")
+    return {
+        "whole": whole_question("a photo of a red cup"),
+        "object": object_question("apple"),
+        "object_plural": object_question("skis"),
+        "color": statement_question(color, negated_form=False),
+        "color_negated": statement_question(color, negated_form=True),
+        "material": statement_question(material, negated_form=False),
+        "material_negated": statement_question(material, negated_form=True),
+        "relation": statement_question(relation, negated_form=False),
+        "relation_negated": statement_question(relation, negated_form=True),
+        "positive_in_negated_form": statement_question(statement("positive", "cup", "red"), negated_form=True),
+    }
+
+
+def required_objects(prompt: PromptRecord) -> list[str]:
+    """The prompt's objects, each once, in mention order."""
+    return list(dict.fromkeys(prompt.objects))
+
+
+def questions_for(prompt: PromptRecord, mode: str) -> list[Question]:
+    """Every question `mode` asks about `prompt`, objects first, then statements by index."""
+    if mode == "whole":
+        return [Question("prompt", whole_question(prompt.prompt))]
+    if mode not in ("pos", "neg"):
+        raise ValueError(f"unknown judge mode {mode!r}; expected one of {', '.join(MODES)}")
+    questions = [Question(f"object:{name}", object_question(name)) for name in required_objects(prompt)]
+    for statement in sorted(prompt.statements, key=lambda s: s.index):
+        negated_form = mode == "neg" and statement.negated
+        questions.append(
+            Question(
+                f"statement:{statement.index}",
+                statement_question(statement, negated_form=negated_form),
+                inverted=statement.negated and not negated_form,
+            )
+        )
+    return questions

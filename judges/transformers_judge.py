@@ -1,0 +1,120 @@
+"""Chat VLM judges through transformers' image-text-to-text classes (Qwen-VL, InternVL, any other).
+
+The model is loaded with `AutoModelForImageTextToText` and `AutoProcessor`; each question is
+wrapped by the processor's own chat template (one user turn: the image, then the question; the
+generation prompt appended), the batch is left-padded so the last position of every row is the
+next token, and one forward pass gives P("yes") for the whole batch. bf16 on GPU, fp32 on CPU.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from typing import Any
+
+from PIL import Image
+
+from negt2ibench.errors import MissingWeightsError, UserError
+
+from .adapters import JudgeAdapter, pairs_in_batches
+from .registry import JudgeSpec
+from .yesno import YesNoTokens, find_yes_no_tokens, yes_no_probabilities
+
+
+def how_to_get(hub_id: str) -> str:
+    return (
+        f"Run `hf download {hub_id}` on a machine with internet access and copy its Hugging Face cache "
+        f"here (set HF_HUB_CACHE to it), or pass a local model folder to --model-id."
+    )
+
+
+def load_pretrained(spec: JudgeSpec, *, dtype: Any, device: Any) -> tuple[Any, Any]:
+    """(model, processor) of `spec` from the Hub cache or a folder; `MissingWeightsError` when unavailable."""
+    from huggingface_hub.errors import LocalEntryNotFoundError
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    try:
+        processor = AutoProcessor.from_pretrained(spec.hub_id, revision=spec.revision)
+        model = AutoModelForImageTextToText.from_pretrained(
+            spec.hub_id,
+            revision=spec.revision,
+            dtype=dtype,
+            device_map=str(device) if device.type == "cuda" else None,
+        )
+    except (OSError, LocalEntryNotFoundError) as error:
+        first_line = (
+            str(error).strip().splitlines()[0][:200].rstrip(".") if str(error).strip() else type(error).__name__
+        )
+        raise MissingWeightsError(spec.hub_id, first_line, how_to_get=how_to_get(spec.hub_id)) from None
+    except ValueError as error:  # e.g. a repo whose config is no image-text-to-text model
+        raise UserError(f"{spec.hub_id} cannot be loaded as an image-text-to-text model: {error}") from None
+    return model, processor
+
+
+class TransformersJudge(JudgeAdapter):
+    """A transformers chat VLM answering yes/no questions, batched over (image, question) pairs."""
+
+    def __init__(self, spec: JudgeSpec, *, device: str = "auto", batch_size: int = 8, dtype: str | None = None):
+        import torch
+
+        from negt2ibench.launch import select_device, select_dtype
+        from negt2ibench.options import check, positive_int
+
+        self.spec = spec
+        self.batch_size = check("batch_size", batch_size, positive_int)
+        self.device = select_device(device)
+        self.torch_dtype = getattr(torch, dtype) if dtype else select_dtype(self.device, spec.dtype)
+        self.dtype_name = str(self.torch_dtype).removeprefix("torch.")
+        self.model: Any = None
+        self.processor: Any = None
+        self.tokens: YesNoTokens | None = None
+        self._keeps_last_logits = False
+
+    @classmethod
+    def from_models(cls, model: Any, processor: Any, *, spec: JudgeSpec, batch_size: int = 8) -> TransformersJudge:
+        """A judge around models already built (tests: tiny random ones), on CPU in their dtype."""
+        judge = cls(spec, device="cpu", batch_size=batch_size, dtype=str(model.dtype).removeprefix("torch."))
+        judge._attach(model, processor)
+        return judge
+
+    def _attach(self, model: Any, processor: Any) -> None:
+        if getattr(processor, "chat_template", None) is None:
+            raise UserError(f"{self.spec.hub_id} has no chat template: a judge needs a chat (instruct) VLM")
+        processor.tokenizer.padding_side = "left"
+        self.tokens = find_yes_no_tokens(processor.tokenizer, model=self.spec.hub_id)
+        self.model = model.eval()
+        self.processor = processor
+        self._keeps_last_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
+
+    def load(self) -> None:
+        if self.model is not None:
+            return
+        model, processor = load_pretrained(self.spec, dtype=self.torch_dtype, device=self.device)
+        if self.device.type != "cuda":
+            model = model.to(self.device)
+        self._attach(model, processor)
+
+    def chat_text(self, question: str) -> str:
+        """The exact text the model reads for one question (the chat template applied, image placeholder in)."""
+        conversation = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]
+        return self.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
+
+    def yes_probability(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[float]:
+        import torch
+
+        self.load()
+        probabilities: list[float] = []
+        for batch_images, batch_questions in pairs_in_batches(images, questions, self.batch_size):
+            inputs = self.processor(
+                text=[self.chat_text(question) for question in batch_questions],
+                images=[image.convert("RGB") for image in batch_images],
+                padding=True,
+                padding_side="left",
+                return_tensors="pt",
+            ).to(device=self.device, dtype=self.torch_dtype)
+            extra = {"logits_to_keep": 1} if self._keeps_last_logits else {}
+            with torch.inference_mode():
+                logits = self.model(**inputs, **extra).logits[:, -1, :]
+            p_yes, _ = yes_no_probabilities(logits, self.tokens)
+            probabilities.extend(float(p) for p in p_yes.cpu())
+        return probabilities

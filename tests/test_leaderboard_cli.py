@@ -1,0 +1,76 @@
+"""`negt2ibench leaderboard list` and `negt2ibench leaderboard recheck` against a SQLite store (offline)."""
+
+from __future__ import annotations
+
+import pytest
+from _space_helpers import RectanglePerception, write_results
+
+import evaluator.perception as perception_module
+from dataset_builder.loading import load_prompts
+from evaluator.config import PRESETS
+from negt2ibench.cli import main
+from space.store import Entry, SQLiteStore
+
+SPLIT = "toy_model"
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    return load_prompts(None)
+
+
+@pytest.fixture
+def rectangle_models(monkeypatch):
+    """`recheck` builds the evaluator's models: hand it the perception double instead."""
+    made = []
+
+    def factory(config, device="auto", batch_size=8, dtype=None, weights_dir=None):
+        made.append((config.name, device, weights_dir))
+        return RectanglePerception()
+
+    monkeypatch.setattr(perception_module, "ModelPerception", factory)
+    return made
+
+
+def test_recheck_advances_what_waits_and_says_what_it_did(tmp_path, prompts, rectangle_models, capsys):
+    from evaluator.results import ResultRecord
+
+    home = tmp_path / "home"
+    store = SQLiteStore(home / "leaderboard.sqlite")
+    assert main(["leaderboard", "recheck", "--home", str(home)]) == 0
+    assert capsys.readouterr().out.startswith("nothing to recheck: every submission in SQLiteStore(")
+
+    results_file = write_results(tmp_path / "toy.jsonl", prompts, SPLIT, passed=False)
+    results = [ResultRecord.model_validate_json(line) for line in results_file.read_text().splitlines()]
+    received = Entry(
+        model_name="Toy",
+        model_key="toy",
+        submitter="alice",
+        status="received",
+        created_at=1.0,
+        images_repo="org/toy-images",
+        images_revision="main",
+        config_hash=PRESETS["current"].config_hash,
+    )
+    store.add_submission(received, results)
+    store.add_submission(Entry(model_name="Done", model_key="done", submitter="bob", status="verified", created_at=2.0))
+
+    assert main(["leaderboard", "recheck", "--home", str(home), "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert f"rechecking 1 submission(s) in SQLiteStore('{home / 'leaderboard.sqlite'}') ..." in out
+    entry = store.get_entry(received.submission_id)
+    assert (entry.status, entry.attempts) == ("pending", 1) and entry.row is not None  # validated, then waits
+    assert f"{entry.submission_id[:8]}  Toy: received → pending: {entry.reason}" in out
+    assert "images not reachable" in entry.reason and out.rstrip().endswith("0 settled, 1 still waiting")
+    assert rectangle_models == []  # the images were unreachable: no model was loaded for nothing
+
+    assert main(["leaderboard", "list", "--home", str(home)]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0] == f"2 submission(s) in SQLiteStore('{home / 'leaderboard.sqlite'}')"
+    assert [line.split("  ")[2:4] for line in listed[1:]] == [["Toy", "pending"], ["Done", "verified"]]
+
+
+def test_leaderboard_needs_an_action(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["leaderboard"])
+    assert exited.value.code == 2 and "ACTION" in capsys.readouterr().err
