@@ -93,6 +93,14 @@ def register(subparsers) -> None:
     score.add_argument(
         "--limit", type=non_negative_int, metavar="N", help="score at most the first N images of the source"
     )
+    score.add_argument(
+        "--num-workers",
+        type=non_negative_int,
+        metavar="N",
+        help="processes that decode (and on the CPU preprocess) images while the models run; under a launcher, "
+        "per process. 0 decodes in the scoring process; the records are the same with any N "
+        "(default: from the CPU count, at most 8; 0 with a single CPU)",
+    )
     score.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_model_options(score)
     score.set_defaults(handler=run_score)
@@ -182,6 +190,7 @@ def run_score(args: argparse.Namespace) -> int:
         prompt_id=args.prompt_id,
         limit=args.limit,
         progress=not args.no_progress,
+        num_workers=args.num_workers,
     )
     if summary.skipped_line():
         print(summary.skipped_line())

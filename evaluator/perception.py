@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -24,6 +24,7 @@ from evaluator.config import PRESETS, EvaluatorConfig
 from evaluator.models.attributes import AttributeScorer, masked_crop
 from evaluator.models.depth import DepthEstimator
 from evaluator.models.detector import Detector
+from evaluator.models.inputs import InputPreparer, PreparedImage, stacked
 from evaluator.models.maskrcnn import MaskRCNNDetector, is_maskrcnn, load_maskrcnn
 from evaluator.models.masks import BoxSegmenter
 from evaluator.observation import ImageObservation, ObjectObservation, best_instances
@@ -37,6 +38,9 @@ class Perception(Protocol):
     def observe(self, images: list[Image.Image], prompts: list[PromptRecord]) -> list[ImageObservation]:
         """One observation per (image, prompt) pair, in order."""
         ...
+
+
+MASKS = ("all", "rules")  # observe(masks=...): every present object's mask, or only those a rule reads
 
 
 def weights_layout(weights_dir: str | Path) -> tuple[Path, Path]:
@@ -230,21 +234,77 @@ class ModelPerception:
         for name in needed:
             getattr(self, name)  # each property loads its model on first access
 
+    # -- inputs ------------------------------------------------------------------------------
+    def input_preparer(self, categories: Iterable[str] = ("color", "depth")) -> InputPreparer:
+        """What makes the models' inputs for prompts of these categories: the detector's, SAM's when
+        the preset uses it, Depth-Anything's for depth prompts (their models load now if not yet)."""
+        return InputPreparer(
+            detector=getattr(self.detector, "inputs", None),  # a detector without one makes its own
+            sam_processor=self.segmenter.processor if self.config.use_sam else None,
+            depth_processor=self.depth.processor if "depth" in set(categories) else None,
+        )
+
+    def worker_preparer(self, categories: Iterable[str]) -> InputPreparer | None:
+        """The preparer for the loader's worker processes on the CPU; None on a GPU (or MPS), where
+        `observe` uploads each image once and the preprocessing runs on the device."""
+        return self.input_preparer(categories) if self.device.type == "cpu" else None
+
+    def _prepared(
+        self, images: list[Image.Image], prompts: list[PromptRecord], given: Sequence[PreparedImage | None] | None
+    ) -> list[PreparedImage]:
+        """Each image's inputs: the ones given (made by a worker), the rest made here on the device."""
+        given = list(given) if given is not None else [None] * len(images)
+        if all(prepared is not None for prepared in given):
+            return given  # type: ignore[return-value]
+        preparer = self.input_preparer({prompt.category for prompt in prompts})
+        return [
+            prepared if prepared is not None else preparer(image, prompt.category, self.device)
+            for image, prompt, prepared in zip(images, prompts, given, strict=True)
+        ]
+
     # -- observation ------------------------------------------------------------------------
-    def observe(self, images: list[Image.Image], prompts: list[PromptRecord]) -> list[ImageObservation]:
+    def observe(
+        self,
+        images: list[Image.Image],
+        prompts: list[PromptRecord],
+        *,
+        prepared: Sequence[PreparedImage | None] | None = None,
+        masks: str = "all",
+    ) -> list[ImageObservation]:
+        """One observation per (image, prompt), in order.
+
+        `prepared`: the models' inputs per image, as `input_preparer` makes them (the scoring loop's
+        workers do); made here where missing. `masks="rules"` brings only the masks a rule reads to
+        full resolution (attribute objects, and relation objects whose partner is present), the
+        others stay None; the default `"all"` gives every present object its mask, for drawing.
+        """
         if len(images) != len(prompts):
             raise ValueError(f"{len(images)} images but {len(prompts)} prompts")
+        if masks not in MASKS:
+            raise ValueError(f"masks must be one of {', '.join(MASKS)}, got {masks!r}")
+        if prepared is not None and len(prepared) != len(images):
+            raise ValueError(f"{len(images)} images but {len(prepared)} prepared inputs")
         observations: list[ImageObservation] = []
         for start in range(0, len(images), self.batch_size):
-            observations += self._observe_batch(
-                images[start : start + self.batch_size], prompts[start : start + self.batch_size]
-            )
+            end = start + self.batch_size
+            chunk = prepared[start:end] if prepared is not None else None
+            observations += self._observe_batch(images[start:end], prompts[start:end], chunk, masks)
         return observations
 
-    def _observe_batch(self, images: list[Image.Image], prompts: list[PromptRecord]) -> list[ImageObservation]:
+    def _observe_batch(
+        self,
+        images: list[Image.Image],
+        prompts: list[PromptRecord],
+        prepared: Sequence[PreparedImage | None] | None = None,
+        masks: str = "all",
+    ) -> list[ImageObservation]:
         config = self.config
+        inputs = self._prepared(images, prompts, prepared)
         names = [list(dict.fromkeys(prompt.objects)) for prompt in prompts]
-        found = self.detector.detect(images, names, with_masks=not config.use_sam)
+        batch = stacked([entry.detector for entry in inputs])
+        found = self.detector.detect(
+            images, names, with_masks=not config.use_sam, **({"pixel_values": batch} if batch is not None else {})
+        )
         objects = [
             {
                 name: ObjectObservation.from_detections(name, detections, counting_threshold=config.counting_threshold)
@@ -253,15 +313,18 @@ class ModelPerception:
             for image_names, detections in zip(names, found, strict=True)
         ]
         used = [best_instances(detections, image_names) for detections, image_names in zip(found, names, strict=True)]
+        if masks == "rules":
+            used = [rows[rule_rows(prompt, rows)] for prompt, rows in zip(prompts, used, strict=True)]
 
         if config.use_sam:
-            masks = self.segmenter.segment(images, [[tuple(map(float, box)) for box in rows.xyxy] for rows in used])
+            boxes = [[tuple(map(float, box)) for box in rows.xyxy] for rows in used]
+            found_masks = self.segmenter.segment(images, boxes, pixel_values=[entry.sam for entry in inputs])
         else:
-            masks = [
+            found_masks = [
                 self.detector.masks(rows, image.width, image.height) for rows, image in zip(used, images, strict=True)
             ]
         observations = []
-        for image, image_objects, rows, image_masks in zip(images, objects, used, masks, strict=True):
+        for image, image_objects, rows, image_masks in zip(images, objects, used, found_masks, strict=True):
             width, height = image.size
             # An empty mask (SAM or the detector found no pixel in the box) stays empty: the object is
             # present but unmeasurable (evaluator.verdict: no relation predicate for its pairs).
@@ -288,10 +351,28 @@ class ModelPerception:
 
         depth_indices = [index for index, prompt in enumerate(prompts) if prompt.category == "depth"]
         if depth_indices:
-            disparities = self.depth.disparity([images[index] for index in depth_indices])
+            depth_inputs = [inputs[index].depth for index in depth_indices]
+            disparities = self.depth.disparity([images[index] for index in depth_indices], pixel_values=depth_inputs)
             for index, disparity in zip(depth_indices, disparities, strict=False):
                 observations[index].disparity = disparity
         return observations
+
+
+def rule_rows(prompt: PromptRecord, rows) -> list[int]:
+    """The rows (one per present object, `best_instances`) whose masks a rule reads: every object of
+    an attribute prompt (its crop), and for a relation the subject and target of each statement
+    whose two objects are both present; a relation with an absent partner measures nothing."""
+    present = {str(name) for name in rows["class_name"]}
+    if prompt.kind == "attribute":
+        needed = present
+    else:
+        needed = {
+            name
+            for statement in prompt.statements
+            if statement.subject in present and statement.target in present
+            for name in (statement.subject, statement.target)
+        }
+    return [index for index, name in enumerate(rows["class_name"]) if str(name) in needed]
 
 
 def box_mask(box: tuple[float, float, float, float], width: int, height: int) -> np.ndarray:

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from PIL import Image
 from tqdm.auto import tqdm
 
 from dataset_builder.layout import (
@@ -30,15 +29,17 @@ from dataset_builder.layout import (
     slug,
 )
 from dataset_builder.layout import rank_path as rank_path  # re-exported: results.rank{i}.jsonl lives in the layout
-from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
+from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EvaluatorConfig
 from evaluator.images import ImageError, ImageSource, load_image
+from evaluator.loader import Work, resolve_num_workers
 from evaluator.observation import ImageObservation
 from evaluator.perception import Perception
 from evaluator.resultio import ResultWriter, merge_results, read_results
 from evaluator.results import ResultRecord
-from evaluator.verdict import error_record, judge
-from negt2ibench.errors import MissingWeightsError, UserError
+from evaluator.stream import consecutive, score_batches
+from evaluator.verdict import judge
+from negt2ibench.errors import UserError
 from negt2ibench.launch import Launch
 from negt2ibench.options import REPO_ID, check, non_negative_int, positive_int
 
@@ -242,60 +243,6 @@ def _as_index(prompts: PromptIndex | Iterable[PromptRecord]) -> PromptIndex:
     return prompts if isinstance(prompts, PromptIndex) else PromptIndex(prompts)
 
 
-def _score_batch(
-    batch: Sequence[ImageItem], prompts: PromptIndex, perception: Perception, *, config: EvaluatorConfig, model_key: str
-) -> list[ResultRecord]:
-    """Records for one batch, in order; per-item problems become error rows."""
-    records: list[ResultRecord | None] = [None] * len(batch)
-    ready: list[tuple[int, Image.Image, PromptRecord]] = []
-    for position, item in enumerate(batch):
-        try:
-            prompt = prompts[item.prompt_id]
-            ready.append((position, load_image(item.fetch()), prompt))
-        except PromptLookupError as error:
-            records[position] = error_record(item.prompt_id, model_key, item.sample_index, str(error), config)
-        except (ImageError, OSError) as error:
-            records[position] = error_record(
-                item.prompt_id, model_key, item.sample_index, f"bad image: {error}", config
-            )
-
-    def observe_each(group):
-        return perception.observe([image for _, image, _ in group], [prompt for _, _, prompt in group])
-
-    try:
-        observations = observe_each(ready) if ready else []
-        groups = [(entry, observation) for entry, observation in zip(ready, observations, strict=False)]
-    except (MissingWeightsError, KeyboardInterrupt):
-        raise
-    except Exception:  # noqa: BLE001 - isolate the image that breaks a batch, keep the rest
-        groups = []
-        for entry in ready:
-            try:
-                groups.append((entry, observe_each([entry])[0]))
-            except (MissingWeightsError, KeyboardInterrupt):
-                raise
-            except Exception as error:  # noqa: BLE001
-                item = batch[entry[0]]
-                records[entry[0]] = error_record(
-                    item.prompt_id,
-                    model_key,
-                    item.sample_index,
-                    f"perception failed: {type(error).__name__}: {error}",
-                    config,
-                )
-    for (position, _, prompt), observation in groups:
-        item = batch[position]
-        try:
-            records[position] = judge(
-                prompt, observation, model_key=model_key, sample_index=item.sample_index, config=config
-            )
-        except ValueError as error:  # an observation the rules cannot judge: record it, go on
-            records[position] = error_record(
-                item.prompt_id, model_key, item.sample_index, f"verdict failed: {error}", config
-            )
-    return [record for record in records if record is not None]
-
-
 def _score_into(
     path: Path,
     items: Sequence[ImageItem],
@@ -309,6 +256,7 @@ def _score_into(
     skip: frozenset = frozenset(),
     progress: bool = True,
     position: int = 0,
+    num_workers: int | None = None,
 ) -> None:
     with ResultWriter(path) as writer:
         done = set(writer.done) | set(skip)
@@ -323,20 +271,29 @@ def _score_into(
             position=position,
             dynamic_ncols=True,
         )
+
+        def count(record: ResultRecord) -> None:  # in the verdict thread, in work-list order
+            if not writer.write(record):
+                return
+            if record.error:
+                summary.errors += 1
+                reason = _error_kind(record.error)
+                summary.error_reasons[reason] = summary.error_reasons.get(reason, 0) + 1
+            else:
+                summary.scored += 1
+                summary.passed += int(record.passed)
+
         with bar:
-            for start in range(0, len(pending), batch_size):
-                batch = pending[start : start + batch_size]
-                for record in _score_batch(batch, prompts, perception, config=config, model_key=model_key):
-                    if not writer.write(record):
-                        continue
-                    if record.error:
-                        summary.errors += 1
-                        reason = _error_kind(record.error)
-                        summary.error_reasons[reason] = summary.error_reasons.get(reason, 0) + 1
-                    else:
-                        summary.scored += 1
-                        summary.passed += int(record.passed)
-                bar.update(len(batch))
+            score_batches(
+                [Work.look_up(item, prompts) for item in pending],
+                consecutive(len(pending), batch_size),
+                perception,
+                config=config,
+                model_key=model_key,
+                on_record=count,
+                on_batch=bar.update,
+                num_workers=num_workers,
+            )
 
 
 ERROR_KINDS = ("unknown prompt id", "bad image", "perception failed", "verdict failed")
@@ -366,13 +323,19 @@ def score_images(
     split: str | None = None,
     prompt_id: str | None = None,
     progress: bool = True,
+    num_workers: int | None = None,
 ) -> ScoreSummary:
     """Score every image of `source` into `out_path` (JSONL), skipping keys already there.
 
+    Images are decoded (and on the CPU preprocessed) by `num_workers` loader processes (None: from
+    the CPU count, `evaluator.loader.default_num_workers`; 0: in this process) while the models
+    run here, and the verdicts and the write of each batch overlap the next batch's forwards
+    (`evaluator.stream`); the file is the same, byte for byte, with any number of workers.
     Under a launcher (`negt2ibench.launch.Launch`) each process scores its contiguous share into
-    `rank_path(out_path, rank)` and the main process merges them into `out_path`.
+    `rank_path(out_path, rank)` with its own workers, and the main process merges them into `out_path`.
     """
     batch_size = check("batch_size", batch_size, positive_int)
+    num_workers = resolve_num_workers(num_workers)
     if limit is not None:
         limit = check("limit", limit, non_negative_int)
     if isinstance(source, (str, Path)):
@@ -399,6 +362,7 @@ def score_images(
             batch_size=batch_size,
             summary=summary,
             progress=progress,
+            num_workers=num_workers,
         )
     else:
         summary.rank, summary.world = launch.rank, launch.world_size
@@ -415,6 +379,7 @@ def score_images(
             skip=merged_done,
             progress=progress and launch.is_local_main,
             position=launch.rank,
+            num_workers=num_workers,
         )
 
         def merge() -> None:

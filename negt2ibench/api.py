@@ -247,6 +247,7 @@ class Evaluator:
         sample_indices: Sequence[int] | None = None,
         batch_size: int | None = None,
         progress: bool = True,
+        num_workers: int | None = None,
     ) -> list[ResultRecord]:
         """Score images in batches: one result record per image, in order, exactly as `negt2ibench score`.
 
@@ -260,16 +261,23 @@ class Evaluator:
             sample_indices: one per image; default: 0, 1, 2, … per prompt, in order.
             batch_size: images per batch (default: the evaluator's `batch_size`).
             progress: show a tqdm progress bar.
+            num_workers: processes that decode (and on the CPU preprocess) the images while the
+                models run (default: from the CPU count; 0: in this process). The records are the
+                same with any number.
 
         Returns:
             list[ResultRecord]: one per image, in the order given.
         """
         from tqdm.auto import tqdm
 
-        from evaluator.pipeline import ImageItem, _score_batch
+        from evaluator.loader import Work
+        from evaluator.pipeline import ImageItem
+        from evaluator.stream import score_batches
 
         check_model_key(model_key)
         size = self.batch_size if batch_size is None else positive("batch_size", batch_size)
+        if num_workers is not None:
+            non_negative("num_workers", num_workers)
         if len(images) != len(prompts):
             raise UserError(f"images and prompts must have the same length, got {len(images)} and {len(prompts)}")
         resolved = [self._resolve(prompt, f"prompts[{i}]") for i, prompt in enumerate(prompts)]
@@ -284,13 +292,23 @@ class Evaluator:
             )
             for i, (image, (prompt_id, record), sample) in enumerate(zip(images, resolved, sample_indices, strict=True))
         ]
+        work = [Work.look_up(item, PromptIndex([record] if record is not None else [])) for item, record in entries]
+        groups, start = [], 0
+        for batch in batches(entries, size):  # the batches `negt2ibench score` would make
+            groups.append(list(range(start, start + len(batch))))
+            start += len(batch)
         records: list[ResultRecord] = []
         with tqdm(total=len(entries), unit="img", desc=f"score {model_key}", disable=not progress) as bar:
-            for batch in batches(entries, size):
-                index = PromptIndex({r.prompt_id: r for _, r in batch if r is not None}.values())
-                items = [item for item, _ in batch]
-                records += _score_batch(items, index, self.perception, config=self.config, model_key=model_key)
-                bar.update(len(batch))
+            score_batches(
+                work,
+                groups,
+                self.perception,
+                config=self.config,
+                model_key=model_key,
+                on_record=records.append,
+                on_batch=bar.update,
+                num_workers=num_workers,
+            )
         return records
 
     def _resolve(self, prompt: str | PromptRecord, argument: str) -> tuple[str, PromptRecord | None]:
@@ -316,13 +334,17 @@ class Evaluator:
         limit: int | None = None,
         batch_size: int | None = None,
         progress: bool = True,
+        num_workers: int | None = None,
     ) -> ScoreSummary:
         """`negt2ibench score`: score a folder of `{prompt_id}_{sample_index}.png`, a dataset folder's
         or a Hub dataset's image split, or one image file, appending one record per image to the
         JSONL `out` (keys already there are skipped, so the same call resumes). Under `accelerate
-        launch` each process scores its share. `out` is checked, then the models needed are loaded,
-        before any work: a folder, another configuration's file or a missing weight fails at once.
-        Files of a folder source not named as images are listed in `summary.skipped_files`."""
+        launch` each process scores its share, with its own loader workers. `out` is checked, then the
+        models needed are loaded, before any work: a folder, another configuration's file or a missing
+        weight fails at once. Files of a folder source not named as images are listed in
+        `summary.skipped_files`. `num_workers`: processes that decode (and on the CPU preprocess) images
+        while the models run (default: from the CPU count; 0: in this process); the file is the same
+        with any number."""
         from evaluator.config import EVALUATOR_VERSION
         from evaluator.pipeline import resolve_source, score_images
         from evaluator.resultio import check_appendable
@@ -342,6 +364,7 @@ class Evaluator:
             batch_size=self.batch_size if batch_size is None else batch_size,
             limit=limit,
             progress=progress,
+            num_workers=num_workers,
         )
         summary.skipped_files = skipped
         return summary

@@ -32,7 +32,7 @@ from .options import device as device_option
 T = TypeVar("T")
 R = TypeVar("R")
 
-__all__ = ["DEVICE_CHOICES", "Launch", "contiguous_share", "select_device", "select_dtype"]
+__all__ = ["DEVICE_CHOICES", "Launch", "contiguous_share", "local_world_size", "select_device", "select_dtype"]
 
 
 def contiguous_share(items: Sequence[T], rank: int, world_size: int) -> list[T]:
@@ -52,6 +52,12 @@ def contiguous_share(items: Sequence[T], rank: int, world_size: int) -> list[T]:
 def launched_world_size() -> int:
     """The number of processes the launcher says it started (WORLD_SIZE; 1 without a launcher)."""
     return int(os.environ.get("WORLD_SIZE", "1") or 1)
+
+
+def local_world_size() -> int:
+    """The number of processes the launcher started on this machine (LOCAL_WORLD_SIZE, which torchrun
+    and accelerate set; 1 without a launcher): they share its CPUs, e.g. for data-loading workers."""
+    return max(int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1), 1)
 
 
 @dataclass(frozen=True)

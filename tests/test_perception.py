@@ -333,9 +333,12 @@ def test_corrupt_detector_weights_are_a_clear_user_error(monkeypatch, tmp_path):
 
 
 class _EmptySegmenter:
-    """A segmenter double whose every mask comes back empty (as SAM does on some boxes)."""
+    """A segmenter double whose every mask comes back empty (as SAM does on some boxes); it makes no
+    inputs of its own (`processor` None), so the loop passes `pixel_values` of None."""
 
-    def segment(self, images, boxes):
+    processor = None
+
+    def segment(self, images, boxes, *, pixel_values=None):
         return [
             [np.zeros((image.height, image.width), bool) for _ in image_boxes]
             for image, image_boxes in zip(images, boxes, strict=True)

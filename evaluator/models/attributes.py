@@ -10,6 +10,7 @@ from PIL import Image
 
 from dataset_builder.vocabulary import CATEGORY_VOCABULARY, MATERIAL_NOUNS
 from evaluator.config import EvaluatorConfig
+from evaluator.models.inputs import device_kwargs
 
 
 def masked_crop(image: Image.Image, mask: np.ndarray, gray: int) -> Image.Image:
@@ -18,10 +19,13 @@ def masked_crop(image: Image.Image, mask: np.ndarray, gray: int) -> Image.Image:
     cols = np.flatnonzero(mask.any(axis=0))
     if rows.size == 0:
         return Image.new("RGB", (1, 1), (gray, gray, gray))
-    top, bottom, left, right = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
-    pixels = np.asarray(image.convert("RGB"))[top:bottom, left:right].copy()
-    pixels[~mask[top:bottom, left:right]] = gray
-    return Image.fromarray(pixels, "RGB")
+    top, bottom, left, right = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
+    rgb = image if image.mode == "RGB" else image.convert("RGB")
+    # PIL cuts the box and pastes the mask's pixels onto gray in C: the same pixels as numpy's
+    # boolean assignment on a copy of the whole image, about ten times faster.
+    crop = Image.new("RGB", (right - left, bottom - top), (gray, gray, gray))
+    crop.paste(rgb.crop((left, top, right, bottom)), mask=Image.fromarray(mask[top:bottom, left:right]))
+    return crop
 
 
 def attribute_texts(category: str, object_name: str, config: EvaluatorConfig) -> dict[str, list[str]]:
@@ -79,7 +83,8 @@ class AttributeScorer:
 
     @torch.inference_mode()
     def image_embeddings(self, crops: Sequence[Image.Image]) -> torch.Tensor:
-        pixels = self.processor(images=list(crops), return_tensors="pt")["pixel_values"]
+        # On a GPU the crops are resized and normalised there (the torchvision image processor's device=).
+        pixels = self.processor(images=list(crops), return_tensors="pt", **device_kwargs(self.device))["pixel_values"]
         features = self._pooled(self.model.get_image_features(pixel_values=pixels.to(self.device, self.dtype))).float()
         return torch.nn.functional.normalize(features, dim=-1).cpu()
 

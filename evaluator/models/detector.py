@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 import torch.nn.functional as F
-import torchvision.transforms.functional as TF
 from PIL import Image
 
 from dataset_builder.vocabulary import OBJECT_CLASSES
+from evaluator.models.inputs import DetectorInputs, image_pixels, one_thread
 from negt2ibench.errors import UserError
 
 if TYPE_CHECKING:
@@ -137,21 +137,22 @@ class Detector:
         self.num_select = int(getattr(context.postprocess, "num_select", 300))
         self.means = list(rfdetr_model.means)
         self.stds = list(rfdetr_model.stds)
+        # The input as rfdetr's predict makes it; picklable, so loader workers can make it too.
+        self.inputs = DetectorInputs(self.resolution, tuple(self.means), tuple(self.stds))
         self.class_ids = benchmark_class_ids()
 
     def _preprocess(self, images: Sequence[Image.Image]) -> torch.Tensor:
-        # As rfdetr's predict: [0, 1] floats, square resize without antialias, ImageNet normalisation.
-        tensors = [
-            TF.resize(
-                TF.pil_to_tensor(image).to(self.device).float().div_(255.0), [self.resolution] * 2, antialias=False
-            )
-            for image in images
-        ]
-        return TF.normalize(torch.stack(tensors), self.means, self.stds)
+        with one_thread(self.device):  # the floats of `InputPreparer`, whatever the thread count
+            return torch.stack([self.inputs(image_pixels(image, self.device)) for image in images])
 
     @torch.inference_mode()
     def detect(
-        self, images: Sequence[Image.Image], wanted: Sequence[Sequence[str]], *, with_masks: bool
+        self,
+        images: Sequence[Image.Image],
+        wanted: Sequence[Sequence[str]],
+        *,
+        with_masks: bool,
+        pixel_values: torch.Tensor | None = None,
     ) -> list[sv.Detections]:
         """One `sv.Detections` per image: the kept detections of that image's wanted classes.
 
@@ -159,13 +160,14 @@ class Detector:
         `xyxy` in pixels, `confidence`, `class_id` (RF-DETR's COCO id), `data["class_name"]`
         (the benchmark's class name) and `data["query"]` (the decoder query). `with_masks` adds
         `data["mask_logits"]`, RF-DETR's low-resolution mask logits of each row, so that
-        `masks` can upsample the instances a statement uses, and only those.
+        `masks` can upsample the instances a statement uses, and only those. `pixel_values`: the
+        batch as `self.inputs` makes it (e.g. in a loader worker); made here from `images` when None.
         """
         import supervision as sv  # imported on use: it is slow to import and rfdetr loads it anyway
 
         if not images:
             return []
-        batch = self._preprocess(images)
+        batch = self._preprocess(images) if pixel_values is None else pixel_values.to(self.device)
         if self.autocast_dtype is not None and self.device.type != "cpu":
             with torch.autocast(self.device.type, dtype=self.autocast_dtype):
                 outputs = self.network(batch)

@@ -8,6 +8,8 @@ import numpy as np
 import torch
 from PIL import Image
 
+from evaluator.models.inputs import image_pixels, one_thread, processor_pixels
+
 Box = tuple[float, float, float, float]
 
 
@@ -20,16 +22,34 @@ class BoxSegmenter:
         self.device = device
         self.dtype = dtype
 
+    def pixel_values(self, image: Image.Image) -> torch.Tensor:
+        """SAM's input for one image (3×S×S float32), made on this segmenter's device."""
+        with one_thread(self.device):  # the floats of `InputPreparer`, whatever the thread count
+            return processor_pixels(self.processor, image_pixels(image, self.device))
+
     @torch.inference_mode()
-    def segment(self, images: Sequence[Image.Image], boxes: Sequence[Sequence[Box]]) -> list[list[np.ndarray]]:
-        """For each image, one bool H×W mask per box (in the order given). Images without boxes are skipped."""
+    def segment(
+        self,
+        images: Sequence[Image.Image],
+        boxes: Sequence[Sequence[Box]],
+        *,
+        pixel_values: Sequence[torch.Tensor | None] | None = None,
+    ) -> list[list[np.ndarray]]:
+        """For each image, one bool H×W mask per box (in the order given). Images without boxes are skipped.
+
+        `pixel_values`: each image's input as `pixel_values(image)` makes it (e.g. in a loader worker);
+        made here where missing. Masks are upsampled to the image's size on the model's device.
+        """
         results: list[list[np.ndarray]] = [[] for _ in images]
         todo = [index for index, image_boxes in enumerate(boxes) if image_boxes]
         if not todo:
             return results
-        encoded = self.processor(images=[images[index] for index in todo], return_tensors="pt")
-        pixel_values = encoded["pixel_values"].to(self.device, self.dtype)
-        embeddings = self.model.get_image_embeddings(pixel_values)
+        given = [pixel_values[index] if pixel_values is not None else None for index in todo]
+        inputs = [
+            tensor if tensor is not None else self.pixel_values(images[index])
+            for index, tensor in zip(todo, given, strict=True)
+        ]
+        embeddings = self.model.get_image_embeddings(torch.stack(inputs).to(self.device, self.dtype))
         for position, index in enumerate(todo):
             height, width = images[index].height, images[index].width
             prompt = self.processor(
@@ -42,6 +62,7 @@ class BoxSegmenter:
                 input_boxes=prompt["input_boxes"].to(self.device, self.dtype),
                 multimask_output=False,
             )
-            masks = self.processor.post_process_masks(outputs.pred_masks.float().cpu(), prompt["original_sizes"])[0]
+            # Upsampled and thresholded where the logits are (the GPU, on one), then copied as bool.
+            masks = self.processor.post_process_masks(outputs.pred_masks.float(), prompt["original_sizes"])[0].cpu()
             results[index] = [mask[0].numpy().astype(bool) for mask in masks]
         return results

@@ -1,0 +1,185 @@
+"""Images decoded, checked and (on the CPU) preprocessed for the models in worker processes.
+
+`batch_loader` is a `torch.utils.data.DataLoader` over the scoring loop's work list with the
+loop's own batches (`batch_sampler`), so the models see the same batches whatever the number of
+workers, and the batches come back in order. Each image comes back as a `Loaded`: the 8-bit RGB
+image (`evaluator.images.load_image`) and, on the CPU, the models' inputs
+(`evaluator.models.inputs.InputPreparer`); or the reason it cannot be scored, which becomes its
+error row (a corrupt, truncated, tiny or too large image, an unknown prompt id). With
+`num_workers=0` the same code runs in this process: that is the sequential path.
+
+Workers are forked (Linux): they inherit the work list, whose image fetchers need not pickle,
+and the preparer. Under `accelerate launch` / `torchrun` every rank builds its own loader, so
+each rank has its own workers; `default_num_workers` shares this machine's CPUs among its ranks.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import torch
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset, get_worker_info
+
+from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
+from evaluator.images import ImageError, ImageSource, load_image
+from evaluator.models.inputs import InputPreparer, PreparedImage
+from negt2ibench.launch import local_world_size
+from negt2ibench.options import check, non_negative_int
+
+MAX_DEFAULT_WORKERS = 8  # decoding a 1024² PNG takes ~50 ms: 8 workers feed ≥ 100 images/s
+PREFETCH_BATCHES = 2  # batches each worker keeps ready ahead of the models
+
+
+class ImageItemLike(Protocol):
+    """An image to score (`evaluator.pipeline.ImageItem`): its key and how to fetch its data."""
+
+    prompt_id: str
+    sample_index: int
+    fetch: Callable[[], ImageSource]
+
+
+@dataclass(frozen=True)
+class Work:
+    """One image of the work list: the item, its prompt record, or why it has none (the error row)."""
+
+    item: ImageItemLike
+    prompt: PromptRecord | None
+    problem: str | None = None
+
+    @classmethod
+    def look_up(cls, item: ImageItemLike, prompts: PromptIndex) -> Work:
+        """The item with its prompt from `prompts`; an unknown id keeps the index's message."""
+        try:
+            return cls(item, prompts[item.prompt_id])
+        except PromptLookupError as error:
+            return cls(item, None, str(error))
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """One image as the loader hands it over: decoded, or the reason it cannot be scored.
+
+    From a worker the pixels come as a uint8 H×W×3 tensor, which travels through shared memory
+    (a pickled image would be copied through a pipe and unpickled by the process that runs the
+    models); `rgb()` makes the PIL image of either form.
+    """
+
+    index: int  # position in the work list
+    image: Image.Image | None = None
+    prepared: PreparedImage | None = None  # the models' inputs, when made in the loader
+    problem: str | None = None  # the error row's reason
+    pixels: torch.Tensor | None = None  # the image, from a worker
+
+    def rgb(self) -> Image.Image:
+        """The 8-bit RGB image (the same pixels whichever process decoded it)."""
+        if self.image is not None:
+            return self.image
+        if self.pixels is None:
+            raise ValueError(f"item {self.index} has no image: {self.problem}")
+        return Image.fromarray(self.pixels.numpy())
+
+
+class WorkDataset(Dataset):
+    """The work list as a map-style dataset: item i decoded, checked and prepared (in a worker)."""
+
+    def __init__(self, work: Sequence[Work], preparer: InputPreparer | None = None):
+        self.work = work
+        self.preparer = preparer
+
+    def __len__(self) -> int:
+        return len(self.work)
+
+    def __getitem__(self, index: int) -> Loaded:
+        work = self.work[index]
+        if work.prompt is None:
+            return Loaded(index, problem=work.problem or f"unknown prompt id {work.item.prompt_id!r}")
+        try:
+            image = load_image(work.item.fetch())
+        except (ImageError, OSError) as error:
+            return Loaded(index, problem=f"bad image: {error}")
+        prepared = None
+        if self.preparer is not None:
+            try:
+                prepared = self.preparer(image, work.prompt.category)
+            except Exception:  # noqa: BLE001 - made again by perception, where a failure becomes the image's error row
+                prepared = None
+        if get_worker_info() is not None:  # in a worker: send the pixels through shared memory
+            return Loaded(index, pixels=torch.from_numpy(np.array(image)), prepared=prepared)
+        return Loaded(index, image=image, prepared=prepared)
+
+
+def _as_list(batch: list[Loaded]) -> list[Loaded]:
+    return batch  # no collation: the perception takes images and inputs one by one
+
+
+def can_fork() -> bool:
+    """Whether loader workers can be forked (Linux; elsewhere forking a process with loaded models
+    is unsafe and the work list's fetchers would have to pickle)."""
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity, e.g. a container's or a scheduler's share)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def default_num_workers() -> int:
+    """Loader workers per process when none are asked for: this machine's CPUs shared among the
+    processes a launcher started on it, at most 8; 0 below 2 CPUs (a worker would only take turns
+    with the models on the one CPU) and where workers cannot be forked."""
+    if not can_fork():
+        return 0
+    per_process = available_cpus() // max(local_world_size(), 1)
+    return 0 if per_process < 2 else min(per_process, MAX_DEFAULT_WORKERS)
+
+
+def resolve_num_workers(num_workers: int | None) -> int:
+    """`num_workers` checked (an integer ≥ 0), or the default for None. Asked for where workers
+    cannot be forked, it falls back to 0 with a warning."""
+    if num_workers is None:
+        return default_num_workers()
+    num_workers = check("num_workers", num_workers, non_negative_int)
+    if num_workers and not can_fork():
+        warnings.warn(
+            f"num_workers={num_workers}: loader workers are forked, which {sys.platform} does not allow "
+            "safely; images are decoded in this process",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        return 0
+    return num_workers
+
+
+def batch_loader(
+    work: Sequence[Work],
+    batches: Sequence[Sequence[int]],
+    *,
+    preparer: InputPreparer | None = None,
+    num_workers: int = 0,
+) -> DataLoader:
+    """Batches of `Loaded`, in the order of `batches` (lists of positions in `work`).
+
+    With workers, each keeps `PREFETCH_BATCHES` batches ready; at most one worker per batch.
+    """
+    dataset = WorkDataset(work, preparer)
+    workers = min(num_workers, len(batches))
+    options: dict = {}
+    if workers > 0:
+        options = {
+            "num_workers": workers,
+            "prefetch_factor": PREFETCH_BATCHES,
+            "multiprocessing_context": "fork",
+            "persistent_workers": False,
+        }
+    return DataLoader(dataset, batch_sampler=[list(batch) for batch in batches], collate_fn=_as_list, **options)
