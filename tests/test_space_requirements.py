@@ -8,10 +8,12 @@ import sys
 from pathlib import Path
 
 import yaml
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from space.deploy import (
     APP_PY,
+    PACKAGES,
     PY310_VERSIONS,
     PYTHON_VERSION,
     RUNTIME_EXTRAS,
@@ -23,7 +25,7 @@ from space.deploy import (
 )
 
 REPO = Path(__file__).resolve().parent.parent
-PROJECT = ("negt2ibench", "dataset_builder", "evaluator", "space", "generation", "validation")
+PROJECT = ("negt2ibench", "dataset_builder", "evaluator", "space", "generation", "validation", "judges")
 INSTALLED_BY_THE_SDK = {"gradio", "gradio-client"}  # sdk_version in the Space README
 
 
@@ -73,11 +75,35 @@ def imported_distributions(entry: str) -> tuple[set[str], set[str]]:
     return seen, distributions
 
 
+def dependencies_of(names: set[str]) -> set[str]:
+    """Every distribution installed as a (transitive) requirement of NAMES, extras left out."""
+    found: set[str] = set()
+    todo = list(names)
+    while todo:
+        try:
+            requires = importlib.metadata.requires(todo.pop()) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for line in requires:
+            if "extra ==" in line:
+                continue
+            name = normalized(Requirement(line).name)
+            if name not in found:
+                found.add(name)
+                todo.append(name)
+    return found
+
+
 def test_the_space_requirements_are_exactly_what_its_modules_import():
     modules, imported = imported_distributions(APP_PY)
     assert {"space.app", "negt2ibench.api", "evaluator.perception", "evaluator.models.detector"} <= modules
     assert "generation" not in {name.split(".")[0] for name in modules}  # not copied into the Space
-    assert imported - INSTALLED_BY_THE_SDK == {normalized(name) for name in SPACE_IMPORTS}
+    assert {name.split(".")[0] for name in modules} <= set(PACKAGES)  # every package it imports is copied
+    listed = {normalized(name) for name in SPACE_IMPORTS}
+    assert listed <= imported
+    # the rest (huggingface_hub's HTTP client, gradio's jinja2) come with what is listed or the SDK
+    unlisted = imported - INSTALLED_BY_THE_SDK - listed
+    assert unlisted <= dependencies_of(listed | INSTALLED_BY_THE_SDK), unlisted - dependencies_of(listed)
     written = {normalized(line.split("==")[0]) for line in space_requirements().splitlines()}
     assert written == {normalized(name) for name in (*SPACE_IMPORTS, *RUNTIME_EXTRAS)}
     assert not written & {"diffusers", "bitsandbytes", "pytest", "playwright", "ruff", "scikit-image", "gradio"}
