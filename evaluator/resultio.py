@@ -10,12 +10,18 @@ A *torn* line is a last line without its trailing newline that is not a whole re
 writer ends every record with a newline in the same write, so only an interrupted write leaves
 one). A last line without a newline that is a whole record is kept. Lines are read by
 `negt2ibench.jsonl`, the project's one JSONL reader; the writer's lock is filelock's.
+
+The lock (flock) belongs to the open file, which a forked child shares: a loader worker forked
+while a writer is open would keep the file locked after its writer died (a killed run's rerun
+would be refused until the orphaned workers go). So a forked child lets go of every open
+writer's file at once (`os.register_at_fork`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +41,25 @@ class ResultFileError(JsonlError):
     """A result file that cannot be read or appended to as it is; the message names path and line.
 
     A `UserError` (the CLI prints one line, exit 1) and a `ValueError`."""
+
+
+_OPEN_WRITERS: weakref.WeakSet[ResultWriter] = weakref.WeakSet()
+
+
+def _release_in_forked_child() -> None:
+    """In a forked child: point each open writer's descriptor at /dev/null (the parent's lock and
+    file stay as they are) and forget it, so the child neither holds the lock nor writes."""
+    for writer in list(_OPEN_WRITERS):
+        handle, writer._handle = writer._handle, None
+        if handle is not None:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, handle.fileno())  # the result file's description loses this process's reference
+            os.close(null)
+    _OPEN_WRITERS.clear()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_release_in_forked_child)
 
 
 def _parse(path: Path) -> JsonlContents[ResultRecord]:
@@ -144,6 +169,7 @@ class ResultWriter:
             handle.close()
             raise
         self._handle = handle
+        _OPEN_WRITERS.add(self)
 
     def write(self, record: ResultRecord) -> bool:
         """Append `record` unless its key is already in the file; True when written."""
@@ -168,6 +194,7 @@ class ResultWriter:
         return True
 
     def close(self) -> None:
+        _OPEN_WRITERS.discard(self)
         if self._handle is not None:
             self._handle.close()  # closing releases the lock
             self._handle = None

@@ -157,6 +157,34 @@ def test_two_writers_on_one_file_are_refused(tmp_path):
         assert writer.write(record())
 
 
+def _hold_until(release) -> None:
+    release.wait(60)
+
+
+def test_a_forked_child_does_not_keep_the_file_locked(tmp_path):
+    """A loader worker forked while a writer is open (and still alive when its writer is gone,
+    e.g. after the run was killed) must not keep the next run off the file."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    release = context.Event()
+    path = tmp_path / "r.jsonl"
+    writer = ResultWriter(path)
+    writer.open()
+    child = context.Process(target=_hold_until, args=(release,))
+    child.start()
+    try:
+        writer.close()  # the writer is gone, the child lives on
+        assert child.is_alive()
+        with ResultWriter(path) as again:
+            assert again.write(record())
+    finally:
+        release.set()
+        child.join(60)
+    assert child.exitcode == 0
+    assert read_results(path) == [record()]
+
+
 def test_write_needs_an_open_writer(tmp_path):
     with pytest.raises(RuntimeError, match="not open"):
         ResultWriter(tmp_path / "r.jsonl").write(record())

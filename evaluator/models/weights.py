@@ -223,14 +223,23 @@ def check_hub(model: ModelWeights, config: EvaluatorConfig, weights_dir: str | P
     absent = [name for name in ("config.json",) if not (folder / name).is_file()]
     if absent or not any(folder.glob("*.safetensors")):
         return CheckResult(model, "missing", f"incomplete download in {folder} (no {', '.join(absent) or 'weights'})")
-    try:
-        loaded = _import(model.model_class).from_pretrained(folder, local_files_only=True, dtype=torch.float32)
+
+    def load():
         _import(model.processor_class).from_pretrained(folder, local_files_only=True)
+        return _import(model.model_class).from_pretrained(folder, local_files_only=True, dtype=torch.float32)
+
+    return _loads(model, folder, load)
+
+
+def _loads(model: ModelWeights, path: Path, load: Callable[[], object]) -> CheckResult:
+    """ok when `load()` builds the model (then freed at once), broken with the error's first line."""
+    try:
+        loaded = load()
     except Exception as error:  # noqa: BLE001 - a broken file raises anything from OSError to a shape mismatch
         return CheckResult(model, "broken", _one_line(error))
     del loaded
     gc.collect()
-    return CheckResult(model, "ok", str(folder))
+    return CheckResult(model, "ok", str(path))
 
 
 def check_rfdetr(model: ModelWeights, config: EvaluatorConfig, weights_dir: str | Path | None) -> CheckResult:
@@ -245,14 +254,13 @@ def check_rfdetr(model: ModelWeights, config: EvaluatorConfig, weights_dir: str 
         return CheckResult(model, "missing", f"{path} does not exist")
     if not validate_pretrain_weights(str(path), strict=False):
         return CheckResult(model, "broken", f"{path} does not have rfdetr's MD5 (truncated or another file)")
-    try:
+
+    def load():
         loaded = load_rfdetr(config, weights_dir)
         check_coco_checkpoint(loaded)
-    except Exception as error:  # noqa: BLE001 - anything that stops it loading makes it broken
-        return CheckResult(model, "broken", _one_line(error))
-    del loaded
-    gc.collect()
-    return CheckResult(model, "ok", str(path))
+        return loaded
+
+    return _loads(model, path, load)
 
 
 def check_torchvision(model: ModelWeights, config: EvaluatorConfig, weights_dir: str | Path | None) -> CheckResult:
@@ -262,13 +270,7 @@ def check_torchvision(model: ModelWeights, config: EvaluatorConfig, weights_dir:
     path = maskrcnn_weights_path(config, weights_dir)
     if not path.is_file():
         return CheckResult(model, "missing", f"{path} does not exist")
-    try:
-        loaded = load_maskrcnn(config, weights_dir)
-    except Exception as error:  # noqa: BLE001 - anything that stops it loading makes it broken
-        return CheckResult(model, "broken", _one_line(error))
-    del loaded
-    gc.collect()
-    return CheckResult(model, "ok", str(path))
+    return _loads(model, path, lambda: load_maskrcnn(config, weights_dir))
 
 
 CHECKERS: dict[str, Callable[[ModelWeights, EvaluatorConfig, str | Path | None], CheckResult]] = {
