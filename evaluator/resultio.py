@@ -51,9 +51,13 @@ def _release_in_forked_child() -> None:
     file stay as they are) and forget it, so the child neither holds the lock nor writes."""
     for writer in list(_OPEN_WRITERS):
         handle, writer._handle = writer._handle, None
-        if handle is not None:
+        try:
+            descriptor = handle.fileno() if handle is not None else -1
+        except (OSError, ValueError):  # its file was closed behind the writer's back: nothing held
+            continue
+        if descriptor >= 0:
             null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, handle.fileno())  # the result file's description loses this process's reference
+            os.dup2(null, descriptor)  # the result file's description loses this process's reference
             os.close(null)
     _OPEN_WRITERS.clear()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from _perception_helpers import tiny_models, tiny_siglip
+from _perception_helpers import tiny_depth, tiny_models, tiny_sam, tiny_siglip
 
 from evaluator.config import PRESETS, EvaluatorConfig
 from evaluator.models.attributes import AttributeScorer
@@ -108,7 +108,8 @@ def test_attribute_dtype_is_float32_by_default_and_in_the_config_hash():
 
 
 def test_siglip_runs_in_float32_unless_the_config_asks_for_bf16():
-    detector, sam, siglip, depth = tiny_models()
+    # Models of its own: a cast to bf16 and back rounds the weights, and tiny_models() are shared.
+    detector, sam, siglip, depth = tiny_models()[0], tiny_sam(), tiny_siglip(), tiny_depth()
     models = dict(detector=detector, sam=sam, siglip=siglip, depth=depth)
     # A GPU-like perception in bf16 (the dtype only; the tiny models run on the CPU here).
     perception = ModelPerception.from_models(PRESETS["current"], **models, dtype=torch.bfloat16)
@@ -120,6 +121,3 @@ def test_siglip_runs_in_float32_unless_the_config_asks_for_bf16():
         PRESETS["current"].replace(attribute_dtype="bfloat16"), **models, dtype=torch.bfloat16
     )
     assert opted._attributes.dtype == torch.bfloat16
-    # The models are shared across tests: put them back in float32.
-    for model in (sam[0], siglip[0], depth[0]):
-        model.to(torch.float32)

@@ -157,7 +157,8 @@ def test_two_writers_on_one_file_are_refused(tmp_path):
         assert writer.write(record())
 
 
-def _hold_until(release) -> None:
+def _hold_until(started, release) -> None:
+    started.set()  # the fork hooks have run by now
     release.wait(60)
 
 
@@ -167,13 +168,14 @@ def test_a_forked_child_does_not_keep_the_file_locked(tmp_path):
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
-    release = context.Event()
+    started, release = context.Event(), context.Event()
     path = tmp_path / "r.jsonl"
     writer = ResultWriter(path)
     writer.open()
-    child = context.Process(target=_hold_until, args=(release,))
+    child = context.Process(target=_hold_until, args=(started, release))
     child.start()
     try:
+        assert started.wait(60)
         writer.close()  # the writer is gone, the child lives on
         assert child.is_alive()
         with ResultWriter(path) as again:
