@@ -135,7 +135,8 @@ def _row_group_images(path: str, row_group: int) -> list:
     return pq.ParquetFile(path).read_row_group(row_group, columns=["image"]).column("image").to_pylist()
 
 
-def _image_bytes(cell) -> bytes:
+def image_bytes(cell: object) -> bytes:
+    """The encoded image of a parquet/datasets ``image`` cell (``{"bytes", "path"}`` struct, or raw bytes)."""
     if isinstance(cell, dict):
         if cell.get("bytes"):
             return cell["bytes"]
@@ -157,7 +158,7 @@ def local_dataset_items(dataset_dir: Path, split: str | None) -> tuple[str, list
         for group in range(parquet.num_row_groups):
             keys = parquet.read_row_group(group, columns=["prompt_id", "sample_index"]).to_pylist()
             for offset, row in enumerate(keys):
-                fetch = lambda s=str(shard), g=group, o=offset: _image_bytes(_row_group_images(s, g)[o])  # noqa: E731
+                fetch = lambda s=str(shard), g=group, o=offset: image_bytes(_row_group_images(s, g)[o])  # noqa: E731
                 label = f"{shard.name}#{group}:{offset}"
                 items.append(ImageItem(row["prompt_id"], int(row["sample_index"]), fetch, label))
     return split, items
@@ -177,7 +178,7 @@ def hub_dataset_items(repo_id: str, split: str) -> list[ImageItem]:
         ImageItem(
             row["prompt_id"],
             int(row["sample_index"]),
-            (lambda i=index: _image_bytes(dataset[i]["image"])),
+            (lambda i=index: image_bytes(dataset[i]["image"])),
             f"{repo_id}[{split}][{index}]",
         )
         for index, row in enumerate(keys)

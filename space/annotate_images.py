@@ -22,25 +22,13 @@ from pathlib import Path
 from PIL import Image
 
 from evaluator.images import ImageError, load_image
-from evaluator.pipeline import ImageItem, resolve_source
+from evaluator.pipeline import ImageItem, image_bytes, resolve_source
 from negt2ibench.errors import UserError
 from validation.sample import SampleItem
 
 
 class SampleImageError(UserError):
     """A sample line's image cannot be found or read."""
-
-
-def _cell_bytes(cell: object) -> bytes:
-    """The encoded image of a parquet ``image`` cell (``{"bytes", "path"}`` struct, or raw bytes)."""
-    if isinstance(cell, dict):
-        if cell.get("bytes"):
-            return cell["bytes"]
-        if cell.get("path"):
-            return Path(cell["path"]).read_bytes()
-    if isinstance(cell, (bytes, bytearray)):
-        return bytes(cell)
-    raise ImageError("dataset row has no image bytes")
 
 
 @lru_cache(maxsize=2)
@@ -110,7 +98,7 @@ class SampleImages:
             if shard is not None and shard.is_file():
                 row = read_shard_row(shard, item.row)
                 if (row["prompt_id"], int(row["sample_index"])) == (item.prompt_id, item.sample_index):
-                    return load_image(_cell_bytes(row["image"]))
+                    return load_image(image_bytes(row["image"]))
             return load_image(self._by_key(location, item).fetch())
         except SampleImageError:
             raise
