@@ -9,13 +9,13 @@ from __future__ import annotations
 import io
 import json
 import re
-from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
+from _launch_helpers import FakeState
 from PIL import Image
 
 from dataset_builder.grammar import parse_prompt
@@ -156,22 +156,6 @@ def test_summary_reports_the_cost_apart_from_loading(tmp_path):
     assert "pos: 4 new (0 passed, 0 errors), 0 already done, 3.50 q/img" in line
     assert "14 questions" in line and "s/question" in line and "model load" in line and "peak RSS" in line
     json.dumps(data)
-
-
-class FakeState:
-    """accelerate's PartialState for one rank of a two-process run (ranks run in turn here)."""
-
-    def __init__(self, rank: int):
-        self.process_index, self.num_processes = rank, 2
-        self.is_main_process = self.is_local_main_process = rank == 0
-
-    @contextmanager
-    def split_between_processes(self, items):
-        half = (len(items) + 1) // 2
-        yield items[:half] if self.process_index == 0 else items[half:]
-
-    def wait_for_everyone(self):
-        pass
 
 
 def test_ranks_write_their_own_files_and_the_main_process_merges_each_mode(tmp_path, monkeypatch):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import io
 import json
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _launch_helpers import FakeState
 from _perception_helpers import make_prompt, random_image, tiny_perception
 from PIL import Image
 
@@ -310,22 +310,6 @@ def test_a_perception_failure_becomes_one_error_row_and_the_batch_goes_on(tmp_pa
     assert records[1].error.startswith("perception failed: RuntimeError")
     assert records[0].error is None and records[2].error is None
     assert summary.errors == 1 and summary.scored == 2
-
-
-class FakeState:
-    """A stand-in for accelerate's PartialState: one rank of a two-process run, run in turn."""
-
-    def __init__(self, rank: int):
-        self.process_index, self.num_processes = rank, 2
-        self.is_main_process = self.is_local_main_process = rank == 0
-
-    @contextmanager
-    def split_between_processes(self, items):
-        half = (len(items) + 1) // 2
-        yield items[:half] if self.process_index == 0 else items[half:]
-
-    def wait_for_everyone(self):
-        pass
 
 
 def test_ranks_write_their_own_files_and_the_main_process_merges_without_duplicates(tmp_path, monkeypatch):

@@ -223,7 +223,7 @@ def test_a_killed_run_with_workers_leaves_whole_lines_and_resumes_to_the_uninter
 
 def test_ranks_each_with_their_own_workers_merge_into_the_file_of_ranks_without_workers(folder, tmp_path, monkeypatch):
     import accelerate
-    from test_pipeline import FakeState
+    from _launch_helpers import FakeState
 
     perception = tiny_perception(CONFIG)
     for workers in (0, 2):
