@@ -1,12 +1,12 @@
 """Images decoded, checked and (on the CPU) preprocessed for the models in worker processes.
 
-`batch_loader` is a `torch.utils.data.DataLoader` over the scoring loop's work list with the
-loop's own batches (`batch_sampler`), so the models see the same batches whatever the number of
-workers, and the batches come back in order. Each image comes back as a `Loaded`: the 8-bit RGB
-image (`evaluator.images.load_image`) and, on the CPU, the models' inputs
-(`evaluator.models.inputs.InputPreparer`); or the reason it cannot be scored, which becomes its
-error row (a corrupt, truncated, tiny or too large image, an unknown prompt id). With
-`num_workers=0` the same code runs in this process: that is the sequential path.
+`batch_loader` is a `torch.utils.data.DataLoader` over the scoring loop's work list, one image at
+a time in the order of the loop's batches, regrouped into those batches (`BatchLoader`), so the
+models see the same batches whatever the number of workers, and the batches come back in order.
+Each image comes back as a `Loaded`: the 8-bit RGB image (`evaluator.images.load_image`) and, on
+the CPU, the models' inputs (`evaluator.models.inputs.InputPreparer`); or the reason it cannot be
+scored, which becomes its error row (a corrupt, truncated, tiny or too large image, an unknown
+prompt id). With `num_workers=0` the same code runs in this process: that is the sequential path.
 
 Workers are forked (Linux): they inherit the work list, whose image fetchers need not pickle,
 and the preparer. Under `accelerate launch` / `torchrun` every rank builds its own loader, so
@@ -15,11 +15,12 @@ each rank has its own workers; `default_num_workers` shares this machine's CPUs 
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -35,7 +36,11 @@ from negt2ibench.launch import local_world_size
 from negt2ibench.options import check, non_negative_int
 
 MAX_DEFAULT_WORKERS = 8  # decoding a 1024² PNG takes ~50 ms: 8 workers feed ≥ 100 images/s
-PREFETCH_BATCHES = 2  # batches each worker keeps ready ahead of the models
+PREFETCH_BATCHES = 2  # batches the workers keep ready ahead of the models, between them
+# Workers run at a lower priority than the process that drives the models: where the CPUs are
+# short, the scheduler gives them to the forwards (the critical path) and the workers take what is
+# left; with CPUs to spare the niceness changes nothing.
+WORKER_NICENESS = 10
 
 
 class ImageItemLike(Protocol):
@@ -116,8 +121,15 @@ class WorkDataset(Dataset):
         return Loaded(index, image=image, prepared=prepared)
 
 
-def _as_list(batch: list[Loaded]) -> list[Loaded]:
-    return batch  # no collation: the perception takes images and inputs one by one
+def _lower_priority(worker_id: int) -> None:
+    try:
+        os.nice(WORKER_NICENESS)
+    except OSError:  # not allowed here (some sandboxes): run at the parent's priority
+        pass
+
+
+def _as_is(entry: Loaded) -> Loaded:
+    return entry  # no collation: the perception takes images and inputs one by one
 
 
 def can_fork() -> bool:
@@ -161,25 +173,58 @@ def resolve_num_workers(num_workers: int | None) -> int:
     return num_workers
 
 
+class BatchLoader:
+    """The work list's images, decoded by a per-image `DataLoader`, regrouped into the loop's batches.
+
+    Workers take images, not batches, so the images of one batch are decoded side by side: the
+    models wait for the first batch as long as one worker takes for its share of it, not for the
+    whole batch (what a worker per batch would cost at the start of every run and of every batch
+    that outruns the workers). The images come back in the sampler's order, which is the batches'
+    order, so regrouping by the batches' sizes gives the same batches as the sequential path.
+    """
+
+    def __init__(self, loader: DataLoader, sizes: Sequence[int]):
+        self._loader = loader
+        self._sizes = list(sizes)
+        self._items: Iterator[Loaded] | None = None
+
+    def __iter__(self) -> Iterator[list[Loaded]]:
+        self._items = iter(self._loader)
+        try:
+            for size in self._sizes:
+                yield [next(self._items) for _ in range(size)]
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Shuts the workers down now (dropping the loader's iterator does), not when a traceback
+        lets go of them."""
+        self._items = None
+
+
 def batch_loader(
     work: Sequence[Work],
     batches: Sequence[Sequence[int]],
     *,
     preparer: InputPreparer | None = None,
     num_workers: int = 0,
-) -> DataLoader:
+) -> BatchLoader:
     """Batches of `Loaded`, in the order of `batches` (lists of positions in `work`).
 
-    With workers, each keeps `PREFETCH_BATCHES` batches ready; at most one worker per batch.
+    With workers, they keep about `PREFETCH_BATCHES` batches of images ready between them.
     """
     dataset = WorkDataset(work, preparer)
-    workers = min(num_workers, len(batches))
+    order = [index for batch in batches for index in batch]
+    workers = min(num_workers, len(order))
     options: dict = {}
     if workers > 0:
+        largest = max(len(batch) for batch in batches)
         options = {
             "num_workers": workers,
-            "prefetch_factor": PREFETCH_BATCHES,
+            "prefetch_factor": max(2, math.ceil(PREFETCH_BATCHES * largest / workers)),
             "multiprocessing_context": "fork",
             "persistent_workers": False,
+            "worker_init_fn": _lower_priority,
         }
-    return DataLoader(dataset, batch_sampler=[list(batch) for batch in batches], collate_fn=_as_list, **options)
+    loader = DataLoader(dataset, sampler=order, batch_size=None, collate_fn=_as_is, **options)
+    return BatchLoader(loader, [len(batch) for batch in batches])

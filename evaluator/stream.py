@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from evaluator.config import EvaluatorConfig
@@ -164,7 +164,7 @@ def score_batches(
     streaming = callable(make_preparer)
     categories = {entry.prompt.category for entry in work if entry.prompt is not None}
     preparer = make_preparer(categories) if streaming else None  # loads the models it needs, before forking
-    loaded: Iterable[list[Loaded]] = iter(batch_loader(work, batches, preparer=preparer, num_workers=workers))
+    loader = batch_loader(work, batches, preparer=preparer, num_workers=workers)
 
     def verdicts(batch: list[Loaded], seen: list[ImageObservation | str | None]) -> None:
         for record in batch_records(work, batch, seen, config=config, model_key=model_key):
@@ -174,8 +174,8 @@ def score_batches(
 
     try:
         with VerdictThread() as thread:  # started after the workers were forked
-            for batch in loaded:
+            for batch in loader:
                 seen = observe_batch(perception, work, batch, streaming=streaming)
                 thread.submit(lambda batch=batch, seen=seen: verdicts(batch, seen))
     finally:
-        del loaded  # shuts the workers down now, not when the traceback lets go of them
+        loader.close()  # shuts the workers down now, not when the traceback lets go of them

@@ -5,6 +5,7 @@ the verdict thread's guarantees, the models' inputs, and the worker defaults."""
 from __future__ import annotations
 
 import io
+import os
 import threading
 from pathlib import Path
 
@@ -419,3 +420,35 @@ def test_cli_num_workers_option(capsys):
     with pytest.raises(SystemExit):
         main(["score", "--help"])
     assert "--num-workers N" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_the_loader_regroups_single_images_into_the_loops_batches_and_workers_share_each_batch(tmp_path, workers):
+    """Workers take images, not batches: the first batch's four images are decoded by both workers
+    (each image's fetch leaves a file named by the process that ran it and its niceness), the
+    workers run at a lower priority than the models' process, and the images come back in the
+    given batches, whatever their order and sizes."""
+    prompt = PROMPTS[0]
+    decoded_by = tmp_path / "decoded_by"
+    decoded_by.mkdir()
+
+    def fetcher(index: int):
+        def fetch() -> bytes:
+            (decoded_by / f"{index}.{os.getpid()}.{os.nice(0)}").touch()
+            return png(random_image(index, (64, 48)))
+
+        return fetch
+
+    work = [Work(ImageItem(prompt.prompt_id, index, fetcher(index)), prompt) for index in range(7)]
+    batches = [[3, 0, 5, 1], [2], [6, 4]]
+    got = [[entry.index for entry in batch] for batch in loader.batch_loader(work, batches, num_workers=workers)]
+    assert got == batches
+    decoded = [tuple(int(part) for part in name.split(".")) for name in os.listdir(decoded_by)]
+    assert sorted(index for index, _, _ in decoded) == list(range(7))  # each image once
+    first_batch = {(pid, niceness) for index, pid, niceness in decoded if index in batches[0]}
+    here = os.nice(0)
+    if workers == 0:
+        assert first_batch == {(os.getpid(), here)}
+    else:
+        assert len({pid for pid, _ in first_batch} - {os.getpid()}) == 2
+        assert {niceness for _, niceness in first_batch} == {min(here + loader.WORKER_NICENESS, 19)}
