@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import gc
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from negt2ibench.errors import MissingWeightsError, UserError
 from .agreement import compute_agreement
 from .annotations import ImageKey
 from .labels import LabelSet
-from .report import Table, to_csv, to_markdown, write_report
+from .report import Table, json_ready, to_csv, to_markdown, write_report
 from .runs import check_results
 
 PerceptionFactory = Callable[[EvaluatorConfig], Perception]
@@ -193,16 +192,6 @@ def ablation_table(report: dict, configs: Sequence[EvaluatorConfig]) -> Table:
     return Table("ablation", "Evaluator ablation (paper Table 17)", COLUMNS, rows, notes)
 
 
-def _json_ready(value: object) -> object:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_ready(v) for v in value]
-    return value
-
-
 @dataclass(frozen=True)
 class AblationOutcome:
     table: Table
@@ -263,7 +252,7 @@ def run_ablation(
         "missing_images": [list(key) for key in missing],
     }
     for name, text in (
-        ("ablation.json", json.dumps(_json_ready(summary), indent=1, allow_nan=False) + "\n"),
+        ("ablation.json", json.dumps(json_ready(summary), indent=1, allow_nan=False) + "\n"),
         ("ablation.md", to_markdown(table)),
         ("ablation.csv", to_csv(table)),
     ):

@@ -247,13 +247,14 @@ def markdown_report(report: dict) -> str:
     return "\n".join(parts)
 
 
-def _json_ready(value: object) -> object:
+def json_ready(value: object) -> object:
+    """`value` with NaN floats as None, nested dicts, lists and tuples included (strict JSON)."""
     if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, dict):
-        return {k: _json_ready(v) for k, v in value.items()}
+        return {k: json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_ready(v) for v in value]
+        return [json_ready(v) for v in value]
     return value
 
 
@@ -285,7 +286,7 @@ def write_report(report: dict, out_dir: str | Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in (
-        ("agreement.json", json.dumps(_json_ready(report), indent=1, allow_nan=False) + "\n"),
+        ("agreement.json", json.dumps(json_ready(report), indent=1, allow_nan=False) + "\n"),
         ("agreement.md", markdown_report(report)),
         *((name, to_csv(build(report))) for name, build in CSV_TABLES.items()),
     ):
