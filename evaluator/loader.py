@@ -15,6 +15,7 @@ each rank has its own workers; `default_num_workers` shares this machine's CPUs 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing
 import os
@@ -122,10 +123,8 @@ class WorkDataset(Dataset):
 
 
 def _lower_priority(worker_id: int) -> None:
-    try:
+    with contextlib.suppress(OSError):  # not allowed here (some sandboxes): run at the parent's priority
         os.nice(WORKER_NICENESS)
-    except OSError:  # not allowed here (some sandboxes): run at the parent's priority
-        pass
 
 
 def _as_is(entry: Loaded) -> Loaded:
