@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from negt2ibench.core.atomic import write_atomic
+
 from .corpus import CORPUS_VERSION
-from .layout import CARD_FILE, image_splits, split_glob, write_atomic
+from .layout import CARD_FILE, image_splits, split_glob
 from .loading import load_prompts
 from .records import PromptRecord
 from .vocabulary import CATEGORIES, CATEGORY_VOCABULARY, OBJECT_CLASSES, SETTINGS, setting_label, setting_name

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 from .records import PromptRecord, Statement
 from .vocabulary import (

@@ -13,24 +13,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from negt2ibench.errors import UserError
-from negt2ibench.options import check
-from negt2ibench.options import repo_id as repo_id_option
+from negt2ibench.core.atomic import atomic_folder, recover_folder, writable_parent
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.names import SPLIT_NAME
+from negt2ibench.core.options import check
+from negt2ibench.core.options import repo_id as repo_id_option
 
 from . import card
-from .layout import (
-    CARD_FILE,
-    IMAGES_DIR,
-    PROMPTS_DIR,
-    PROMPTS_JSONL,
-    PROMPTS_PARQUET,
-    RESULTS_DIR,
-    SPLIT_NAME,
-    atomic_folder,
-    image_splits,
-    recover_folder,
-    writable_parent,
-)
+from .layout import CARD_FILE, IMAGES_DIR, PROMPTS_DIR, PROMPTS_JSONL, PROMPTS_PARQUET, RESULTS_DIR, image_splits
 from .layout import DEFAULT_DATASET_DIR as DEFAULT_DATASET_DIR  # re-exported: the layout's old home
 from .records import PromptRecord
 

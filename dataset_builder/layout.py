@@ -1,4 +1,4 @@
-"""The dataset folder's layout, in one place: names, split names, shard paths, slugs, atomic writes.
+"""The dataset folder's layout, in one place: file names, shard paths, split discovery, image file names.
 
 A dataset folder is a Hugging Face dataset repo as it will be pushed:
 
@@ -9,9 +9,9 @@ A dataset folder is a Hugging Face dataset repo as it will be pushed:
     results/                                  anything the user keeps there (pushed as is)
 
 Every module that reads or writes such a folder (the builder, generation, the scorer, the Space)
-asks this module where things are, so a change of layout is made here once. The atomic writers
-and the recovery of a killed folder swap are `dataset_builder.atomic`'s, re-exported here. Nothing
-here imports another module of the project but the errors, so everyone can import it.
+asks this module where things are, so a change of layout is made here once. Split names and
+slugs are `negt2ibench.core.names`'s; the atomic writers and the recovery of a killed folder swap
+are `negt2ibench.core.atomic`'s.
 """
 
 from __future__ import annotations
@@ -19,17 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from negt2ibench.errors import OptionError, UsageError
-
-# The atomic writers live in `atomic` (with the recovery of a killed swap); re-exported here, where
-# every reader and writer of a dataset folder looks for them.
-from .atomic import SWAP_JOURNAL as SWAP_JOURNAL
-from .atomic import atomic_file as atomic_file
-from .atomic import atomic_folder as atomic_folder
-from .atomic import current_umask as current_umask
-from .atomic import recover_folder as recover_folder
-from .atomic import writable_parent as writable_parent
-from .atomic import write_atomic as write_atomic
+from negt2ibench.core.names import SPLIT_NAME
 
 CARD_FILE = "README.md"
 PROMPTS_DIR = "prompts"
@@ -39,8 +29,6 @@ IMAGES_DIR = "images"
 RESULTS_DIR = "results"
 DEFAULT_DATASET_DIR = Path("build/negt2ibench")
 
-# A split name (= a model key): the Hub's split rule, and the prefix of the split's shard files.
-SPLIT_NAME = re.compile(r"^[a-z0-9_]+$")
 # The shards generation writes; any other `{key}-*.parquet` (e.g. a Hub download's
 # `{key}-00000-of-00001.parquet`) still belongs to the split, as the card's `data_files` glob says.
 SHARD_NAME = re.compile(r"^(?P<key>[a-z0-9_]+)-r(?P<rank>\d{3})-(?P<index>\d{5})\.parquet$")
@@ -52,37 +40,6 @@ IMAGE_FILE_NAME = re.compile(
 # The form of a benchmark prompt id, `{category}_pos{P}_neg{N}_{k:03d}`: a file named after one with
 # no `_{sample_index}` (`color_pos1_neg0_000.png`) lacks its sample index; it is not prompt `..._neg0` image 0.
 BENCHMARK_ID_FORM = re.compile(r"^[a-z]+_pos\d+_neg\d+_\d{3}$")
-
-
-# --------------------------------------------------------------------------- names
-
-
-def check_split_name(name: str, *, what: str = "model key") -> str:
-    """NAME if it is a valid split name ([a-z0-9_]+), else an `OptionError` (exit 2) that says the rule."""
-    if not isinstance(name, str) or not SPLIT_NAME.match(name):
-        prefix = f"{what} " if what else ""
-        raise OptionError(
-            f"{prefix}{name!r} is not a valid split name: use lowercase letters, digits and _ only ([a-z0-9_]+)"
-        )
-    return name
-
-
-class SlugError(UsageError, ValueError):
-    """A name with no letter or digit, so it has no split-safe slug."""
-
-
-def slug(name: str, *, fallback: str | None = None) -> str:
-    """The split-safe key of a free-form name: lower case, every run of other characters as one `_`.
-
-    ``slug(" SD 1.5 + NegationCLIP ") == "sd_1_5_negationclip"``; ``slug("my__model") == "my_model"``.
-    A name with no letter or digit gives `fallback`, or raises `SlugError` when there is none.
-    """
-    key = re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
-    if key:
-        return key
-    if fallback is not None:
-        return fallback
-    raise SlugError(f"name {name!r} has no letters or digits")
 
 
 # --------------------------------------------------------------------------- the images config

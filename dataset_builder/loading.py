@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from negt2ibench.errors import UserError
-from negt2ibench.jsonl import JsonlError, read_jsonl
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.jsonl import JsonlError, read_jsonl
 
 from .layout import prompt_file
 from .records import PromptRecord

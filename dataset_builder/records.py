@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 from .vocabulary import SETTING_NAMES, Category, Kind, Polarity
 

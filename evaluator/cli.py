@@ -11,8 +11,8 @@ from pathlib import Path
 
 from dataset_builder.grammar import GRAMMAR_HELP
 from evaluator.config import PRESET_HELP, PRESETS
-from negt2ibench.errors import UserError
-from negt2ibench.options import device, non_negative_int, positive_int, split_name
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.options import device, non_negative_int, positive_int, split_name
 
 PRESET_NAMES = tuple(PRESETS)
 

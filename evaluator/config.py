@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from negt2ibench.errors import UsageError
+from negt2ibench.core.errors import UsageError
 
 # 1.1.0: an empty SAM / detector mask no longer falls back to the box: the object is present
 # but unmeasurable (no relation predicate for its pairs; attributes from its box crop).

@@ -27,7 +27,7 @@ from evaluator.observation import ImageObservation
 from evaluator.perception import Perception
 from evaluator.results import ResultRecord
 from evaluator.verdict import error_record, judge
-from negt2ibench.errors import MissingWeightsError
+from negt2ibench.core.errors import MissingWeightsError
 
 VERDICT_QUEUE = 2  # batches whose forwards are done, waiting for their verdicts at most
 

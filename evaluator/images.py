@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 MIN_SIDE_PX = 32
 MAX_PIXELS = 40_000_000

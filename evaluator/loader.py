@@ -33,8 +33,8 @@ from torch.utils.data import DataLoader, Dataset, get_worker_info
 from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
 from evaluator.images import ImageError, ImageSource, load_image
 from evaluator.models.inputs import InputPreparer, PreparedImage
-from negt2ibench.launch import local_world_size
-from negt2ibench.options import check, non_negative_int
+from negt2ibench.core.launch import local_world_size
+from negt2ibench.core.options import check, non_negative_int
 
 MAX_DEFAULT_WORKERS = 8  # decoding a 1024² PNG takes ~50 ms: 8 workers feed ≥ 100 images/s
 PREFETCH_BATCHES = 2  # batches the workers keep ready ahead of the models, between them

@@ -28,10 +28,10 @@ from evaluator.models.inputs import InputPreparer, PreparedImage, stacked
 from evaluator.models.maskrcnn import MaskRCNNDetector, is_maskrcnn, load_maskrcnn
 from evaluator.models.masks import BoxSegmenter
 from evaluator.observation import ImageObservation, ObjectObservation, best_instances
-from negt2ibench.errors import MissingWeightsError, UserError
-from negt2ibench.launch import DEVICE_CHOICES as DEVICE_CHOICES  # device choice lives in negt2ibench.launch
-from negt2ibench.launch import select_device, select_dtype
-from negt2ibench.options import check, positive_int
+from negt2ibench.core.errors import MissingWeightsError, UserError
+from negt2ibench.core.launch import DEVICE_CHOICES as DEVICE_CHOICES  # device choice lives in negt2ibench.core.launch
+from negt2ibench.core.launch import select_device, select_dtype
+from negt2ibench.core.options import check, positive_int
 
 
 class Perception(Protocol):

@@ -19,29 +19,23 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from dataset_builder.layout import (
-    check_split_name,
-    has_images,
-    image_file_key,
-    image_splits,
-    lacks_sample_index,
-    recover_folder,
-    slug,
-)
+from dataset_builder.layout import has_images, image_file_key, image_splits, lacks_sample_index
 from dataset_builder.layout import rank_path as rank_path  # re-exported: results.rank{i}.jsonl lives in the layout
 from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EvaluatorConfig
+from evaluator.engine import consecutive, score_batches
 from evaluator.images import ImageError, ImageSource, load_image
 from evaluator.loader import Work, resolve_num_workers
 from evaluator.observation import ImageObservation
 from evaluator.perception import Perception
 from evaluator.resultio import ResultWriter, merge_results, read_results
 from evaluator.results import ResultRecord
-from evaluator.stream import consecutive, score_batches
 from evaluator.verdict import judge
-from negt2ibench.errors import UserError
-from negt2ibench.launch import Launch
-from negt2ibench.options import REPO_ID, check, non_negative_int, positive_int
+from negt2ibench.core.atomic import recover_folder
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.launch import Launch
+from negt2ibench.core.names import check_split_name, slug
+from negt2ibench.core.options import REPO_ID, check, non_negative_int, positive_int
 
 
 @dataclass(frozen=True)
@@ -331,8 +325,8 @@ def score_images(
     Images are decoded (and on the CPU preprocessed) by `num_workers` loader processes (None: from
     the CPU count, `evaluator.loader.default_num_workers`; 0: in this process) while the models
     run here, and the verdicts and the write of each batch overlap the next batch's forwards
-    (`evaluator.stream`); the file is the same, byte for byte, with any number of workers.
-    Under a launcher (`negt2ibench.launch.Launch`) each process scores its contiguous share into
+    (`evaluator.engine`); the file is the same, byte for byte, with any number of workers.
+    Under a launcher (`negt2ibench.core.launch.Launch`) each process scores its contiguous share into
     `rank_path(out_path, rank)` with its own workers, and the main process merges them into `out_path`.
     """
     batch_size = check("batch_size", batch_size, positive_int)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 
 def _non_negative_int(text: str) -> int:

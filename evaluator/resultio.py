@@ -9,7 +9,7 @@
 A *torn* line is a last line without its trailing newline that is not a whole record (the
 writer ends every record with a newline in the same write, so only an interrupted write leaves
 one). A last line without a newline that is a whole record is kept. Lines are read by
-`negt2ibench.jsonl`, the project's one JSONL reader; the writer's lock is filelock's.
+`negt2ibench.core.jsonl`, the project's one JSONL reader; the writer's lock is filelock's.
 
 The lock (flock) belongs to the open file, which a forked child shares: a loader worker forked
 while a writer is open would keep the file locked after its writer died (a killed run's rerun
@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dataset_builder.layout import atomic_file
-from negt2ibench.jsonl import JsonlContents, JsonlError, parse_jsonl, read_jsonl, require_file
+from negt2ibench.core.atomic import atomic_file
+from negt2ibench.core.jsonl import JsonlContents, JsonlError, parse_jsonl, read_jsonl, require_file
 
 from .results import ResultRecord
 
@@ -77,7 +77,7 @@ def _require_file(path: Path) -> None:
 
 
 def read_results(path: PathLike, *, strict: bool = True) -> list[ResultRecord]:
-    """All records of a JSONL result file, in file order (`negt2ibench.jsonl.read_jsonl`).
+    """All records of a JSONL result file, in file order (`negt2ibench.core.jsonl.read_jsonl`).
 
     A malformed line raises `ResultFileError` ("path:line: reason"). A torn last line (a killed
     writer) raises too when `strict`, else it is dropped with a warning.

@@ -232,7 +232,7 @@ def format_checks(checks: Sequence[Check]) -> str:
 
 def register(subparsers) -> None:
     """Add `negt2ibench selftest`."""
-    from negt2ibench.options import device
+    from negt2ibench.core.options import device
 
     parser = subparsers.add_parser(
         "selftest",

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from negt2ibench.errors import MissingWeightsError, UserError
-from negt2ibench.launch import select_dtype
+from negt2ibench.core.errors import MissingWeightsError, UserError
+from negt2ibench.core.launch import select_dtype
 
 from .registry import ModelSpec, import_object
 

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
-from negt2ibench.errors import UsageError, UserError
-from negt2ibench.options import device, positive_int, split_name
+from negt2ibench.core.errors import UsageError, UserError
+from negt2ibench.core.options import device, positive_int, split_name
 
 DEFAULT_NUM_IMAGES = SAMPLES_PER_PROMPT
 DEFAULT_SHARD_SIZE = 128
@@ -176,7 +176,7 @@ def _spec_from_args(args):
 
 
 def run_generate(args) -> int:
-    from negt2ibench.launch import Launch
+    from negt2ibench.core.launch import Launch
 
     from .merge import finish_split
     from .registry import registry_lines

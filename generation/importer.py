@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dataset_builder.layout import image_file_key, image_file_name, lacks_sample_index
 from dataset_builder.records import PromptRecord
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 from .registry import validate_key
 from .runner import library_versions

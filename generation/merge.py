@@ -7,7 +7,7 @@ from pathlib import Path
 
 from dataset_builder.card import write_card
 from dataset_builder.records import PromptRecord
-from negt2ibench.launch import Launch
+from negt2ibench.core.launch import Launch
 
 from .shards import CompletenessReport, check_completeness, drop_duplicates
 

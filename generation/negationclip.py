@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from dataset_builder.layout import atomic_folder
-from negt2ibench.errors import MissingWeightsError, UserError
+from negt2ibench.core.atomic import atomic_folder
+from negt2ibench.core.errors import MissingWeightsError, UserError
 
 NEGATIONCLIP_REPO = "jerryray/negationclip"
 CHECKPOINT_SUFFIXES = (".pth", ".pt", ".bin", ".ckpt", ".safetensors")

@@ -12,8 +12,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dataset_builder.layout import SPLIT_NAME, check_split_name
-from negt2ibench.errors import UsageError
+from negt2ibench.core.errors import UsageError
+from negt2ibench.core.names import SPLIT_NAME, check_split_name
 
 KEY_PATTERN = SPLIT_NAME  # the old name of the layout's split-name pattern
 

@@ -1,7 +1,7 @@
 """Generate one image split: plan (prompt, sample) work, share it among processes, batch, write shards.
 
 `generate_images` runs any `ImageGenerator` (`generation.backends`) over a work list: each process
-takes its contiguous share (`negt2ibench.launch.Launch`), skips what is on disk, and writes its own
+takes its contiguous share (`negt2ibench.core.launch.Launch`), skips what is on disk, and writes its own
 shards, so an interrupted run resumes and several processes never duplicate an image.
 `generate_with` does the same for any function `(prompts, seeds) -> PIL images`.
 """
@@ -20,9 +20,9 @@ from typing import Any
 
 from dataset_builder.records import PromptRecord
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
-from negt2ibench.errors import UserError
-from negt2ibench.launch import Launch, contiguous_share
-from negt2ibench.options import check, positive_int
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.launch import Launch, contiguous_share
+from negt2ibench.core.options import check, positive_int
 
 from .backends import CallableGenerator, GeneratedImage, ImageGenerator, library_versions
 from .backends import DiffusersGenerator as DiffusersGenerator  # `X as X`: re-exported from their old home
@@ -35,12 +35,12 @@ from .work import SEED_RULE, WorkItem, plan_work, prompts_for
 from .work import image_seed as image_seed
 from .work import select_prompts as select_prompts
 
-RankInfo = Launch  # the old name of `negt2ibench.launch.Launch`
-rank_slice = contiguous_share  # the old name of `negt2ibench.launch.contiguous_share`
+RankInfo = Launch  # the old name of `negt2ibench.core.launch.Launch`
+rank_slice = contiguous_share  # the old name of `negt2ibench.core.launch.contiguous_share`
 
 
 def resolve_device(requested: str | None, launch: Launch) -> str:
-    """`negt2ibench.launch.select_device` as the string the generators take ("cuda:1", "cpu")."""
+    """`negt2ibench.core.launch.select_device` as the string the generators take ("cuda:1", "cpu")."""
     return str(launch.device(requested or "auto"))
 
 

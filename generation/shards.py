@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dataset_builder.layout import IMAGES_DIR, atomic_file, image_file_name, shard_path, shard_rank_index
+from dataset_builder.layout import IMAGES_DIR, image_file_name, shard_path, shard_rank_index
 from dataset_builder.layout import SHARD_NAME as SHARD_NAME  # re-exported: the old home of these names
 from dataset_builder.layout import images_dir as images_dir
 from dataset_builder.layout import split_files as shard_paths
-from negt2ibench.errors import UserError
-from negt2ibench.options import check, positive_int
+from negt2ibench.core.atomic import atomic_file
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.options import check, positive_int
 
 IMAGES_SUBDIR = IMAGES_DIR  # the old name, kept for importers
 ROW_GROUP_SIZE = 100  # rows per parquet row group: what the Hub's viewer reads at once

@@ -11,11 +11,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dataset_builder.layout import prompt_file, recover_folder
+from dataset_builder.layout import prompt_file
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptRecord
-from negt2ibench.errors import UsageError
-from negt2ibench.options import check, positive_int
+from negt2ibench.core.atomic import recover_folder
+from negt2ibench.core.errors import UsageError
+from negt2ibench.core.options import check, positive_int
 
 from .shards import ImageKey
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from negt2ibench.errors import UsageError, UserError
-from negt2ibench.options import device, non_negative_int, positive_int, split_name
+from negt2ibench.core.errors import UsageError, UserError
+from negt2ibench.core.options import device, non_negative_int, positive_int, split_name
 
 MODE_CHOICES = ("whole", "pos", "neg", "all")
 
@@ -128,7 +128,7 @@ def _prompt_records(source: str | None):
 
 def run_judge(args: argparse.Namespace) -> int:
     if args.list:
-        from evaluator.report.table import to_markdown
+        from negt2ibench.core.table import to_markdown
 
         from .registry import registry_table
 

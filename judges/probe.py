@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable
 
 from evaluator.results import ResultRecord
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 
 class ProbeError(UserError, ValueError):

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 # Bump when a template, the yes/no token rule or the record layout changes: it is every judge
 # record's `evaluator_version`, so old and new results are never mixed in one file.
@@ -173,7 +173,7 @@ def adapter_class(spec: JudgeSpec) -> type:
 
 def registry_table():
     """`judge --list` as a report `Table` (key, hub id, parameters, family, adapter, note)."""
-    from evaluator.report.table import Column, Table
+    from negt2ibench.core.table import Column, Table
 
     columns = (
         Column("key", "key", str),

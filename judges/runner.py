@@ -24,9 +24,9 @@ from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
 from evaluator.images import ImageError, load_image
 from evaluator.resultio import ResultWriter, merge_results, read_results
 from evaluator.results import ResultRecord
-from negt2ibench.errors import MissingWeightsError, UserError
-from negt2ibench.launch import Launch
-from negt2ibench.options import check, non_negative_int
+from negt2ibench.core.errors import MissingWeightsError, UserError
+from negt2ibench.core.launch import Launch
+from negt2ibench.core.options import check, non_negative_int
 
 from .adapters import JudgeAdapter
 from .questions import MODES, Question, questions_for, wording_examples

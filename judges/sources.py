@@ -19,10 +19,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, StrictInt, field_validator, model_validator
 
-from dataset_builder.layout import SPLIT_NAME, check_split_name
 from evaluator.pipeline import ImageItem, resolve_source
-from negt2ibench.errors import UserError
-from negt2ibench.jsonl import read_jsonl
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.jsonl import read_jsonl
+from negt2ibench.core.names import SPLIT_NAME, check_split_name
 
 
 @dataclass(frozen=True)

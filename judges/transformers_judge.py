@@ -14,7 +14,7 @@ from typing import Any
 
 from PIL import Image
 
-from negt2ibench.errors import MissingWeightsError, UserError
+from negt2ibench.core.errors import MissingWeightsError, UserError
 
 from .adapters import JudgeAdapter, pairs_in_batches
 from .registry import JudgeSpec
@@ -57,8 +57,8 @@ class TransformersJudge(JudgeAdapter):
     def __init__(self, spec: JudgeSpec, *, device: str = "auto", batch_size: int = 8, dtype: str | None = None):
         import torch
 
-        from negt2ibench.launch import select_device, select_dtype
-        from negt2ibench.options import check, positive_int
+        from negt2ibench.core.launch import select_device, select_dtype
+        from negt2ibench.core.options import check, positive_int
 
         self.spec = spec
         self.batch_size = check("batch_size", batch_size, positive_int)

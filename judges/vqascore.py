@@ -17,7 +17,7 @@ from typing import Any
 
 from PIL import Image
 
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 from .adapters import JudgeAdapter, pairs_in_batches
 from .registry import JudgeSpec
@@ -42,8 +42,8 @@ class VQAScoreJudge(JudgeAdapter):
     """P("yes") from t2v-metrics' VQAScore model (`spec.hub_id`'s last part is t2v-metrics' model name)."""
 
     def __init__(self, spec: JudgeSpec, *, device: str = "auto", batch_size: int = 8, dtype: str | None = None):
-        from negt2ibench.launch import select_device, select_dtype
-        from negt2ibench.options import check, positive_int
+        from negt2ibench.core.launch import select_device, select_dtype
+        from negt2ibench.core.options import check, positive_int
 
         self.spec = spec
         self.batch_size = check("batch_size", batch_size, positive_int)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 if TYPE_CHECKING:
     import torch

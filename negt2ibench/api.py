@@ -24,7 +24,7 @@ from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
 from evaluator.config import EvaluatorConfig
 from evaluator.observation import ImageObservation
 from evaluator.results import ResultRecord
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 from .inputs import (
     batches,
@@ -113,7 +113,7 @@ class Evaluator:
                     f"{self.config.name!r} ({self.config.config_hash}): pass preset=perception.config"
                 )
         else:
-            from negt2ibench.launch import select_device
+            from negt2ibench.core.launch import select_device
 
             select_device(device)  # an unknown or absent device fails here, before any model loads
         self.device = device
@@ -270,9 +270,9 @@ class Evaluator:
         """
         from tqdm.auto import tqdm
 
+        from evaluator.engine import score_batches
         from evaluator.loader import Work
         from evaluator.pipeline import ImageItem
-        from evaluator.stream import score_batches
 
         check_model_key(model_key)
         size = self.batch_size if batch_size is None else positive("batch_size", batch_size)

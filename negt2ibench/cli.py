@@ -14,7 +14,7 @@ import sys
 import warnings
 
 from . import __version__
-from .errors import NegT2IError
+from .core.errors import NegT2IError
 
 # Parts that contribute sub-commands, in the order `--help` lists them.
 COMMAND_MODULES = (

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EvaluatorConfig, get_preset
-from negt2ibench.errors import UserError
-from negt2ibench.options import check, non_negative_int, positive_int, split_name
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.options import check, non_negative_int, positive_int, split_name
 
 if TYPE_CHECKING:
     from evaluator.pipeline import ImageItem

@@ -25,7 +25,7 @@ from typing import Any
 import gradio as gr
 
 from dataset_builder.records import PromptRecord
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 from validation.annotations import AnnotationRecord, ImageKey
 from validation.assignment import Progress, next_image
 from validation.labels import RATERS

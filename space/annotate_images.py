@@ -23,7 +23,7 @@ from PIL import Image
 
 from evaluator.images import ImageError, load_image
 from evaluator.pipeline import ImageItem, image_bytes, resolve_source
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 from validation.sample import SampleItem
 
 

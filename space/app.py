@@ -22,7 +22,7 @@ from dataset_builder.records import PromptIndex, PromptRecord
 from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES
 from evaluator.config import EVALUATOR_VERSION
 from negt2ibench.api import Evaluator
-from negt2ibench.errors import UsageError
+from negt2ibench.core.errors import UsageError
 
 from .annotate_tab import annotate_tab, annotation_handlers
 from .handlers import Handlers, Rechecker, WorkDir

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 from dataset_builder.layout import DEFAULT_DATASET_DIR
-from negt2ibench.errors import UserError
-from negt2ibench.options import device, positive_int, repo_id
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.options import device, positive_int, repo_id
 
 DEFAULT_DATASET = DEFAULT_DATASET_DIR
 

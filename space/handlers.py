@@ -18,7 +18,7 @@ import gradio as gr
 
 from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
 from evaluator.config import EvaluatorConfig
-from negt2ibench.errors import MissingWeightsError, UserError
+from negt2ibench.core.errors import MissingWeightsError, UserError
 
 from . import views
 from .leaderboard_view import (

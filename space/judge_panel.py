@@ -22,7 +22,7 @@ import pandas as pd
 
 from dataset_builder.records import PromptRecord
 from evaluator.results import ResultRecord
-from negt2ibench.errors import UsageError, UserError
+from negt2ibench.core.errors import UsageError, UserError
 
 from .scoring import JudgeOnGpu, gpu_judge, on_zero_gpu, preload_judge
 from .views import error_markdown

@@ -1,6 +1,6 @@
 """Pure view builders of the Space's Leaderboard tab: stored entries in, tables, frames and figures out.
 
-The leaderboard is a `Table` (evaluator.report.table) whose columns are Table 3's
+The leaderboard is a `Table` (negt2ibench.core.table) whose columns are Table 3's
 (`evaluator.report.TABLE3_COLUMNS`: the same keys, labels and directions as the report), between
 the Space's own `status` and `link`; each stored row is the `leaderboard_row` of a submission.
 The paper's reported rows (`PAPER_ROWS`) carry the paper's citation in `link` and are explained by

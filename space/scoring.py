@@ -20,7 +20,7 @@ from PIL import Image
 from dataset_builder.records import PromptRecord
 from evaluator.results import ResultRecord
 from negt2ibench.api import Evaluator
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 log = logging.getLogger(__name__)
 GPU_SECONDS = 120  # ZeroGPU's time budget for one scoring call

@@ -18,7 +18,7 @@ from PIL import Image
 from dataset_builder.layout import split_files, split_glob
 from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.results import ResultRecord
-from negt2ibench.errors import MissingWeightsError, NegT2IError, UserError
+from negt2ibench.core.errors import MissingWeightsError, NegT2IError, UserError
 
 
 class ImagesUnreachable(UserError, RuntimeError):

@@ -27,10 +27,11 @@ from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dataset_builder.layout import slug, write_atomic
 from evaluator.results import ResultRecord
-from negt2ibench.errors import NegT2IError, UserError
-from negt2ibench.jsonl import JsonlError, parse_jsonl
+from negt2ibench.core.atomic import write_atomic
+from negt2ibench.core.errors import NegT2IError, UserError
+from negt2ibench.core.jsonl import JsonlError, parse_jsonl
+from negt2ibench.core.names import slug
 from validation.annotations import AnnotationRecord, ImageKey
 
 from .annotation_store import ANNOTATIONS_SCHEMA, HubAnnotations, SQLiteAnnotations

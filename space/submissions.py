@@ -33,7 +33,7 @@ from dataset_builder.records import PromptIndex
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from evaluator.config import EVALUATOR_VERSION, PRESETS, EvaluatorConfig
 from evaluator.results import ResultRecord
-from negt2ibench.errors import NegT2IError, UserError
+from negt2ibench.core.errors import NegT2IError, UserError
 
 from .spotcheck import (
     ImageSource,

@@ -20,7 +20,7 @@ from evaluator.pipeline import score_images
 from evaluator.resultio import read_results
 from negt2ibench import Evaluator, ScoreOutput, parse_prompt
 from negt2ibench.cli import main
-from negt2ibench.errors import MissingWeightsError, UsageError, UserError
+from negt2ibench.core.errors import MissingWeightsError, UsageError, UserError
 
 CONFIG = PRESETS["current"]
 PROMPTS = [

@@ -17,7 +17,7 @@ from evaluator.config import (
     rule_fields,
     table17_config,
 )
-from negt2ibench.errors import UsageError
+from negt2ibench.core.errors import UsageError
 
 # Pinned: a hash that moves makes every stored result incomparable. They moved once, in 1.1.0,
 # when `attribute_dtype` (SigLIP 2 in float32 or bf16, which can change a colour verdict) joined them.

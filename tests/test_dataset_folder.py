@@ -23,7 +23,7 @@ from dataset_builder.hub import (
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import prompt_features
 from dataset_builder.validate import validate_folder
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 
 @pytest.fixture(scope="module")
@@ -244,7 +244,7 @@ def _killed_mid_swap(folder: Path) -> None:
     (without the images yet) and the old folder moved to `.old-`."""
     import shutil
 
-    from dataset_builder.layout import SWAP_JOURNAL
+    from negt2ibench.core.atomic import SWAP_JOURNAL
 
     new = folder.with_name(f".{folder.name}.new-k9")
     shutil.copytree(folder, new, ignore=shutil.ignore_patterns("images"))

@@ -34,13 +34,13 @@ from _space_helpers import RectanglePerception, scene_png, write_results
 
 from dataset_builder.corpus import build_corpus
 from dataset_builder.hub import write_dataset_folder
-from dataset_builder.layout import recover_folder
 from dataset_builder.loading import load_prompts
 from evaluator.config import PRESETS
 from evaluator.pipeline import score_images
 from evaluator.report import build_report, read_report_inputs, write_report
 from evaluator.resultio import read_results
 from generation.shards import ImageRecord, ShardWriter
+from negt2ibench.core.atomic import recover_folder
 
 pytestmark = pytest.mark.slow
 

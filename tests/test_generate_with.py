@@ -15,8 +15,8 @@ from generation import generate_with
 from generation.backends import GeneratedImage
 from generation.shards import shard_paths
 from generation.work import image_seed
-from negt2ibench.errors import UsageError, UserError
-from negt2ibench.launch import Launch
+from negt2ibench.core.errors import UsageError, UserError
+from negt2ibench.core.launch import Launch
 
 
 class SeededModel:

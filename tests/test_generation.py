@@ -23,8 +23,8 @@ from generation.runner import (
     select_prompts,
 )
 from generation.shards import drop_duplicates, existing_keys, image_features, shard_paths
-from negt2ibench.errors import UserError
-from negt2ibench.launch import Launch
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.launch import Launch
 
 TINY = ModelSpec(
     key="tiny",

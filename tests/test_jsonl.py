@@ -1,4 +1,4 @@
-"""`negt2ibench.jsonl`, the one JSONL reader: results, prompts.jsonl and stored submissions read alike."""
+"""`negt2ibench.core.jsonl`, the one JSONL reader: results, prompts.jsonl and stored submissions read alike."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from _generation_helpers import three_prompts
 
 from dataset_builder.loading import NoPromptsError, PromptFileError, load_prompts
 from dataset_builder.records import PromptRecord
-from negt2ibench.errors import UserError
-from negt2ibench.jsonl import JsonlError, parse_jsonl, read_jsonl
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.jsonl import JsonlError, parse_jsonl, read_jsonl
 
 
 def parse_object(raw: bytes) -> dict:

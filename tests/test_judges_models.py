@@ -15,7 +15,7 @@ from _judge_helpers import TINY_BUILDERS, solid_image, tiny_qwen2_vl, tiny_token
 from judges.registry import REGISTRY, custom_spec
 from judges.transformers_judge import TransformersJudge
 from judges.yesno import YesNoTokens, find_yes_no_tokens, yes_no_probabilities
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 FAMILIES = list(TINY_BUILDERS)
 QUESTIONS = [

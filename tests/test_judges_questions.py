@@ -7,7 +7,7 @@ import pytest
 from dataset_builder.grammar import parse_prompt
 from judges.questions import Question, object_question, questions_for, statement_question, whole_question
 from judges.registry import ADAPTERS, REGISTRY, custom_spec, get_spec, registry_table
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 
 def prompt(text: str, prompt_id: str = "p_000"):

@@ -25,7 +25,7 @@ from judges.adapters import JudgeAdapter
 from judges.registry import JUDGES_VERSION, REGISTRY
 from judges.runner import judge_images, mode_out_path
 from judges.sources import annotation_sample_items, judge_items
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 COLOR = parse_prompt("a photo of a red cup and a non-blue bowl").model_copy(
     update={"prompt_id": "color_pos1_neg1_000", "group_id": "color_load2_000"}

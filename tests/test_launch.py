@@ -1,4 +1,4 @@
-"""`negt2ibench.launch` and `negt2ibench.options`: one owner of ranks, devices, dtypes and option checks."""
+"""`negt2ibench.core.launch` and `negt2ibench.core.options`: one owner of ranks, devices, dtypes and option checks."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import argparse
 import pytest
 import torch
 
-from negt2ibench.errors import OptionError, UsageError, UserError
-from negt2ibench.launch import Launch, contiguous_share, select_device, select_dtype
-from negt2ibench.options import check, device, non_negative_int, positive_int, repo_id, split_name
+from negt2ibench.core.errors import OptionError, UsageError, UserError
+from negt2ibench.core.launch import Launch, contiguous_share, select_device, select_dtype
+from negt2ibench.core.options import check, device, non_negative_int, positive_int, repo_id, split_name
 
 
 def test_contiguous_shares_are_accelerates_chunks():

@@ -1,4 +1,5 @@
-"""`dataset_builder.layout`: names, split discovery, slugs and the atomic writers every module uses."""
+"""`dataset_builder.layout` (names, split discovery) with `negt2ibench.core.names` (split names, slugs) and
+`negt2ibench.core.atomic` (the atomic writers every module uses)."""
 
 from __future__ import annotations
 
@@ -9,21 +10,11 @@ import stat
 import pytest
 
 from dataset_builder import layout
-from dataset_builder.layout import (
-    SlugError,
-    atomic_file,
-    atomic_folder,
-    check_split_name,
-    image_file_key,
-    image_splits,
-    rank_path,
-    shard_path,
-    shard_rank_index,
-    slug,
-    split_files,
-    write_atomic,
-)
-from negt2ibench.errors import OptionError, UsageError, UserError
+from dataset_builder.layout import image_file_key, image_splits, rank_path, shard_path, shard_rank_index, split_files
+from negt2ibench.core import atomic, names
+from negt2ibench.core.atomic import atomic_file, atomic_folder, write_atomic
+from negt2ibench.core.errors import OptionError, UsageError, UserError
+from negt2ibench.core.names import SlugError, check_split_name, slug
 
 
 @pytest.mark.parametrize(
@@ -37,7 +28,7 @@ from negt2ibench.errors import OptionError, UsageError, UserError
 )
 def test_slug(name, expected):
     assert slug(name) == expected
-    assert layout.SPLIT_NAME.match(slug(name))
+    assert names.SPLIT_NAME.match(slug(name))
 
 
 def test_slug_of_a_name_without_letters():
@@ -94,7 +85,7 @@ def test_loose_image_names_and_rank_files():
 def test_atomic_file_is_whole_or_absent_with_usual_permissions(tmp_path):
     target = tmp_path / "sub" / "card.md"
     assert write_atomic(target, "é\n") == target and target.read_bytes() == "é\n".encode()
-    expected_mode = 0o666 & ~layout.current_umask()
+    expected_mode = 0o666 & ~atomic.current_umask()
     assert stat.S_IMODE(os.stat(target).st_mode) == expected_mode  # not mkstemp's private 0600
     with pytest.raises(RuntimeError, match="disk full"), atomic_file(target) as handle:
         handle.write(b"half")
@@ -144,7 +135,7 @@ def _committed(out, token="k1", keep=("images",)):
     new = out.with_name(f".{out.name}.new-{token}")
     new.mkdir()
     (new / "a.txt").write_text("new")
-    (new / layout.SWAP_JOURNAL).write_text(json.dumps({"keep": list(keep)}))
+    (new / atomic.SWAP_JOURNAL).write_text(json.dumps({"keep": list(keep)}))
     return new
 
 
@@ -158,15 +149,15 @@ def test_recover_folder_finishes_a_swap_killed_after_its_commit_point(tmp_path, 
     if moment in ("half_carried", "carried", "renamed"):
         (old / "images").rename(new / "images")
     if moment in ("carried", "renamed"):
-        (new / layout.SWAP_JOURNAL).unlink()
+        (new / atomic.SWAP_JOURNAL).unlink()
     if moment == "renamed":
         new.rename(out)
 
-    assert layout.recover_folder(out)  # says what it did
+    assert atomic.recover_folder(out)  # says what it did
     assert (out / "a.txt").read_text() == "new" and (out / "images" / "x.parquet").read_text() == "img"
     assert sorted(p.name for p in out.iterdir()) == ["a.txt", "images"]
     assert [p.name for p in tmp_path.iterdir()] == ["ds"]
-    assert layout.recover_folder(out) == []  # nothing left to do
+    assert atomic.recover_folder(out) == []  # nothing left to do
 
 
 def test_recover_folder_drops_an_uncommitted_rewrite_and_runs_before_every_atomic_folder(tmp_path):
@@ -191,7 +182,7 @@ def test_recover_folder_restores_what_an_older_release_left_when_killed_mid_swap
     (out.with_name(".ds.old-4242") / "images").rename(staging / "images")
     (staging / "a.txt").write_text("half new")
 
-    assert layout.recover_folder(out)
+    assert atomic.recover_folder(out)
     assert (out / "a.txt").read_text() == "old" and (out / "images" / "x.parquet").read_text() == "img"
     assert [p.name for p in tmp_path.iterdir()] == ["ds"]
 
@@ -203,15 +194,13 @@ def test_recover_folder_never_overwrites_a_folder_made_again_meanwhile(tmp_path)
     out.mkdir()
     (out / "fresh.txt").write_text("made by another command")
     with pytest.raises(UserError, match="was created again"):
-        layout.recover_folder(out)
+        atomic.recover_folder(out)
     assert (out / "fresh.txt").read_text() == "made by another command"
     assert (out.with_name(".ds.old-k1") / "images" / "x.parquet").read_text() == "img"
 
 
 def test_atomic_file_removes_temp_files_of_dead_writers_only(tmp_path):
     target = tmp_path / "results.jsonl"
-    from dataset_builder import atomic
-
     host = atomic._host()
     dead = tmp_path / f".results.jsonl.999999999@{host}.abc.tmp"  # no such process
     alive = tmp_path / f".results.jsonl.{os.getppid()}@{host}.def.tmp"
@@ -244,7 +233,7 @@ def test_the_folder_lock_is_reentrant_in_a_thread_and_excludes_other_processes(t
     out = tmp_path / "ds"
     with atomic_folder(out) as staging:
         (staging / "a.txt").write_text("1")
-        assert layout.recover_folder(tmp_path / "other") == []  # same parent, same thread: no deadlock
+        assert atomic.recover_folder(tmp_path / "other") == []  # same parent, same thread: no deadlock
         probe = (
             "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDONLY)\n"
             "try:\n    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB); print('free')\n"

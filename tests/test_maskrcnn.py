@@ -24,7 +24,7 @@ from evaluator.models.maskrcnn import (
 )
 from evaluator.observation import best_instances
 from evaluator.perception import ModelPerception
-from negt2ibench.errors import MissingWeightsError, UserError
+from negt2ibench.core.errors import MissingWeightsError, UserError
 
 CPU = torch.device("cpu")
 

@@ -12,7 +12,7 @@ from evaluator.config import PRESETS, EvaluatorConfig
 from evaluator.models.attributes import AttributeScorer
 from evaluator.models.detector import Detector, check_coco_checkpoint, select_class_detections
 from evaluator.perception import ModelPerception
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 # -- RF-DETR ----------------------------------------------------------------------------------
 

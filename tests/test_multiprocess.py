@@ -24,7 +24,7 @@ from evaluator.resultio import read_results
 from evaluator.results import ResultRecord
 from generation.runner import image_seed
 from generation.shards import shard_paths
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"

@@ -19,7 +19,7 @@ from generation.negationclip import (
     load_text_encoder,
 )
 from generation.registry import REGISTRY, ModelSpec
-from negt2ibench.errors import MissingWeightsError, UserError
+from negt2ibench.core.errors import MissingWeightsError, UserError
 
 
 def weight(model, suffix: str) -> torch.Tensor:

@@ -13,7 +13,7 @@ from evaluator.config import PRESETS
 from evaluator.models.attributes import attribute_texts, masked_crop
 from evaluator.models.detector import COCO_TO_BENCHMARK_NAME, Detector, benchmark_class_ids, select_class_detections
 from evaluator.perception import ModelPerception, box_mask, load_hf, select_device
-from negt2ibench.errors import MissingWeightsError, UserError
+from negt2ibench.core.errors import MissingWeightsError, UserError
 
 # -- class mapping ---------------------------------------------------------------------------
 

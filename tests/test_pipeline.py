@@ -18,7 +18,7 @@ from evaluator.observation import ImageObservation, ObjectObservation
 from evaluator.pipeline import rank_path, resolve_source, score_image, score_images
 from evaluator.resultio import read_results
 from evaluator.results import ResultRecord
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 CONFIG = PRESETS["current"]
 PROMPTS = [

@@ -11,7 +11,7 @@ from evaluator.config import EVALUATOR_VERSION, PRESETS
 from evaluator.resultio import ResultFileError, ResultWriter, merge_results, read_results
 from evaluator.results import ObjectResult, ResultRecord, StatementResult
 from evaluator.verdict import error_record
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 CURRENT_HASH = PRESETS["current"].config_hash
 

@@ -11,7 +11,7 @@ from _annotate_helpers import SPLIT, answer_pattern, color_of, expected_record, 
 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 from space.annotate_handlers import AnnotateHandlers, Reservations
 from space.annotate_images import SampleImages
 from space.annotate_tab import annotation_handlers

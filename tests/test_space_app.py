@@ -264,7 +264,7 @@ def test_leaderboard_prefers_verified_and_hides_rejected():
 
 def test_preload_loads_models_once_and_survives_missing_weights(prompts, tmp_path):
     from negt2ibench.api import Evaluator
-    from negt2ibench.errors import MissingWeightsError
+    from negt2ibench.core.errors import MissingWeightsError
     from space.scoring import preload_models
 
     class CountingModels(RectanglePerception):
@@ -359,7 +359,7 @@ def test_pending_spot_checks_are_retried_at_start_up_and_while_the_app_runs(prom
 
 
 def test_missing_weights_are_not_looked_for_on_every_click(prompts, tmp_path):
-    from negt2ibench.errors import MissingWeightsError
+    from negt2ibench.core.errors import MissingWeightsError
     from space.handlers import Handlers, WorkDir
     from space.submissions import hub_images
 

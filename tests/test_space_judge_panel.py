@@ -12,7 +12,7 @@ from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from judges.registry import REGISTRY
 from judges.transformers_judge import TransformersJudge
-from negt2ibench.errors import UsageError, UserError
+from negt2ibench.core.errors import UsageError, UserError
 from space.judge_panel import JUDGE_COLUMNS, judge_frame, judge_panel
 
 PROMPT_ID = "directional_pos1_neg1_000"  # the cake is right of the tv and is not right of the zebra

@@ -20,7 +20,7 @@ from dataset_builder.records import PromptIndex
 from evaluator.config import PRESETS
 from evaluator.pipeline import score_images
 from evaluator.results import ResultRecord
-from negt2ibench.errors import MissingWeightsError
+from negt2ibench.core.errors import MissingWeightsError
 from space.store import Entry, SQLiteStore
 from space.submissions import (
     ImagesUnreachable,

@@ -17,15 +17,15 @@ from PIL import Image
 
 import evaluator.loader as loader
 from evaluator.config import PRESETS
+from evaluator.engine import consecutive, score_batches
 from evaluator.loader import Work, default_num_workers, resolve_num_workers
 from evaluator.models.inputs import one_thread
 from evaluator.observation import ImageObservation, ObjectObservation
 from evaluator.pipeline import ImageItem, score_images
 from evaluator.resultio import read_results
-from evaluator.stream import consecutive, score_batches
 from negt2ibench import Evaluator
 from negt2ibench.cli import main
-from negt2ibench.errors import MissingWeightsError, UsageError
+from negt2ibench.core.errors import MissingWeightsError, UsageError
 
 CONFIG = PRESETS["current"]
 PROMPTS = [

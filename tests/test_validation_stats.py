@@ -15,20 +15,20 @@ from sklearn.metrics import cohen_kappa_score, precision_score, recall_score
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
 
-from validation import batched, interrater, stats
-from validation.bootstrap import (
+from negt2ibench.core.bootstrap import (
     paired_bootstrap,
     percentile_interval,
     resample_counts,
     resample_indices,
     weighted_bootstrap,
 )
+from validation import batched, interrater, stats
 
 MODULES = [
     "validation.questions",
     "validation.stats",
     "validation.interrater",
-    "validation.bootstrap",
+    "negt2ibench.core.bootstrap",
     "validation.sample",
     "validation.assignment",
 ]

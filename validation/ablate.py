@@ -26,7 +26,6 @@ from pathlib import Path
 from PIL import Image
 from tqdm.auto import tqdm
 
-from dataset_builder.layout import write_atomic
 from dataset_builder.records import PromptRecord
 from evaluator.config import EvaluatorConfig
 from evaluator.images import ImageError, load_image
@@ -36,7 +35,8 @@ from evaluator.pipeline import ImageItem, resolve_source
 from evaluator.resultio import ResultWriter, read_results
 from evaluator.results import ResultRecord
 from evaluator.verdict import error_record, judge
-from negt2ibench.errors import MissingWeightsError, UserError
+from negt2ibench.core.atomic import write_atomic
+from negt2ibench.core.errors import MissingWeightsError, UserError
 
 from .agreement import compute_agreement
 from .annotations import ImageKey

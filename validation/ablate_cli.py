@@ -6,7 +6,7 @@ import argparse
 import textwrap
 from pathlib import Path
 
-from negt2ibench.errors import UsageError
+from negt2ibench.core.errors import UsageError
 
 from .cli import _PROMPTS_HELP, _has_prompts, _prompts
 
@@ -63,7 +63,7 @@ def _ablate(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     raw = argparse.RawDescriptionHelpFormatter
     from evaluator.config import PRESETS
-    from negt2ibench.options import device, positive_int
+    from negt2ibench.core.options import device, positive_int
 
     table17 = [f"c{number}" for number in range(1, 9)]
     ablate = subparsers.add_parser(

@@ -20,9 +20,9 @@ import numpy as np
 
 from dataset_builder.vocabulary import CATEGORIES, SETTINGS, setting_label
 from evaluator.results import ResultRecord
+from negt2ibench.core.bootstrap import percentile_interval, resample_counts
 
 from . import batched, interrater
-from .bootstrap import percentile_interval, resample_counts
 from .labels import ImageLabels, LabelSet
 from .probes import ProbeInput, run_probes
 from .runs import EvaluatorRun

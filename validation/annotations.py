@@ -25,7 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from dataset_builder.records import PromptRecord
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 ImageKey = tuple[str, str, int]  # (model_key, prompt_id, sample_index), the order of ResultRecord.key
 

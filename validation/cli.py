@@ -10,7 +10,7 @@ import textwrap
 from collections import Counter
 from pathlib import Path
 
-from negt2ibench.errors import UsageError, UserError
+from negt2ibench.core.errors import UsageError, UserError
 
 _PROMPTS_HELP = "prompt records (dataset folder, prompts.jsonl or parquet); default: the built-in corpus"
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from dataset_builder.records import PromptRecord
 from evaluator.results import ResultRecord
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 from .annotations import ImageKey
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dataset_builder.records import PromptRecord
 from dataset_builder.vocabulary import CATEGORIES, SETTINGS, setting_name
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 from .annotations import ImageKey, write_lines
 

@@ -19,7 +19,7 @@ from PIL import Image
 
 from dataset_builder.vocabulary import OBJECT_CLASSES
 from evaluator.models.inputs import DetectorInputs, image_pixels, one_thread
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 if TYPE_CHECKING:
     import supervision as sv

@@ -38,7 +38,7 @@ from PIL import Image
 
 from evaluator.config import MASK_RCNN, EvaluatorConfig
 from evaluator.models.detector import benchmark_class_ids
-from negt2ibench.errors import MissingWeightsError, UserError
+from negt2ibench.core.errors import MissingWeightsError, UserError
 
 if TYPE_CHECKING:
     import supervision as sv

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from evaluator.config import EvaluatorConfig
-from negt2ibench.errors import UserError
+from negt2ibench.core.errors import UserError
 
 HUB_FILES = ("*.json", "*.safetensors")  # configs, processor/tokenizer files, weights: what from_pretrained reads
 Status = Literal["ok", "missing", "broken"]

@@ -11,6 +11,8 @@ Three layers, each using only the one before it:
 This module re-exports the public names, so `from evaluator.report import build_report` works.
 """
 
+from negt2ibench.core.table import Column, Table, to_csv, to_frame, to_json, to_markdown
+
 from .aggregate import (
     Report,
     bootstrap_mean_interval,
@@ -36,7 +38,6 @@ from .keys import (
     model_provenance,
     parse_prompt_id,
 )
-from .table import Column, Table, to_csv, to_frame, to_json, to_markdown
 from .tables import (
     LEADERBOARD_COLUMNS,
     TABLE3_COLUMNS,

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from negt2ibench.core.table import Table, to_csv, to_markdown
+
 from .aggregate import Report
 from .keys import ALL
-from .table import Table, to_csv, to_markdown
 from .tables import report_tables, table3_table
 
 # The tables written as CSV files, in the order they are written (provenance is in report.json).
@@ -68,7 +69,7 @@ def write_report(report: Report, out_dir: str | Path, tables: dict[str, Table] |
     `out_dir` (`dataset_builder.layout.atomic_folder`), so a killed report leaves the previous
     report whole, never new tables beside old plots or a truncated PNG. Files of `out_dir` that
     a report does not write are kept. Returns the paths written."""
-    from dataset_builder.layout import atomic_folder, recover_folder
+    from negt2ibench.core.atomic import atomic_folder, recover_folder
 
     from . import plots  # matplotlib only when files are written
 

@@ -23,8 +23,8 @@ from typing import Any
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from evaluator.resultio import ResultFileError
 from evaluator.results import ResultRecord
-from negt2ibench.errors import UserError
-from negt2ibench.jsonl import parse_jsonl, require_file
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.jsonl import parse_jsonl, require_file
 
 from .keys import parse_prompt_id
 

@@ -12,9 +12,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from evaluator.results import CAUSES
+from negt2ibench.core.table import Table
 
 from .keys import ALL, CATEGORY_TITLES, POOLED, SETTING_LABELS, TABLE3_CATEGORIES
-from .table import Table
 
 CAUSE_COLORS = {
     "subject_missing": "#4c72b0",

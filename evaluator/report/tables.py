@@ -14,10 +14,10 @@ from typing import Any
 
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from evaluator.results import CAUSES, ResultRecord
+from negt2ibench.core.table import Column, Table
 
 from .aggregate import Report, table3
 from .keys import ALL, CATEGORY_TITLES, SETTING_LABELS, TABLE3_CATEGORIES
-from .table import Column, Table
 
 MODEL = Column("model", "Model", fmt=str)
 TEXT = str  # the `fmt` of a text column

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from negt2ibench.errors import UserError
+from .errors import UserError
 
 # --------------------------------------------------------------------------- atomic writes
 #

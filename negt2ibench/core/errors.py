@@ -44,7 +44,7 @@ class UsageError(UserError):
 
 
 class OptionError(UsageError, argparse.ArgumentTypeError):
-    """An option value of the wrong form (`negt2ibench.options`). As an argparse `type=` it becomes
+    """An option value of the wrong form (`negt2ibench.core.options`). As an argparse `type=` it becomes
     argparse's own usage error ("argument --batch-size: ...", exit 2); raised anywhere else, exit 2 too."""
 
 

@@ -1,7 +1,7 @@
 """Option values, validated once: the same checks serve argparse (`type=`) and the Python API.
 
 Each validator takes the raw value (a string from the command line, or a Python value) and
-returns the parsed value, or raises `negt2ibench.errors.OptionError`. argparse reports an `OptionError` as its own
+returns the parsed value, or raises `negt2ibench.core.errors.OptionError`. argparse reports an `OptionError` as its own
 usage error ("argument --batch-size: must be a positive integer, got '0'", exit 2); a Python
 caller gets a `UsageError` (exit code 2 in the CLI too). `check(name, value, validator)` names the
 argument in the message for Python callers.
@@ -16,13 +16,12 @@ import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from dataset_builder.layout import check_split_name
-
 from .errors import OptionError
+from .names import check_split_name
 
 T = TypeVar("T")
 
-# What `--device` accepts; `auto` picks cuda, then mps, then cpu (`negt2ibench.launch.select_device`).
+# What `--device` accepts; `auto` picks cuda, then mps, then cpu (`negt2ibench.core.launch.select_device`).
 DEVICE_CHOICES: tuple[str, ...] = ("auto", "cpu", "cuda", "mps")
 _CUDA_INDEX = re.compile(r"^cuda:\d+$")
 # A Hub repo id: ORG/NAME.
