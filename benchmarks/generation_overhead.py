@@ -25,9 +25,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from _generation_helpers import make_prompt, tiny_sd_pipeline  # noqa: E402
 
+from generation.backends import DiffusersGenerator  # noqa: E402
 from generation.registry import ModelSpec  # noqa: E402
-from generation.runner import DiffusersGenerator, generate_images, plan_work  # noqa: E402
+from generation.runner import generate_images  # noqa: E402
 from generation.shards import ImageRecord, ShardWriter, png_bytes  # noqa: E402
+from generation.work import plan_work  # noqa: E402
 
 
 class TimedGenerator:
@@ -111,7 +113,7 @@ class SleepingGenerator:
         self.seconds, self.params = seconds, {"backend": "sleep"}
 
     def __call__(self, prompts, seeds):
-        from generation.runner import GeneratedImage
+        from generation.backends import GeneratedImage
 
         time.sleep(self.seconds * len(prompts))
         return [GeneratedImage(self.frames[seed % 4]) for seed in seeds]

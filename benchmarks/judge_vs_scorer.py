@@ -41,7 +41,7 @@ REAL_JUDGES = ("qwen3_vl_8b", "internvl3_8b", "internvl3_5_8b", "qwen2_5_vl_7b",
 
 def spread_prompts(count: int):
     """`count` corpus prompts, cycling through the 48 (category, setting) cells."""
-    from dataset_builder.records import load_prompts
+    from dataset_builder.loading import load_prompts
 
     cells: dict[tuple[str, str], list] = {}
     for prompt in load_prompts():

@@ -197,7 +197,7 @@ def stage_seconds(folder: Path, prompts, perception, batch_size: int, out: Path)
     """CPU seconds per image of each stage, one sequential pass in the pipeline's order."""
     from evaluator.images import load_image
     from evaluator.resultio import ResultWriter
-    from evaluator.verdict import judge
+    from evaluator.verdict import decide_statements
 
     clock = ForwardClock(perception.device).attach(perception)
     preparer = perception.input_preparer({prompt.category for prompt in prompts})
@@ -221,7 +221,9 @@ def stage_seconds(folder: Path, prompts, perception, batch_size: int, out: Path)
             totals["post-process"] += spent - (clock.cpu - forwards)
             for prompt, observation in zip(batch, observations, strict=True):
                 began = time.thread_time()
-                record = judge(prompt, observation, model_key="bench", sample_index=0, config=perception.config)
+                record = decide_statements(
+                    prompt, observation, model_key="bench", sample_index=0, config=perception.config
+                )
                 totals["rules"] += time.thread_time() - began
                 began = time.thread_time()
                 writer.write(record)

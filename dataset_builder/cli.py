@@ -7,8 +7,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from negt2ibench.core.errors import UserError
-from negt2ibench.core.options import OptionError, integer, non_negative_int, repo_id
+from negt2ibench.core.errors import OptionError, UserError
+from negt2ibench.core.options import integer, non_negative_int, repo_id
 
 from .layout import DEFAULT_DATASET_DIR
 from .vocabulary import CATEGORIES, SETTINGS, setting_label, setting_name

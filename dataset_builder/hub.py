@@ -15,16 +15,13 @@ import pyarrow.parquet as pq
 
 from negt2ibench.core.atomic import atomic_folder, recover_folder, writable_parent
 from negt2ibench.core.errors import UserError
-from negt2ibench.core.names import SPLIT_NAME
 from negt2ibench.core.options import check
 from negt2ibench.core.options import repo_id as repo_id_option
 
 from . import card
 from .layout import CARD_FILE, IMAGES_DIR, PROMPTS_DIR, PROMPTS_JSONL, PROMPTS_PARQUET, RESULTS_DIR, image_splits
-from .layout import DEFAULT_DATASET_DIR as DEFAULT_DATASET_DIR  # re-exported: the layout's old home
 from .records import PromptRecord
 
-SPLIT_KEY = SPLIT_NAME  # the old name, kept for importers
 # Entries a rebuild may find in an existing folder. Generated images and results cost GPU hours,
 # so `--overwrite` carries them over instead of deleting them; anything else means the folder is
 # not ours and is left alone.

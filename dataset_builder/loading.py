@@ -1,7 +1,9 @@
 """Reading prompt records from wherever they are: a dataset folder, prompts.jsonl, parquet, or the corpus.
 
-Kept apart from `records` so the record types stay a leaf module: reading with no source builds
-the corpus, and the corpus generator needs the record types.
+The one way every command and the API load prompts: `load_prompts(source)` (records in file
+order) or `prompt_index(source)` (by id). Every failure is a `UserError` that names the source, so
+a command prints it as it is. Kept apart from `records` so the record types stay a leaf module:
+reading with no source builds the corpus, and the corpus generator needs the record types.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from negt2ibench.core.errors import UserError
 from negt2ibench.core.jsonl import JsonlError, read_jsonl
 
 from .layout import prompt_file
-from .records import PromptRecord
+from .records import PromptIndex, PromptRecord
 
 
 class PromptFileError(JsonlError):
@@ -53,3 +55,8 @@ def load_prompts(source: str | Path | None = None) -> list[PromptRecord]:
             first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise PromptFileError(f"{path}: not a prompts parquet file ({first_line})") from None
     return read_jsonl(path, PromptRecord.model_validate_json, kind="prompt", error=PromptFileError)
+
+
+def prompt_index(source: str | Path | None = None) -> PromptIndex:
+    """`load_prompts(source)` by prompt id (a duplicate id is a `DuplicatePromptError`, a `UserError`)."""
+    return PromptIndex(load_prompts(source))

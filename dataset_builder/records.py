@@ -116,19 +116,3 @@ class PromptIndex:
 
     def ids(self) -> list[str]:
         return list(self._by_id)
-
-
-def __getattr__(name: str):
-    """`load_prompts` moved to `dataset_builder.loading` (records stays a leaf module); the old
-    import path keeps working for code written before the move, with a DeprecationWarning."""
-    if name == "load_prompts":
-        import importlib
-        import warnings
-
-        warnings.warn(
-            "import load_prompts from dataset_builder (or dataset_builder.loading), not dataset_builder.records",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return importlib.import_module("dataset_builder.loading").load_prompts
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,7 +26,7 @@ from evaluator.loader import Loaded, Work, batch_loader, resolve_num_workers
 from evaluator.observation import ImageObservation
 from evaluator.perception import Perception
 from evaluator.results import ResultRecord
-from evaluator.verdict import error_record, judge
+from evaluator.verdict import decide_statements, error_record
 from negt2ibench.core.errors import MissingWeightsError
 
 VERDICT_QUEUE = 2  # batches whose forwards are done, waiting for their verdicts at most
@@ -131,7 +131,9 @@ def batch_records(
         if problem is None and prompt is not None and observation is not None:
             try:
                 records.append(
-                    judge(prompt, observation, model_key=model_key, sample_index=item.sample_index, config=config)
+                    decide_statements(
+                        prompt, observation, model_key=model_key, sample_index=item.sample_index, config=config
+                    )
                 )
                 continue
             except ValueError as error:  # an observation the rules cannot judge: record it, go on

@@ -29,8 +29,8 @@ from evaluator.models.maskrcnn import MaskRCNNDetector, is_maskrcnn, load_maskrc
 from evaluator.models.masks import BoxSegmenter
 from evaluator.observation import ImageObservation, ObjectObservation, best_instances
 from negt2ibench.core.errors import MissingWeightsError, UserError
-from negt2ibench.core.launch import DEVICE_CHOICES as DEVICE_CHOICES  # device choice lives in negt2ibench.core.launch
 from negt2ibench.core.launch import select_device, select_dtype
+from negt2ibench.core.options import DEVICE_CHOICES as DEVICE_CHOICES
 from negt2ibench.core.options import check, positive_int
 
 

@@ -19,8 +19,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from dataset_builder.layout import has_images, image_file_key, image_splits, lacks_sample_index
-from dataset_builder.layout import rank_path as rank_path  # re-exported: results.rank{i}.jsonl lives in the layout
+from dataset_builder.layout import has_images, image_file_key, image_splits, lacks_sample_index, rank_path
 from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EvaluatorConfig
 from evaluator.engine import consecutive, score_batches
@@ -30,7 +29,7 @@ from evaluator.observation import ImageObservation
 from evaluator.perception import Perception
 from evaluator.resultio import ResultWriter, merge_results, read_results
 from evaluator.results import ResultRecord
-from evaluator.verdict import judge
+from evaluator.verdict import decide_statements
 from negt2ibench.core.atomic import recover_folder
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.launch import Launch
@@ -230,7 +229,7 @@ def score_image(
     """Score one image (raises `ImageError` for an image that cannot be scored)."""
     rgb = load_image(image)
     observation = perception.observe([rgb], [prompt])[0]
-    record = judge(prompt, observation, model_key=model_key, sample_index=sample_index, config=config)
+    record = decide_statements(prompt, observation, model_key=model_key, sample_index=sample_index, config=config)
     return record, observation
 
 

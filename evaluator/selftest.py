@@ -3,7 +3,7 @@
 Tests here run tiny random models, so nothing in the test suite shows that the real checkpoints
 load and see what they should. This command does, once, on the machine that will score: three
 photographs shipped in scikit-image's wheel (`skimage.data`), read through the real verdict path
-(`negt2ibench.api.Evaluator`):
+(an `Evaluator` of the Python API, which `negt2ibench selftest` passes in):
 
 - `chelsea()`: a cat filling the frame; `coffee()`: a red cup on a red saucer; `stereo_motorcycle()`:
   a red motorcycle in a garage (left view) with its Middlebury ground-truth disparity.
@@ -20,18 +20,18 @@ Exit 0 when every check holds, 1 when one fails, 2 when weights are missing.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+
+from evaluator.config import EvaluatorConfig
 
 if TYPE_CHECKING:
     from PIL import Image
 
     from evaluator.observation import ImageObservation
-    from negt2ibench.api import Evaluator
 
 Box = tuple[float, float, float, float]
 
@@ -51,6 +51,16 @@ DETECTION_PROMPTS = {  # the object's detection is read from scoring these (only
     "motorcycle": "a photo of a red motorcycle",
 }
 DEPTH_PROMPT = "a photo of a motorcycle and a bench, where the motorcycle is in front of the bench"
+
+
+class Scorer(Protocol):
+    """What the checks need of the Python API's `Evaluator` (this layer sits below it)."""
+
+    config: EvaluatorConfig
+
+    def load(self) -> Any: ...
+
+    def score(self, image: Any, prompt: str) -> Any: ...  # an output with `record` and `observation`
 
 
 @dataclass(frozen=True)
@@ -198,7 +208,7 @@ def depth_check(disparity: np.ndarray | None, truth: np.ndarray) -> Check:
     )
 
 
-def run_checks(evaluator: Evaluator, photos: Photos | None = None) -> list[Check]:
+def run_checks(evaluator: Scorer, photos: Photos | None = None) -> list[Check]:
     """Every check, in order; loads the models first (a missing weight raises `MissingWeightsError`)."""
     photos = photos or load_photos()
     evaluator.load()
@@ -225,58 +235,3 @@ def format_checks(checks: Sequence[Check]) -> str:
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
-
-
-# -- CLI ---------------------------------------------------------------------------------------
-
-
-def register(subparsers) -> None:
-    """Add `negt2ibench selftest`."""
-    from negt2ibench.core.options import device
-
-    parser = subparsers.add_parser(
-        "selftest",
-        help="run the real models on real photographs and compare what they see with what is known",
-        description=(
-            "Run RF-DETR Seg XL, SAM 2.1, SigLIP 2 and Depth-Anything V2 through the evaluator on photographs\n"
-            "shipped with scikit-image (a cat, a red cup, a red motorcycle with stereo ground-truth depth) and\n"
-            "print expected vs measured:\n"
-            "  - each object detected at the paper's thresholds, with a plausible box and a mask inside it;\n"
-            "  - 'a photo of a red cup' and 'a photo of a red motorcycle' pass, 'a photo of a non-red\n"
-            "    motorcycle' fails because the forbidden red was seen;\n"
-            "  - the predicted disparity rank-correlates with the stereo ground truth (larger = nearer).\n"
-            "Run it once after `negt2ibench download-models`.\n"
-            "Exit 0: every check holds; 1: a check fails; 2: weights are missing."
-        ),
-        epilog=(
-            "examples:\n  negt2ibench selftest\n  negt2ibench selftest --device cuda --weights-dir /data/negt2i-weights"
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--device",
-        type=device,
-        default="auto",
-        help="where the models run: auto, cpu, cuda, cuda:N or mps (default: auto)",
-    )
-    parser.add_argument(
-        "--weights-dir",
-        metavar="DIR",
-        default=None,
-        help="folder filled by `negt2ibench download-models --dir DIR` (default: the Hugging Face cache and $RF_HOME)",
-    )
-    parser.set_defaults(handler=run_selftest)
-
-
-def run_selftest(args: argparse.Namespace) -> int:
-    from negt2ibench.api import Evaluator
-
-    evaluator = Evaluator("current", device=args.device, weights_dir=args.weights_dir, batch_size=1)
-    checks = run_checks(evaluator)
-    print(format_checks(checks))
-    failed = [check.name for check in checks if not check.passed]
-    if failed:
-        print(f"\nselftest: {len(failed)} of {len(checks)} checks FAIL ({'; '.join(failed)})")
-        return 1
-    print(f"\nselftest: all {len(checks)} checks hold")
-    return 0

@@ -45,7 +45,7 @@ from .results import ObjectResult, ResultRecord, StatementResult
 from .rules import RelationResult, attribute_values, axis_of, relation_predicates
 
 
-def judge(
+def decide_statements(
     prompt: PromptRecord,
     observation: ImageObservation,
     *,
@@ -62,7 +62,7 @@ def judge(
     objects = [_object_result(observation.get(name)) for name in prompt.objects]
     relations: dict[tuple[str, str], RelationResult] = {}
     statements = [
-        _judge_statement(prompt, statement, observation, config, relations) for statement in prompt.statements
+        _decide_statement(prompt, statement, observation, config, relations) for statement in prompt.statements
     ]
     passed = all(obj.present for obj in objects) and all(result.satisfied for result in statements)
     elements = [obj.present for obj in objects] + [result.satisfied for result in statements]
@@ -110,7 +110,7 @@ def _object_result(seen: ObjectObservation) -> ObjectResult:
     )
 
 
-def _judge_statement(
+def _decide_statement(
     prompt: PromptRecord,
     statement: Statement,
     observation: ImageObservation,

@@ -18,8 +18,9 @@ import numpy as np
 
 from negt2ibench.core.errors import MissingWeightsError, UserError
 from negt2ibench.core.launch import select_dtype
+from negt2ibench.core.registry import import_target
 
-from .registry import ModelSpec, import_object
+from .registry import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -190,13 +191,13 @@ def load_generator(spec: ModelSpec, device: str) -> ImageGenerator:
             generator: ImageGenerator = JanusGenerator(model, processor, device)
             generator.params["torch_dtype"] = str(dtype).removeprefix("torch.")
             return generator
-        pipeline_class = import_object(spec.pipeline_class)
+        pipeline_class = import_target(spec.pipeline_class)
         kwargs: dict[str, Any] = {"dtype": dtype}  # diffusers 0.42 and transformers 5 both take `dtype`
         for name, (class_path, repo, subfolder) in spec.component_overrides.items():
             component_kwargs: dict[str, Any] = {"dtype": dtype}
             if subfolder:
                 component_kwargs["subfolder"] = subfolder
-            kwargs[name] = import_object(class_path).from_pretrained(repo, **component_kwargs)
+            kwargs[name] = import_target(class_path).from_pretrained(repo, **component_kwargs)
         if spec.quantization == "bnb_4bit":
             kwargs["quantization_config"] = _bnb_4bit_config(spec, dtype)
         pipeline = pipeline_class.from_pretrained(spec.hub_id, **kwargs)

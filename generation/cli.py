@@ -176,11 +176,12 @@ def _spec_from_args(args):
 
 
 def run_generate(args) -> int:
+    from generation.backends import load_generator
     from negt2ibench.core.launch import Launch
 
     from .merge import finish_split
     from .registry import registry_lines
-    from .runner import generate_images, load_generator, resolve_device
+    from .runner import generate_images, resolve_device
     from .work import plan_work, prompts_for, select_prompts
 
     if args.list:
@@ -243,13 +244,12 @@ def run_import(args) -> int:
 
 
 def run_merge(args) -> int:
-    from dataset_builder.layout import images_dir
+    from dataset_builder.layout import images_dir, split_files
 
     from .merge import merge_split, refresh_card
-    from .shards import shard_paths
     from .work import prompts_for, select_prompts
 
-    if not shard_paths(args.dir, args.key):
+    if not split_files(args.dir, args.key):
         raise UserError(f"no shards of split {args.key!r} in {images_dir(args.dir)}")
     prompts = select_prompts(prompts_for(args.dir, args.prompts), args.categories, args.settings, args.limit)
     report = merge_split(args.dir, args.key, prompts, args.num_images, remove_duplicates=args.drop_duplicates)

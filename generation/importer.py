@@ -10,10 +10,10 @@ from pathlib import Path
 
 from dataset_builder.layout import image_file_key, image_file_name, lacks_sample_index
 from dataset_builder.records import PromptRecord
+from generation.backends import library_versions
 from negt2ibench.core.errors import UserError
 
 from .registry import validate_key
-from .runner import library_versions
 from .shards import ImageKey, ImageRecord, ShardWriter, existing_keys
 
 IMPORT_RANK = 999  # shard rank number reserved for imports, so they never collide with generation ranks

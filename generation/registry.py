@@ -8,14 +8,11 @@ requires a value (Z-Image-Turbo: 0; the distilled FLUX.2-klein ignores guidance 
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from negt2ibench.core.errors import UsageError
-from negt2ibench.core.names import SPLIT_NAME, check_split_name
-
-KEY_PATTERN = SPLIT_NAME  # the old name of the layout's split-name pattern
+from negt2ibench.core.names import check_split_name
+from negt2ibench.core.registry import Registry
 
 Backend = Literal["diffusers", "janus", "unsupported", "callable"]
 
@@ -26,7 +23,9 @@ class ModelSpec:
 
     key: str
     hub_id: str
-    pipeline_class: str  # import path, e.g. "diffusers.StableDiffusionPipeline"
+    # The class path, e.g. "diffusers.StableDiffusionPipeline" (`negt2ibench.core.registry.import_target`
+    # reads it); recorded in every image's params, so resuming with another class is refused.
+    pipeline_class: str
     backend: Backend = "diffusers"
     steps: int | None = None  # None: the pipeline default (or not applicable)
     height: int | None = None  # None: the pipeline default
@@ -67,112 +66,118 @@ class ModelSpec:
         return f"{self.width}x{self.height}"
 
 
-REGISTRY: dict[str, ModelSpec] = {
-    spec.key: spec
-    for spec in (
-        ModelSpec(
-            key="sd_1_5",
-            hub_id="stable-diffusion-v1-5/stable-diffusion-v1-5",
-            pipeline_class="diffusers.StableDiffusionPipeline",
-            steps=50,
-            height=512,
-            width=512,
-            guidance=7.5,
-            dtype="float16",
-            display_name="SD 1.5",
-        ),
-        ModelSpec(
-            key="sd_1_5_negationclip",
-            hub_id="stable-diffusion-v1-5/stable-diffusion-v1-5",
-            pipeline_class="diffusers.StableDiffusionPipeline",
-            steps=50,
-            height=512,
-            width=512,
-            guidance=7.5,
-            dtype="float16",
-            # jerryray/negationclip holds OpenAI-`clip` state dicts: the ViT-L/14 one is converted once
-            # to a transformers CLIPTextModel (generation/negationclip.py) and replaces SD's text encoder.
-            component_overrides={
-                "text_encoder": ("generation.negationclip.NegationCLIPTextEncoder", "jerryray/negationclip", None)
-            },
-            display_name="SD 1.5 + NegationCLIP",
-            note="text encoder: NegationCLIP ViT-L/14 (OpenAI checkpoint converted to CLIPTextModel)",
-        ),
-        ModelSpec(
-            key="sd_3_5_large",
-            hub_id="stabilityai/stable-diffusion-3.5-large",
-            pipeline_class="diffusers.StableDiffusion3Pipeline",
-            steps=28,
-            height=1024,
-            width=1024,
-            display_name="SD 3.5 Large",
-        ),
-        ModelSpec(
-            key="flux_2_dev",
-            hub_id="black-forest-labs/FLUX.2-dev",
-            pipeline_class="diffusers.Flux2Pipeline",
-            steps=28,
-            height=1024,
-            width=1024,
-            quantization="bnb_4bit",
-            quantized_components=("transformer", "text_encoder"),
-            display_name="FLUX.2-dev (4-bit)",
-            note="needs `pip install bitsandbytes` (CUDA)",
-        ),
-        ModelSpec(
-            key="flux_2_klein_9b",
-            hub_id="black-forest-labs/FLUX.2-klein-9B",
-            pipeline_class="diffusers.Flux2KleinPipeline",
-            steps=4,
-            height=1024,
-            width=1024,
-            guidance=1.0,
-            display_name="FLUX.2-klein-9B",
-            note="step-distilled; guidance above 1 is ignored",
-        ),
-        ModelSpec(
-            key="z_image_turbo",
-            hub_id="Tongyi-MAI/Z-Image-Turbo",
-            pipeline_class="diffusers.ZImagePipeline",
-            steps=9,
-            height=1024,
-            width=1024,
-            guidance=0.0,
-            display_name="Z-Image-Turbo",
-        ),
-        ModelSpec(
-            key="hunyuanimage_2_1",
-            hub_id="hunyuanvideo-community/HunyuanImage-2.1-Distilled-Diffusers",
-            pipeline_class="diffusers.HunyuanImagePipeline",
-            steps=8,
-            height=1024,
-            width=1024,
-            guidance_argument="distilled_guidance_scale",
-            display_name="HunyuanImage-2.1 (distilled)",
-        ),
-        ModelSpec(
-            key="janus_pro_7b",
-            hub_id="deepseek-community/Janus-Pro-7B",
-            pipeline_class="transformers.JanusForConditionalGeneration",
-            backend="janus",
-            height=384,
-            width=384,
-            display_name="Janus-Pro-7B",
-            note="autoregressive: no diffusion steps; transformers generation_mode='image'",
-        ),
-        ModelSpec(
-            key="blip3o_next",
-            hub_id="BLIP3o/BLIP3o-NEXT-SFT-3B",
-            pipeline_class="",
-            backend="unsupported",
-            steps=30,
-            height=1024,
-            width=1024,
-            display_name="BLIP3-o NEXT SFT 3B",
-            note="no diffusers/transformers support: generate with the authors' code, then `negt2ibench import-images`",
-        ),
-    )
-}
+REGISTRY: Registry[ModelSpec] = Registry(
+    "model key",
+    {
+        spec.key: spec
+        for spec in (
+            ModelSpec(
+                key="sd_1_5",
+                hub_id="stable-diffusion-v1-5/stable-diffusion-v1-5",
+                pipeline_class="diffusers.StableDiffusionPipeline",
+                steps=50,
+                height=512,
+                width=512,
+                guidance=7.5,
+                dtype="float16",
+                display_name="SD 1.5",
+            ),
+            ModelSpec(
+                key="sd_1_5_negationclip",
+                hub_id="stable-diffusion-v1-5/stable-diffusion-v1-5",
+                pipeline_class="diffusers.StableDiffusionPipeline",
+                steps=50,
+                height=512,
+                width=512,
+                guidance=7.5,
+                dtype="float16",
+                # jerryray/negationclip holds OpenAI-`clip` state dicts: the ViT-L/14 one is converted once
+                # to a transformers CLIPTextModel (generation/negationclip.py) and replaces SD's text encoder.
+                component_overrides={
+                    "text_encoder": ("generation.negationclip.NegationCLIPTextEncoder", "jerryray/negationclip", None)
+                },
+                display_name="SD 1.5 + NegationCLIP",
+                note="text encoder: NegationCLIP ViT-L/14 (OpenAI checkpoint converted to CLIPTextModel)",
+            ),
+            ModelSpec(
+                key="sd_3_5_large",
+                hub_id="stabilityai/stable-diffusion-3.5-large",
+                pipeline_class="diffusers.StableDiffusion3Pipeline",
+                steps=28,
+                height=1024,
+                width=1024,
+                display_name="SD 3.5 Large",
+            ),
+            ModelSpec(
+                key="flux_2_dev",
+                hub_id="black-forest-labs/FLUX.2-dev",
+                pipeline_class="diffusers.Flux2Pipeline",
+                steps=28,
+                height=1024,
+                width=1024,
+                quantization="bnb_4bit",
+                quantized_components=("transformer", "text_encoder"),
+                display_name="FLUX.2-dev (4-bit)",
+                note="needs `pip install bitsandbytes` (CUDA)",
+            ),
+            ModelSpec(
+                key="flux_2_klein_9b",
+                hub_id="black-forest-labs/FLUX.2-klein-9B",
+                pipeline_class="diffusers.Flux2KleinPipeline",
+                steps=4,
+                height=1024,
+                width=1024,
+                guidance=1.0,
+                display_name="FLUX.2-klein-9B",
+                note="step-distilled; guidance above 1 is ignored",
+            ),
+            ModelSpec(
+                key="z_image_turbo",
+                hub_id="Tongyi-MAI/Z-Image-Turbo",
+                pipeline_class="diffusers.ZImagePipeline",
+                steps=9,
+                height=1024,
+                width=1024,
+                guidance=0.0,
+                display_name="Z-Image-Turbo",
+            ),
+            ModelSpec(
+                key="hunyuanimage_2_1",
+                hub_id="hunyuanvideo-community/HunyuanImage-2.1-Distilled-Diffusers",
+                pipeline_class="diffusers.HunyuanImagePipeline",
+                steps=8,
+                height=1024,
+                width=1024,
+                guidance_argument="distilled_guidance_scale",
+                display_name="HunyuanImage-2.1 (distilled)",
+            ),
+            ModelSpec(
+                key="janus_pro_7b",
+                hub_id="deepseek-community/Janus-Pro-7B",
+                pipeline_class="transformers.JanusForConditionalGeneration",
+                backend="janus",
+                height=384,
+                width=384,
+                display_name="Janus-Pro-7B",
+                note="autoregressive: no diffusion steps; transformers generation_mode='image'",
+            ),
+            ModelSpec(
+                key="blip3o_next",
+                hub_id="BLIP3o/BLIP3o-NEXT-SFT-3B",
+                pipeline_class="",
+                backend="unsupported",
+                steps=30,
+                height=1024,
+                width=1024,
+                display_name="BLIP3-o NEXT SFT 3B",
+                note="no diffusers/transformers support: generate with the authors' code, "
+                "then `negt2ibench import-images`",
+            ),
+        )
+    },
+    hint=" For any other diffusers pipeline pass --model-id HUB_ID --key NAME.",
+    exit_code=2,  # a wrong --model value: a usage error
+)
 
 
 def validate_key(key: str) -> str:
@@ -181,14 +186,8 @@ def validate_key(key: str) -> str:
 
 
 def get_spec(key: str) -> ModelSpec:
-    """The registry entry for KEY, or a clear error listing the known keys (a `UsageError`, exit 2)."""
-    try:
-        return REGISTRY[key]
-    except KeyError:
-        raise UsageError(
-            f"unknown model key {key!r}; known: {', '.join(REGISTRY)}. "
-            f"For any other diffusers pipeline pass --model-id HUB_ID --key NAME"
-        ) from None
+    """The registry entry for KEY, or a one-line error with near matches and the known keys (exit 2)."""
+    return REGISTRY[key]
 
 
 def custom_spec(
@@ -213,14 +212,6 @@ def custom_spec(
         dtype=dtype,
         display_name=model_id,
     )
-
-
-def import_object(path: str) -> Any:
-    """`"package.module.Name"` or `"package.Name"` → the object (a class here)."""
-    module_name, _, name = path.rpartition(".")
-    if not module_name:
-        raise ValueError(f"not an import path: {path!r}")
-    return getattr(importlib.import_module(module_name), name)
 
 
 def registry_lines() -> list[str]:

@@ -21,22 +21,13 @@ from typing import Any
 from dataset_builder.records import PromptRecord
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from negt2ibench.core.errors import UserError
-from negt2ibench.core.launch import Launch, contiguous_share
+from negt2ibench.core.launch import Launch
 from negt2ibench.core.options import check, positive_int
 
 from .backends import CallableGenerator, GeneratedImage, ImageGenerator, library_versions
-from .backends import DiffusersGenerator as DiffusersGenerator  # `X as X`: re-exported from their old home
-from .backends import JanusGenerator as JanusGenerator
-from .backends import is_black as is_black
-from .backends import load_generator as load_generator
 from .registry import ModelSpec
 from .shards import CompletenessReport, ImageRecord, ShardWriter, existing_keys, png_bytes
 from .work import SEED_RULE, WorkItem, plan_work, prompts_for
-from .work import image_seed as image_seed
-from .work import select_prompts as select_prompts
-
-RankInfo = Launch  # the old name of `negt2ibench.core.launch.Launch`
-rank_slice = contiguous_share  # the old name of `negt2ibench.core.launch.contiguous_share`
 
 
 def resolve_device(requested: str | None, launch: Launch) -> str:

@@ -16,15 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dataset_builder.layout import IMAGES_DIR, image_file_name, shard_path, shard_rank_index
-from dataset_builder.layout import SHARD_NAME as SHARD_NAME  # re-exported: the old home of these names
-from dataset_builder.layout import images_dir as images_dir
-from dataset_builder.layout import split_files as shard_paths
+from dataset_builder.layout import image_file_name, shard_path, shard_rank_index, split_files
 from negt2ibench.core.atomic import atomic_file
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.options import check, positive_int
 
-IMAGES_SUBDIR = IMAGES_DIR  # the old name, kept for importers
 ROW_GROUP_SIZE = 100  # rows per parquet row group: what the Hub's viewer reads at once
 
 ImageKey = tuple[str, int]  # (prompt_id, sample_index)
@@ -109,7 +105,7 @@ def read_keys(path: Path) -> list[ImageKey]:
 def existing_keys(dataset_dir: Path, key: str) -> set[ImageKey]:
     """Every image already written for this split, by any rank."""
     done: set[ImageKey] = set()
-    for path in shard_paths(dataset_dir, key):
+    for path in split_files(dataset_dir, key):
         done.update(read_keys(path))
     return done
 
@@ -129,7 +125,7 @@ class ShardWriter:
     def _first_free_index(self) -> int:
         used = [
             parsed[2]
-            for p in shard_paths(self.dataset_dir, self.key)
+            for p in split_files(self.dataset_dir, self.key)
             if (parsed := shard_rank_index(p)) and parsed[1] == self.rank
         ]
         return max(used, default=-1) + 1
@@ -200,7 +196,7 @@ def check_completeness(dataset_dir: Path, key: str, expected: Iterable[ImageKey]
     """Compare the split on disk with the expected (prompt_id, sample_index) pairs."""
     expected_list = list(expected)
     counts: Counter[ImageKey] = Counter()
-    paths = shard_paths(dataset_dir, key)
+    paths = split_files(dataset_dir, key)
     for path in paths:
         counts.update(read_keys(path))
     expected_set = set(expected_list)
@@ -221,7 +217,7 @@ def drop_duplicates(dataset_dir: Path, key: str) -> int:
 
     seen: set[ImageKey] = set()
     removed = 0
-    for path in shard_paths(dataset_dir, key):
+    for path in split_files(dataset_dir, key):
         keys = read_keys(path)
         keep = []
         for row, image_key in enumerate(keys):
@@ -245,7 +241,7 @@ def read_params(dataset_dir: Path, key: str) -> list[dict[str, Any]]:
     import pyarrow.parquet as pq
 
     distinct: dict[str, dict[str, Any]] = {}
-    for path in shard_paths(dataset_dir, key):
+    for path in split_files(dataset_dir, key):
         for text in pq.read_table(path, columns=["params"]).column("params").to_pylist():
             if text not in distinct:
                 distinct[text] = json.loads(text)

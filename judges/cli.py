@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from negt2ibench.core.errors import UsageError, UserError
+from negt2ibench.core.errors import UsageError
 from negt2ibench.core.options import device, non_negative_int, positive_int, split_name
 
 MODE_CHOICES = ("whole", "pos", "neg", "all")
@@ -117,15 +117,6 @@ def _spec(args: argparse.Namespace):
     raise UsageError("choose a judge: --model KEY (see `negt2ibench judge --list`) or --model-id HUB_ID")
 
 
-def _prompt_records(source: str | None):
-    from dataset_builder.records import load_prompts
-
-    try:
-        return load_prompts(source)
-    except (FileNotFoundError, ValueError) as error:
-        raise UserError(f"cannot read prompts: {error}") from None
-
-
 def run_judge(args: argparse.Namespace) -> int:
     if args.list:
         from negt2ibench.core.table import to_markdown
@@ -139,14 +130,14 @@ def run_judge(args: argparse.Namespace) -> int:
     if missing:
         raise UsageError(f"judge needs {' and '.join(missing)} (see `negt2ibench judge --help`)")
 
-    from dataset_builder.records import PromptIndex
+    from dataset_builder.loading import prompt_index
 
     from .registry import adapter_class
     from .runner import judge_images
     from .sources import judge_items
 
     items = judge_items(args.images, split=args.split, prompt_id=args.prompt_id, model_key=args.model_key)
-    prompts = PromptIndex(_prompt_records(args.prompts))
+    prompts = prompt_index(args.prompts)
     adapter = adapter_class(spec)(spec, device=args.device, batch_size=args.batch_size)
     summary = judge_images(
         items, prompts, adapter, out_path=args.out, mode=args.mode, limit=args.limit, progress=not args.no_progress

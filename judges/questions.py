@@ -1,4 +1,5 @@
-"""The questions a VLM judge is asked, one wording for every mode (DESIGN §7, paper Table 2).
+"""The questions a VLM judge (and an annotator) is asked, one wording for every mode
+(docs/validation.md, paper Table 2 and Figure 7).
 
 Modes:
 - ``whole``: one question, the prompt itself:
@@ -10,12 +11,17 @@ Modes:
   "Is the backpack not left of the fork?"), satisfied when the answer is "yes". Objects and
   positive statements are asked exactly as in ``pos``.
 
-The per-element wording is the annotation UI's (`validation.questions`), reused so people and
-judges answer the very same questions: "a"/"an" by sound, plural-only nouns (skis, scissors)
-take no article and "are" ("Are there skis in the image?", "Are the skis red?"), materials are
-asked as "made of" ("Is the cup made of glass?"). `wording_examples()` renders one question of
-each kind; it is hashed into every record's config, so a wording change never mixes with old
-results in one file.
+The per-element wording (`object_question`, `statement_question`) is also the annotation UI's
+(`validation.questions`), so people and judges answer the very same questions: "a"/"an" by sound,
+plural-only nouns (skis, scissors) take no article and "are" ("Are there skis in the image?",
+"Are the skis red?"), materials are asked as "made of" ("Is the cup made of glass?").
+`wording_examples()` renders one question of each kind; it is hashed into every record's config,
+so a wording change never mixes with old results in one file.
+
+    >>> object_question("apple")
+    'Is there an apple in the image?'
+    >>> object_question("skis")
+    'Are there skis in the image?'
 """
 
 from __future__ import annotations
@@ -24,13 +30,53 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
+from dataset_builder.grammar import object_phrase
 from dataset_builder.records import PromptRecord, Statement
-from validation.questions import object_question, statement_question
+from dataset_builder.vocabulary import MATERIAL_NOUNS, PLURAL_NOUNS
 
 Mode = Literal["whole", "pos", "neg"]
 MODES: tuple[str, ...] = ("whole", "pos", "neg")
 
 WHOLE_TEMPLATE = 'Does this image show "{prompt}"? Answer yes or no.'
+
+
+def _verb(noun: str) -> str:
+    return "Are" if noun in PLURAL_NOUNS else "Is"
+
+
+def object_question(name: str) -> str:
+    """ "Is there a cup in the image?", "Is there an orange in the image?", "Are there scissors in the image?"."""
+    return f"{_verb(name)} there {object_phrase(name)} in the image?"
+
+
+def _predicate_phrase(statement: Statement) -> str:
+    """What is asked about the subject: "red", "made of glass", "left of the fork"."""
+    if statement.target is not None:
+        return f"{statement.predicate} the {statement.target}"
+    if statement.predicate in MATERIAL_NOUNS:
+        return f"made of {MATERIAL_NOUNS[statement.predicate]}"
+    return statement.predicate
+
+
+def statement_question(statement: Statement, negated_form: bool = False) -> str:
+    """The question for one statement.
+
+    Affirmative by default, whatever the statement's polarity ("Is the backpack left of the
+    fork?" for "is not left of the fork"). With `negated_form`, a *negated* statement is asked
+    as negated ("Is the backpack not left of the fork?"); positive statements are unchanged.
+    A "yes" to the affirmative question satisfies a positive statement and violates a negated
+    one; a "yes" to the negated form satisfies the negated statement.
+
+        >>> from dataset_builder.records import Statement
+        >>> s = Statement(index=0, polarity="negated", subject="skis", target="bench",
+        ...               predicate="bigger than", text="are not bigger than the bench")
+        >>> statement_question(s)
+        'Are the skis bigger than the bench?'
+        >>> statement_question(s, negated_form=True)
+        'Are the skis not bigger than the bench?'
+    """
+    negation = " not" if negated_form and statement.negated else ""
+    return f"{_verb(statement.subject)} the {statement.subject}{negation} {_predicate_phrase(statement)}?"
 
 
 @dataclass(frozen=True)

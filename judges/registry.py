@@ -9,80 +9,22 @@ with a yes/no vocabulary runs through `custom_spec` (``--model-id``).
 
 from __future__ import annotations
 
-import difflib
 import hashlib
-import importlib
 import json
-import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal
 
 from negt2ibench.core.errors import UserError
+from negt2ibench.core.names import SPLIT_NAME, slug
+from negt2ibench.core.registry import Registry
+from negt2ibench.core.table import Column, Table
 
 # Bump when a template, the yes/no token rule or the record layout changes: it is every judge
 # record's `evaluator_version`, so old and new results are never mixed in one file.
 JUDGES_VERSION = "judges-1.0.0"
 
 Family = Literal["qwen_vl", "internvl", "vqascore", "auto"]
-KEY_PATTERN = re.compile(r"^[a-z0-9_]+$")
-
-T = TypeVar("T")
-
-
-class Registry(Generic[T]):
-    """Names → objects, where an object may be a lazy ``"package.module:Name"`` target.
-
-    A target is imported on the first `get` and kept. An unknown name raises `UserError` with
-    the closest names ("did you mean") and the full list, so a typo costs one line.
-    """
-
-    def __init__(self, what: str, entries: Mapping[str, T | str] | None = None):
-        self.what = what
-        self._entries: dict[str, T | str] = {}
-        for name, entry in (entries or {}).items():
-            self.register(name, entry)
-
-    def register(self, name: str, entry: T | str) -> None:
-        if name in self._entries:
-            raise ValueError(f"{self.what} {name!r} is registered twice")
-        self._entries[name] = entry
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._entries
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def lookup_error(self, name: str, hint: str = "") -> UserError:
-        close = difflib.get_close_matches(name, list(self._entries), n=3, cutoff=0.5)
-        suggestion = f" Did you mean: {', '.join(close)}?" if close else ""
-        return UserError(f"unknown {self.what} {name!r}.{suggestion} Available: {', '.join(self._entries)}.{hint}")
-
-    def get(self, name: str) -> T:
-        try:
-            entry = self._entries[name]
-        except KeyError:
-            raise self.lookup_error(name) from None
-        if isinstance(entry, str):
-            entry = _import_target(entry)
-            self._entries[name] = entry
-        return entry
-
-    def target(self, name: str) -> str:
-        """The import path of a lazy entry (for messages and tests), without importing it."""
-        entry = self._entries[name]
-        return entry if isinstance(entry, str) else f"{entry.__module__}:{entry.__qualname__}"
-
-
-def _import_target(target: str) -> Any:
-    module_name, _, attribute = target.partition(":")
-    if not module_name or not attribute:
-        raise ValueError(f"not a 'module:Name' target: {target!r}")
-    return getattr(importlib.import_module(module_name), attribute)
 
 
 @dataclass(frozen=True)
@@ -114,25 +56,31 @@ class JudgeSpec:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-REGISTRY: dict[str, JudgeSpec] = {
-    spec.key: spec
-    for spec in (
-        JudgeSpec("qwen3_vl_8b", "Qwen/Qwen3-VL-8B-Instruct", "qwen_vl", "8B", display_name="Qwen3-VL-8B"),
-        JudgeSpec("qwen3_vl_32b", "Qwen/Qwen3-VL-32B-Instruct", "qwen_vl", "32B", display_name="Qwen3-VL-32B"),
-        JudgeSpec("qwen2_5_vl_7b", "Qwen/Qwen2.5-VL-7B-Instruct", "qwen_vl", "7B", display_name="Qwen2.5-VL-7B"),
-        JudgeSpec("internvl3_8b", "OpenGVLab/InternVL3-8B-hf", "internvl", "8B", display_name="InternVL3-8B"),
-        JudgeSpec("internvl3_5_8b", "OpenGVLab/InternVL3_5-8B-HF", "internvl", "8B", display_name="InternVL3.5-8B"),
-        JudgeSpec("internvl3_5_38b", "OpenGVLab/InternVL3_5-38B-HF", "internvl", "38B", display_name="InternVL3.5-38B"),
-        JudgeSpec(
-            "vqascore",
-            "zhiqiulin/clip-flant5-xxl",
-            "vqascore",
-            "11B",
-            display_name="VQAScore (CLIP-FlanT5-XXL)",
-            note="optional: pip install t2v-metrics",
-        ),
-    )
-}
+REGISTRY: Registry[JudgeSpec] = Registry(
+    "judge",
+    {
+        spec.key: spec
+        for spec in (
+            JudgeSpec("qwen3_vl_8b", "Qwen/Qwen3-VL-8B-Instruct", "qwen_vl", "8B", display_name="Qwen3-VL-8B"),
+            JudgeSpec("qwen3_vl_32b", "Qwen/Qwen3-VL-32B-Instruct", "qwen_vl", "32B", display_name="Qwen3-VL-32B"),
+            JudgeSpec("qwen2_5_vl_7b", "Qwen/Qwen2.5-VL-7B-Instruct", "qwen_vl", "7B", display_name="Qwen2.5-VL-7B"),
+            JudgeSpec("internvl3_8b", "OpenGVLab/InternVL3-8B-hf", "internvl", "8B", display_name="InternVL3-8B"),
+            JudgeSpec("internvl3_5_8b", "OpenGVLab/InternVL3_5-8B-HF", "internvl", "8B", display_name="InternVL3.5-8B"),
+            JudgeSpec(
+                "internvl3_5_38b", "OpenGVLab/InternVL3_5-38B-HF", "internvl", "38B", display_name="InternVL3.5-38B"
+            ),
+            JudgeSpec(
+                "vqascore",
+                "zhiqiulin/clip-flant5-xxl",
+                "vqascore",
+                "11B",
+                display_name="VQAScore (CLIP-FlanT5-XXL)",
+                note="optional: pip install t2v-metrics",
+            ),
+        )
+    },
+    hint=" For any other chat VLM pass --model-id HUB_ID.",
+)
 
 # Family → adapter class, imported on first use (transformers / t2v_metrics only then).
 ADAPTERS: Registry[type] = Registry(
@@ -145,14 +93,10 @@ ADAPTERS: Registry[type] = Registry(
     },
 )
 
-_JUDGES: Registry[JudgeSpec] = Registry("judge", REGISTRY)
-
 
 def get_spec(key: str) -> JudgeSpec:
     """The registry entry for KEY; an unknown key is a one-line error with near matches."""
-    if key not in _JUDGES:
-        raise _JUDGES.lookup_error(key, " For any other chat VLM pass --model-id HUB_ID.")
-    return _JUDGES.get(key)
+    return REGISTRY[key]
 
 
 def custom_spec(model_id: str, key: str | None = None, *, revision: str = "main") -> JudgeSpec:
@@ -160,21 +104,19 @@ def custom_spec(model_id: str, key: str | None = None, *, revision: str = "main"
     if not model_id.strip():
         raise UserError("--model-id needs a Hub repo id (ORG/NAME) or a local model folder")
     if key is None:
-        key = re.sub(r"[^a-z0-9_]+", "_", model_id.rsplit("/", 1)[-1].lower()).strip("_") or "judge"
-    if not KEY_PATTERN.match(key):
+        key = slug(model_id.rsplit("/", 1)[-1], fallback="judge")
+    if not SPLIT_NAME.match(key):
         raise UserError(f"judge key {key!r} must match [a-z0-9_]+ (it names the records' evaluator)")
     return JudgeSpec(key, model_id, "auto", "?", revision=revision, display_name=model_id)
 
 
 def adapter_class(spec: JudgeSpec) -> type:
     """The adapter class of the spec's family (imported now)."""
-    return ADAPTERS.get(spec.family)
+    return ADAPTERS[spec.family]
 
 
-def registry_table():
+def registry_table() -> Table:
     """`judge --list` as a report `Table` (key, hub id, parameters, family, adapter, note)."""
-    from negt2ibench.core.table import Column, Table
-
     columns = (
         Column("key", "key", str),
         Column("hub_id", "hub id", str),

@@ -1,6 +1,6 @@
 """A judge's answers → the result record `agree` and `report` read (pure: no model, no files).
 
-Rules (DESIGN §7): an element is satisfied when its satisfaction probability is > 0.5 (p_yes,
+Rules (docs/validation.md): an element is satisfied when its satisfaction probability is > 0.5 (p_yes,
 or 1 - p_yes for a negated statement asked affirmatively); the image passes when every element
 is satisfied; the continuous score is the mean satisfaction probability (``whole``: p itself).
 Records keep the scorer's shape: `objects` (present = p > 0.5, confidence = p, no box) and

@@ -1,4 +1,4 @@
-"""P("yes") from a model's next-token logits, restricted to its yes/no tokens (DESIGN §7).
+"""P("yes") from a model's next-token logits, restricted to its yes/no tokens (docs/validation.md).
 
 A chat model may start its answer with "Yes", "yes", " Yes", "YES", ...; which of these are
 single tokens depends on the tokenizer. `find_yes_no_tokens` keeps every variant that encodes to

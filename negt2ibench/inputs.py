@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dataset_builder.loading import load_prompts
+from dataset_builder.loading import prompt_index as load_prompt_index
 from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EvaluatorConfig, get_preset
 from negt2ibench.core.errors import UserError
@@ -40,12 +40,11 @@ def check_model_key(model_key: str) -> None:
 
 
 def prompt_index(source: str | Path | Iterable[PromptRecord] | None) -> PromptIndex:
-    try:
-        if source is None or isinstance(source, (str, Path)):
-            return PromptIndex(load_prompts(source))
-        return PromptIndex(source)
-    except (FileNotFoundError, ValueError) as error:
-        raise UserError(f"cannot read prompts: {error}") from None
+    """The prompts by id: a dataset folder, prompts file or None (the built-in corpus) is read by
+    `dataset_builder.loading`, whose errors are `UserError`s naming the source; records are indexed as given."""
+    if source is None or isinstance(source, (str, Path)):
+        return load_prompt_index(source)
+    return PromptIndex(source)
 
 
 def running_counts(prompt_ids: Sequence[str]) -> list[int]:

@@ -1,4 +1,4 @@
-"""Human annotations in the leaderboard store (DESIGN §7), for both backends.
+"""Human annotations in the leaderboard store (docs/validation.md), for both backends.
 
 Mixed into `space.store.SQLiteStore` and `space.store.HubStore` (they provide the connection /
 commit machinery); the methods are the annotation half of the `LeaderboardStore` protocol.

@@ -80,8 +80,7 @@ def _leaderboard_list(args: argparse.Namespace) -> int:
 
 
 def _leaderboard_recheck(args: argparse.Namespace) -> int:
-    from dataset_builder.loading import load_prompts
-    from dataset_builder.records import PromptIndex
+    from dataset_builder.loading import prompt_index
     from negt2ibench.api import Evaluator
 
     from .app import PRESET
@@ -93,7 +92,7 @@ def _leaderboard_recheck(args: argparse.Namespace) -> int:
     if not before:
         print(f"nothing to recheck: every submission in {store!r} is verified or rejected")
         return 0
-    index = PromptIndex(load_prompts(args.dataset))
+    index = prompt_index(args.dataset)
     evaluator = Evaluator(PRESET, device=args.device, weights_dir=args.weights_dir, prompts=index)
 
     def score(image, prompt, model_key, sample_index):

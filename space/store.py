@@ -128,7 +128,7 @@ class LeaderboardStore(Protocol):
     def count_recent(self, submitter: str, since: float) -> int:
         """Submissions by `submitter` created at or after `since` (epoch seconds)."""
 
-    # Human annotations (DESIGN §7; space/annotation_store.py): one record per image × annotator.
+    # Human annotations (docs/validation.md; space/annotation_store.py): one record per image × annotator.
     def add_annotation(self, record: AnnotationRecord) -> AnnotationRecord:
         """Store at once; replaces the annotator's earlier record of that image (changed answers)."""
 

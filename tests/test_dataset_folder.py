@@ -12,14 +12,8 @@ import yaml
 from dataset_builder import hub
 from dataset_builder.card import write_card
 from dataset_builder.corpus import DEFAULT_SEED, build_corpus
-from dataset_builder.hub import (
-    PROMPT_ARROW_SCHEMA,
-    PROMPTS_PARQUET,
-    image_splits,
-    push_dataset,
-    upload_paths,
-    write_dataset_folder,
-)
+from dataset_builder.hub import PROMPT_ARROW_SCHEMA, push_dataset, upload_paths, write_dataset_folder
+from dataset_builder.layout import PROMPTS_PARQUET, image_splits
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import prompt_features
 from dataset_builder.validate import validate_folder

@@ -189,9 +189,9 @@ def test_the_mask_rcnn_presets_check_torchvisions_weights(tmp_path):
     config = PRESETS["c4"]
     (model,) = [m for m in weights.preset_models(config) if m.role == "detector"]
     assert (model.kind, model.name, model.source) == ("torchvision", "Mask R-CNN", config.detector_weights)
-    assert weights.CHECKERS["torchvision"](model, config, tmp_path).status == "missing"
+    assert weights.SOURCES["torchvision"].check(model, config, tmp_path).status == "missing"
     path = maskrcnn_weights_path(config, tmp_path)
     path.parent.mkdir(parents=True)
     path.write_bytes(b"not a checkpoint")
-    result = weights.CHECKERS["torchvision"](model, config, tmp_path)
+    result = weights.SOURCES["torchvision"].check(model, config, tmp_path)
     assert result.status == "broken" and "could not be loaded" in result.detail

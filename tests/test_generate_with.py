@@ -11,9 +11,9 @@ import pytest
 from _generation_helpers import three_prompts, write_prompts_dataset
 from PIL import Image
 
+from dataset_builder.layout import split_files
 from generation import generate_with
 from generation.backends import GeneratedImage
-from generation.shards import shard_paths
 from generation.work import image_seed
 from negt2ibench.core.errors import UsageError, UserError
 from negt2ibench.core.launch import Launch
@@ -33,7 +33,7 @@ class SeededModel:
 def rows(folder, key):
     return {
         (row["prompt_id"], row["sample_index"]): row
-        for path in shard_paths(folder, key)
+        for path in split_files(folder, key)
         for row in pq.read_table(path).to_pylist()
     }
 
@@ -82,7 +82,7 @@ def test_two_simulated_processes_share_the_work(tmp_path):
         for rank in (0, 1)
     ]
     assert [(s.planned, s.generated) for s in shares] == [(3, 3), (3, 3)]
-    assert {path.name.split("-")[1] for path in shard_paths(folder, "m")} == {"r000", "r001"}
+    assert {path.name.split("-")[1] for path in split_files(folder, "m")} == {"r000", "r001"}
     assert len(rows(folder, "m")) == 6
 
 
@@ -98,7 +98,7 @@ def test_bad_functions_and_arguments_are_clear_errors(tmp_path):
         generate_with(SeededModel(), key="m", out=folder, samples=0)
     with pytest.raises(UserError, match="needs a callable"):
         generate_with("not a function", key="m", out=folder)
-    assert not shard_paths(folder, "m")
+    assert not split_files(folder, "m")
 
 
 def test_a_generated_image_can_be_flagged(tmp_path):

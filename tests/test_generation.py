@@ -12,19 +12,16 @@ import pytest
 from _generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, write_prompts_dataset, write_prompts_jsonl
 from PIL import Image
 
+from dataset_builder.layout import split_files
+from generation.backends import DiffusersGenerator
 from generation.merge import merge_split, refresh_card
-from generation.registry import REGISTRY, ModelSpec, get_spec, import_object, registry_lines
-from generation.runner import (
-    DiffusersGenerator,
-    generate_images,
-    image_seed,
-    plan_work,
-    rank_slice,
-    select_prompts,
-)
-from generation.shards import drop_duplicates, existing_keys, image_features, shard_paths
+from generation.registry import REGISTRY, ModelSpec, get_spec, registry_lines
+from generation.runner import generate_images
+from generation.shards import drop_duplicates, existing_keys, image_features
+from generation.work import image_seed, plan_work, select_prompts
 from negt2ibench.core.errors import UserError
-from negt2ibench.core.launch import Launch
+from negt2ibench.core.launch import Launch, contiguous_share
+from negt2ibench.core.registry import import_target
 
 TINY = ModelSpec(
     key="tiny",
@@ -47,7 +44,7 @@ def read_split(dataset_dir: Path, key: str) -> dict[tuple[str, int], dict]:
     import pyarrow.parquet as pq
 
     rows = {}
-    for path in shard_paths(dataset_dir, key):
+    for path in split_files(dataset_dir, key):
         for row in pq.read_table(path).to_pylist():
             assert (row["prompt_id"], row["sample_index"]) not in rows, "duplicate image"
             rows[(row["prompt_id"], row["sample_index"])] = row
@@ -102,13 +99,13 @@ def test_registry_entries_name_installed_classes():
         if spec.backend == "unsupported":
             assert "import-images" in spec.note
             continue
-        assert isinstance(import_object(spec.pipeline_class), type), spec.pipeline_class
+        assert isinstance(import_target(spec.pipeline_class), type), spec.pipeline_class
         for class_path, _, _ in spec.component_overrides.values():
-            assert isinstance(import_object(class_path), type), class_path
+            assert isinstance(import_target(class_path), type), class_path
         if spec.backend == "diffusers":  # the arguments DiffusersGenerator passes exist on that pipeline
             import inspect
 
-            accepted = inspect.signature(import_object(spec.pipeline_class).__call__).parameters
+            accepted = inspect.signature(import_target(spec.pipeline_class).__call__).parameters
             call = DiffusersGenerator(None, spec).call_kwargs()
             assert {"prompt", "generator", "output_type", *call} <= set(accepted), key
     table18 = {"flux_2_klein_9b": 4, "hunyuanimage_2_1": 8, "z_image_turbo": 9, "flux_2_dev": 28, "sd_3_5_large": 28}
@@ -159,7 +156,7 @@ def test_selection_and_plan():
 def test_rank_slices_partition_the_work_contiguously():
     items = list(range(11))
     for world in (1, 2, 3, 4):
-        parts = [rank_slice(items, r, world) for r in range(world)]
+        parts = [contiguous_share(items, r, world) for r in range(world)]
         assert sum(parts, []) == items
         assert max(map(len, parts)) - min(map(len, parts)) <= 1
 
@@ -246,7 +243,7 @@ def test_two_ranks_write_their_own_shards_and_merge_is_complete(generator, tmp_p
         for rank in (0, 1)
     ]
     assert [r.planned for r in results] == [3, 3]
-    assert {p.name.split("-")[1] for p in shard_paths(tmp_path, "tiny")} == {"r000", "r001"}
+    assert {p.name.split("-")[1] for p in split_files(tmp_path, "tiny")} == {"r000", "r001"}
     report = merge_split(tmp_path, "tiny", prompts, 2)
     assert report.complete and report.images == 6
     incomplete = merge_split(tmp_path, "tiny", prompts, 3)
@@ -257,13 +254,13 @@ def test_two_ranks_write_their_own_shards_and_merge_is_complete(generator, tmp_p
 def test_merge_finds_and_drops_duplicates(generator, tmp_path):
     prompts = three_prompts()[:1]
     generate_images(generator, TINY, plan_work(prompts, 2), tmp_path, progress=False)
-    [shard] = shard_paths(tmp_path, "tiny")
+    [shard] = split_files(tmp_path, "tiny")
     shutil.copy(shard, shard.with_name("tiny-r001-00000.parquet"))  # e.g. two runs on one folder at once
     report = merge_split(tmp_path, "tiny", prompts, 2)
     assert not report.complete and report.duplicates == {(prompts[0].prompt_id, 0): 1, (prompts[0].prompt_id, 1): 1}
     assert drop_duplicates(tmp_path, "tiny") == 2
     assert merge_split(tmp_path, "tiny", prompts, 2).complete
-    assert len(shard_paths(tmp_path, "tiny")) == 1
+    assert len(split_files(tmp_path, "tiny")) == 1
 
 
 def test_out_of_memory_halves_the_batch_then_gives_a_clear_error(generator, tmp_path):
@@ -295,7 +292,7 @@ def test_out_of_memory_halves_the_batch_then_gives_a_clear_error(generator, tmp_
 
 
 def test_black_safety_checker_images_are_flagged(tmp_path):
-    from generation.runner import is_black
+    from generation.backends import is_black
 
     assert is_black(Image.new("RGB", (4, 4))) and not is_black(Image.new("RGB", (4, 4), (0, 0, 1)))
 
@@ -318,7 +315,7 @@ def test_black_safety_checker_images_are_flagged(tmp_path):
 def test_janus_image_mode_is_seeded_per_image_and_loads_from_a_folder(tmp_path):
     from _generation_helpers import JANUS_IMAGE_SIZE, tiny_janus
 
-    from generation.runner import JanusGenerator, load_generator
+    from generation.backends import JanusGenerator, load_generator
 
     model, processor = tiny_janus()
     janus = JanusGenerator(model, processor, "cpu")

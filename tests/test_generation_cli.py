@@ -9,7 +9,8 @@ import pytest
 from _generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, write_prompts_dataset
 from PIL import Image
 
-from generation.shards import existing_keys, shard_paths
+from dataset_builder.layout import split_files
+from generation.shards import existing_keys
 from negt2ibench.cli import main
 
 
@@ -87,7 +88,7 @@ def test_generate_errors_are_one_clear_line(argv, code, message, dataset, capsys
     assert exit_code(argv + ["--out", str(dataset)]) == code
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
-    assert not shard_paths(dataset, "sd_1_5")
+    assert not split_files(dataset, "sd_1_5")
 
 
 def test_generate_list_prints_every_model(capsys):
@@ -131,7 +132,7 @@ def test_import_images_validates_everything_before_writing(dataset, tmp_path, ca
     err = capsys.readouterr().err
     assert "nothing imported" in err and "unknown prompt id 'color_pos9_neg9_000'" in err
     assert "material_pos1_neg0_001_0.png: not a decodable image" in err and "is JPEG, not PNG" in err
-    assert not shard_paths(dataset, "elsewhere")
+    assert not split_files(dataset, "elsewhere")
 
     assert main(argv + ["--skip-bad", "--num-images", "2"]) == 0
     out = capsys.readouterr().out
@@ -139,7 +140,7 @@ def test_import_images_validates_everything_before_writing(dataset, tmp_path, ca
     assert "gaps: 4 expected images are missing" in out
     import pyarrow.parquet as pq
 
-    [shard] = shard_paths(dataset, "elsewhere")
+    [shard] = split_files(dataset, "elsewhere")
     rows = {(r["prompt_id"], r["sample_index"]): r for r in pq.read_table(shard).to_pylist()}
     original = (folder / "color_pos1_neg0_000_0.png").read_bytes()
     assert rows[("color_pos1_neg0_000", 0)]["image"]["bytes"] == original  # stored byte for byte
@@ -148,7 +149,7 @@ def test_import_images_validates_everything_before_writing(dataset, tmp_path, ca
 
     assert main(argv + ["--skip-bad"]) == 0  # a second import adds nothing
     assert "imported 0, already present 2" in capsys.readouterr().out
-    assert len(shard_paths(dataset, "elsewhere")) == 1
+    assert len(split_files(dataset, "elsewhere")) == 1
 
 
 def test_merge_images_without_shards_is_a_clear_error(dataset, capsys):
@@ -161,8 +162,8 @@ def test_text_encoder_override_is_swapped_in(local_pipeline, tmp_path):
     import torch
     from transformers import CLIPConfig, CLIPModel
 
+    from generation.backends import load_generator
     from generation.registry import ModelSpec
-    from generation.runner import load_generator
 
     base = tiny_sd_pipeline().text_encoder.config
     clip = CLIPModel(
@@ -211,4 +212,4 @@ def test_import_images_messages_say_what_is_wrong(dataset, tmp_path, capsys):
         assert "color_pos1_neg0_000.png: no sample index; name it color_pos1_neg0_000_0.png" in err
         assert "color_pos0_neg1_000_0.png: not an image (no image format recognised in its 17 bytes)" in err
         assert "BytesIO" not in err and "unknown prompt id" not in err
-    assert not shard_paths(dataset, "elsewhere")
+    assert not split_files(dataset, "elsewhere")

@@ -1,4 +1,4 @@
-"""Judge question wording, pinned word for word per mode (DESIGN §7), and the registry behind `judge --list`."""
+"""Judge question wording, pinned word for word per mode (docs/validation.md), and the `judge --list` registry."""
 
 from __future__ import annotations
 

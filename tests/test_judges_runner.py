@@ -19,7 +19,7 @@ from _launch_helpers import FakeState
 from PIL import Image
 
 from dataset_builder.grammar import parse_prompt
-from evaluator.pipeline import rank_path
+from dataset_builder.layout import rank_path
 from evaluator.resultio import read_results
 from judges.adapters import JudgeAdapter
 from judges.registry import JUDGES_VERSION, REGISTRY

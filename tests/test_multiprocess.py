@@ -18,12 +18,12 @@ from _generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, writ
 from _net import free_port
 from _perception_helpers import make_prompt, random_image
 
+from dataset_builder.layout import rank_path, split_files
 from evaluator.config import PRESETS
-from evaluator.pipeline import rank_path, score_images
+from evaluator.pipeline import score_images
 from evaluator.resultio import read_results
 from evaluator.results import ResultRecord
-from generation.runner import image_seed
-from generation.shards import shard_paths
+from generation.work import image_seed
 from negt2ibench.core.errors import UserError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -122,7 +122,7 @@ def test_torchrun_generate_splits_the_work_between_two_cpu_processes_and_resumes
 
     assert "rank 0: 3 generated" in first and "rank 1: 3 generated" in first, first[-3000:]
     assert "complete: every expected image present exactly once" in first
-    shards = shard_paths(data, "tiny")
+    shards = split_files(data, "tiny")
     by_rank = {path.name.split("-")[1]: shard_rows(path) for path in shards}
     assert sorted(by_rank) == ["r000", "r001"] and len(shards) == 2
     # Contiguous prompt-major shares: rank 0 the first three (prompt, sample) pairs, rank 1 the rest.
@@ -145,7 +145,7 @@ def test_torchrun_generate_splits_the_work_between_two_cpu_processes_and_resumes
     assert "rank 0: 0 generated" in again and "rank 1: 0 generated" in again
     assert again.count("3 already done") == 2
     assert "complete: every expected image present exactly once" in again
-    assert {path: path.stat().st_mtime_ns for path in shard_paths(data, "tiny")} == stamps
+    assert {path: path.stat().st_mtime_ns for path in split_files(data, "tiny")} == stamps
 
 
 # -- scoring ---------------------------------------------------------------------------------

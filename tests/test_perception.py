@@ -12,8 +12,9 @@ from dataset_builder.vocabulary import CATEGORY_VOCABULARY, OBJECT_CLASSES
 from evaluator.config import PRESETS
 from evaluator.models.attributes import attribute_texts, masked_crop
 from evaluator.models.detector import COCO_TO_BENCHMARK_NAME, Detector, benchmark_class_ids, select_class_detections
-from evaluator.perception import ModelPerception, box_mask, load_hf, select_device
+from evaluator.perception import ModelPerception, box_mask, load_hf
 from negt2ibench.core.errors import MissingWeightsError, UserError
+from negt2ibench.core.launch import select_device
 
 # -- class mapping ---------------------------------------------------------------------------
 
@@ -346,7 +347,7 @@ class _EmptySegmenter:
 
 
 def test_an_empty_sam_mask_stays_empty_and_attributes_use_the_box():
-    from evaluator.verdict import judge
+    from evaluator.verdict import decide_statements
 
     detector, _, siglip, depth = tiny_models()
     perception = ModelPerception.from_models(PRESETS["current"], detector=detector, siglip=siglip, depth=depth)
@@ -361,7 +362,7 @@ def test_an_empty_sam_mask_stays_empty_and_attributes_use_the_box():
         [masked_crop(image, box_mask(cup.box, image.width, image.height), 153)], [("color", "cup")], PRESETS["current"]
     )[0]
     assert cup.value_scores == pytest.approx(box_crop_scores)  # scored on the box crop
-    record = judge(near, observations[1], model_key="toy", sample_index=0)
+    record = decide_statements(near, observations[1], model_key="toy", sample_index=0)
     present = [o.present for o in record.objects]
     assert present == [True, True]  # the tiny detector sees cats and dogs in this image
     assert [o.mask_empty for o in record.objects] == [True, True]

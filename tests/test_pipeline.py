@@ -12,10 +12,11 @@ from _launch_helpers import FakeState
 from _perception_helpers import make_prompt, random_image, tiny_perception
 from PIL import Image
 
+from dataset_builder.layout import rank_path
 from evaluator.config import PRESETS
 from evaluator.images import ImageError
 from evaluator.observation import ImageObservation, ObjectObservation
-from evaluator.pipeline import rank_path, resolve_source, score_image, score_images
+from evaluator.pipeline import resolve_source, score_image, score_images
 from evaluator.resultio import read_results
 from evaluator.results import ResultRecord
 from negt2ibench.core.errors import UserError
@@ -385,11 +386,11 @@ def test_hub_dataset_source_reads_undecoded_bytes(monkeypatch, tmp_path):
 
 def test_annotate_draws_masks_boxes_labels_and_the_statement_table():
     from evaluator.annotate import annotate, statement_table
-    from evaluator.verdict import judge
+    from evaluator.verdict import decide_statements
 
     image = Image.new("RGB", (120, 80), (128, 128, 128))
     observation = FlakyPerception().observe([image], [PROMPTS[1]])[0]
-    record = judge(PROMPTS[1], observation, model_key="m", sample_index=0, config=CONFIG)
+    record = decide_statements(PROMPTS[1], observation, model_key="m", sample_index=0, config=CONFIG)
     drawn = np.asarray(annotate(image, observation, record)).astype(int)
     original = np.asarray(image).astype(int)
     assert drawn.shape == original.shape
@@ -406,7 +407,8 @@ def test_annotate_draws_masks_boxes_labels_and_the_statement_table():
 
 
 def test_summary_line_names_the_rank_file_under_a_launcher(tmp_path):
-    from evaluator.pipeline import ScoreSummary, rank_path
+    from dataset_builder.layout import rank_path
+    from evaluator.pipeline import ScoreSummary
 
     out = tmp_path / "results.jsonl"
     alone = ScoreSummary(out_path=out, total=4, scored=3, passed=1, errors=1).line()

@@ -359,14 +359,16 @@ def test_inputs_made_apart_equal_the_processors_batched_inputs_and_rfdetrs():
 
 
 def test_rule_masks_only_leave_the_same_records_and_skip_an_unmeasurable_pair():
-    from evaluator.verdict import judge
+    from evaluator.verdict import decide_statements
 
     perception = tiny_perception(CONFIG)
     images = [random_image(300 + 10 * n, (96, 72)) for n in range(len(PROMPTS))]
     every = perception.observe(images, PROMPTS)
     rules = perception.observe(images, PROMPTS, masks="rules")
     for prompt, a, b in zip(PROMPTS, every, rules, strict=True):
-        same = [judge(prompt, o, model_key="m", sample_index=0, config=CONFIG).model_dump_json() for o in (a, b)]
+        same = [
+            decide_statements(prompt, o, model_key="m", sample_index=0, config=CONFIG).model_dump_json() for o in (a, b)
+        ]
         assert same[0] == same[1]
     cat_all, cat_rules = every[3].objects["cat"], rules[3].objects["cat"]
     assert cat_all.present and not every[3].objects["zebra"].present

@@ -6,6 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from dataset_builder.grammar import parse_prompt
+from judges.questions import object_question, statement_question
 from tests._validation_helpers import annotation, corpus, write_jsonl
 from validation.annotations import (
     AnnotationError,
@@ -18,7 +19,7 @@ from validation.annotations import (
     write_annotations,
 )
 from validation.labels import build_labels
-from validation.questions import object_question, prompt_questions, statement_question
+from validation.questions import prompt_questions
 
 FIGURE_7 = parse_prompt(
     "a photo of a backpack, a fork, and a cup, where the backpack is left of the cup and is not left of the fork"

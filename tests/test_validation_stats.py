@@ -26,6 +26,7 @@ from validation import batched, interrater, stats
 
 MODULES = [
     "validation.questions",
+    "judges.questions",
     "validation.stats",
     "validation.interrater",
     "negt2ibench.core.bootstrap",

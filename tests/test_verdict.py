@@ -11,7 +11,7 @@ from dataset_builder.records import PromptRecord, Statement
 from evaluator.config import EVALUATOR_VERSION, PRESETS
 from evaluator.observation import ImageObservation, ObjectObservation
 from evaluator.results import ResultRecord
-from evaluator.verdict import error_record, judge
+from evaluator.verdict import decide_statements, error_record
 
 SHAPE = (200, 200)
 COLORS = ("red", "orange", "yellow", "green", "blue", "purple", "pink", "brown", "black", "white")
@@ -74,7 +74,7 @@ def color_scores(**top: float) -> dict[str, float]:
 
 
 def run(record: PromptRecord, observation: ImageObservation) -> ResultRecord:
-    return judge(record, observation, model_key="toy", sample_index=2)
+    return decide_statements(record, observation, model_key="toy", sample_index=2)
 
 
 # Subject at the left of the target, far apart horizontally and aligned vertically.
@@ -239,7 +239,7 @@ def test_mixed_prompt_record_fields_and_json_round_trip():
         seen("cow", box_mask(80, 150, 20, 20)),  # cat left of cow → forbidden
         seen("fox", box_mask(10, 85, 20, 20)),  # fox above the cat: cat below fox → forbidden
     )
-    result = judge(record, observation, model_key="toy", sample_index=3, config=PRESETS["previous"])
+    result = decide_statements(record, observation, model_key="toy", sample_index=3, config=PRESETS["previous"])
     assert [s.cause for s in result.statements] == [None, "dead_zone", "forbidden_rendered", "forbidden_rendered"]
     assert [s.polarity for s in result.statements] == ["positive", "positive", "negated", "negated"]
     assert not result.passed
@@ -296,7 +296,7 @@ def test_invariants_over_real_corpus_prompts_with_random_observations():
                 scores = {v: float(rng.normal(20, 1)) for v in CATEGORY_VOCABULARY[record.category]}
             objects.append(seen(name, box_mask(int(y), int(x), int(h), int(w)), scores))
         disparity = rng.random(SHAPE) if record.category == "depth" else None
-        result = judge(record, image(*objects, disparity=disparity), model_key="toy", sample_index=0)
+        result = decide_statements(record, image(*objects, disparity=disparity), model_key="toy", sample_index=0)
         assert [o.name for o in result.objects] == record.objects
         for statement, verdict in zip(record.statements, result.statements, strict=False):
             assert verdict.index == statement.index and verdict.polarity == statement.polarity

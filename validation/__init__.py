@@ -1,4 +1,4 @@
-"""Evaluator validation (DESIGN §7): human annotations, agreement statistics, `agree`.
+"""Evaluator validation (docs/validation.md): human annotations, agreement statistics, `agree`.
 
 - `questions`: the yes/no wording of every element of a prompt (annotation UI, VLM judges);
 - `annotations`: the annotation record and the human verdict it implies;

@@ -7,7 +7,7 @@ see the same detections, masks, attribute scores and disparity, because nothing 
 computes reads those constants (attribute scores are raw SigLIP values, the margins are the
 rules'; the disparity map is the depth model's own). So the configurations are grouped by
 perception key, each image is observed once per group (once per detector × SAM pair for
-C1–C8), and only the verdict (`evaluator.verdict.judge`) is re-run for every preset of the group.
+C1–C8), and only the verdict (`evaluator.verdict.decide_statements`) is re-run for every preset of the group.
 
 Each preset's records go to `DIR/results/<preset>.jsonl` (resumable, and `agree` can be rerun on
 them); the agreement report of `agree` goes to `DIR/agreement/`, and the ablation table
@@ -34,7 +34,7 @@ from evaluator.perception import Perception
 from evaluator.pipeline import ImageItem, resolve_source
 from evaluator.resultio import ResultWriter, read_results
 from evaluator.results import ResultRecord
-from evaluator.verdict import error_record, judge
+from evaluator.verdict import decide_statements, error_record
 from negt2ibench.core.atomic import write_atomic
 from negt2ibench.core.errors import MissingWeightsError, UserError
 
@@ -117,7 +117,7 @@ def _records(entry: AblationItem, outcome: ImageObservation | Exception | str, c
         reason = f"perception failed: {type(outcome).__name__}: {outcome}"
         return error_record(prompt_id, model_key, sample_index, reason, config)
     try:
-        return judge(entry.prompt, outcome, model_key=model_key, sample_index=sample_index, config=config)
+        return decide_statements(entry.prompt, outcome, model_key=model_key, sample_index=sample_index, config=config)
     except ValueError as error:
         return error_record(prompt_id, model_key, sample_index, f"verdict failed: {error}", config)
 

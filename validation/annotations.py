@@ -1,4 +1,4 @@
-"""The annotation record (DESIGN §7) and the human verdict it implies.
+"""The annotation record (docs/validation.md) and the human verdict it implies.
 
 One record per image × annotator. Every question was asked affirmatively (see `questions`), so
 the record holds raw answers, not verdicts:

@@ -16,14 +16,11 @@ _PROMPTS_HELP = "prompt records (dataset folder, prompts.jsonl or parquet); defa
 
 
 def _prompts(source: str | Path | None) -> dict:
-    """{prompt_id: PromptRecord} from `source` (None: the built-in corpus)."""
+    """{prompt_id: PromptRecord} from `source` (None: the built-in corpus; a source that cannot be
+    read is `load_prompts`'s `UserError`)."""
     from dataset_builder.loading import load_prompts
 
-    try:
-        records = load_prompts(source)
-    except (FileNotFoundError, ValueError) as error:
-        raise UserError(f"cannot load the prompts: {error}") from None
-    return {record.prompt_id: record for record in records}
+    return {record.prompt_id: record for record in load_prompts(source)}
 
 
 def _has_prompts(folder: Path) -> bool:
@@ -191,7 +188,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     raw = argparse.RawDescriptionHelpFormatter
     sample = subparsers.add_parser(
         "annotation-sample",
-        help="draw the seeded, stratified sample of images to annotate (DESIGN §7)",
+        help="draw the seeded, stratified sample of images to annotate (docs/validation.md)",
         description=textwrap.fill(
             "Write sample.jsonl: --per-category images per category, spread evenly over the 8 settings and the "
             "chosen splits, seeded. One line per image: its key (prompt_id, model_key, sample_index), category, "

@@ -1,6 +1,6 @@
 """Human labels per image: three annotators' records → majority label and continuous score.
 
-DESIGN §7: the **majority label** of an image is "passed by at least 2 of its 3 annotators";
+docs/validation.md: the **majority label** of an image is "passed by at least 2 of its 3 annotators";
 the **continuous human score** is the mean over its annotators of the share of the image's
 elements (objects + statements) each found satisfied.
 

@@ -22,9 +22,10 @@ only when `agree` runs.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+from negt2ibench.core.registry import Registry
 
 from .labels import LabelSet
 from .runs import EvaluatorRun
@@ -48,7 +49,7 @@ class Probe:
     markdown: Callable[[dict], str] | None = None  # the Markdown section for a result (heading included)
 
 
-_REGISTRY: dict[str, Probe | str] = {}
+PROBES: Registry[Probe] = Registry("probe", kind=Probe)
 
 
 def register_probe(
@@ -63,43 +64,30 @@ def register_probe(
     A second registration of a name raises ValueError (probes are global, so a silent
     overwrite would change a report behind its owner's back).
     """
-    if name in _REGISTRY:
+    if name in PROBES:
         raise ValueError(f"a probe named {name!r} is already registered")
     if target is not None:
-        if ":" not in target:
-            raise ValueError(f"lazy probe target must be 'module:attribute', got {target!r}")
-        _REGISTRY[name] = target
+        PROBES.register(name, target)
         return None
     if compute is None:
 
         def decorate(function: Callable[[ProbeInput], dict | None]):
-            _REGISTRY[name] = Probe(name, function, markdown)
+            PROBES.register(name, Probe(name, function, markdown))
             return function
 
         return decorate
-    _REGISTRY[name] = Probe(name, compute, markdown)
+    PROBES.register(name, Probe(name, compute, markdown))
     return compute
 
 
 def unregister_probe(name: str) -> None:
     """Remove a probe (tests register temporary ones)."""
-    _REGISTRY.pop(name, None)
-
-
-def _resolve(name: str) -> Probe:
-    entry = _REGISTRY[name]
-    if isinstance(entry, str):
-        module, _, attribute = entry.partition(":")
-        probe = getattr(importlib.import_module(module), attribute)
-        if not isinstance(probe, Probe):
-            raise TypeError(f"probe target {entry!r} is a {type(probe).__name__}, not a validation.probes.Probe")
-        _REGISTRY[name] = entry = probe
-    return entry
+    PROBES.unregister(name)
 
 
 def registered_probes() -> dict[str, Probe]:
     """Every registered probe, lazy ones imported now."""
-    return {name: _resolve(name) for name in sorted(_REGISTRY)}
+    return {name: PROBES[name] for name in sorted(PROBES)}
 
 
 def run_probes(data: ProbeInput) -> dict[str, dict]:

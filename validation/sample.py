@@ -1,4 +1,4 @@
-"""The images to annotate (DESIGN §7): a seeded sample, even over categories, settings and splits.
+"""The images to annotate (docs/validation.md): a seeded sample, even over categories, settings and splits.
 
 `stratified_sample` is pure: candidates in, sample out. Per category it takes `per_category`
 images, spread as evenly as the images allow over the 8 settings, and within each
@@ -126,7 +126,7 @@ def stratified_sample(candidates: Iterable[SampleItem], *, per_category: int = 1
 def split_shards(dataset_dir: Path) -> dict[str, list[Path]]:
     """The image splits of a dataset folder, {key: parquet shards}. The one place that finds them
     (re-point here when split discovery moves)."""
-    from dataset_builder.hub import image_splits
+    from dataset_builder.layout import image_splits
 
     return image_splits(dataset_dir)
 

@@ -7,14 +7,14 @@ JSON configs and the safetensors weights, not e.g. SAM 2.1's original `.pt`), rf
 storage, or torch.hub. `download` fetches them with their sizes shown; `check` loads each one offline, so
 a machine without internet knows before a run which model is missing or broken.
 
-Each source is a `kind` with its own entry in `DOWNLOADERS` and `CHECKERS`: the Mask R-CNN presets
-(c1–c4) fetch torchvision's COCO weights into TORCH_HOME instead of RF-DETR's.
+Each source is a `kind` with its entry in `SOURCES` (a `negt2ibench.core.registry.Registry`): how
+to download it and how to check it offline. The Mask R-CNN presets (c1–c4) fetch torchvision's
+COCO weights into TORCH_HOME instead of RF-DETR's.
 """
 
 from __future__ import annotations
 
 import gc
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,7 @@ from typing import Literal
 
 from evaluator.config import EvaluatorConfig
 from negt2ibench.core.errors import UserError
+from negt2ibench.core.registry import Registry, import_target
 
 HUB_FILES = ("*.json", "*.safetensors")  # configs, processor/tokenizer files, weights: what from_pretrained reads
 Status = Literal["ok", "missing", "broken"]
@@ -37,7 +38,7 @@ class ModelWeights:
     # "hub" (a Hugging Face repo) | "rfdetr" (rfdetr's storage, a file in RF_HOME) | "torchvision" (torch.hub)
     kind: str
     source: str  # the repo id, the weights file name, or the torchvision weights name
-    model_class: str = ""  # hub: the class perception loads it with (import path)
+    model_class: str = ""  # hub: the class perception loads it with (a class path, `import_target`)
     processor_class: str = ""
 
     @property
@@ -111,11 +112,6 @@ def _hub_cache(weights_dir: str | Path | None) -> str | None:
     return str(weights_layout(weights_dir)[0]) if weights_dir is not None else None
 
 
-def _import(path: str):
-    module, _, name = path.rpartition(".")
-    return getattr(importlib.import_module(module), name)
-
-
 def _one_line(error: BaseException) -> str:
     text = str(error).strip()
     return f"{type(error).__name__}: {text.splitlines()[0][:200]}" if text else type(error).__name__
@@ -186,18 +182,11 @@ def download_torchvision(
         raise UserError(f"could not download {config.detector_weights}: {_one_line(error)}") from None
 
 
-DOWNLOADERS: dict[str, Callable[[ModelWeights, EvaluatorConfig, str | Path | None, Echo], Path]] = {
-    "hub": download_hub,
-    "rfdetr": download_rfdetr,
-    "torchvision": download_torchvision,
-}
-
-
 def download(config: EvaluatorConfig, weights_dir: str | Path | None = None, *, echo: Echo = print) -> list[Path]:
     """Fetch every model of CONFIG (the files its loaders read); where each went."""
     places = []
     for model in preset_models(config):
-        place = DOWNLOADERS[model.kind](model, config, weights_dir, echo)
+        place = SOURCES[model.kind].download(model, config, weights_dir, echo)
         echo(f"  → {place}")
         places.append(place)
     return places
@@ -225,8 +214,8 @@ def check_hub(model: ModelWeights, config: EvaluatorConfig, weights_dir: str | P
         return CheckResult(model, "missing", f"incomplete download in {folder} (no {', '.join(absent) or 'weights'})")
 
     def load():
-        _import(model.processor_class).from_pretrained(folder, local_files_only=True)
-        return _import(model.model_class).from_pretrained(folder, local_files_only=True, dtype=torch.float32)
+        import_target(model.processor_class).from_pretrained(folder, local_files_only=True)
+        return import_target(model.model_class).from_pretrained(folder, local_files_only=True, dtype=torch.float32)
 
     return _loads(model, folder, load)
 
@@ -273,16 +262,28 @@ def check_torchvision(model: ModelWeights, config: EvaluatorConfig, weights_dir:
     return _loads(model, path, lambda: load_maskrcnn(config, weights_dir))
 
 
-CHECKERS: dict[str, Callable[[ModelWeights, EvaluatorConfig, str | Path | None], CheckResult]] = {
-    "hub": check_hub,
-    "rfdetr": check_rfdetr,
-    "torchvision": check_torchvision,
-}
+@dataclass(frozen=True)
+class WeightSource:
+    """Where one kind of weights comes from: how to fetch it, and how to check it offline."""
+
+    download: Callable[[ModelWeights, EvaluatorConfig, str | Path | None, Echo], Path]
+    check: Callable[[ModelWeights, EvaluatorConfig, str | Path | None], CheckResult]
+
+
+SOURCES: Registry[WeightSource] = Registry(
+    "weight source",
+    {
+        "hub": WeightSource(download_hub, check_hub),
+        "rfdetr": WeightSource(download_rfdetr, check_rfdetr),
+        "torchvision": WeightSource(download_torchvision, check_torchvision),
+    },
+    kind=WeightSource,
+)
 
 
 def check(config: EvaluatorConfig, weights_dir: str | Path | None = None) -> list[CheckResult]:
     """Load every model of CONFIG offline, one at a time; one result per model."""
-    return [CHECKERS[model.kind](model, config, weights_dir) for model in preset_models(config)]
+    return [SOURCES[model.kind].check(model, config, weights_dir) for model in preset_models(config)]
 
 
 def check_exit_code(results: Sequence[CheckResult]) -> int:

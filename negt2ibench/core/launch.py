@@ -26,13 +26,12 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .errors import UserError
-from .options import DEVICE_CHOICES
 from .options import device as device_option
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-__all__ = ["DEVICE_CHOICES", "Launch", "contiguous_share", "local_world_size", "select_device", "select_dtype"]
+__all__ = ["Launch", "contiguous_share", "local_world_size", "select_device", "select_dtype"]
 
 
 def contiguous_share(items: Sequence[T], rank: int, world_size: int) -> list[T]:
