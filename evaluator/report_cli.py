@@ -6,23 +6,7 @@ import argparse
 from pathlib import Path
 
 from negt2ibench.core.errors import UserError
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = _non_negative_int(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("expected 1 or more")
-    return value
+from negt2ibench.core.options import integer, non_negative_int, positive_int
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -55,15 +39,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--bootstrap",
-        type=_non_negative_int,
+        type=non_negative_int,
         default=1000,
         metavar="N",
         help="bootstrap resamples for the matched-group intervals (default 1000; 0 skips the intervals)",
     )
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the bootstrap resampling (default 0)")
+    parser.add_argument(
+        "--seed", type=integer, default=0, metavar="S", help="seed of the bootstrap resampling (default 0)"
+    )
     parser.add_argument(
         "--samples",
-        type=_positive_int,
+        type=positive_int,
         default=4,
         metavar="K",
         help="images per prompt in a complete run, for coverage (default 4)",
@@ -72,7 +58,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from evaluator.report import build_report, read_report_inputs, report_tables, to_markdown, write_report
+    from evaluator.report import build_report, read_report_inputs, report_tables, write_report
+    from negt2ibench.core.table import to_markdown
 
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out} exists and is not a folder")

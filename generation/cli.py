@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from negt2ibench.core.errors import UsageError, UserError
-from negt2ibench.core.options import device, positive_int, split_name
+from negt2ibench.core.options import device, non_negative_number, positive_int, split_name
 
 DEFAULT_NUM_IMAGES = SAMPLES_PER_PROMPT
 DEFAULT_SHARD_SIZE = 128
@@ -69,7 +69,9 @@ def register(subparsers) -> None:
     generate.add_argument(
         "--steps", type=positive_int, help="with --model-id: inference steps (default: the pipeline's)"
     )
-    generate.add_argument("--guidance", type=float, help="with --model-id: guidance scale (default: the pipeline's)")
+    generate.add_argument(
+        "--guidance", type=non_negative_number, help="with --model-id: guidance scale (default: the pipeline's)"
+    )
     generate.add_argument(
         "--resolution",
         type=positive_int,

@@ -16,8 +16,9 @@ import pandas as pd
 
 from dataset_builder.corpus import CORPUS_VERSION
 from dataset_builder.vocabulary import CATEGORIES
-from evaluator.report import LEADERBOARD_COLUMNS, TABLE3_COLUMNS, Column, Table, to_frame
+from evaluator.report import LEADERBOARD_COLUMNS, TABLE3_COLUMNS
 from evaluator.results import CAUSES
+from negt2ibench.core.table import Column, Table, to_frame
 
 from .store import Entry
 

@@ -11,7 +11,6 @@ from dataset_builder.vocabulary import CATEGORIES, SETTINGS
 from evaluator.report import (
     LEADERBOARD_COLUMNS,
     POOLED,
-    bootstrap_mean_interval,
     build_report,
     dead_zone_passes,
     failure_causes,
@@ -24,6 +23,7 @@ from evaluator.report import (
     table3,
     table3_markdown,
 )
+from negt2ibench.core.bootstrap import mean_interval
 
 FULL = 4800 * 4
 
@@ -314,11 +314,11 @@ def test_matched_group_delta_sign_and_interval():
 
 def test_bootstrap_is_deterministic_for_a_seed():
     values = [0.0, 0.0, 0.0, -50.0] + [-100.0] * 6
-    first = bootstrap_mean_interval(values, 500, seed=3)
-    assert first == bootstrap_mean_interval(values, 500, seed=3)
-    assert first != bootstrap_mean_interval(values, 500, seed=4)
+    first = mean_interval(values, resamples=500, seed=3)
+    assert first == mean_interval(values, resamples=500, seed=3)
+    assert first != mean_interval(values, resamples=500, seed=4)
     assert first[0] <= -65.0 <= first[1]
-    assert all(math.isnan(v) for v in bootstrap_mean_interval([], 500))
+    assert all(math.isnan(v) for v in mean_interval([], resamples=500))
 
 
 # --- the whole report ---------------------------------------------------------------------------

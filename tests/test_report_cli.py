@@ -116,7 +116,7 @@ def test_missing_file_and_bad_flags(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["report", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path), "--bootstrap", "-5"])
     assert exit_info.value.code == 2
-    assert "expected 0 or more" in capsys.readouterr().err
+    assert "must be a non-negative integer" in capsys.readouterr().err
 
 
 def test_unknown_prompt_ids_are_left_out_and_named_and_only_nothing_left_is_fatal(tmp_path, capsys):

@@ -11,19 +11,14 @@ from _report_helpers import hand_results
 from evaluator.report import (
     LEADERBOARD_COLUMNS,
     TABLE3_COLUMNS,
-    Column,
-    Table,
     build_report,
     leaderboard_row,
     report_markdown,
     report_tables,
     table3_markdown,
-    to_csv,
-    to_frame,
-    to_json,
-    to_markdown,
 )
 from evaluator.report.plots import plot_accuracy_by_setting, plot_failure_causes, plot_statement_accuracy
+from negt2ibench.core.table import Column, Table, to_csv, to_frame, to_json, to_markdown
 
 NAN = math.nan
 COLUMNS = (

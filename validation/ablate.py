@@ -17,7 +17,6 @@ them); the agreement report of `agree` goes to `DIR/agreement/`, and the ablatio
 from __future__ import annotations
 
 import gc
-import json
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -37,11 +36,13 @@ from evaluator.results import ResultRecord
 from evaluator.verdict import decide_statements, error_record
 from negt2ibench.core.atomic import write_atomic
 from negt2ibench.core.errors import MissingWeightsError, UserError
+from negt2ibench.core.strict_json import dumps
+from negt2ibench.core.table import Table, to_csv
 
 from .agreement import compute_agreement
 from .annotations import ImageKey
 from .labels import LabelSet
-from .report import Table, json_ready, to_csv, to_markdown, write_report
+from .report import section_markdown, study_table, write_report
 from .runs import check_results
 
 PerceptionFactory = Callable[[EvaluatorConfig], Perception]
@@ -168,8 +169,8 @@ def _free_memory() -> None:
         torch.cuda.empty_cache()
 
 
-def ablation_table(report: dict, configs: Sequence[EvaluatorConfig]) -> Table:
-    """Table 17: per configuration its detector, SAM, constants, n, agreement and κ (with intervals)."""
+def ablation_rows(report: dict, configs: Sequence[EvaluatorConfig]) -> list[dict]:
+    """Table 17's rows: per configuration its detector, SAM, constants, n, agreement and κ (with intervals)."""
     rows = []
     for config in configs:
         block = report["evaluators"][config.name]
@@ -185,11 +186,18 @@ def ablation_table(report: dict, configs: Sequence[EvaluatorConfig]) -> Table:
         }
         row.update({key: block[key] for key in ("accuracy_ci", "kappa_ci") if key in block})
         rows.append(row)
+    return rows
+
+
+def ablation_table(report: dict, configs: Sequence[EvaluatorConfig]) -> Table:
+    """Table 17 as a `Table` (`ablation_rows`; intervals: percentile bootstrap over images)."""
     notes = (
         "Agreement of each configuration's image verdict with the majority label of three annotators; "
         "intervals: percentile bootstrap over images (the same resamples for every configuration)."
     )
-    return Table("ablation", "Evaluator ablation (paper Table 17)", COLUMNS, rows, notes)
+    return study_table(
+        "ablation", "Evaluator ablation (paper Table 17)", COLUMNS, ablation_rows(report, configs), notes
+    )
 
 
 @dataclass(frozen=True)
@@ -244,16 +252,17 @@ def run_ablation(
     report = compute_agreement(labels, runs, resamples=resamples, seed=seed, confidence=confidence)
     written = write_report(report, out / AGREEMENT_DIR)
     table = ablation_table(report, configs)
+    rows = ablation_rows(report, configs)
     summary = {
         "n_images": report["n_images"],
         "options": report["options"],
-        "configs": [row | {"coverage": report["evaluators"][row["config"]]["coverage"]} for row in table.rows],
+        "configs": [row | {"coverage": report["evaluators"][row["config"]]["coverage"]} for row in rows],
         "results": {name: str(path.relative_to(out)) for name, path in paths.items()},
         "missing_images": [list(key) for key in missing],
     }
     for name, text in (
-        ("ablation.json", json.dumps(json_ready(summary), indent=1, allow_nan=False) + "\n"),
-        ("ablation.md", to_markdown(table)),
+        ("ablation.json", dumps(summary)),
+        ("ablation.md", section_markdown(table)),
         ("ablation.csv", to_csv(table)),
     ):
         written.append(write_atomic(out / name, text))

@@ -6,8 +6,6 @@ import argparse
 import textwrap
 from pathlib import Path
 
-from negt2ibench.core.errors import UsageError
-
 from .cli import _PROMPTS_HELP, _has_prompts, _prompts
 
 
@@ -18,12 +16,8 @@ def _ablate(args: argparse.Namespace) -> int:
     from .ablate import run_ablation
     from .annotations import read_annotations
     from .labels import build_labels
-    from .report import to_markdown
+    from .report import section_markdown
 
-    if args.bootstrap < 0:
-        raise UsageError(f"--bootstrap must be 0 (no intervals) or more, got {args.bootstrap}")
-    if not 0 < args.confidence < 1:
-        raise UsageError(f"--confidence must be between 0 and 1, got {args.confidence}")
     configs = [get_preset(name) for name in dict.fromkeys(args.configs)]
     dataset = Path(args.images)
     source = args.prompts if args.prompts else (dataset if dataset.is_dir() and _has_prompts(dataset) else None)
@@ -48,7 +42,7 @@ def _ablate(args: argparse.Namespace) -> int:
         confidence=args.confidence,
         progress=not args.no_progress,
     )
-    print(to_markdown(outcome.table))
+    print(section_markdown(outcome.table))
     for group, count in outcome.observed.items():
         print(f"perception: {count} image(s) observed once for {group}")
     if labels.under_annotated:
@@ -63,7 +57,7 @@ def _ablate(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     raw = argparse.RawDescriptionHelpFormatter
     from evaluator.config import PRESETS
-    from negt2ibench.core.options import device, positive_int
+    from negt2ibench.core.options import device, fraction, integer, non_negative_int, positive_int
 
     table17 = [f"c{number}" for number in range(1, 9)]
     ablate = subparsers.add_parser(
@@ -112,10 +106,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     ablate.add_argument("--weights-dir", metavar="DIR", help="folder filled by `negt2ibench download-models --dir DIR`")
     ablate.add_argument(
-        "--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000; 0: none)"
+        "--bootstrap",
+        type=non_negative_int,
+        default=1000,
+        metavar="N",
+        help="bootstrap resamples (default 1000; 0: none)",
     )
-    ablate.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
-    ablate.add_argument("--confidence", type=float, default=0.95, metavar="P", help="interval coverage (default 0.95)")
+    ablate.add_argument("--seed", type=integer, default=0, metavar="N", help="bootstrap seed (default 0)")
+    ablate.add_argument(
+        "--confidence", type=fraction, default=0.95, metavar="P", help="interval coverage (default 0.95)"
+    )
     ablate.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP.replace("default:", "default: DATASET's, else"))
     ablate.add_argument("--no-progress", action="store_true", help="no progress bars")
     ablate.set_defaults(handler=_ablate)

@@ -16,8 +16,6 @@ Reading and writing ``annotations.jsonl`` lives here too (`read_annotations`, `w
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,6 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from dataset_builder.records import PromptRecord
+from negt2ibench.core.atomic import atomic_file
 from negt2ibench.core.errors import UserError
 
 ImageKey = tuple[str, str, int]  # (model_key, prompt_id, sample_index), the order of ResultRecord.key
@@ -181,21 +180,12 @@ def sort_key(record: AnnotationRecord) -> tuple:
 
 
 def write_lines(lines: Iterable[str], path: str | Path) -> int:
-    """Write one JSON text per line, atomically (temp file + rename); returns the line count."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write one JSON text per line, atomically (`negt2ibench.core.atomic.atomic_file`); returns the line count."""
     count = 0
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            for line in lines:
-                out.write(line + "\n")
-                count += 1
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    with atomic_file(path, "w") as out:
+        for line in lines:
+            out.write(line + "\n")
+            count += 1
     return count
 
 

@@ -10,7 +10,8 @@ import textwrap
 from collections import Counter
 from pathlib import Path
 
-from negt2ibench.core.errors import UsageError, UserError
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.options import fraction, integer, non_negative_int, positive_int
 
 _PROMPTS_HELP = "prompt records (dataset folder, prompts.jsonl or parquet); default: the built-in corpus"
 
@@ -36,8 +37,6 @@ def _sample(args: argparse.Namespace) -> int:
     dataset = Path(args.images)
     if not dataset.is_dir():
         raise UserError(f"{dataset}: not a dataset folder (one holding images/<split>-*.parquet)")
-    if args.per_category < 1:
-        raise UsageError(f"--per-category must be at least 1, got {args.per_category}")
     out = Path(args.out)
     if out.exists() and not args.overwrite:
         raise UserError(f"{out} exists (annotations may refer to it); pass --overwrite to replace it")
@@ -139,13 +138,9 @@ def _agree(args: argparse.Namespace) -> int:
     from .agreement import compute_agreement
     from .annotations import read_annotations
     from .labels import build_labels
-    from .report import main_table, to_markdown, write_report
+    from .report import main_table, section_markdown, write_report
     from .runs import check_results
 
-    if args.bootstrap < 0:
-        raise UsageError(f"--bootstrap must be 0 (no intervals) or more, got {args.bootstrap}")
-    if not 0 < args.confidence < 1:
-        raise UsageError(f"--confidence must be between 0 and 1, got {args.confidence}")
     prompts = _prompts(args.prompts)
     labels = build_labels(read_annotations(args.annotations), prompts)
     if not labels.labels:
@@ -168,7 +163,7 @@ def _agree(args: argparse.Namespace) -> int:
         )
         bar.update(len(runs))
     written = write_report(report, args.out)
-    print(to_markdown(main_table(report)))
+    print(section_markdown(main_table(report)))
     if labels.under_annotated:
         print(f"note: {len(labels.under_annotated)} annotated image(s) have fewer than 3 annotators and are not used")
     for name, block in report["evaluators"].items():
@@ -206,8 +201,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--splits", nargs="+", metavar="SPLIT", help="image splits (model keys) to draw from; default all"
     )
     sample.add_argument("--out", required=True, metavar="FILE", help="sample JSONL to write")
-    sample.add_argument("--per-category", type=int, default=100, metavar="N", help="images per category (default 100)")
-    sample.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the draw (default 0)")
+    sample.add_argument(
+        "--per-category", type=positive_int, default=100, metavar="N", help="images per category (default 100)"
+    )
+    sample.add_argument("--seed", type=integer, default=0, metavar="N", help="seed of the draw (default 0)")
     sample.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP.replace("default:", "default: DATASET's, else"))
     sample.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     sample.set_defaults(handler=_sample)
@@ -267,9 +264,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     agree.add_argument("--out", required=True, metavar="DIR", help="folder for agreement.json / .md / *.csv")
     agree.add_argument(
-        "--bootstrap", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000; 0: none)"
+        "--bootstrap",
+        type=non_negative_int,
+        default=1000,
+        metavar="N",
+        help="bootstrap resamples (default 1000; 0: none)",
     )
-    agree.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
-    agree.add_argument("--confidence", type=float, default=0.95, metavar="P", help="interval coverage (default 0.95)")
+    agree.add_argument("--seed", type=integer, default=0, metavar="N", help="bootstrap seed (default 0)")
+    agree.add_argument(
+        "--confidence", type=fraction, default=0.95, metavar="P", help="interval coverage (default 0.95)"
+    )
     agree.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP)
     agree.set_defaults(handler=_agree)

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from negt2ibench.core.table import Table
+
 from .probes import Probe, ProbeInput
-from .report import Table, to_markdown
+from .report import section_markdown, study_table
 from .runs import EvaluatorRun
 
 MODES = ("whole", "pos", "neg")
@@ -85,11 +87,11 @@ def negation_table(result: dict) -> Table:
     )
     if skipped:
         notes += " Not paired: " + "; ".join(skipped) + "."
-    return Table("negation_probe", "Negation probe (paper Table 10)", columns, rows, notes)
+    return study_table("negation_probe", "Negation probe (paper Table 10)", columns, rows, notes)
 
 
 def negation_markdown(result: dict) -> str:
-    return to_markdown(negation_table(result))
+    return section_markdown(negation_table(result))
 
 
 NEGATION_PROBE = Probe("negation", negation, negation_markdown)

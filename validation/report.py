@@ -1,23 +1,23 @@
 """The agreement report as files: ``agreement.json`` (fractions), ``agreement.md`` (the paper's
 percentages, one decimal) and CSV tables (fractions; an interval as ``*_ci_low`` / ``*_ci_high``).
 
-Tables are built once as `Table` objects and rendered to Markdown and CSV by the same two
-functions, so the printed table, the Markdown and the CSV cannot drift apart.
+Every table is a `negt2ibench.core.table.Table` built once by `study_table` and drawn by the one
+set of renderers, so the printed table, the Markdown and the CSV cannot drift apart: the labelled
+columns show in Markdown as percentages (with their intervals), and every scalar of a row is in
+the CSV.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
-import os
-import tempfile
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from dataset_builder.vocabulary import CATEGORIES
+from negt2ibench.core.atomic import write_atomic
+from negt2ibench.core.strict_json import dumps
+from negt2ibench.core.table import Column, Table, to_csv, to_markdown
 
 from .agreement import BLOCKS, IMAGE_METRICS, RANK_METRICS, SETTING_LABELS
 from .probes import probe_markdown
@@ -40,67 +40,41 @@ LABELS = {
 }
 
 
-@dataclass(frozen=True)
-class Table:
-    """Rows of fraction values keyed by column; `columns` maps a key to its Markdown header."""
-
-    name: str
-    title: str
-    columns: dict[str, str]
-    rows: list[dict] = field(default_factory=list)
-    notes: str = ""
-
-
-def _percent(value: object, interval: Sequence[float] | None = None) -> str:
+def percent(value: object) -> str:
+    """A fraction as the paper's percentage, one decimal; counts, texts and missing values as they are."""
     if isinstance(value, str):
         return value
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    text = f"{100 * float(value):.1f}"
-    if interval is not None and not any(v is None or math.isnan(v) for v in interval):
-        text += f" [{100 * interval[0]:.1f}, {100 * interval[1]:.1f}]"
-    return text
+    return f"{100 * float(value):.1f}"
 
 
-def to_markdown(table: Table) -> str:
-    keys = list(table.columns)
-    lines = [f"## {table.title}", ""]
-    if table.notes:
-        lines += [table.notes, ""]
-    lines.append("| " + " | ".join(table.columns[k] for k in keys) + " |")
-    lines.append("|" + "|".join("---" if i == 0 else "---:" for i in range(len(keys))) + "|")
-    for row in table.rows:
-        lines.append("| " + " | ".join(_percent(row.get(k), row.get(f"{k}_ci")) for k in keys) + " |")
-    return "\n".join(lines) + "\n"
+def study_table(
+    name: str, title: str, labels: Mapping[str, str], rows: Sequence[Mapping[str, Any]], caption: str = ""
+) -> Table:
+    """A `Table` of fraction rows: the LABELS columns (key → header) in Markdown as percentages, each
+    with its interval when a row has ``key_ci`` (low, high); every other scalar of the rows in the
+    files only (an interval as ``key_ci_low`` and ``key_ci_high``). A cell a row lacks is None."""
+    seen = list(dict.fromkeys(key for row in rows for key, value in row.items() if not isinstance(value, dict)))
+    columns: list[Column] = []
+    for key, label in labels.items():
+        interval = f"{key}_ci" if f"{key}_ci" in seen else None
+        columns.append(Column(key, label, percent, interval=interval))
+        if interval:
+            columns.append(Column(interval, interval, percent, in_markdown=False, pair=True))
+    taken = {column.key for column in columns}
+    columns += [
+        Column(key, key, percent, in_markdown=False, pair=key.endswith("_ci")) for key in seen if key not in taken
+    ]
+    cells = [{column.key: row.get(column.key) for column in columns} for row in rows]
+    return Table(name, title, tuple(columns), tuple(cells), caption=caption)
 
 
-def _csv_value(value: object) -> object:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return value
-
-
-def to_csv(table: Table) -> str:
-    """Every scalar of every row (not only the Markdown columns), intervals split into two columns."""
-    header: list[str] = []
-    flat_rows = []
-    for row in table.rows:
-        flat = {}
-        for key, value in row.items():
-            if isinstance(value, (list, tuple)) and key.endswith("_ci"):
-                flat[f"{key}_low"], flat[f"{key}_high"] = value
-            elif not isinstance(value, dict):
-                flat[key] = value
-        header += [k for k in flat if k not in header]
-        flat_rows.append(flat)
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=header, lineterminator="\n")
-    writer.writeheader()
-    for flat in flat_rows:
-        writer.writerow({k: _csv_value(flat.get(k)) for k in header})
-    return buffer.getvalue()
+def section_markdown(table: Table) -> str:
+    """A table as a section of ``agreement.md``: its title as a heading, the caption, the grid."""
+    return to_markdown(table, heading=2) + "\n"
 
 
 # ------------------------------------------------------------------------------------------ tables
@@ -125,7 +99,7 @@ def main_table(report: dict) -> Table:
         f"the continuous human score. {HUMAN}: mean pairwise κ between annotators, the share the majority "
         "passes (Called correct), and each annotator's τ against the mean of the others."
     )
-    return Table("agreement", "Image-level agreement (paper Tables 2, 7, 9, 17)", columns, rows, notes)
+    return study_table("agreement", "Image-level agreement (paper Tables 2, 7, 9, 17)", columns, rows, notes)
 
 
 def _by_table(report: dict, field_name: str, metric: str, order: Sequence[str], title: str) -> Table:
@@ -148,7 +122,7 @@ def _by_table(report: dict, field_name: str, metric: str, order: Sequence[str], 
             {"evaluator": HUMAN, "all": human[human_metric]}
             | {g: c[human_metric] for g, c in human[field_name].items()}
         )
-    return Table(f"{field_name}_{metric}", title, columns, rows)
+    return study_table(f"{field_name}_{metric}", title, columns, rows)
 
 
 def element_tables(report: dict) -> list[Table]:
@@ -162,7 +136,7 @@ def element_tables(report: dict) -> list[Table]:
         human = report["human"]["elements"][block]
         rows.append({"evaluator": HUMAN, "n": human["n"], "kappa": human["pairwise_kappa"]})
         title = f"Elements: {BLOCK_TITLES[block]} (paper Table 13)"
-        tables.append(Table(f"elements_{block}", title, columns, rows))
+        tables.append(study_table(f"elements_{block}", title, columns, rows))
     return tables
 
 
@@ -173,10 +147,10 @@ def human_table(report: dict) -> Table:
     human = report["human"]
     notes = (
         f"{human['n']} images, {human['annotators']} annotators; "
-        f"the majority passes {_percent(human['majority_pass'])}%. "
+        f"the majority passes {percent(human['majority_pass'])}%. "
         "Each object and statement is one element; objects are asked affirmatively, so they count as affirmative."
     )
-    return Table("human", "Agreement between annotators (paper Table 5)", columns, rows, notes)
+    return study_table("human", "Agreement between annotators (paper Table 5)", columns, rows, notes)
 
 
 def coverage_table(report: dict) -> Table:
@@ -189,7 +163,7 @@ def coverage_table(report: dict) -> Table:
         + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in report["human"]["coverage"].items())
         + "."
     )
-    return Table("coverage", "Coverage", columns, rows, notes)
+    return study_table("coverage", "Coverage", columns, rows, notes)
 
 
 def _long(report: dict, field_name: str, group_name: str) -> Table:
@@ -198,7 +172,7 @@ def _long(report: dict, field_name: str, group_name: str) -> Table:
         for name, block in report["evaluators"].items()
         for group, cell in block[field_name].items()
     ]
-    return Table(field_name, field_name, {}, rows)
+    return study_table(field_name, field_name, {}, rows)
 
 
 def _elements_long(report: dict) -> Table:
@@ -207,7 +181,7 @@ def _elements_long(report: dict) -> Table:
         for name, block in report["evaluators"].items()
         for b, cell in block["elements"].items()
     ]
-    return Table("elements", "elements", {}, rows)
+    return study_table("elements", "elements", {}, rows)
 
 
 def _human_long(report: dict) -> Table:
@@ -217,7 +191,7 @@ def _human_long(report: dict) -> Table:
     rows += [{"scope": f"elements:{b}"} | human["elements"][b] for b in BLOCKS]
     rows += [{"scope": f"setting:{g}"} | c for g, c in human["by_setting"].items()]
     rows += [{"scope": f"category:{g}"} | c for g, c in human["by_category"].items()]
-    return Table("human", "human", {}, rows)
+    return study_table("human", "human", {}, rows)
 
 
 def markdown_report(report: dict) -> str:
@@ -231,43 +205,24 @@ def markdown_report(report: dict) -> str:
     parts = [
         "# Agreement with human annotations\n",
         f"{report['n_images']} images with three annotators. Figures in %. {intervals}\n",
-        to_markdown(main_table(report)),
-        to_markdown(human_table(report)),
-        to_markdown(_by_table(report, "by_setting", "kendall_tau", SETTING_LABELS, "Kendall τ by setting (Table 11)")),
-        to_markdown(_by_table(report, "by_category", "kendall_tau", CATEGORIES, "Kendall τ by category (Table 12)")),
-        to_markdown(_by_table(report, "by_setting", "kappa", SETTING_LABELS, "Cohen's κ by setting")),
-        to_markdown(_by_table(report, "by_category", "kappa", CATEGORIES, "Cohen's κ by category")),
+        section_markdown(main_table(report)),
+        section_markdown(human_table(report)),
+        section_markdown(
+            _by_table(report, "by_setting", "kendall_tau", SETTING_LABELS, "Kendall τ by setting (Table 11)")
+        ),
+        section_markdown(
+            _by_table(report, "by_category", "kendall_tau", CATEGORIES, "Kendall τ by category (Table 12)")
+        ),
+        section_markdown(_by_table(report, "by_setting", "kappa", SETTING_LABELS, "Cohen's κ by setting")),
+        section_markdown(_by_table(report, "by_category", "kappa", CATEGORIES, "Cohen's κ by category")),
     ]
-    parts += [to_markdown(t) for t in element_tables(report)]
-    parts.append(to_markdown(coverage_table(report)))
+    parts += [section_markdown(t) for t in element_tables(report)]
+    parts.append(section_markdown(coverage_table(report)))
     for name, result in report.get("probes", {}).items():
         section = probe_markdown(name, result)
         if section:
             parts.append(section.rstrip() + "\n")
     return "\n".join(parts)
-
-
-def json_ready(value: object) -> object:
-    """`value` with NaN floats as None, nested dicts, lists and tuples included (strict JSON)."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(v) for v in value]
-    return value
-
-
-def _write(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 CSV_TABLES: dict[str, Callable[[dict], Table]] = {
@@ -286,10 +241,9 @@ def write_report(report: dict, out_dir: str | Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in (
-        ("agreement.json", json.dumps(json_ready(report), indent=1, allow_nan=False) + "\n"),
+        ("agreement.json", dumps(report)),
         ("agreement.md", markdown_report(report)),
         *((name, to_csv(build(report))) for name, build in CSV_TABLES.items()),
     ):
-        _write(out / name, text)
-        written.append(out / name)
+        written.append(write_atomic(out / name, text))
     return written

@@ -3,19 +3,17 @@
 Three layers, each using only the one before it:
 1. aggregation (`keys`, `aggregate`): pure functions from `ResultRecord`s to dicts of numbers,
    collected per model by `build_report` into a `Report`;
-2. tables (`table`, `tables`): each of the paper's tables built once as a `Table` of typed
+2. tables (`tables`): each of the paper's tables built once as a `Table` of typed
    `Column`s (`report_tables`); Table 3's columns are also the leaderboard's;
-3. renderers: `to_markdown`, `to_csv`, `to_json`, `to_frame` (`table`), the PNG plots (`plots`,
-   which take tables only) and the files of `negt2ibench report` (`document.write_report`).
+3. renderers: `to_markdown`, `to_csv`, `to_json`, `to_frame` (`negt2ibench.core.table`, the one
+   `Table` of the project), the PNG plots (`plots`, which take tables only) and the files of
+   `negt2ibench report` (`document.write_report`).
 
 This module re-exports the public names, so `from evaluator.report import build_report` works.
 """
 
-from negt2ibench.core.table import Column, Table, to_csv, to_frame, to_json, to_markdown
-
 from .aggregate import (
     Report,
-    bootstrap_mean_interval,
     build_report,
     dead_zone_passes,
     failure_causes,
@@ -57,13 +55,10 @@ __all__ = [
     "SETTING_LABELS",
     "TABLE3_CATEGORIES",
     "TABLE3_COLUMNS",
-    "Column",
     "InputNote",
     "PromptKey",
     "Report",
     "ReportInputs",
-    "Table",
-    "bootstrap_mean_interval",
     "build_report",
     "dead_zone_passes",
     "expected_images",
@@ -80,9 +75,5 @@ __all__ = [
     "table3",
     "table3_markdown",
     "table3_table",
-    "to_csv",
-    "to_frame",
-    "to_json",
-    "to_markdown",
     "write_report",
 ]

@@ -8,16 +8,15 @@ and plots are made from a `Report` by `evaluator.report.tables`, `.document` and
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from dataset_builder.vocabulary import CATEGORIES, PROMPTS_PER_SETTING, RELATION_CATEGORIES, SAMPLES_PER_PROMPT
 from evaluator.results import CAUSES, ResultRecord
+from negt2ibench.core.bootstrap import mean_interval
+from negt2ibench.core.strict_json import json_ready
 
 from .keys import (
     ALL,
@@ -198,25 +197,6 @@ def dead_zone_passes(results: Sequence[ResultRecord]) -> dict[str, dict[str, flo
 # ---------------------------------------------------------------------------------------------
 
 
-def bootstrap_mean_interval(
-    values: Sequence[float], n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean, resampling `values` with replacement.
-    Deterministic for a fixed seed; NaNs when `values` is empty."""
-    data = np.asarray(values, dtype=float)
-    if data.size == 0 or n_resamples < 1:
-        return (math.nan, math.nan)
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_resamples)
-    chunk = max(1, 4_000_000 // data.size)  # bound memory: ≤ 4M drawn indices at a time
-    for start in range(0, n_resamples, chunk):
-        stop = min(n_resamples, start + chunk)
-        means[start:stop] = data[rng.integers(0, data.size, size=(stop - start, data.size))].mean(axis=1)
-    tail = 100.0 * (1.0 - confidence) / 2.0
-    low, high = np.percentile(means, [tail, 100.0 - tail])
-    return (float(low), float(high))
-
-
 def _prompt_accuracies(records: Sequence[ResultRecord]) -> dict[tuple[str, str, int], float]:
     """% of scored samples passed per prompt, keyed by (category, setting, k)."""
     passed: Counter[tuple[str, str, int]] = Counter()
@@ -257,7 +237,7 @@ def matched_group_deltas(
         table[category] = {}
         for pair in pairs:
             values = deltas.get((category, pair), [])
-            low, high = bootstrap_mean_interval(values, n_resamples, seed, confidence)
+            low, high = mean_interval(values, resamples=n_resamples, seed=seed, confidence=confidence)
             table[category][pair] = {
                 "groups": len(values),
                 "positive": nanmean(p for p, _ in sides.get((category, pair), [])),
@@ -293,7 +273,7 @@ class Report:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (NaN becomes None)."""
-        return _json_ready(
+        return json_ready(
             {
                 "models": list(self.models),
                 "options": self.options,
@@ -340,13 +320,3 @@ def build_report(
         options={"bootstrap": n_resamples, "seed": seed, "expected_samples": expected_samples, "confidence": 0.95},
         inputs=dict(inputs or {}),
     )
-
-
-def _json_ready(value: Any) -> Any:
-    if isinstance(value, float):
-        return None if math.isnan(value) else value
-    if isinstance(value, dict):
-        return {str(key): _json_ready(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_ready(item) for item in value]
-    return value

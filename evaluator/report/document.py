@@ -34,7 +34,7 @@ def table3_markdown(report: Report) -> str:
 
 
 def _section(table: Table, level: int = 2) -> list[str]:
-    return [f"{'#' * level} {table.title}", "", to_markdown(table), ""]
+    return [to_markdown(table, heading=level), ""]
 
 
 def report_markdown(report: Report, tables: dict[str, Table] | None = None) -> str:

@@ -5,13 +5,15 @@ are resampled by the same image indices, so their pairing is kept. The draw depe
 number of images, the seed and the number of resamples: two evaluators scored on the same
 images get the same resamples, and their intervals are comparable.
 
-Two ways to run it, with identical draws (and so identical intervals):
+Three ways to run it, with identical draws (and so identical intervals):
 
 - `paired_bootstrap(statistic, references=..., predictions=...)` calls a keyword-only statistic
-  of `validation.stats` once per resample (any statistic, simple and slow);
+  (e.g. of `validation.stats`) once per resample (any statistic, simple and slow);
 - `weighted_bootstrap(batched, n=...)` hands a (resamples × images) matrix of draw counts to a
-  vectorised statistic (`validation.batched`): all resamples at once. Elements are resampled
-  with their images by expanding the counts (`weights[:, image_of_element]`).
+  vectorised statistic (e.g. of `validation.batched`): all resamples at once. Elements are
+  resampled with their images by expanding the counts (`weights[:, image_of_element]`);
+- `mean_interval(values)`: the interval of a mean (the report's matched-group deltas), drawn a
+  block of resamples at a time so that memory stays bounded for many values.
 
 Resamples where the statistic is undefined (NaN: say one class only) are left out of the
 percentiles; when all are, the interval is (NaN, NaN).
@@ -20,16 +22,25 @@ percentiles; when all are, the interval is (NaN, NaN).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
 DEFAULT_RESAMPLES = 1000
 DEFAULT_CONFIDENCE = 0.95
+MAX_DRAWN = 4_000_000  # indices `mean_interval` holds at once (32 MB)
+
+
+def _draws(n: int, resamples: int, seed: int, block: int | None = None) -> Iterator[np.ndarray]:
+    """The (resamples, n) draws in blocks of rows: one generator, so any blocks make the same draws."""
+    generator = np.random.default_rng(seed)
+    block = block or resamples
+    for start in range(0, resamples, block):
+        yield generator.integers(0, n, size=(min(block, resamples - start), n))
 
 
 def _draw(n: int, resamples: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    return next(_draws(n, resamples, seed))
 
 
 def resample_indices(n: int, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> np.ndarray:
@@ -85,7 +96,8 @@ def paired_bootstrap(
     Returns:
         (low, high); (NaN, NaN) for no images, no resamples, or a statistic never defined.
 
-        >>> from validation.stats import accuracy
+        >>> def accuracy(*, references, predictions):
+        ...     return float((references == predictions).mean())
         >>> paired_bootstrap(accuracy, references=[1, 1, 1, 1], predictions=[1, 1, 1, 1], resamples=50)
         (1.0, 1.0)
     """
@@ -119,3 +131,21 @@ def weighted_bootstrap(
     if weights is None:
         weights = resample_counts(n, resamples=resamples, seed=seed)
     return percentile_interval(statistic(weights), confidence=confidence)
+
+
+def mean_interval(
+    values: Sequence[float] | np.ndarray,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> tuple[float, float]:
+    """Percentile interval of the mean of VALUES, resampled with replacement: the draws of
+    `resample_indices(len(values))`, made `MAX_DRAWN` indices at a time. (NaN, NaN) when empty."""
+    data = np.asarray(values, dtype=float)
+    if data.size == 0 or resamples < 1:
+        return (math.nan, math.nan)
+    means = np.concatenate(
+        [data[rows].mean(axis=1) for rows in _draws(data.size, resamples, seed, max(1, MAX_DRAWN // data.size))]
+    )
+    return percentile_interval(means, confidence=confidence)

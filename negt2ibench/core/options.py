@@ -12,6 +12,7 @@ argument in the message for Python callers.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -58,6 +59,31 @@ def non_negative_int(value: Any) -> int:
 def integer(value: Any) -> int:
     """Any integer (seeds)."""
     return _integer(value, "an integer")
+
+
+def _float(value: Any, rule: str) -> float:
+    if isinstance(value, bool):
+        raise OptionError(f"must be {rule}, got {value!r}")
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        raise OptionError(f"must be {rule}, got {value!r}") from None
+
+
+def non_negative_number(value: Any) -> float:
+    """A finite number of at least 0 (a guidance scale)."""
+    number = _float(value, "a number of 0 or more")
+    if not (math.isfinite(number) and number >= 0.0):
+        raise OptionError(f"must be a number of 0 or more, got {value!r}")
+    return number
+
+
+def fraction(value: Any) -> float:
+    """A number strictly between 0 and 1 (an interval's coverage, e.g. 0.95)."""
+    number = _float(value, "a number between 0 and 1 (exclusive)")
+    if not 0.0 < number < 1.0:  # NaN fails too
+        raise OptionError(f"must be a number between 0 and 1 (exclusive), got {value!r}")
+    return number
 
 
 def device(value: Any) -> str:

@@ -1,12 +1,17 @@
-"""Table objects and their renderers: a table is built once, then drawn as Markdown, CSV, JSON or
-a pandas frame (the Space), and plotted, without going back to the numbers it came from.
+"""The one table type and its renderers: a table is built once, then drawn as Markdown, CSV, JSON or
+a pandas frame (the Space), and plotted, without going back to the numbers it came from. The
+report's tables (`evaluator.report.tables`), the agreement study's (`validation.report`), the
+ablation, the negation probe and `judge --list` are all `Table`s.
 
 A `Table` has a name (its file stem), a title, typed `Column`s, rows (one dict per row, keyed by
 the column keys), a caption (the sentence above it) and notes (below it). Cells hold raw values:
 floats keep their full precision in CSV and JSON, NaN stays NaN; only the text renderers format.
 
 Text cells: a float is written with its column's `fmt` (one decimal by default) and NaN as `–`;
-any other value with `str()`; a callable `fmt` gets the value as it is.
+any other value with `str()`; a callable `fmt` gets the value as it is. A column with an
+`interval` shows the (low, high) pair held in that other cell after a float value
+("81.2 [77.0, 85.1]"); the pair's own column (`pair=True`) is written to CSV as two columns,
+``{key}_low`` and ``{key}_high``.
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ class Column:
 
     `fmt` is a format string for float cells (``"{:.1f}"``) or a callable for any cell (a text
     column: ``str``). `higher_is_better` says which way is better (None: neither, e.g. a count).
-    `in_markdown=False` keeps a column to the files (CSV, JSON); `in_files=False` to the screen."""
+    `in_markdown=False` keeps a column to the files (CSV, JSON); `in_files=False` to the screen.
+    `interval` names the cell of the row that holds this column's (low, high) interval; `pair=True`
+    marks such a cell's column (two CSV columns, ``{key}_low`` and ``{key}_high``)."""
 
     key: str
     label: str
@@ -35,19 +42,32 @@ class Column:
     higher_is_better: bool | None = None
     in_markdown: bool = True
     in_files: bool = True
+    interval: str | None = None
+    pair: bool = False
 
     @property
     def numeric(self) -> bool:
         """Whether the column holds numbers (a format string rather than a text callable)."""
         return isinstance(self.fmt, str)
 
-    def text(self, value: Any) -> str:
-        """The cell as Markdown shows it."""
+    def text(self, value: Any, interval: tuple[Any, Any] | None = None) -> str:
+        """The cell as Markdown shows it; a finite float with a whole INTERVAL gets it in brackets."""
         if callable(self.fmt):
-            return self.fmt(value)
-        if isinstance(value, float):
-            return MISSING_TEXT if math.isnan(value) else self.fmt.format(value)
-        return str(value)
+            shown = self.fmt(value)
+        elif isinstance(value, float):
+            shown = MISSING_TEXT if math.isnan(value) else self.fmt.format(value)
+        else:
+            shown = str(value)
+        if interval is None or not isinstance(value, float) or math.isnan(value):
+            return shown
+        if any(bound is None or math.isnan(bound) for bound in interval):
+            return shown
+        low, high = (self.text(float(bound)) for bound in interval)
+        return f"{shown} [{low}, {high}]"
+
+    def cell(self, row: Mapping[str, Any]) -> str:
+        """This column's cell of ROW as Markdown shows it (with its interval, when it has one)."""
+        return self.text(row[self.key], row[self.interval] if self.interval else None)
 
 
 @dataclass(frozen=True)
@@ -128,17 +148,19 @@ def markdown_grid(headers: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
     return "\n".join(lines)
 
 
-def to_markdown(table: Table, *, caption: bool = True, notes: bool = True) -> str:
-    """The caption, the grid of the `in_markdown` columns, then the notes, one paragraph each."""
+def to_markdown(table: Table, *, caption: bool = True, notes: bool = True, heading: int = 0) -> str:
+    """The title as a heading of level HEADING (none for 0), the caption, the grid of the
+    `in_markdown` columns, then the notes, one paragraph each."""
     shown = [column for column in table.columns if column.in_markdown]
     texts = []
     for number, row in enumerate(table.rows):
-        cells = [column.text(row[column.key]) for column in shown]
+        cells = [column.cell(row) for column in shown]
         mark = table.marks[number] if table.marks else ""
         if mark and cells:
             cells[0] = f"{cells[0]} {mark}"
         texts.append(cells)
-    blocks = [table.caption] if caption and table.caption else []
+    blocks = [f"{'#' * heading} {table.title}"] if heading else []
+    blocks += [table.caption] if caption and table.caption else []
     blocks.append(markdown_grid([column.label for column in shown], texts))
     blocks += list(table.notes) if notes else []
     return "\n\n".join(blocks)
@@ -148,28 +170,55 @@ def _file_value(value: Any) -> Any:
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
+def _file_names(column: Column) -> list[str]:
+    return [f"{column.key}_low", f"{column.key}_high"] if column.pair else [column.key]
+
+
+def _file_cells(column: Column, value: Any) -> list[Any]:
+    """A cell as the files hold it: NaN as None; a pair as its two bounds (None, None when absent)."""
+    if not column.pair:
+        return [_file_value(value)]
+    low, high = value if value is not None else (None, None)
+    return [_file_value(low), _file_value(high)]
+
+
 def to_csv(table: Table) -> str:
     """CSV of the `in_files` columns, headed by their keys; full precision, NaN as an empty cell.
     Lines end with CRLF (the csv module's default); write it with ``newline=""``."""
     shown = [column for column in table.columns if column.in_files]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow([column.key for column in shown])
+    writer.writerow([name for column in shown for name in _file_names(column)])
     for row in table.rows:
-        writer.writerow(["" if (value := _file_value(row[c.key])) is None else value for c in shown])
+        cells = [value for column in shown for value in _file_cells(column, row[column.key])]
+        writer.writerow(["" if value is None else value for value in cells])
     return buffer.getvalue()
+
+
+def _file_row(shown: Iterable[Column], row: Mapping[str, Any]) -> dict[str, Any]:
+    cells: dict[str, Any] = {}
+    for column in shown:
+        cells.update(zip(_file_names(column), _file_cells(column, row[column.key]), strict=True))
+    return cells
+
+
+def _file_row(shown: Iterable[Column], row: Mapping[str, Any]) -> dict[str, Any]:
+    cells: dict[str, Any] = {}
+    for column in shown:
+        cells.update(zip(_file_names(column), _file_cells(column, row[column.key]), strict=True))
+    return cells
 
 
 def to_json(table: Table) -> dict[str, Any]:
     """JSON-ready data: name, title, columns (key, label, higher_is_better), rows of the `in_files`
-    columns (NaN → None), caption and notes."""
+    columns (NaN → None, a pair as ``{key}_low`` and ``{key}_high``), caption and notes."""
     shown = [column for column in table.columns if column.in_files]
     return {
         "name": table.name,
         "title": table.title,
         "caption": table.caption,
         "columns": [{"key": c.key, "label": c.label, "higher_is_better": c.higher_is_better} for c in shown],
-        "rows": [{c.key: _file_value(row[c.key]) for c in shown} for row in table.rows],
+        "rows": [_file_row(shown, row) for row in table.rows],
         "notes": list(table.notes),
     }
 
