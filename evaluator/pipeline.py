@@ -3,10 +3,10 @@
 `score_image` scores one image (the Space and `explain` call it). `score_images` scores a
 whole source: a folder of `{prompt_id}_{sample_index}.png`, an `images` dataset split (a local
 dataset folder with `images/{key}-*.parquet`, or a Hub repo id), or a single image file with a
-prompt id. Finished keys in the output are skipped, so rerunning the same command resumes.
-Bad images and unknown prompt ids become error rows and the run goes on. Under
-`accelerate launch`, each process scores its share into `OUT.rank{i}.jsonl` and the main
-process merges them into OUT without duplicates.
+prompt id. The run itself is the engine's (`evaluator.engine`: resume by key, ranks and their
+merge, batches with per-image isolation, the verdict/write thread, progress); this module brings
+the sources and the scorer's `scoring_step` (perception's forward, then the verdicts). Bad
+images and unknown prompt ids become error rows and the run goes on.
 """
 
 from __future__ import annotations
@@ -17,22 +17,18 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from dataset_builder.layout import has_images, image_file_key, image_splits, lacks_sample_index, rank_path
 from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EvaluatorConfig
-from evaluator.engine import consecutive, score_batches
+from evaluator.engine import BatchStep, Failed, Job, run_batches, run_records
 from evaluator.images import ImageError, ImageSource, load_image
-from evaluator.loader import Work, resolve_num_workers
+from evaluator.loader import Loaded, Work, resolve_num_workers
 from evaluator.observation import ImageObservation
 from evaluator.perception import Perception
-from evaluator.resultio import ResultWriter, merge_results, read_results
 from evaluator.results import ResultRecord
-from evaluator.verdict import decide_statements
+from evaluator.verdict import decide_statements, error_record
 from negt2ibench.core.atomic import recover_folder
 from negt2ibench.core.errors import UserError
-from negt2ibench.core.launch import Launch
 from negt2ibench.core.names import check_split_name, slug
 from negt2ibench.core.options import REPO_ID, check, non_negative_int, positive_int
 
@@ -233,75 +229,68 @@ def score_image(
     return record, observation
 
 
-def _as_index(prompts: PromptIndex | Iterable[PromptRecord]) -> PromptIndex:
-    return prompts if isinstance(prompts, PromptIndex) else PromptIndex(prompts)
+ERROR_KINDS = ("unknown prompt id", "bad image", "perception failed", "verdict failed")
+RESULTS = "results"  # the one output of a scoring run
 
 
-def _score_into(
-    path: Path,
-    items: Sequence[ImageItem],
-    prompts: PromptIndex,
+def scoring_step(perception: Perception, config: EvaluatorConfig) -> BatchStep[ImageObservation, ResultRecord]:
+    """The scorer's part of the engine: perception's forward on a batch, then each image's verdict.
+
+    A `ModelPerception` (it has `worker_preparer`) gets the loader's inputs and computes only the
+    masks a rule reads; any other object with `observe(images, prompts)` (a test double) gets the
+    images and prompts alone."""
+    make_preparer = getattr(perception, "worker_preparer", None)
+    streaming = callable(make_preparer)
+
+    def prepare(jobs: Sequence[Job]):
+        return make_preparer({job.work.prompt.category for job in jobs if job.work.prompt is not None})
+
+    def forward(pairs: Sequence[tuple[Job, Loaded]]) -> list[ImageObservation]:
+        images = [entry.rgb() for _, entry in pairs]
+        prompts = [job.work.prompt for job, _ in pairs]
+        if streaming:
+            return perception.observe(images, prompts, prepared=[entry.prepared for _, entry in pairs], masks="rules")
+        return perception.observe(images, prompts)
+
+    def records(job: Job, outcome: ImageObservation | Failed) -> list[tuple[str, ResultRecord]]:
+        item = job.work.item
+        if isinstance(outcome, Failed):
+            return [(RESULTS, error_record(item.prompt_id, job.model_key, item.sample_index, outcome.reason, config))]
+        try:
+            record = decide_statements(
+                job.work.prompt, outcome, model_key=job.model_key, sample_index=item.sample_index, config=config
+            )
+        except ValueError as error:  # an observation the rules cannot judge: record it, go on
+            record = error_record(item.prompt_id, job.model_key, item.sample_index, f"verdict failed: {error}", config)
+        return [(RESULTS, record)]
+
+    return BatchStep(forward, records, failure="perception failed", prepare=prepare if streaming else None)
+
+
+def score_batches(
+    work: Sequence[Work],
+    batches: Sequence[Sequence[int]],
     perception: Perception,
     *,
     config: EvaluatorConfig,
     model_key: str,
-    batch_size: int,
-    summary: ScoreSummary,
-    skip: frozenset = frozenset(),
-    progress: bool = True,
-    position: int = 0,
+    on_record: Callable[[ResultRecord], None],
+    on_batch: Callable[[int], None] | None = None,
     num_workers: int | None = None,
 ) -> None:
-    with ResultWriter(path) as writer:
-        done = set(writer.done) | set(skip)
-        pending = [item for item in items if (model_key, item.prompt_id, item.sample_index) not in done]
-        summary.already_done += len(items) - len(pending)
-        bar = tqdm(
-            total=len(items),
-            initial=len(items) - len(pending),
-            unit="img",
-            desc=f"score {model_key}",
-            disable=not progress,
-            position=position,
-            dynamic_ncols=True,
-        )
+    """Score `work` in `batches` (lists of positions in it) through the engine, without files:
+    `on_record` gets every record, in order, from the verdict thread (`Evaluator.score_many`).
 
-        def count(record: ResultRecord) -> None:  # in the verdict thread, in work-list order
-            if not writer.write(record):
-                return
-            if record.error:
-                summary.errors += 1
-                reason = _error_kind(record.error)
-                summary.error_reasons[reason] = summary.error_reasons.get(reason, 0) + 1
-            else:
-                summary.scored += 1
-                summary.passed += int(record.passed)
+    `num_workers`: loader processes that decode (and on the CPU preprocess) the images; None
+    takes `evaluator.loader.default_num_workers()`, 0 decodes here."""
 
-        with bar:
-            score_batches(
-                [Work.look_up(item, prompts) for item in pending],
-                consecutive(len(pending), batch_size),
-                perception,
-                config=config,
-                model_key=model_key,
-                on_record=count,
-                on_batch=bar.update,
-                num_workers=num_workers,
-            )
+    def sink(pairs: list[tuple[str, ResultRecord]]) -> None:
+        for _, record in pairs:
+            on_record(record)
 
-
-ERROR_KINDS = ("unknown prompt id", "bad image", "perception failed", "verdict failed")
-
-
-def _error_kind(message: str) -> str:
-    return next((kind for kind in ERROR_KINDS if message.startswith(kind)), "other")
-
-
-def _done_keys(path: Path) -> frozenset:
-    if not path.exists():
-        return frozenset()
-    # Read-only (no writer lock): every rank reads the merged file at once.
-    return frozenset(record.key for record in read_results(path, strict=False))
+    jobs = [Job(entry, model_key) for entry in work]
+    step = scoring_step(perception, config)
+    run_batches(jobs, batches, step, sink=sink, on_batch=on_batch, num_workers=resolve_num_workers(num_workers))
 
 
 def score_images(
@@ -338,48 +327,29 @@ def score_images(
         items, default_key = list(source), "upload"
     model_key = check_split_name(model_key or default_key, what="model key")
     items = items[:limit] if limit is not None else items
-    index = _as_index(prompts)
+    index = prompts if isinstance(prompts, PromptIndex) else PromptIndex(prompts)
     out = Path(out_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    summary = ScoreSummary(out_path=out, total=len(items))
     started = time.perf_counter()
-
-    launch = Launch.detect()
-    if launch.world_size <= 1:
-        _score_into(
-            out,
-            items,
-            index,
-            perception,
-            config=config,
-            model_key=model_key,
-            batch_size=batch_size,
-            summary=summary,
-            progress=progress,
-            num_workers=num_workers,
-        )
-    else:
-        summary.rank, summary.world = launch.rank, launch.world_size
-        merged_done = _done_keys(out)  # keys already merged earlier stay skipped on every rank
-        _score_into(
-            rank_path(out, launch.rank),
-            launch.share(items),
-            index,
-            perception,
-            config=config,
-            model_key=model_key,
-            batch_size=batch_size,
-            summary=summary,
-            skip=merged_done,
-            progress=progress and launch.is_local_main,
-            position=launch.rank,
-            num_workers=num_workers,
-        )
-
-        def merge() -> None:
-            inputs = ([out] if out.exists() else []) + [rank_path(out, rank) for rank in range(launch.world_size)]
-            merge_results([path for path in inputs if path.exists()], out)
-
-        launch.on_main(merge)
-    summary.seconds = time.perf_counter() - started
-    return summary
+    run = run_records(
+        [Job(Work.look_up(item, index), model_key) for item in items],
+        {RESULTS: out},
+        scoring_step(perception, config),
+        batch_size=batch_size,
+        desc=f"score {model_key}",
+        progress=progress,
+        num_workers=num_workers,
+        error_kinds=ERROR_KINDS,
+    )
+    counts = run.outputs[RESULTS]
+    return ScoreSummary(
+        out_path=out,
+        total=len(items),
+        already_done=counts.already_done,
+        scored=counts.written - counts.errors,
+        errors=counts.errors,
+        passed=counts.passed,
+        seconds=time.perf_counter() - started,
+        error_reasons=dict(counts.error_reasons),
+        rank=run.rank,
+        world=run.world,
+    )

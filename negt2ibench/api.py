@@ -270,9 +270,8 @@ class Evaluator:
         """
         from tqdm.auto import tqdm
 
-        from evaluator.engine import score_batches
         from evaluator.loader import Work
-        from evaluator.pipeline import ImageItem
+        from evaluator.pipeline import ImageItem, score_batches
 
         check_model_key(model_key)
         size = self.batch_size if batch_size is None else positive("batch_size", batch_size)

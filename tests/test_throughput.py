@@ -17,11 +17,11 @@ from PIL import Image
 
 import evaluator.loader as loader
 from evaluator.config import PRESETS
-from evaluator.engine import consecutive, score_batches
+from evaluator.engine import consecutive
 from evaluator.loader import Work, default_num_workers, resolve_num_workers
 from evaluator.models.inputs import one_thread
 from evaluator.observation import ImageObservation, ObjectObservation
-from evaluator.pipeline import ImageItem, score_images
+from evaluator.pipeline import ImageItem, score_batches, score_images
 from evaluator.resultio import read_results
 from negt2ibench import Evaluator
 from negt2ibench.cli import main

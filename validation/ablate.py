@@ -18,24 +18,22 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL import Image
-from tqdm.auto import tqdm
-
 from dataset_builder.records import PromptRecord
 from evaluator.config import EvaluatorConfig
-from evaluator.images import ImageError, load_image
+from evaluator.engine import BatchStep, Failed, Job, run_records
+from evaluator.loader import Loaded, Work
 from evaluator.observation import ImageObservation
 from evaluator.perception import Perception
 from evaluator.pipeline import ImageItem, resolve_source
-from evaluator.resultio import ResultWriter, read_results
+from evaluator.resultio import read_results
 from evaluator.results import ResultRecord
 from evaluator.verdict import decide_statements, error_record
 from negt2ibench.core.atomic import write_atomic
-from negt2ibench.core.errors import MissingWeightsError, UserError
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.launch import Launch
 from negt2ibench.core.strict_json import dumps
 from negt2ibench.core.table import Table, to_csv
 
@@ -92,35 +90,28 @@ def annotated_items(
     return [found[key] for key in wanted if key in found], [key for key in wanted if key not in found]
 
 
-def _observe(perception: Perception, images: list[Image.Image], prompts: list[PromptRecord]) -> list:
-    """One observation per image, or the exception that stopped it (a bad image never sinks its batch)."""
-    try:
-        return list(perception.observe(images, prompts))
-    except (MissingWeightsError, KeyboardInterrupt):
-        raise
-    except Exception:  # noqa: BLE001 - isolate the image that breaks the batch
-        outcomes: list = []
-        for image, prompt in zip(images, prompts, strict=True):
-            try:
-                outcomes.append(perception.observe([image], [prompt])[0])
-            except (MissingWeightsError, KeyboardInterrupt):
-                raise
-            except Exception as error:  # noqa: BLE001
-                outcomes.append(error)
-        return outcomes
+def ablation_step(perception: Perception, group: Sequence[EvaluatorConfig]) -> BatchStep:
+    """The ablation's part of the engine: perception's forward once per image, then the verdict
+    under every preset of the group that still lacks it (the engine's output names are the presets)."""
 
+    def forward(pairs: Sequence[tuple[Job, Loaded]]) -> list[ImageObservation]:
+        return perception.observe([entry.rgb() for _, entry in pairs], [job.work.prompt for job, _ in pairs])
 
-def _records(entry: AblationItem, outcome: ImageObservation | Exception | str, config: EvaluatorConfig) -> ResultRecord:
-    model_key, prompt_id, sample_index = entry.key
-    if isinstance(outcome, str):
-        return error_record(prompt_id, model_key, sample_index, outcome, config)
-    if isinstance(outcome, Exception):
-        reason = f"perception failed: {type(outcome).__name__}: {outcome}"
-        return error_record(prompt_id, model_key, sample_index, reason, config)
-    try:
-        return decide_statements(entry.prompt, outcome, model_key=model_key, sample_index=sample_index, config=config)
-    except ValueError as error:
-        return error_record(prompt_id, model_key, sample_index, f"verdict failed: {error}", config)
+    def record(job: Job, outcome: ImageObservation | Failed, config: EvaluatorConfig) -> ResultRecord:
+        prompt_id, sample_index = job.work.item.prompt_id, job.work.item.sample_index
+        if isinstance(outcome, Failed):
+            return error_record(prompt_id, job.model_key, sample_index, outcome.reason, config)
+        try:
+            return decide_statements(
+                job.work.prompt, outcome, model_key=job.model_key, sample_index=sample_index, config=config
+            )
+        except ValueError as error:
+            return error_record(prompt_id, job.model_key, sample_index, f"verdict failed: {error}", config)
+
+    def records(job: Job, outcome: ImageObservation | Failed) -> list[tuple[str, ResultRecord]]:
+        return [(config.name, record(job, outcome, config)) for config in group if config.name in job.needed]
+
+    return BatchStep(forward, records, failure="perception failed")
 
 
 def score_group(
@@ -133,30 +124,19 @@ def score_group(
     progress: bool = True,
 ) -> int:
     """Observe each image missing from any of the group's result files once, judge it under every
-    preset of the group, and append the records. Returns the number of images observed."""
-    with ExitStack() as stack:
-        writers = {config.name: stack.enter_context(ResultWriter(paths[config.name])) for config in group}
-        pending = [e for e in items if any(e.key not in writers[c.name].done for c in group)]
-        labels = ", ".join(config.name for config in group)
-        with tqdm(total=len(pending), unit="img", desc=f"ablate {labels}", disable=not progress) as bar:
-            for start in range(0, len(pending), batch_size):
-                batch = pending[start : start + batch_size]
-                outcomes: list = [None] * len(batch)
-                ready = []
-                for position, entry in enumerate(batch):
-                    try:
-                        ready.append((position, load_image(entry.item.fetch())))
-                    except (ImageError, OSError) as error:
-                        outcomes[position] = f"bad image: {error}"
-                if ready:
-                    observed = _observe(perception, [image for _, image in ready], [batch[p].prompt for p, _ in ready])
-                    for (position, _), outcome in zip(ready, observed, strict=True):
-                        outcomes[position] = outcome
-                for entry, outcome in zip(batch, outcomes, strict=True):
-                    for config in group:
-                        writers[config.name].write(_records(entry, outcome, config))
-                bar.update(len(batch))
-    return len(pending)
+    preset of the group, and append the records (one process: `evaluator.engine.run_records` with
+    a lone `Launch`). Returns the number of images observed."""
+    jobs = [Job(Work(entry.item, entry.prompt), entry.key[0]) for entry in items]
+    run = run_records(
+        jobs,
+        {config.name: paths[config.name] for config in group},
+        ablation_step(perception, group),
+        batch_size=batch_size,
+        desc=f"ablate {', '.join(config.name for config in group)}",
+        progress=progress,
+        launch=Launch(),
+    )
+    return run.images
 
 
 def _free_memory() -> None:

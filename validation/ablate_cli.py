@@ -6,7 +6,7 @@ import argparse
 import textwrap
 from pathlib import Path
 
-from .cli import _PROMPTS_HELP, _has_prompts, _prompts
+from .cli import _PROMPTS_HELP, _has_prompts, _prompts, add_interval_options
 
 
 def _ablate(args: argparse.Namespace) -> int:
@@ -57,7 +57,7 @@ def _ablate(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     raw = argparse.RawDescriptionHelpFormatter
     from evaluator.config import PRESETS
-    from negt2ibench.core.options import device, fraction, integer, non_negative_int, positive_int
+    from negt2ibench.core.options import device, positive_int
 
     table17 = [f"c{number}" for number in range(1, 9)]
     ablate = subparsers.add_parser(
@@ -105,17 +105,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--batch-size", type=positive_int, default=8, metavar="N", help="images per model batch (default: 8)"
     )
     ablate.add_argument("--weights-dir", metavar="DIR", help="folder filled by `negt2ibench download-models --dir DIR`")
-    ablate.add_argument(
-        "--bootstrap",
-        type=non_negative_int,
-        default=1000,
-        metavar="N",
-        help="bootstrap resamples (default 1000; 0: none)",
-    )
-    ablate.add_argument("--seed", type=integer, default=0, metavar="N", help="bootstrap seed (default 0)")
-    ablate.add_argument(
-        "--confidence", type=fraction, default=0.95, metavar="P", help="interval coverage (default 0.95)"
-    )
+    add_interval_options(ablate)
     ablate.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP.replace("default:", "default: DATASET's, else"))
     ablate.add_argument("--no-progress", action="store_true", help="no progress bars")
     ablate.set_defaults(handler=_ablate)

@@ -24,6 +24,21 @@ def _prompts(source: str | Path | None) -> dict:
     return {record.prompt_id: record for record in load_prompts(source)}
 
 
+def add_interval_options(parser: argparse.ArgumentParser) -> None:
+    """--bootstrap, --seed and --confidence: the percentile intervals of `agree` and `ablate`."""
+    parser.add_argument(
+        "--bootstrap",
+        type=non_negative_int,
+        default=1000,
+        metavar="N",
+        help="bootstrap resamples (default 1000; 0: none)",
+    )
+    parser.add_argument("--seed", type=integer, default=0, metavar="N", help="bootstrap seed (default 0)")
+    parser.add_argument(
+        "--confidence", type=fraction, default=0.95, metavar="P", help="interval coverage (default 0.95)"
+    )
+
+
 def _has_prompts(folder: Path) -> bool:
     return (folder / "prompts.jsonl").is_file() or any((folder / "prompts").glob("*.parquet"))
 
@@ -263,16 +278,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--results", required=True, nargs="+", metavar="FILE", help="result JSONL files, one per evaluator"
     )
     agree.add_argument("--out", required=True, metavar="DIR", help="folder for agreement.json / .md / *.csv")
-    agree.add_argument(
-        "--bootstrap",
-        type=non_negative_int,
-        default=1000,
-        metavar="N",
-        help="bootstrap resamples (default 1000; 0: none)",
-    )
-    agree.add_argument("--seed", type=integer, default=0, metavar="N", help="bootstrap seed (default 0)")
-    agree.add_argument(
-        "--confidence", type=fraction, default=0.95, metavar="P", help="interval coverage (default 0.95)"
-    )
+    add_interval_options(agree)
     agree.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP)
     agree.set_defaults(handler=_agree)

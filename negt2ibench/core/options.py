@@ -29,15 +29,24 @@ _CUDA_INDEX = re.compile(r"^cuda:\d+$")
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-def _integer(value: Any, rule: str) -> int:
+def _parse(value: Any, kind: type[int] | type[float], rule: str) -> Any:
+    """VALUE as KIND (an int stays an int; a text is parsed), or an `OptionError` that says RULE."""
     if isinstance(value, bool):
         raise OptionError(f"must be {rule}, got {value!r}")
-    if isinstance(value, int):
+    if isinstance(value, int) and kind is int:
         return value
     try:
-        return int(str(value).strip())
+        return kind(str(value).strip())
     except ValueError:
         raise OptionError(f"must be {rule}, got {value!r}") from None
+
+
+def _integer(value: Any, rule: str) -> int:
+    return _parse(value, int, rule)
+
+
+def _float(value: Any, rule: str) -> float:
+    return _parse(value, float, rule)
 
 
 def positive_int(value: Any) -> int:
@@ -59,15 +68,6 @@ def non_negative_int(value: Any) -> int:
 def integer(value: Any) -> int:
     """Any integer (seeds)."""
     return _integer(value, "an integer")
-
-
-def _float(value: Any, rule: str) -> float:
-    if isinstance(value, bool):
-        raise OptionError(f"must be {rule}, got {value!r}")
-    try:
-        return float(str(value).strip())
-    except ValueError:
-        raise OptionError(f"must be {rule}, got {value!r}") from None
 
 
 def non_negative_number(value: Any) -> float:
