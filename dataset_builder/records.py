@@ -91,6 +91,7 @@ class PromptIndex:
 
     def __init__(self, records: Iterable[PromptRecord]):
         self._by_id: dict[str, PromptRecord] = {}
+        self._by_text: dict[str, PromptRecord] | None = None
         for record in records:
             if record.prompt_id in self._by_id:
                 raise DuplicatePromptError(f"duplicate prompt id {record.prompt_id!r}")
@@ -116,3 +117,12 @@ class PromptIndex:
 
     def ids(self) -> list[str]:
         return list(self._by_id)
+
+    def with_text(self, text: str) -> PromptRecord | None:
+        """The record whose prompt text is TEXT exactly (the first, if two share it), else None."""
+        if self._by_text is None:
+            by_text: dict[str, PromptRecord] = {}
+            for record in self._by_id.values():
+                by_text.setdefault(record.prompt, record)
+            self._by_text = by_text
+        return self._by_text.get(text)

@@ -260,11 +260,7 @@ def _explain_prompt(args: argparse.Namespace, evaluator):
             raise UserError(f"no prompt JSON at {path}") from None
         except ValueError as error:
             raise UserError(f"{path} is not a prompt record: {str(error).splitlines()[0]}") from None
-    if args.prompt:
-        from dataset_builder.grammar import parse_prompt
-
-        return parse_prompt(args.prompt)  # PromptParseError: one line in the CLI, the grammar in --help
-    return evaluator.prompts[args.prompt_id]
+    return evaluator.prompt(args.prompt or args.prompt_id)  # `negt2ibench.api.resolve_prompt`
 
 
 def run_explain(args: argparse.Namespace) -> int:

@@ -48,6 +48,45 @@ if TYPE_CHECKING:
     ImageLike = Image.Image | str | Path | bytes | np.ndarray
 
 
+def resolve_prompt(prompt: str | PromptRecord, prompts: PromptIndex) -> PromptRecord:
+    """What a prompt argument means, the one rule of the API, `score`, `explain` and the Space.
+
+    - a `PromptRecord` is itself;
+    - a text without white space is a prompt id, looked up in PROMPTS;
+    - any other text is parsed in the benchmark's grammar. When the parse equals a benchmark
+      prompt (the same text, objects and statements: a benchmark prompt typed by hand), the
+      result is that prompt's record, with its id and group, so it scores and reports as the
+      benchmark prompt; otherwise it is the parsed record, with id `custom`.
+
+    Raises:
+        UserError: an empty text, an unknown id (the message shows what ids look like), or a text
+            outside the grammar ("cannot parse the prompt: ...").
+    """
+    if isinstance(prompt, PromptRecord):
+        return prompt
+    if not isinstance(prompt, str):
+        raise TypeError(
+            f"prompt must be a prompt id, a PromptRecord or a text in the grammar, got {type(prompt).__name__}"
+        )
+    text = prompt.strip()
+    if not text:
+        raise UserError("prompt is empty: give a prompt id (e.g. 'color_pos1_neg0_000') or a text in the grammar")
+    if not any(character.isspace() for character in text):
+        try:
+            return prompts[text]
+        except PromptLookupError as error:  # its message shows what ids look like
+            raise UserError(str(error)) from None
+    from dataset_builder.grammar import PromptParseError, parse_prompt
+
+    try:
+        parsed = parse_prompt(text)
+    except PromptParseError as error:
+        raise UserError(f"cannot parse the prompt: {error}") from error
+    known = prompts.with_text(parsed.prompt)
+    same = known is not None and (known.objects, known.statements) == (parsed.objects, parsed.statements)
+    return known if same else parsed
+
+
 @dataclass(frozen=True)
 class ScoreOutput:
     """What `Evaluator.score` returns for one image.
@@ -121,7 +160,6 @@ class Evaluator:
         self._perception = perception
         self._prompt_source = prompts
         self._index: PromptIndex | None = prompts if isinstance(prompts, PromptIndex) else None
-        self._by_text: dict[str, PromptRecord] | None = None
         self._lock = threading.RLock()  # the Space scores from several threads
 
     def __repr__(self) -> str:
@@ -150,43 +188,14 @@ class Evaluator:
             return self._index
 
     def prompt(self, prompt: str | PromptRecord) -> PromptRecord:
-        """A prompt record from a record, a prompt id, or a text in the benchmark's grammar.
-
-        A text that is exactly a benchmark prompt gets that prompt's record (its id and group);
-        any other text is parsed into a record with id `custom`.
+        """A prompt record from a record, a prompt id, or a text in the benchmark's grammar
+        (`resolve_prompt` against this evaluator's prompts: a text that is a benchmark prompt gets
+        that prompt's record, any other text a record with id `custom`).
 
         Raises:
             UserError: an unknown prompt id or a text outside the grammar (the message says why).
         """
-        if isinstance(prompt, PromptRecord):
-            return prompt
-        if not isinstance(prompt, str):
-            raise TypeError(
-                f"prompt must be a prompt id, a PromptRecord or a text in the grammar, got {type(prompt).__name__}"
-            )
-        text = prompt.strip()
-        if not text:
-            raise UserError("prompt is empty: give a prompt id (e.g. 'color_pos1_neg0_000') or a text in the grammar")
-        if not any(character.isspace() for character in text):
-            try:
-                return self.prompts[text]
-            except PromptLookupError as error:  # its message shows what ids look like
-                raise UserError(str(error)) from None
-        from dataset_builder.grammar import PromptParseError, parse_prompt
-
-        try:
-            parsed = parse_prompt(text)
-        except PromptParseError as error:
-            raise UserError(f"cannot parse the prompt: {error}") from error
-        known = self._benchmark_texts().get(parsed.prompt)
-        same = known is not None and (known.objects, known.statements) == (parsed.objects, parsed.statements)
-        return known if same else parsed
-
-    def _benchmark_texts(self) -> dict[str, PromptRecord]:
-        with self._lock:
-            if self._by_text is None:
-                self._by_text = {record.prompt: record for record in self.prompts}
-            return self._by_text
+        return resolve_prompt(prompt, self.prompts)
 
     def load(self, prompts: Iterable[str | PromptRecord] = ()) -> Evaluator:
         """Load every model these prompts need (all four when none are given) now, not on the first

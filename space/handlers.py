@@ -18,6 +18,7 @@ import gradio as gr
 
 from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
 from evaluator.config import EvaluatorConfig
+from negt2ibench.api import resolve_prompt
 from negt2ibench.core.errors import MissingWeightsError, UserError
 
 from . import views
@@ -151,19 +152,12 @@ class Handlers:
 
     # -- Score an image
     def _prompt_of(self, prompt_id: str | None, custom_prompt: str | None) -> PromptRecord:
-        from dataset_builder.grammar import PromptParseError, parse_prompt
-
+        """The typed prompt, else the picked one, by the API's rule (`negt2ibench.api.resolve_prompt`)."""
         if custom_prompt and custom_prompt.strip():
-            try:
-                return parse_prompt(custom_prompt)
-            except PromptParseError as error:
-                raise UserError(f"cannot parse the prompt: {error}") from None
+            return resolve_prompt(custom_prompt, self.index)
         if not prompt_id:
             raise UserError("pick a benchmark prompt or type a prompt in the grammar")
-        try:
-            return self.index[prompt_id.split(":", 1)[0].strip()]  # a typed "id: text" label works too
-        except PromptLookupError as error:
-            raise UserError(str(error)) from None
+        return resolve_prompt(prompt_id.split(":", 1)[0], self.index)  # a typed "id: text" label works too
 
     def score(self, upload: str | None, prompt_id: str | None, custom_prompt: str | None):
         from evaluator.images import ImageError, load_image

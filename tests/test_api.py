@@ -211,3 +211,27 @@ def test_a_table17_preset_in_the_api():
     assert out.record.error is None and out.observation.detections is not None
     with pytest.raises(UserError, match="built for config 'c2'"):  # models of one preset, rules of another
         Evaluator(preset="c6", perception=tiny_perception(PRESETS["c2"]))
+
+
+def test_one_prompt_rule_for_the_api_explain_and_the_space():
+    """`resolve_prompt` is what `Evaluator.prompt`, `explain --prompt/--prompt-id` and the Space's
+    typed prompt all use: an id is looked up, and a text that is a benchmark prompt, however it is
+    spaced, is that prompt (its id and group); any other text is `custom`."""
+    from dataset_builder.records import PromptIndex
+    from negt2ibench.api import resolve_prompt
+
+    corpus = PromptIndex(load_prompts(None))
+    benchmark = corpus["proximity_pos0_neg1_007"]
+    assert resolve_prompt(benchmark, corpus) is benchmark
+    assert resolve_prompt(" proximity_pos0_neg1_007 ", corpus) is benchmark
+    typed = "  " + benchmark.prompt.replace(" ", "  ") + " "
+    assert resolve_prompt(typed, corpus) is benchmark and benchmark.group_id != "custom"
+    custom = resolve_prompt("a photo of a red cup", corpus)
+    assert custom.prompt_id == "custom" and custom == parse_prompt("a photo of a red cup")
+    with pytest.raises(UserError, match="unknown prompt id 'proximity_pos0_neg1_700'"):
+        resolve_prompt("proximity_pos0_neg1_700", corpus)
+    with pytest.raises(UserError, match="^cannot parse the prompt"):
+        resolve_prompt("hello world", corpus)
+    with pytest.raises(UserError, match="prompt is empty"):
+        resolve_prompt("  ", corpus)
+    assert Evaluator(CONFIG, perception=tiny_perception(CONFIG), prompts=corpus).prompt(typed) is benchmark

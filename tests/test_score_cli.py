@@ -185,6 +185,15 @@ def test_explain_parses_prompt_text(workspace, tiny_models_in_cli, capsys):
     assert main(["explain", str(image), "--prompt", "hello world"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: cannot parse the prompt") and err.count("\n") == 1
+    # The text of a benchmark prompt is that prompt (`negt2ibench.api.resolve_prompt`), as in the API and the Space.
+    from dataset_builder.grammar import parse_prompt
+
+    text = "a photo of a car and a bus, where the car is near the bus"
+    known = parse_prompt(text).model_copy(update={"prompt_id": "proximity_pos1_neg0_042"})
+    (tmp_path / "known.jsonl").write_text(known.model_dump_json() + "\n")
+    typed = ["--prompt", text.replace(" ", "  "), "--prompts", str(tmp_path / "known.jsonl")]
+    assert main(["explain", str(image), *typed, "--out", str(out)]) == 0
+    assert f"prompt (proximity_pos1_neg0_042): {text}" in capsys.readouterr().out
 
 
 @pytest.fixture
