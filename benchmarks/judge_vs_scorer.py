@@ -147,9 +147,9 @@ def run_scorer(folder: Path, prompts, args) -> dict:
 
 def child(args) -> None:
     folder = Path(args.folder)
-    from dataset_builder.records import PromptIndex, load_prompts
+    from dataset_builder.loading import prompt_index
 
-    index = PromptIndex(load_prompts())
+    index = prompt_index()
     prompts = [index[path.name.rsplit("_", 1)[0]] for path in sorted(folder.glob("*.png"))]
     row = run_scorer(folder, prompts, args) if args.child == "scorer" else run_judge(args.child, folder, prompts, args)
     print("RESULT " + json.dumps(row))

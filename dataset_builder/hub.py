@@ -131,10 +131,10 @@ def check_output_dir(out_dir: Path, overwrite: bool) -> None:
 
 
 def write_dataset_folder(records: Sequence[PromptRecord], out_dir: str | Path, *, overwrite: bool = False) -> Path:
-    """Write the whole folder atomically (`layout.atomic_folder`: a staging folder, then a rename).
+    """Write the whole folder atomically (`negt2ibench.core.atomic.atomic_folder`: a staging folder, then a rename).
 
     A killed build leaves the old folder intact, or a swap half done that the next command
-    finishes (`layout.recover_folder`): never half a folder. With `overwrite`, generated
+    finishes (`negt2ibench.core.atomic.recover_folder`): never half a folder. With `overwrite`, generated
     `images/` and `results/` of the old folder move into the new one, untouched.
     """
     out = Path(out_dir).expanduser().absolute()

@@ -1,6 +1,6 @@
 """Image records in parquet shards `DIR/images/{key}-r{rank:03d}-{n:05d}.parquet` (`dataset_builder.layout`).
 
-Each shard is written whole to a hidden temp file and renamed into place (`layout.atomic_file`), so
+Each shard is written whole to a hidden temp file and renamed into place (`negt2ibench.core.atomic.atomic_file`), so
 a shard on disk is always complete: a killed run loses at most the rows it had not flushed yet. The schema
 carries `datasets` feature metadata, so `load_dataset(DIR, "images", split=key)` decodes the
 `image` column as PIL images.
@@ -82,7 +82,7 @@ def png_bytes(image) -> bytes:
 
 
 def write_shard_atomically(rows: list[dict[str, Any]], path: Path) -> None:
-    """Write rows as one parquet file, whole or not at all (`layout.atomic_file`)."""
+    """Write rows as one parquet file, whole or not at all (`negt2ibench.core.atomic.atomic_file`)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 

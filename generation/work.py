@@ -46,7 +46,7 @@ class WorkItem:
 def prompts_for(out: str | Path | None, source: str | Path | None = None) -> list[PromptRecord]:
     """The prompts a split is made for: SOURCE if given; else OUT's if it is a built dataset; else the corpus.
 
-    A dataset folder whose rebuild was killed mid-swap is put right first (`layout.recover_folder`)."""
+    A dataset folder whose rebuild was killed mid-swap is put right first (`negt2ibench.core.atomic.recover_folder`)."""
     if out is not None:
         recover_folder(out)
     if source:

@@ -52,7 +52,7 @@ class OwnershipError(StoreError, UserError):
 
 
 def model_key_of(model_name: str) -> str:
-    """The split-safe key of a model name (`dataset_builder.layout.slug`): lower case, runs of other
+    """The split-safe key of a model name (`negt2ibench.core.names.slug`): lower case, runs of other
     characters as one `_`. A name with no letter or digit raises `SlugError` (a `ValueError`)."""
     return slug(model_name)
 

@@ -66,7 +66,7 @@ REPORT_FILES: tuple[str, ...] = ("report.md", *(f"{name}.csv" for name in CSV_TA
 def write_report(report: Report, out_dir: str | Path, tables: dict[str, Table] | None = None) -> list[Path]:
     """Write `report.md`, one CSV per table, `report.json` and the PNG plots into `out_dir`
     (created if needed), as a whole: they are written to a staging folder that then replaces
-    `out_dir` (`dataset_builder.layout.atomic_folder`), so a killed report leaves the previous
+    `out_dir` (`negt2ibench.core.atomic.atomic_folder`), so a killed report leaves the previous
     report whole, never new tables beside old plots or a truncated PNG. Files of `out_dir` that
     a report does not write are kept. Returns the paths written."""
     from negt2ibench.core.atomic import atomic_folder, recover_folder

@@ -95,7 +95,7 @@ def device(value: Any) -> str:
 
 
 def split_name(value: Any) -> str:
-    """A split name / model key: [a-z0-9_]+ (`dataset_builder.layout.check_split_name`)."""
+    """A split name / model key: [a-z0-9_]+ (`negt2ibench.core.names.check_split_name`)."""
     return check_split_name(value, what="")
 
 
