@@ -26,6 +26,11 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         help="scorer configuration (default: current): "
         + "; ".join(f"{name}: {text}" for name, text in PRESET_HELP.items()),
     )
+    _add_device_options(parser)
+
+
+def _add_device_options(parser: argparse.ArgumentParser) -> None:
+    """--device and --weights-dir: where the models run and where their weights are."""
     parser.add_argument(
         "--device",
         type=device,
@@ -195,18 +200,7 @@ def _register_selftest(subparsers) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "--device",
-        type=device,
-        default="auto",
-        help="where the models run: auto, cpu, cuda, cuda:N or mps (default: auto)",
-    )
-    parser.add_argument(
-        "--weights-dir",
-        metavar="DIR",
-        default=None,
-        help="folder filled by `negt2ibench download-models --dir DIR` (default: the Hugging Face cache and $RF_HOME)",
-    )
+    _add_device_options(parser)
     parser.set_defaults(handler=run_selftest)
 
 
