@@ -38,7 +38,7 @@ def test_recheck_advances_what_waits_and_says_what_it_did(tmp_path, prompts, rec
     home = tmp_path / "home"
     store = SQLiteStore(home / "leaderboard.sqlite")
     assert main(["leaderboard", "recheck", "--home", str(home)]) == 0
-    assert capsys.readouterr().out.startswith("nothing to recheck: every submission in SQLiteStore(")
+    assert capsys.readouterr().out.startswith("nothing to verify: every submission in SQLiteStore(")
 
     results_file = write_results(tmp_path / "toy.jsonl", prompts, SPLIT, passed=False)
     results = [ResultRecord.model_validate_json(line) for line in results_file.read_text().splitlines()]
@@ -57,7 +57,7 @@ def test_recheck_advances_what_waits_and_says_what_it_did(tmp_path, prompts, rec
 
     assert main(["leaderboard", "recheck", "--home", str(home), "--device", "cpu"]) == 0
     out = capsys.readouterr().out
-    assert f"rechecking 1 submission(s) in SQLiteStore('{home / 'leaderboard.sqlite'}') ..." in out
+    assert f"spot-checking 1 submission(s) in SQLiteStore('{home / 'leaderboard.sqlite'}') ..." in out
     entry = store.get_entry(received.submission_id)
     assert (entry.status, entry.attempts) == ("pending", 1) and entry.row is not None  # validated, then waits
     assert f"{entry.submission_id[:8]}  Toy: received → pending: {entry.reason}" in out
