@@ -347,6 +347,8 @@ def build_app(
             send = gr.Button("Submit", variant="primary")
             submit_status = gr.Markdown()
             submissions = gr.Dataframe(headers=SUBMISSION_COLUMNS, label="Submissions", interactive=False, wrap=True)
+            # spot checks run in the background: the list shows where each one is
+            gr.Button("Refresh the list").click(on.submissions, None, submissions, api_name="submissions")
             send.click(
                 on.submit,
                 [results_upload, model_name, link, images_repo, revision],
