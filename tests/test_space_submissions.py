@@ -25,12 +25,12 @@ from space.store import Entry, SQLiteStore
 from space.submissions import (
     ImagesUnreachable,
     ParquetImages,
+    SpotCheckPlan,
     SpotCheckSetup,
     SubmissionError,
     SubmissionForm,
     SubmissionLimits,
     SubmissionStoredError,
-    SpotCheckPlan,
     check_results,
     recheck,
     spot_check,
