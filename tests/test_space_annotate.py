@@ -183,7 +183,6 @@ def test_names_are_normalised_and_lookalikes_are_one_annotator(study):
     page, _ = answer(on, on.start("Alice", {}), 0)
     assert page[SESSION]["annotator"] == "alice"
     # a zero-width space and a joiner, a Cyrillic а, fullwidth letters
-    # a zero-width space and joiner, a Cyrillic а, fullwidth letters
     for typed in ("alice", "ALICE", "alice\u200b", " a\u200dlice ", "\u0430lice", "ａｌｉｃｅ"):
         assert on.start(typed, {})[SESSION]["annotator"] == "alice", typed
     assert study.store.annotations("alice") and len({r.annotator for r in study.store.annotations()}) == 1
