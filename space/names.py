@@ -95,9 +95,10 @@ def skeleton(text: str) -> str:
 
 
 def confusable_key(text: str) -> str:
-    """What two names that look alike share: the skeleton of the cleaned name, case-folded, with
-    every run of other characters than a-z and 0-9 as one "_"."""
-    return _NOT_ALNUM.sub("_", skeleton(clean(text)).casefold()).strip("_")
+    """What two names that look alike share, whatever their case: the skeleton of the cleaned name,
+    case-folded and skeletonised again ("I" looks like "l", "M" in lower case like "rn"), with every
+    run of other characters than a-z and 0-9 as one "_"."""
+    return _NOT_ALNUM.sub("_", skeleton(skeleton(clean(text)).casefold())).strip("_")
 
 
 def plain_markdown(text: object) -> str:
