@@ -10,7 +10,11 @@ nothing answered is lost on a restart.
 Each image goes to 3 distinct annotators. An image shown to an annotator who has not answered
 it yet is *reserved* for them (`Reservations`, in memory, expiring after 30 minutes), and counts
 towards the three: two annotators working at once never both take an image's last slot. The
-next image is chosen and reserved under one lock.
+next image is chosen and reserved under one lock. Each annotator holds one reservation at a time,
+and a client (`space.identity.requester`) may bring at most `NEW_NAMES_PER_HOUR` new typed names
+an hour (`NameLimiter`), so made-up names cannot hoard the slots. Typed names are normalised
+(`space.names.name_key`: "alice", "Alice" and "alice" + a zero-width space are one annotator),
+and a name that looks like a known annotator's (the same TR39 skeleton) is that annotator.
 """
 
 from __future__ import annotations
@@ -33,11 +37,39 @@ from validation.sample import SampleItem
 
 from . import annotate_view as view
 from .annotate_images import SampleImages
+from .identity import requester
+from .names import MAX_NAME, confusable_key, name_key
 from .store import LeaderboardStore
 
 log = logging.getLogger(__name__)
 RESERVATION_SECONDS = 30 * 60
-MAX_NAME = 200  # AnnotationRecord.annotator's limit
+NEW_NAMES_PER_HOUR = 3  # typed annotator names a client may introduce per hour
+HOUR = 3600.0
+
+
+class NameLimiter:
+    """At most `per_hour` new annotator names per client in any hour; names already known (with
+    answers stored, or introduced by this client within the hour) are always let through."""
+
+    def __init__(self, per_hour: int = NEW_NAMES_PER_HOUR, clock: Callable[[], float] = time.monotonic):
+        self.per_hour = per_hour
+        self.clock = clock
+        self._introduced: dict[str, list[tuple[float, str]]] = {}
+        self._lock = threading.Lock()
+
+    def allow(self, client: str, name: str, known: Collection[str]) -> bool:
+        if name in known:
+            return True
+        with self._lock:
+            now = self.clock()
+            recent = [(when, n) for when, n in self._introduced.get(client, []) if now - when < HOUR]
+            self._introduced[client] = recent
+            if any(n == name for _, n in recent):
+                return True
+            if len(recent) >= self.per_hour:
+                return False
+            recent.append((now, name))
+            return True
 
 
 class Reservations:
@@ -67,19 +99,23 @@ class Reservations:
         return held
 
 
-def annotator_name(name: str | None, profile: Any, require_login: bool) -> str:
-    """Who is annotating: ``hf:<username>`` when signed in with Hugging Face, else the typed name."""
+def annotator_name(name: str | None, profile: Any, require_login: bool, known: Collection[str] = ()) -> str:
+    """Who is annotating: ``hf:<username>`` when signed in with Hugging Face, else the typed name,
+    normalised (`name_key`); a name that looks like a `known` annotator's is that annotator."""
     username = getattr(profile, "username", None)
     if username:
         return f"hf:{username}"
     if require_login:
         raise UserError("sign in with Hugging Face (button above) to annotate")
-    name = (name or "").strip()
+    name = name_key(name or "")
     if not name:
         raise UserError("type your name to start")
     if len(name) > MAX_NAME:
         raise UserError(f"the name is longer than {MAX_NAME} characters")
-    return name
+    if name.startswith("hf:"):
+        raise UserError("names starting with hf: belong to Hugging Face accounts: sign in instead")
+    looks = confusable_key(name)
+    return next((other for other in sorted(known) if confusable_key(other) == looks), name)
 
 
 @dataclass
@@ -91,6 +127,7 @@ class AnnotateHandlers:
     require_login: bool = False
     reservations: Reservations = field(default_factory=Reservations)
     per_image: int = RATERS
+    names: NameLimiter = field(default_factory=NameLimiter)
 
     def __post_init__(self) -> None:
         self.sample = list(self.sample)
@@ -188,13 +225,25 @@ class AnnotateHandlers:
 
     # -- events --------------------------------------------------------------------------------
 
-    def start(self, name: str | None, session: dict | None, profile: gr.OAuthProfile | None = None) -> tuple:
+    def start(
+        self,
+        name: str | None,
+        session: dict | None,
+        request: gr.Request = None,  # type: ignore[assignment]
+        profile: gr.OAuthProfile | None = None,
+    ) -> tuple:
         """Sign in (a typed name, or the Hugging Face account) and show the first unanswered image."""
         session = dict(session or {})
         if not self.sample:
             return self._blank(session, view.no_sample_markdown())
+        known = {record.annotator for record in self.store.annotations()}
         try:
-            annotator = annotator_name(name, profile, self.require_login)
+            annotator = annotator_name(name, profile, self.require_login, known)
+            if not annotator.startswith("hf:") and not self.names.allow(requester(request), annotator, known):
+                raise UserError(
+                    f"this client brought {self.names.per_hour} new names within the hour; "
+                    "go on with one of them, or sign in with Hugging Face"
+                )
         except UserError as error:
             return self._blank(session, view.signed_out_markdown(self.require_login), view_error(str(error)))
         return self._go(annotator, lambda upcoming, done: None)

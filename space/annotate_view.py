@@ -18,6 +18,8 @@ from validation.assignment import Progress
 from validation.labels import RATERS
 from validation.questions import Question, prompt_questions
 
+from .names import plain_markdown
+
 ANSWERS = ("yes", "no")
 
 INSTRUCTIONS = """\
@@ -122,7 +124,7 @@ def raw_answers(
 def progress_markdown(annotator: str, progress: Progress, *, reviewing: bool = False, per_image: int = RATERS) -> str:
     """ "**alice** · 3 done · 597 left for you · 0 of 600 images complete (3 annotators)"."""
     line = (
-        f"**{annotator}** · {progress.done} done · {progress.left} left for you · "
+        f"**{plain_markdown(annotator)}** · {progress.done} done · {progress.left} left for you · "
         f"{progress.complete} of {progress.total} images complete ({per_image} annotators)"
     )
     if reviewing:

@@ -4,12 +4,16 @@
 which calls pure view builders (`views`, `leaderboard_view`). The models are an `Evaluator`
 passed in (or built here, lazily); the scoring function runs under `spaces.GPU` (`scoring`:
 a no-op off ZeroGPU) and only CPU objects cross it. The app's temporary folder is removed when
-it closes, or at exit.
+it closes, at exit, or on SIGTERM (a Space's restart). Identities (`identity`), names (`names`),
+the spot check's policy (`verification`) and the bounds on disk, queue and image sizes
+(`resources`) have their own modules.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,16 +23,18 @@ import matplotlib.pyplot  # noqa: F401  (see below)
 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex, PromptRecord
-from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES
+from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES, SAMPLES_PER_PROMPT
 from evaluator.config import EVALUATOR_VERSION
 from negt2ibench.api import Evaluator
 from negt2ibench.core.errors import UsageError
 
 from .annotate_tab import annotate_tab, annotation_handlers
 from .handlers import Handlers, Rechecker, WorkDir
+from .identity import FORWARDED_ENV, check_forwarded_allow_ips, default_forwarded_allow_ips
 from .judge_panel import judge_panel
 from .leaderboard_view import AWAITING_COLUMNS, CAUSE_COLUMNS, LEADERBOARD_HEADERS, PAPER_ROWS_NOTE
-from .scoring import gpu_scorer, on_zero_gpu, preload_models
+from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SCORE_CONCURRENCY, SWEEP_SECONDS, blocks_cache
+from .scoring import gpu_batch_scorer, gpu_scorer, on_zero_gpu, preload_models
 from .store import LeaderboardStore, open_store
 from .submissions import ImageSourceFactory, SubmissionLimits, hub_images
 from .views import (
@@ -74,20 +80,46 @@ def image_upload(**kwargs: Any) -> gr.Image:
     return component
 
 
-class SpaceBlocks(gr.Blocks):
-    """The app's Blocks: closing it also removes its temporary folder and stops its rechecks."""
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt  # gradio's main-thread wait stops the server on it, as on Ctrl-C
 
-    def __init__(self, work_dir: WorkDir, **kwargs: Any):
+
+class SpaceBlocks(gr.Blocks):
+    """The app's Blocks: launched behind the configured proxies only, and closing it (or SIGTERM)
+    also removes its temporary folder and stops its background threads."""
+
+    def __init__(self, work_dir: WorkDir, forwarded_allow_ips: str = "", **kwargs: Any):
         super().__init__(**kwargs)
         self.work_dir = work_dir
+        self.forwarded_allow_ips = forwarded_allow_ips
         self.rechecker: Rechecker | None = None
+        self.sweeper: Rechecker | None = None
+
+    def launch(self, *args: Any, **kwargs: Any):
+        """`gr.Blocks.launch`, with uvicorn trusting X-Forwarded-For from `forwarded_allow_ips` only
+        (uvicorn reads FORWARDED_ALLOW_IPS when the server is made), and SIGTERM handled as Ctrl-C."""
+        blocking = not kwargs.get("prevent_thread_lock", False)
+        if blocking and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _interrupt)
+        previous = os.environ.get(FORWARDED_ENV)
+        os.environ[FORWARDED_ENV] = self.forwarded_allow_ips
+        try:
+            return super().launch(*args, **kwargs)
+        finally:
+            if previous is None:
+                os.environ.pop(FORWARDED_ENV, None)
+            else:
+                os.environ[FORWARDED_ENV] = previous
+            if blocking:  # the server has stopped (Ctrl-C, SIGTERM): the folder goes now, not at exit
+                self.close()
 
     def close(self, verbose: bool = True) -> None:
         try:
             super().close(verbose)
         finally:
-            if self.rechecker is not None:
-                self.rechecker.stop()
+            for thread in (self.rechecker, self.sweeper):
+                if thread is not None:
+                    thread.stop()
             self.work_dir.cleanup()
 
 
@@ -108,6 +140,9 @@ def build_app(
     judge_mode: str | None = None,
     weights_dir: str | Path | None = None,
     recheck_every: float | None = RECHECK_SECONDS,
+    forwarded_allow_ips: str | None = None,
+    cache_bytes: int = CACHE_BYTES,
+    verify_secret: bytes | None = None,
 ) -> gr.Blocks:
     """The Space.
 
@@ -129,11 +164,20 @@ def build_app(
             Score tab shows beside the verdict, in `judge_mode` (pos, neg or whole; env NEGT2I_JUDGE_MODE).
         weights_dir: the folder `negt2ibench download-models --dir DIR` filled (`serve --weights-dir`).
         recheck_every: retry the spot check of submissions that are not final at start-up and
-            then every so many seconds, in a background thread (None: never).
+            then every so many seconds, in a background thread (None: never); a stored submission
+            wakes it at once.
+        forwarded_allow_ips: the proxies whose X-Forwarded-For is believed (uvicorn's convention:
+            addresses or networks, comma-separated); default `identity.default_forwarded_allow_ips()`
+            (FORWARDED_ALLOW_IPS, else the Spaces proxy's network on a Space, else none).
+        cache_bytes: the bound on the app's files on disk (uploads, outputs, its temporary folder).
+        verify_secret: the spot check's sample secret (default: NEGT2I_VERIFY_SECRET, else one per process).
     """
     if evaluator is not None and perception is not None:
         raise UsageError("pass evaluator or perception to build_app, not both")
     limits = limits or SubmissionLimits()
+    forwarded = check_forwarded_allow_ips(
+        default_forwarded_allow_ips() if forwarded_allow_ips is None else forwarded_allow_ips
+    )
     if require_login is None:
         require_login = bool(os.environ.get("SPACE_ID"))
     prompts = list(prompts if prompts is not None else load_prompts(dataset))
@@ -156,6 +200,8 @@ def build_app(
         limits=limits,
         require_login=require_login,
         work_dir=work_dir,
+        rescore_on_gpu=gpu_batch_scorer(evaluator),
+        secret=verify_secret,
     )
     prompt_choices = [(prompt_label(p), p.prompt_id) for p in prompts]
     annotating = annotation_handlers(
@@ -163,7 +209,7 @@ def build_app(
     )
     judging = judge_panel(judge, judge_mode, on._prompt_of, preload=preload)
 
-    with SpaceBlocks(work_dir, title="NegT2IBench") as demo:
+    with SpaceBlocks(work_dir, forwarded, title="NegT2IBench", delete_cache=DELETE_CACHE) as demo:
         gr.Markdown(
             "# NegT2IBench\nDo text-to-image models respect *negation*? 4,800 prompts in 6 categories × 8 "
             "positive:negated settings, scored by a detector-based evaluator "
@@ -229,10 +275,20 @@ def build_app(
             )
             if judging is not None:  # a VLM judge's answers beside the verdict (off by default)
                 judge_outputs = judging.layout()
-                score_button.click(judging.judge, [upload, prompt_pick, custom], judge_outputs, api_name="judge")
+                score_button.click(
+                    judging.judge,
+                    [upload, prompt_pick, custom],
+                    judge_outputs,
+                    api_name="judge",
+                    concurrency_limit=SCORE_CONCURRENCY,
+                )
             result_file = gr.File(label="Result JSON")
             score_button.click(
-                on.score, [upload, prompt_pick, custom], [annotated, verdict, verdicts, result_file], api_name="score"
+                on.score,
+                [upload, prompt_pick, custom],
+                [annotated, verdict, verdicts, result_file],
+                api_name="score",
+                concurrency_limit=SCORE_CONCURRENCY,  # with one event per client at once (`on.slots`)
             )
         with gr.Tab("Leaderboard", id="leaderboard"):
             gr.Markdown(
@@ -269,7 +325,8 @@ def build_app(
                 submit_help(
                     version=EVALUATOR_VERSION,
                     config_hash=config.config_hash,
-                    k=limits.spot_check_k,
+                    sample=limits.plan_for(len(prompts) * SAMPLES_PER_PROMPT).sample_size,
+                    tolerance=limits.plan_for(len(prompts) * SAMPLES_PER_PROMPT).max_disagreements,
                     max_megabytes=limits.max_bytes // 2**20,
                     per_day=limits.per_day,
                 )
@@ -290,6 +347,8 @@ def build_app(
             send = gr.Button("Submit", variant="primary")
             submit_status = gr.Markdown()
             submissions = gr.Dataframe(headers=SUBMISSION_COLUMNS, label="Submissions", interactive=False, wrap=True)
+            # spot checks run in the background: the list shows where each one is
+            gr.Button("Refresh the list").click(on.submissions, None, submissions, api_name="submissions")
             send.click(
                 on.submit,
                 [results_upload, model_name, link, images_repo, revision],
@@ -303,6 +362,10 @@ def build_app(
         )
         demo.load(on.leaderboard, None, board_outputs, api_name=False)
         demo.load(on.submissions, None, submissions, api_name=False)
+    demo.queue(max_size=QUEUE_SIZE)
+    on.cache = blocks_cache(demo, cache_bytes, work_dir.existing)
+    demo.sweeper = Rechecker(on.cache.enforce, SWEEP_SECONDS, name="negt2i-cache").start()
     if recheck_every is not None:
         demo.rechecker = Rechecker(on.recheck, recheck_every).start()
+        on.on_stored = demo.rechecker.wake
     return demo

@@ -1,4 +1,4 @@
-"""`negt2ibench serve`, `negt2ibench deploy-space` and `negt2ibench leaderboard list|recheck`."""
+"""`negt2ibench serve`, `negt2ibench deploy-space` and `negt2ibench leaderboard list|verify|recheck`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dataset_builder.layout import DEFAULT_DATASET_DIR
 from negt2ibench.core.errors import UserError
-from negt2ibench.core.options import device, positive_int, repo_id
+from negt2ibench.core.options import device, non_negative_int, positive_int, repo_id
 
 DEFAULT_DATASET = DEFAULT_DATASET_DIR
 
@@ -39,6 +39,7 @@ def _serve(args: argparse.Namespace) -> int:
     if args.judge:
         print(f"judge beside the scorer: {args.judge} ({args.judge_mode or 'pos'} mode)")
     demo = build_app(  # unreadable prompts, sample or an unknown judge: a one-line UserError
+        forwarded_allow_ips=args.forwarded_allow_ips,
         dataset=dataset,
         store=store,
         annotation_sample=args.annotation_sample,
@@ -79,32 +80,52 @@ def _leaderboard_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _leaderboard_recheck(args: argparse.Namespace) -> int:
+def _forwarded(value: str) -> str:
+    from .identity import check_forwarded_allow_ips
+
+    try:
+        return check_forwarded_allow_ips(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _leaderboard_verify(args: argparse.Namespace) -> int:
     from dataset_builder.loading import prompt_index
     from negt2ibench.api import Evaluator
 
     from .app import PRESET
-    from .store import open_store
-    from .submissions import SpotCheckSetup, awaiting, recheck
+    from .rescore import local_images, verify_full, verify_sampled
+    from .store import negt2i_home, open_store
+    from .submissions import SpotCheckSetup, hub_images
 
-    store = open_store(args.home)
-    before = {entry.submission_id: entry.status for entry in awaiting(store.list_entries())}
-    if not before:
-        print(f"nothing to recheck: every submission in {store!r} is verified or rejected")
-        return 0
+    if args.images_from is not None and not args.images_from.is_dir():
+        raise UserError(f"--images-from {args.images_from}: no such folder")
     index = prompt_index(args.dataset)
-    evaluator = Evaluator(PRESET, device=args.device, weights_dir=args.weights_dir, prompts=index)
+    evaluator = Evaluator(
+        PRESET, device=args.device, weights_dir=args.weights_dir, prompts=index, batch_size=args.batch_size
+    )
 
-    def score(image, prompt, model_key, sample_index):
-        return evaluator.score(image, prompt, model_key=model_key, sample_index=sample_index).record
+    def score(images, prompts, model_key, sample_indices):
+        return evaluator.score_many(
+            images, prompts, model_key=model_key, sample_indices=sample_indices, progress=False, num_workers=0
+        )
 
-    print(f"rechecking {len(before)} submission(s) in {store!r} ...", flush=True)
-    entries = recheck(store, SpotCheckSetup(index, score, config=evaluator.config))
-    for entry in entries:
-        change = f"{before[entry.submission_id]} → {entry.status}"
-        print(f"{entry.submission_id[:8]}  {entry.model_name}: {change}: {entry.reason}")
-    waiting = sum(entry.status in ("received", "validated", "pending") for entry in entries)
-    print(f"{len(entries) - waiting} settled, {waiting} still waiting")
+    images = local_images(args.images_from) if args.images_from is not None else hub_images
+    setup = SpotCheckSetup(index, score, images, config=evaluator.config)
+    if not getattr(args, "full", False):
+        verify_sampled(open_store(args.home), setup)
+        return 0
+    home = Path(args.home).expanduser() if args.home else negt2i_home()
+    verify_full(
+        lambda: open_store(args.home),
+        setup,
+        evaluator,
+        work=args.work_dir or home / "verify",
+        images_from=args.images_from,
+        limit=args.limit,
+        progress=not args.no_progress,
+        num_workers=args.num_workers,
+    )
     return 0
 
 
@@ -129,6 +150,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 to share on the LAN)"
+    )
+    serve.add_argument(
+        "--forwarded-allow-ips",
+        type=_forwarded,
+        default=None,
+        metavar="IPS",
+        help="proxies whose X-Forwarded-For is believed, comma-separated addresses or networks (uvicorn's "
+        "convention; default $FORWARDED_ALLOW_IPS, else none: the socket peer is the client)",
     )
     serve.add_argument("--dataset", type=Path, default=None, help="built dataset folder (from `negt2ibench build`)")
     serve.add_argument(
@@ -186,33 +215,87 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     board = subparsers.add_parser(
         "leaderboard",
-        help="list the leaderboard's submissions, or retry the spot check of those waiting",
+        help="list the leaderboard's submissions, or verify those waiting (a sample, or a full re-score)",
         description=(
             "The leaderboard store the Space uses (SQLite under NEGT2I_HOME, or the Hub dataset repo named by "
             "NEGT2I_RESULTS_REPO). A submission whose spot check could not run (images unreachable, no GPU) is "
-            "pending; the Space retries it at start-up and every 30 minutes, and `recheck` retries it now, here."
+            "pending; the Space retries it at start-up and every 30 minutes. `verify` runs the spot check here, "
+            "and `verify --full` re-scores every image with this machine's models (docs/leaderboard.md)."
         ),
     )
     actions = board.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = actions.add_parser("list", help="every submission with its status and reason")
+    verify = actions.add_parser(
+        "verify",
+        help="verify waiting submissions here: their spot check, or with --full every image re-scored",
+        description=(
+            "Without --full: validate received submissions and run the spot check of validated and pending ones "
+            "with this machine's models (the Space's policy: 577 of 19,200 images, at most 4 may disagree). "
+            "With --full: re-score every image of each submission that waits or was verified by a sample, through "
+            "the engine of `negt2ibench score` (resumable: rerun the same command after an interruption; "
+            "multi-GPU: `accelerate launch -m negt2ibench leaderboard verify --full`), and write this re-score's "
+            "numbers as the entry's ranked ones: verified (full re-score). Prints each submission's new status."
+        ),
+        epilog="examples:\n"
+        "  negt2ibench leaderboard verify\n"
+        "  negt2ibench leaderboard verify --full --limit 1\n"
+        "  accelerate launch --multi_gpu --num_processes 4 -m negt2ibench leaderboard verify --full",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     again = actions.add_parser(
         "recheck",
-        help="advance every submission that is not verified or rejected (re-score its spot check here)",
+        help="the same as `verify` without --full (kept for scripts)",
         description="Validate received submissions and re-run the spot check of validated and pending ones "
         "with this machine's models; prints each one's new status and reason.",
     )
-    for sub in (listing, again):
+    for sub in (listing, verify, again):
         sub.add_argument("--home", type=Path, default=None, help="NEGT2I_HOME (where the SQLite leaderboard lives)")
-    again.add_argument(
-        "--dataset", type=Path, default=None, help="built dataset folder with the prompts (default: built in memory)"
+    for sub in (verify, again):
+        sub.add_argument(
+            "--dataset",
+            type=Path,
+            default=None,
+            help="built dataset folder with the prompts (default: built in memory)",
+        )
+        sub.add_argument("--device", type=device, default="auto", help="where the models run (default: auto)")
+        sub.add_argument(
+            "--weights-dir",
+            type=Path,
+            default=None,
+            metavar="DIR",
+            help="folder filled by `negt2ibench download-models --dir DIR`",
+        )
+        sub.add_argument(
+            "--images-from",
+            type=Path,
+            default=None,
+            metavar="DIR",
+            help="read each submission's images from DIR/ORG/NAME (a dataset folder laid out as the Hub repo) "
+            "instead of the Hub",
+        )
+        sub.add_argument(
+            "--batch-size", type=positive_int, default=8, metavar="N", help="images per model batch (default: 8)"
+        )
+    verify.add_argument("--full", action="store_true", help="re-score every image, not a sample")
+    verify.add_argument(
+        "--limit", type=positive_int, default=None, metavar="N", help="with --full: at most N submissions this run"
     )
-    again.add_argument("--device", type=device, default="auto", help="where the models run (default: auto)")
-    again.add_argument(
-        "--weights-dir",
+    verify.add_argument(
+        "--work-dir",
         type=Path,
         default=None,
         metavar="DIR",
-        help="folder filled by `negt2ibench download-models --dir DIR`",
+        help="with --full: where the re-scored records and downloaded images go (default NEGT2I_HOME/verify); "
+        "keep it to resume",
     )
+    verify.add_argument(
+        "--num-workers",
+        type=non_negative_int,
+        default=None,
+        metavar="N",
+        help="with --full: image-decoding processes per model process (as `score --num-workers`)",
+    )
+    verify.add_argument("--no-progress", action="store_true", help="no progress bar")
     listing.set_defaults(handler=_leaderboard_list)
-    again.set_defaults(handler=_leaderboard_recheck)
+    verify.set_defaults(handler=_leaderboard_verify)
+    again.set_defaults(handler=_leaderboard_verify)

@@ -20,6 +20,7 @@ PYTHON_VERSION = "3.10.13"
 # or the test tools.
 SPACE_IMPORTS = (
     "accelerate",
+    "confusable-homoglyphs",
     "datasets",
     "filelock",
     "huggingface_hub",

@@ -4,6 +4,7 @@ stack trace. `build_app` wires them to the components."""
 
 from __future__ import annotations
 
+import html
 import logging
 import shutil
 import tempfile
@@ -22,15 +23,19 @@ from negt2ibench.api import resolve_prompt
 from negt2ibench.core.errors import MissingWeightsError, UserError
 
 from . import views
+from .identity import requester
 from .leaderboard_view import (
     awaiting_frame,
     causes_frame,
+    csv_frame,
     leaderboard_frame,
     model_status,
     newest_entries,
     polarity_figure,
 )
-from .scoring import ScoreOnGpu
+from .names import clip
+from .resources import CacheBudget, ClientSlots, bounded_image
+from .scoring import RescoreOnGpu, ScoreOnGpu
 from .store import LeaderboardStore
 from .submissions import (
     ImageSourceFactory,
@@ -44,6 +49,7 @@ from .submissions import (
 )
 
 WEIGHTS_RETRY_SECONDS = 300.0  # after "weights missing", clicks answer at once for this long, then retry
+MAX_PROMPT_CHARS = 400  # a typed prompt, at most (the benchmark's longest is under 250)
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +70,10 @@ class WorkDir:
             self._finalizer = weakref.finalize(self, shutil.rmtree, str(self._path), True)
         return self._path
 
+    def existing(self) -> list[Path]:
+        """The folder when it has been made (what the cache sweep looks at), else nothing."""
+        return [self._path] if self._path is not None and self._path.is_dir() else []
+
     def cleanup(self) -> None:
         if self._finalizer is not None:
             self._finalizer()  # removes the folder once; detached afterwards
@@ -75,10 +85,10 @@ class Rechecker:
     `interval` seconds, in a daemon thread, until `stop()` (when the app closes). `wake()` runs it
     now. Each pass is `recheck`; what it does is in the store, where tests wait for it."""
 
-    def __init__(self, run: Callable[[], object], interval: float):
+    def __init__(self, run: Callable[[], object], interval: float, name: str = "negt2i-recheck"):
         self.run, self.interval = run, interval
         self._stop, self._wake = threading.Event(), threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="negt2i-recheck", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
 
     def start(self) -> Rechecker:
         self._thread.start()
@@ -102,7 +112,7 @@ class Rechecker:
 
 
 def _error(message: str) -> str:
-    gr.Warning(message.splitlines()[0] if message else "error")
+    gr.Warning(html.escape(clip(message.splitlines()[0] if message else "error")))  # the toast renders HTML
     return views.error_markdown(message)
 
 
@@ -117,12 +127,26 @@ class Handlers:
     limits: SubmissionLimits
     require_login: bool
     work_dir: WorkDir
+    rescore_on_gpu: RescoreOnGpu | None = None  # the spot check's batch scorer (None: none here)
+    slots: ClientSlots = field(default_factory=ClientSlots)  # scoring events per client at once
+    cache: CacheBudget | None = None  # the upload cache, kept under its bound after each upload
+    secret: bytes | None = None  # the spot check's sample secret (None: `spotcheck.verification_secret()`)
+    on_stored: Callable[[], None] | None = None  # a submission was stored: start its spot check
     # The last "weights missing" answer and when it came: clicks within WEIGHTS_RETRY_SECONDS reuse it.
     _missing_weights: tuple[float, str] | None = field(default=None, repr=False)
 
     @property
     def spot_check_setup(self) -> SpotCheckSetup:
-        return SpotCheckSetup(self.index, self.rescore, self.open_images, self.config, self.limits)
+        score = self.rescore if self.rescore_on_gpu is not None else None
+        return SpotCheckSetup(self.index, score, self.open_images, self.config, self.limits, self.secret)
+
+    def _tidy(self) -> None:
+        """After an event that took an upload: the cache back under its bound."""
+        if self.cache is not None:
+            try:
+                self.cache.enforce()
+            except Exception:  # noqa: BLE001 - a failed sweep must not fail the answer; the next one retries
+                log.exception("cache sweep failed")
 
     def recheck(self) -> list:
         """Retry every submission that is not final (start-up, the periodic pass)."""
@@ -154,12 +178,35 @@ class Handlers:
     def _prompt_of(self, prompt_id: str | None, custom_prompt: str | None) -> PromptRecord:
         """The typed prompt, else the picked one, by the API's rule (`negt2ibench.api.resolve_prompt`)."""
         if custom_prompt and custom_prompt.strip():
+            if len(custom_prompt) > MAX_PROMPT_CHARS:
+                raise UserError(
+                    f"the prompt is {len(custom_prompt):,} characters long; prompts in the grammar are at most "
+                    f"{MAX_PROMPT_CHARS}"
+                )
             return resolve_prompt(custom_prompt, self.index)
         if not prompt_id:
             raise UserError("pick a benchmark prompt or type a prompt in the grammar")
         return resolve_prompt(prompt_id.split(":", 1)[0], self.index)  # a typed "id: text" label works too
 
-    def score(self, upload: str | None, prompt_id: str | None, custom_prompt: str | None):
+    def score(
+        self,
+        upload: str | None,
+        prompt_id: str | None,
+        custom_prompt: str | None,
+        request: gr.Request = None,  # type: ignore[assignment]
+        profile: gr.OAuthProfile | None = None,
+    ):
+        """Score an upload: one at a time per client (`ClientSlots`); the cache tidied afterwards."""
+        with self.slots.hold(requester(request, profile)) as held:
+            try:
+                if not held:
+                    message = "you already have an image being scored here; wait for it, then score the next"
+                    return None, _error(message), views.verdict_frame(None, None), None
+                return self._score(upload, prompt_id, custom_prompt)
+            finally:
+                self._tidy()
+
+    def _score(self, upload: str | None, prompt_id: str | None, custom_prompt: str | None):
         from evaluator.images import ImageError, load_image
 
         def failed(message: str):
@@ -168,7 +215,7 @@ class Handlers:
         if not upload:
             return failed("upload an image (PNG or JPEG)")
         try:
-            image = load_image(upload)
+            image = bounded_image(load_image(upload))  # above a few megapixels: downscaled before the models
         except ImageError as error:
             return failed(f"cannot score this upload: {error}")
         try:
@@ -201,9 +248,10 @@ class Handlers:
             self._missing_weights = (time.monotonic(), message)
             raise UserError(message) from None
 
-    def rescore(self, image, prompt: PromptRecord, model_key: str, sample_index: int):
-        """The spot check's scorer: the same GPU function, verdict only."""
-        return self.score_on_gpu(image, prompt, model_key, sample_index)[0]
+    def rescore(self, images: list, prompts: list[PromptRecord], model_key: str, sample_indices: list[int]):
+        """The spot check's scorer: a batch through the GPU function of `Evaluator.score_many`."""
+        assert self.rescore_on_gpu is not None  # noqa: S101 - spot_check_setup passes None otherwise
+        return self.rescore_on_gpu(images, prompts, model_key, sample_indices)
 
     # -- Leaderboard
     def leaderboard(self):
@@ -212,7 +260,7 @@ class Handlers:
         entries = self.store.list_entries()
         frame = leaderboard_frame(entries)
         csv_path = self.work_dir.path / "negt2ibench_leaderboard.csv"
-        frame.to_csv(csv_path, index=False)
+        csv_frame(frame).to_csv(csv_path, index=False)
         models = [e.model_name for e in newest_entries(entries)]
         picker = gr.update(choices=models, value=models[0] if models else None)
         return frame, str(csv_path), picker, awaiting_frame(entries)
@@ -222,7 +270,14 @@ class Handlers:
         if entry is None:
             message = "Pick a submitted model (paper-reported rows have no detail)."
             return message, polarity_figure(None), causes_frame(None)
-        return model_status(entry), polarity_figure(entry), causes_frame(entry)
+        try:
+            figure = polarity_figure(entry)
+        except Exception as error:  # noqa: BLE001 - the status still belongs to this model
+            log.exception("detail plot failed")
+            figure = polarity_figure(None)
+            failed = views.error_markdown(f"the plot failed: {error}")
+            return f"{model_status(entry)}\n\n{failed}", figure, causes_frame(entry)
+        return model_status(entry), figure, causes_frame(entry)
 
     # -- Submit
     def submissions(self):
@@ -238,6 +293,12 @@ class Handlers:
         request: gr.Request,
         profile: gr.OAuthProfile | None = None,
     ):
+        try:
+            return self._submit(results_file, model_name, link, images_repo, revision, request, profile)
+        finally:
+            self._tidy()
+
+    def _submit(self, results_file, model_name, link, images_repo, revision, request, profile):
         if self.require_login and profile is None:
             return _error(
                 "sign in with Hugging Face (button above) to submit: limits are per account"
@@ -249,7 +310,7 @@ class Handlers:
             link=link or "",
             images_repo=images_repo or "",
             images_revision=revision or "",
-            submitter=views.requester(request, profile),
+            submitter=requester(request, profile),
         )
         try:
             entry = submit(
@@ -261,6 +322,8 @@ class Handlers:
                 open_images=self.open_images,
                 config=self.config,
                 limits=self.limits,
+                secret=self.secret,
+                check=False,  # the background thread spot-checks it (hundreds of images take minutes)
             )
         except SubmissionError as error:  # refused: nothing stored, not counted
             return _error(f"not submitted: {error}"), self.submissions()
@@ -273,7 +336,9 @@ class Handlers:
                 f"submission failed before it was stored: {type(error).__name__}: {error}"
             ), self.submissions()
         if entry.status == "rejected":
-            gr.Warning(f"submission rejected: {entry.reason}")
+            gr.Warning(html.escape(f"submission rejected: {clip(entry.reason)}"))
+        elif self.on_stored is not None:
+            self.on_stored()
         return views.submission_message(entry), self.submissions()
 
     def _stored_then_failed(self, error: SubmissionStoredError) -> str:
@@ -281,4 +346,4 @@ class Handlers:
             entry = self.store.get_entry(error.submission_id)
         except Exception as unreadable:  # noqa: BLE001
             return f"the submission was {error}; reading it back failed: {unreadable}"
-        return f"{views.submission_message(entry)}; then {error}; it is retried automatically"
+        return f"{entry.model_name}: {entry.status}: {entry.reason}; then {error}; it is retried automatically"

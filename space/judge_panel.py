@@ -24,6 +24,7 @@ from dataset_builder.records import PromptRecord
 from evaluator.results import ResultRecord
 from negt2ibench.core.errors import UsageError, UserError
 
+from .resources import bounded_image
 from .scoring import JudgeOnGpu, gpu_judge, on_zero_gpu, preload_judge
 from .views import error_markdown
 
@@ -87,7 +88,7 @@ class JudgePanel:
         if not upload:
             return "", judge_frame(None)
         try:
-            image = load_image(upload)
+            image = bounded_image(load_image(upload))  # as the scorer sees it
             prompt = self.prompt_of(prompt_id, custom_prompt)
         except (ImageError, UserError):
             return "", judge_frame(None)

@@ -20,6 +20,8 @@ from evaluator.report import LEADERBOARD_COLUMNS, TABLE3_COLUMNS
 from evaluator.results import CAUSES
 from negt2ibench.core.table import Column, Table, to_frame
 
+from .identity import shown_identity
+from .names import csv_cell, plain_markdown
 from .store import Entry
 
 REPORTED = "reported (paper)"
@@ -101,6 +103,17 @@ def newest_entries(entries: Sequence[Entry]) -> list[Entry]:
     return list(chosen.values())
 
 
+def verification_label(entry: Entry) -> str:
+    """The Status cell: "verified (full re-score)", "verified (sampled, n=577, 1 disagreement)", or the status."""
+    check = entry.verification
+    if entry.status != "verified" or check is None:
+        return entry.status
+    if check.method == "full":
+        return "verified (full re-score)"
+    plural = "" if check.disagreements == 1 else "s"
+    return f"verified (sampled, n={check.checked}, {check.disagreements} disagreement{plural})"
+
+
 def ranked_entries(entries: Sequence[Entry]) -> list[Entry]:
     """Per model, its newest *verified* entry: the only submissions the leaderboard ranks."""
     return [entry for entry in newest_entries(entries) if entry.status == "verified"]
@@ -133,7 +146,7 @@ def leaderboard_table(entries: Sequence[Entry], include_paper: bool = True) -> T
     rows = []
     for entry in ranked_entries(entries):
         row = dict(entry.row or {})
-        row.update({"model": entry.model_name, "status": entry.status, "link": entry.link})
+        row.update({"model": entry.model_name, "status": verification_label(entry), "link": entry.link})
         rows.append(row)
     if include_paper:
         for paper in PAPER_ROWS:
@@ -156,12 +169,26 @@ def leaderboard_frame(entries: Sequence[Entry], include_paper: bool = True) -> p
     return frame.sort_values(SORT_KEY, ascending=best_first, na_position="last").reset_index(drop=True)
 
 
+def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The frame as written to CSV: text cells that a spreadsheet would run as a formula neutralised."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column]):
+            safe[column] = safe[column].map(csv_cell)
+    return safe
+
+
 def model_status(entry: Entry) -> str:
-    status = f"**{entry.model_name}**: {entry.status} ({entry.reason}); submitted by {entry.submitter}"
+    """The model detail's status line, every stranger's text in it as plain text."""
+    text = plain_markdown
+    status = (
+        f"**{text(entry.model_name)}**: {text(verification_label(entry))} ({text(entry.reason)}); "
+        f"submitted by {text(shown_identity(entry.submitter))}"
+    )
     if entry.images_repo:
-        status += f"; images `{entry.images_repo}@{entry.images_revision}`"
+        status += f"; images {text(entry.images_repo)} at revision {text(entry.images_revision)}"
     if entry.link:
-        status += f"; [link]({entry.link})"
+        status += f"; link: {text(entry.link)}"
     return status
 
 
@@ -197,7 +224,9 @@ def polarity_figure(entry: Entry | None):
     axis.set_ylabel("statements satisfied (%)")
     axis.set_ylim(0, 100)
     axis.set_xlabel("")
-    axis.set_title(f"{entry.model_name}: positive vs negated statements")  # type: ignore[union-attr]
+    # A name is text, not mathtext: "$\frac{$" is drawn as typed, and cannot break the figure.
+    title = f"{entry.model_name}: positive vs negated statements"  # type: ignore[union-attr]
+    axis.set_title(title, parse_math=False)
     return figure
 
 

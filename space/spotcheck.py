@@ -1,15 +1,21 @@
-"""The spot check of a submission: re-score k of its images from the submitted images dataset.
+"""The spot check of a submission: re-score a sample of its images from the submitted images dataset.
 
-`spot_check` compares the verdicts; `spot_check_failure` says in one line why a spot check could
-not run at all (images unreachable, the models missing here, a GPU quota or memory error), so
-the submission can wait, truthfully, for the next attempt (`space.submissions`).
+How many images, and how many may disagree, is the policy of `space.verification`
+(`spot_check_plan`, with its guarantee); which images is drawn with `sample_seed`, from the
+server's secret (`verification_secret`), the stored submission id and its results, so nobody
+knows the sample before submitting. `spot_check` re-scores the sample in batches (`ScoreFn`:
+the same `Evaluator.score_many` as `negt2ibench score`) and compares the verdicts;
+`spot_check_failure` says in one line why a spot check could not run at all (images unreachable,
+the models missing here, a GPU quota or memory error), so the submission can wait, truthfully,
+for the next attempt (`space.submissions`).
 """
 
 from __future__ import annotations
 
 import os
-import random
-from collections.abc import Callable, Sequence
+import secrets
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,18 +26,28 @@ from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.results import ResultRecord
 from negt2ibench.core.errors import MissingWeightsError, NegT2IError, UserError
 
+from .verification import SpotCheckPlan, draw_sample, results_digest, sample_seed
+
+SECRET_ENV = "NEGT2I_VERIFY_SECRET"
+SPOT_CHECK_BATCH = 16  # images per re-scoring call (one `spaces.GPU` call each on ZeroGPU)
+_process_secret = secrets.token_bytes(32)  # when NEGT2I_VERIFY_SECRET is not set: this process's own
+
 
 class ImagesUnreachable(UserError, RuntimeError):
     """The submitted images dataset cannot be read from here."""
 
 
+Key = tuple[str, int]  # (prompt_id, sample_index)
+
+
 class ImageSource(Protocol):
-    def image(self, prompt_id: str, sample_index: int) -> Image.Image:
-        """The submitted image; raises ImagesUnreachable if it cannot be read."""
+    def images(self, keys: Sequence[Key]) -> Iterator[tuple[Key, Image.Image]]:
+        """The submitted images of `keys` (in the source's order); raises ImagesUnreachable if one
+        cannot be read or is missing."""
 
 
-# Re-scores one image: (image, prompt, model_key, sample_index) -> result.
-ScoreFn = Callable[[Image.Image, PromptRecord, str, int], ResultRecord]
+# Re-scores a batch of images: (images, prompts, model_key, sample_indices) -> one result each, in order.
+ScoreFn = Callable[[list[Image.Image], list[PromptRecord], str, list[int]], list[ResultRecord]]
 # Opens the images of a submission: (repo_id, revision, split) -> ImageSource.
 ImageSourceFactory = Callable[[str, str, str], ImageSource]
 
@@ -53,27 +69,46 @@ class ParquetImages:
             raise ImagesUnreachable(f"images not reachable: no {split_glob(split)} in {folder}")
         return cls(files)
 
-    def image(self, prompt_id: str, sample_index: int) -> Image.Image:
-        import pyarrow.dataset as ds
+    def _row_groups(self) -> Iterator[tuple[Any, int]]:
+        import pyarrow.parquet as pq
 
+        for file in self.files:
+            handle = self.filesystem.open(file, "rb") if self.filesystem is not None else file
+            parquet = pq.ParquetFile(handle)
+            for group in range(parquet.num_row_groups):
+                yield parquet, group
+
+    def images(self, keys: Sequence[Key]) -> Iterator[tuple[Key, Image.Image]]:
+        """Read the key columns of each row group, then the image cells of the wanted rows only."""
+        from evaluator.images import ImageError, load_image
+        from evaluator.pipeline import image_bytes
+
+        wanted = set(keys)
         try:
-            dataset = ds.dataset(self.files, format="parquet", filesystem=self.filesystem)
-            table = dataset.to_table(
-                columns=["image"],
-                filter=(ds.field("prompt_id") == prompt_id) & (ds.field("sample_index") == sample_index),
-            )
+            for parquet, group in self._row_groups():
+                rows = parquet.read_row_group(group, columns=["prompt_id", "sample_index"]).to_pylist()
+                hits = [i for i, row in enumerate(rows) if (row["prompt_id"], int(row["sample_index"])) in wanted]
+                if not hits:
+                    continue
+                cells = parquet.read_row_group(group, columns=["image"]).column("image").take(hits).to_pylist()
+                for position, cell in zip(hits, cells, strict=True):
+                    key = (rows[position]["prompt_id"], int(rows[position]["sample_index"]))
+                    if key not in wanted:
+                        continue  # a key listed twice: the first row counts
+                    wanted.discard(key)
+                    try:
+                        yield key, load_image(image_bytes(cell))
+                    except ImageError as error:
+                        raise ImagesUnreachable(f"{key[0]} sample {key[1]} is not a usable image: {error}") from None
+        except ImagesUnreachable:
+            raise
         except Exception as error:  # noqa: BLE001 - any read failure means: not reachable
             raise ImagesUnreachable(f"images not reachable: {type(error).__name__}: {error}") from None
-        if table.num_rows == 0:
-            raise ImagesUnreachable(f"images dataset has no image for {prompt_id} sample {sample_index}")
-        from evaluator.images import ImageError, load_image
-
-        cell = table.column("image")[0].as_py()
-        data = cell["bytes"] if isinstance(cell, dict) else cell
-        try:
-            return load_image(data)
-        except ImageError as error:
-            raise ImagesUnreachable(f"{prompt_id} sample {sample_index} is not a usable image: {error}") from None
+        if wanted:
+            prompt_id, sample_index = min(wanted)
+            raise ImagesUnreachable(
+                f"images dataset has no image for {prompt_id} sample {sample_index} ({len(wanted)} missing)"
+            )
 
 
 def hub_images(repo_id: str, revision: str, split: str) -> ImageSource:
@@ -90,30 +125,91 @@ def hub_images(repo_id: str, revision: str, split: str) -> ImageSource:
     return ParquetImages(files, filesystem=filesystem)
 
 
+def verification_secret() -> bytes:
+    """The server's secret for sample seeds: NEGT2I_VERIFY_SECRET (set it as a Space secret, so a
+    maintainer with the same secret draws the same samples), else one drawn for this process."""
+    configured = os.environ.get(SECRET_ENV)
+    return configured.encode("utf-8") if configured else _process_secret
+
+
+def submission_seed(submission_id: str, results: Sequence[ResultRecord], secret: bytes | None = None) -> int:
+    """The seed of a stored submission's sample (`space.verification.sample_seed`)."""
+    digest = results_digest(record.model_dump_json() for record in results)
+    return sample_seed(secret or verification_secret(), submission_id, digest)
+
+
+def disagreement(submitted: ResultRecord, rescored: ResultRecord) -> str:
+    """Why two verdicts of one image differ ("" when they agree): the image's or any statement's."""
+    ours = [s.satisfied for s in rescored.statements]
+    theirs = [s.satisfied for s in submitted.statements]
+    if rescored.error is None and submitted.error is None and rescored.passed == submitted.passed and ours == theirs:
+        return ""
+    if rescored.error is not None and submitted.error is not None:
+        return ""  # both could not score it: they agree it is a failed image
+
+    def verdict(record: ResultRecord, satisfied: list[bool]) -> str:
+        return f"error ({record.error[:80]})" if record.error else f"{'pass' if record.passed else 'fail'} {satisfied}"
+
+    return (
+        f"{submitted.prompt_id} sample {submitted.sample_index}: submitted {verdict(submitted, theirs)}, "
+        f"re-scored {verdict(rescored, ours)}"
+    )
+
+
+@dataclass
+class SpotCheckOutcome:
+    """What a spot check found: `checked` images re-scored, the `disagreements` among them."""
+
+    plan: SpotCheckPlan
+    checked: int = 0
+    disagreements: list[str] = field(default_factory=list)
+
+    @property
+    def accepted(self) -> bool:
+        return self.plan.accepts(len(self.disagreements))
+
+
 def spot_check(
-    results: list[ResultRecord],
+    results: Sequence[ResultRecord],
     images: ImageSource,
     prompts: PromptIndex,
     score: ScoreFn,
     *,
-    k: int,
-    seed: int | None = None,
-) -> list[str]:
-    """Re-score k random submitted images; the list of disagreements (empty when all agree)."""
-    chosen = random.Random(seed).sample(results, min(k, len(results)))
-    mismatches = []
-    for submitted in chosen:
-        image = images.image(submitted.prompt_id, submitted.sample_index)
-        rescored = score(image, prompts[submitted.prompt_id], submitted.model_key, submitted.sample_index)
-        ours = [s.satisfied for s in rescored.statements]
-        theirs = [s.satisfied for s in submitted.statements]
-        if rescored.passed != submitted.passed or ours != theirs:
-            mismatches.append(
-                f"{submitted.prompt_id} sample {submitted.sample_index}: submitted "
-                f"{'pass' if submitted.passed else 'fail'} {theirs}, re-scored "
-                f"{'pass' if rescored.passed else 'fail'} {ours}"
-            )
-    return mismatches
+    plan: SpotCheckPlan,
+    seed: int,
+    batch_size: int = SPOT_CHECK_BATCH,
+) -> SpotCheckOutcome:
+    """Re-score the plan's sample of the submitted images (drawn with `seed`), in batches; stops
+    as soon as more images disagree than the plan tolerates (the outcome is then a rejection)."""
+    chosen = [results[position] for position in draw_sample(len(results), plan, seed)]
+    by_key = {(record.prompt_id, record.sample_index): record for record in chosen}
+    outcome = SpotCheckOutcome(plan)
+    batch: list[tuple[ResultRecord, Image.Image]] = []
+
+    def flush() -> None:
+        submitted = [record for record, _ in batch]
+        rescored = score(
+            [image for _, image in batch],
+            [prompts[record.prompt_id] for record in submitted],
+            submitted[0].model_key,
+            [record.sample_index for record in submitted],
+        )
+        for theirs, ours in zip(submitted, rescored, strict=True):
+            why = disagreement(theirs, ours)
+            if why:
+                outcome.disagreements.append(why)
+        outcome.checked += len(batch)
+        batch.clear()
+
+    for key, image in images.images(list(by_key)):
+        batch.append((by_key[key], image))
+        if len(batch) >= batch_size:
+            flush()
+            if not outcome.accepted:
+                break
+    if batch and outcome.accepted:
+        flush()
+    return outcome
 
 
 def spot_check_failure(error: BaseException) -> str:

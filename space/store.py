@@ -35,6 +35,7 @@ from negt2ibench.core.names import slug
 from validation.annotations import AnnotationRecord, ImageKey
 
 from .annotation_store import ANNOTATIONS_SCHEMA, HubAnnotations, SQLiteAnnotations
+from .names import confusable_key
 
 # received: stored with its results; validated: its leaderboard row computed, the spot check next;
 # verified / rejected: final; pending: the spot check could not run yet (the reason says why).
@@ -55,6 +56,19 @@ def model_key_of(model_name: str) -> str:
     """The split-safe key of a model name (`negt2ibench.core.names.slug`): lower case, runs of other
     characters as one `_`. A name with no letter or digit raises `SlugError` (a `ValueError`)."""
     return slug(model_name)
+
+
+class Verification(BaseModel):
+    """How a verified (or rejected) entry was checked: a sample (`space.verification`'s plan) or every image."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: Literal["sampled", "full"]
+    checked: int  # images re-scored
+    disagreements: int  # of them, images whose verdicts differ from the submitted file's
+    allowed: int | None = None  # the sampled plan's tolerance
+    total: int  # images in the submission
+    at: float = Field(default_factory=time.time)
 
 
 class Entry(BaseModel):
@@ -78,6 +92,8 @@ class Entry(BaseModel):
     detail: dict[str, Any] | None = None  # per-model detail: polarity × category, failure causes
     attempts: int = 0  # spot checks tried (a pending one is retried)
     checked_at: float | None = None  # when the last spot check was tried (epoch seconds)
+    verification: Verification | None = None  # how it was verified (or rejected)
+    claimed_row: dict[str, Any] | None = None  # the submitted numbers, once a full re-score replaced `row`
 
 
 def with_status(
@@ -154,13 +170,29 @@ def _parse_results_blob(blob: bytes, source: str = "stored results") -> list[Res
     return contents.records
 
 
+def name_conflict(existing: Iterable[Entry], model_name: str, model_key: str, submitter: str) -> str:
+    """Why `model_name` cannot be this submitter's ("" when it can): the model belongs to another
+    submitter, or the name looks like another model's (the same TR39 skeleton, `space.names`).
+    Rejected entries own nothing."""
+    looks = confusable_key(model_name)
+    for other in existing:
+        if other.status == "rejected":
+            continue
+        if other.model_key == model_key:
+            if other.submitter != submitter:
+                return f"model {model_name!r} was submitted by another user; choose another model name"
+        elif confusable_key(other.model_name) == looks:
+            return f"{model_name!r} looks like the model {other.model_name!r}; choose a name that does not"
+    return ""
+
+
 def _check_owner(existing: list[Entry], entry: Entry) -> None:
-    """Raise if the entry's model already belongs to another submitter (rejected entries own nothing)."""
+    """Raise if the entry's model belongs to another submitter or its name looks like another model's."""
     if entry.status == "rejected":
         return
-    for other in existing:
-        if other.model_key == entry.model_key and other.status != "rejected" and other.submitter != entry.submitter:
-            raise OwnershipError(f"model {entry.model_name!r} was submitted by another user; choose another model name")
+    problem = name_conflict(existing, entry.model_name, entry.model_key, entry.submitter)
+    if problem:
+        raise OwnershipError(problem)
 
 
 class SQLiteStore(SQLiteAnnotations):

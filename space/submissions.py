@@ -13,9 +13,14 @@ A valid file is stored, and from then on every state is what the store holds:
     (inconsistent                (the spot check could not run: images unreachable, the models
      results)                     missing here, a GPU quota or memory error; the reason says which)
 
+The spot check re-scores `space.verification.spot_check_plan(images)` images (577 of 19,200),
+drawn with a seed nobody knows before submitting; while it runs the entry is pending with a
+reason that says so ("spot check running ..."), so a crash mid-check leaves an honest entry.
+
 `advance()` moves one entry as far as it can go; `recheck()` advances every entry that is not
 final (at the Space's start-up, periodically while it runs, and by `negt2ibench leaderboard
-recheck`), so a submission left pending, or half done by a crash, is finished later.
+verify`), so a submission left pending, or half done by a crash, is finished later. The Space
+stores and validates in the request and spot-checks in its background thread (`submit(check=False)`).
 """
 
 from __future__ import annotations
@@ -34,7 +39,9 @@ from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from evaluator.config import EVALUATOR_VERSION, PRESETS, EvaluatorConfig
 from evaluator.results import ResultRecord
 from negt2ibench.core.errors import NegT2IError, UserError
+from negt2ibench.core.options import REPO_ID
 
+from .names import MAX_NAME, clean, clip, http_link, revision_name
 from .spotcheck import (
     ImageSource,
     ImageSourceFactory,
@@ -44,8 +51,10 @@ from .spotcheck import (
     hub_images,
     spot_check,
     spot_check_failure,
+    submission_seed,
 )
-from .store import Entry, LeaderboardStore, OwnershipError, Status, model_key_of
+from .store import Entry, LeaderboardStore, OwnershipError, Status, Verification, model_key_of, name_conflict
+from .verification import SpotCheckPlan, spot_check_plan
 
 __all__ = [
     "AWAITING",
@@ -60,6 +69,7 @@ __all__ = [
     "SubmissionForm",
     "SubmissionLimits",
     "SubmissionStoredError",
+    "SpotCheckPlan",
     "advance",
     "check_results",
     "hub_images",
@@ -71,12 +81,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 DAY_SECONDS = 24 * 60 * 60
-# The state machine: what each status may become. verified and rejected are final.
+# The state machine: what each status may become. rejected is final; verified stays verified (a
+# maintainer's full re-score replaces a sampled verification's numbers with the project's own).
 TRANSITIONS: dict[str, frozenset[str]] = {
     "received": frozenset({"validated", "rejected"}),
     "validated": frozenset({"verified", "rejected", "pending"}),
     "pending": frozenset({"verified", "rejected", "pending"}),
-    "verified": frozenset(),
+    "verified": frozenset({"verified"}),
     "rejected": frozenset(),
 }
 AWAITING: tuple[str, ...] = ("received", "validated", "pending")  # not final: `recheck` picks them up
@@ -100,8 +111,11 @@ class SubmissionStoredError(NegT2IError, RuntimeError):
 class SubmissionLimits:
     max_bytes: int = 200 * 1024 * 1024  # 19,200 result lines are ~30-60 MB
     per_day: int = 5  # stored submissions per submitter per 24 hours (refused uploads do not count)
-    spot_check_k: int = 8
-    spot_check_tolerance: int = 1  # verdict flips allowed (GPU non-determinism at score margins)
+    # None: `spot_check_plan(images)`, the stated guarantee; a fixed plan only for tests of other things.
+    spot_check: SpotCheckPlan | None = None
+
+    def plan_for(self, images: int) -> SpotCheckPlan:
+        return self.spot_check or spot_check_plan(images)
 
 
 @dataclass(frozen=True)
@@ -124,7 +138,7 @@ class SpotCheckSetup:
     open_images: ImageSourceFactory = hub_images
     config: EvaluatorConfig = PRESETS["current"]
     limits: SubmissionLimits = SubmissionLimits()
-    seed: int | None = None
+    secret: bytes | None = None  # the sample's secret (None: `spotcheck.verification_secret()`)
 
 
 def check_results(
@@ -205,40 +219,67 @@ def _validate(store: LeaderboardStore, entry: Entry, results: list[ResultRecord]
     except ValueError as error:  # e.g. a failed statement without a cause
         return transition(store, entry, "rejected", f"inconsistent results: {error}")
     row["model"] = entry.model_name
-    return transition(store, entry, "validated", "validated; spot check next", row=row, detail=detail)
+    return transition(store, entry, "validated", "validated; its spot check comes next", row=row, detail=detail)
 
 
 def _spot_check(store: LeaderboardStore, entry: Entry, results: list[ResultRecord], setup: SpotCheckSetup) -> Entry:
-    """validated | pending → verified, rejected, or pending with the reason the check could not run."""
-    attempts, now = entry.attempts + 1, time.time()
+    """validated | pending → verified, rejected, or pending with the reason the check could not run.
+
+    While the images are re-scored the entry is pending, saying so: a check of hundreds of images
+    takes minutes on a Space, and a crash in between leaves a truthful entry that `recheck` retries."""
+    attempts = entry.attempts + 1
+    plan = setup.limits.plan_for(len(results))
     if setup.score is None:
         why = "no scorer here to re-score the images"
     elif entry.config_hash != setup.config.config_hash:
         why = f"it was scored with config {entry.config_hash}; this Space scores with {setup.config.config_hash}"
     else:
+        started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        running = f"spot check running since {started}: {plan.describe()} (attempt {attempts})"
+        entry = transition(store, entry, "pending", running, attempts=attempts, checked_at=time.time())
         try:
             split = results[0].model_key  # the images split is the results' model key
             images = setup.open_images(entry.images_repo, entry.images_revision, split)
-            k = setup.limits.spot_check_k
-            mismatches = spot_check(results, images, setup.prompts, setup.score, k=k, seed=setup.seed)
+            seed = submission_seed(entry.submission_id, results, setup.secret)
+            outcome = spot_check(results, images, setup.prompts, setup.score, plan=plan, seed=seed)
         except Exception as error:  # noqa: BLE001 - whatever stops the check, the entry waits for the next try
             why = spot_check_failure(error)
         else:
-            checked = min(setup.limits.spot_check_k, len(results))
-            if len(mismatches) > setup.limits.spot_check_tolerance:
-                shown = "; ".join(mismatches[:3])
-                reason = f"spot check: {len(mismatches)} of {checked} re-scored images disagree ({shown})"
-                return transition(store, entry, "rejected", reason, attempts=attempts, checked_at=now)
-            reason = f"spot check: {checked - len(mismatches)} of {checked} re-scored images agree"
-            return transition(store, entry, "verified", reason, attempts=attempts, checked_at=now)
+            found = len(outcome.disagreements)
+            verification = Verification(
+                method="sampled",
+                checked=outcome.checked,
+                disagreements=found,
+                allowed=plan.max_disagreements,
+                total=len(results),
+            )
+            fields = {"attempts": attempts, "checked_at": time.time(), "verification": verification}
+            if not outcome.accepted:
+                shown = "; ".join(outcome.disagreements[:3])
+                reason = (
+                    f"spot check: {found} of {outcome.checked} re-scored images disagree, more than the "
+                    f"{plan.max_disagreements} of {plan.sample_size} allowed ({shown})"
+                )
+                return transition(store, entry, "rejected", reason, **fields)
+            reason = (
+                f"spot check: {outcome.checked - found} of {outcome.checked} re-scored images agree "
+                f"({found} disagree; at most {plan.max_disagreements} may)"
+            )
+            return transition(store, entry, "verified", reason, **fields)
     reason = f"spot check waits (attempt {attempts}): {why}; it is retried automatically"
-    return transition(store, entry, "pending", reason, attempts=attempts, checked_at=now)
+    return transition(store, entry, "pending", reason, attempts=attempts, checked_at=time.time())
 
 
 def advance(
-    store: LeaderboardStore, entry: Entry, setup: SpotCheckSetup, results: list[ResultRecord] | None = None
+    store: LeaderboardStore,
+    entry: Entry,
+    setup: SpotCheckSetup,
+    results: list[ResultRecord] | None = None,
+    *,
+    check: bool = True,
 ) -> Entry:
     """Move a stored submission through the state machine as far as it goes now; the stored entry.
+    `check=False` stops after validation (the spot check is left to `recheck`).
 
     A final entry, or one another thread of this process is advancing, is returned as it is."""
     with _busy_lock:
@@ -255,7 +296,7 @@ def advance(
             return transition(store, entry, "rejected", "no results are stored with this submission")
         if entry.status == "received":
             entry = _validate(store, entry, results)
-        if entry.status in ("validated", "pending"):
+        if check and entry.status in ("validated", "pending"):
             entry = _spot_check(store, entry, results, setup)
         return entry
     finally:
@@ -302,9 +343,12 @@ def submit(
     config: EvaluatorConfig = PRESETS["current"],
     limits: SubmissionLimits = SubmissionLimits(),
     now: float | None = None,
-    seed: int | None = None,
+    secret: bytes | None = None,
+    check: bool = True,
 ) -> Entry:
-    """Check an upload, store it, and advance it (validation, spot check); the stored entry.
+    """Check an upload, store it, and advance it (validation, then the spot check unless
+    `check=False`); the stored entry. Names are cleaned (`space.names.clean`), the link must be
+    http(s), the revision a branch, tag or commit, the images repo an ORG/NAME.
 
     Raises:
         SubmissionError: refused, nothing stored, not counted toward the daily limit.
@@ -312,11 +356,15 @@ def submit(
             (named by its id) is what holds, and `recheck` continues it.
     """
     now = time.time() if now is None else now
-    model_name = form.model_name.strip()
+    model_name = clean(form.model_name)
     if not model_name:
         raise _refused("enter the model's name")
+    if len(model_name) > MAX_NAME:
+        raise _refused(f"the model name is {len(model_name):,} characters long (at most {MAX_NAME})")
     try:
         model_key = model_key_of(model_name)
+        link = http_link(form.link)
+        revision = revision_name(form.images_revision)
     except ValueError as error:
         raise _refused(str(error)) from None
     path = Path(results_path)
@@ -331,12 +379,14 @@ def submit(
             f"{form.submitter} already made {recent} submissions in the last 24 hours (limit {limits.per_day}); "
             f"try again tomorrow ({NOT_COUNTED})"
         )
-    for other in store.list_entries():
-        if other.model_key == model_key and other.submitter != form.submitter and other.status != "rejected":
-            raise _refused(f"model {model_name!r} was submitted by another user; choose another model name")
-    images_repo = form.images_repo.strip()
+    conflict = name_conflict(store.list_entries(), model_name, model_key, form.submitter)
+    if conflict:
+        raise _refused(conflict)
+    images_repo = clean(form.images_repo)
     if not images_repo:
         raise _refused("name the images dataset (Hub repo id) so the scores can be spot-checked")
+    if not REPO_ID.match(images_repo):
+        raise _refused(f"the images dataset must be a Hub repo id ORG/NAME, got {clip(images_repo, 80)!r}")
     try:
         results = _load_results(path)
     except ValueError as error:
@@ -349,9 +399,9 @@ def submit(
         model_name=model_name,
         model_key=model_key,
         submitter=form.submitter,
-        link=form.link.strip(),
+        link=link,
         images_repo=images_repo,
-        images_revision=form.images_revision.strip() or "main",
+        images_revision=revision,
         created_at=now,
         evaluator_version=EVALUATOR_VERSION,
         config_hash=config.config_hash,
@@ -362,9 +412,9 @@ def submit(
         store.add_submission(entry, results)
     except OwnershipError as error:
         raise _refused(str(error)) from None
-    setup = SpotCheckSetup(prompts, score, open_images, config, limits, seed)
+    setup = SpotCheckSetup(prompts, score, open_images, config, limits, secret)
     try:
-        return advance(store, entry, setup, results)
+        return advance(store, entry, setup, results, check=check)
     except Exception as error:  # noqa: BLE001 - stored: say so, never "nothing was stored"
         raise SubmissionStoredError(entry.submission_id, error) from error
 

@@ -13,6 +13,8 @@ from dataset_builder.records import PromptRecord
 from dataset_builder.vocabulary import SETTINGS, setting_label, setting_name
 from evaluator.results import ResultRecord
 
+from .identity import shown_identity
+from .names import clip, plain_markdown
 from .store import Entry
 
 ANY = "any"
@@ -133,7 +135,8 @@ def verdict_summary(prompt: PromptRecord, result: ResultRecord) -> str:
     verdict = "PASS" if result.passed else "FAIL"
     satisfied = sum(s.satisfied for s in result.statements)
     return (
-        f"## Image verdict: <span class='verdict-{verdict.lower()}'>{verdict}</span>\n\n> {prompt.prompt}\n\n"
+        f"## Image verdict: <span class='verdict-{verdict.lower()}'>{verdict}</span>\n\n"
+        f"> {plain_markdown(prompt.prompt)}\n\n"
         f"{sum(o.present for o in result.objects)}/{len(result.objects)} objects present, "
         f"{satisfied}/{len(result.statements)} statements satisfied "
         f"(evaluator {result.evaluator_version}, config {result.config_hash})"
@@ -141,9 +144,12 @@ def verdict_summary(prompt: PromptRecord, result: ResultRecord) -> str:
 
 
 def error_markdown(message: str) -> str:
-    """A one-line error in bold; further lines (e.g. the grammar) below it as a code block."""
+    """A one-line error in bold, as plain text (it may quote a stranger's input: at most a few
+    hundred characters of it); further lines (e.g. the grammar) below it as an indented code block,
+    which no Markdown or HTML inside can leave."""
     first, *rest = message.splitlines() or [""]
-    return f"**Error:** {first}" + ("\n\n```text\n" + "\n".join(rest) + "\n```" if rest else "")
+    block = "\n".join("    " + clip(line, 300) for line in rest[:40])
+    return f"**Error:** {plain_markdown(clip(first, 600))}" + (f"\n\n{block}" if rest else "")
 
 
 # -- Submit --------------------------------------------------------------------------------------------
@@ -154,7 +160,7 @@ def submissions_frame(entries: Sequence[Entry]) -> pd.DataFrame:
         {
             "submitted (UTC)": time.strftime("%Y-%m-%d %H:%M", time.gmtime(e.created_at)),
             "model": e.model_name,
-            "submitter": e.submitter,
+            "submitter": shown_identity(e.submitter),
             "status": e.status,
             "reason": e.reason,
             "id": e.submission_id[:8],
@@ -167,7 +173,7 @@ def submissions_frame(entries: Sequence[Entry]) -> pd.DataFrame:
 # What each stored status means for the submitter (space/submissions.py's state machine).
 STATUS_MEANING: dict[str, str] = {
     "received": "stored; being checked",
-    "validated": "stored and validated; its spot check comes next",
+    "validated": "stored and validated; its spot check runs next, in the background (refresh the list below)",
     "verified": "stored, verified, and ranked on the leaderboard",
     "rejected": "stored as rejected; not on the leaderboard (it counts toward the daily limit)",
     "pending": "stored; listed apart from the ranking until its spot check runs (retried automatically)",
@@ -178,12 +184,14 @@ def submission_message(entry: Entry) -> str:
     """What the Submit tab says about a stored submission: exactly its stored status and reason."""
     meaning = STATUS_MEANING.get(entry.status, "")
     return (
-        f"**{entry.model_name}**: status **{entry.status}** ({meaning}): {entry.reason} "
-        f"(id `{entry.submission_id[:8]}`)"
+        f"**{plain_markdown(entry.model_name)}**: status **{entry.status}** ({meaning}): "
+        f"{plain_markdown(entry.reason)} (id `{entry.submission_id[:8]}`)"
     )
 
 
-def submit_help(*, version: str, config_hash: str, k: int, max_megabytes: int, per_day: int) -> str:
+def submit_help(
+    *, version: str, config_hash: str, sample: int, tolerance: int, max_megabytes: int, per_day: int
+) -> str:
     """The Submit tab's instructions: what to upload, where the images go, what happens, the limits."""
     return (
         f"Submit the JSONL written by `negt2ibench score` for all 4,800 prompts × 4 samples, scored with "
@@ -191,34 +199,15 @@ def submit_help(*, version: str, config_hash: str, k: int, max_megabytes: int, p
         "The images must be on the Hub so they can be re-scored: publish them from your dataset folder with "
         "`negt2ibench push --repo-id ORG/NAME --images KEY`, where KEY, the images split, is the `model_key` "
         "of your results (`score --model-key KEY`); enter ORG/NAME and its revision below.\n\n"
-        f"{k} random images are re-scored: agreement → **verified** and ranked; disagreement → **rejected**. "
-        "If the check cannot run now (images unreachable, no GPU time here), the submission is **pending**: "
-        "stored, listed apart, and retried automatically.\n\n"
+        f"After you submit, {sample} of your images, drawn with a seed nobody knows in advance, are re-scored "
+        f"here: at most {tolerance} may disagree with your file → **verified (sampled)** and ranked; more → "
+        "**rejected**. A file that disagrees with a re-score on 2% of its images or more gets through with "
+        "probability at most 1%; an honest one (0.2% of verdicts flipped by hardware) is rejected with "
+        "probability at most 1%. While the check runs, or when it cannot run now (images unreachable, no GPU "
+        "time here), the submission is **pending**: stored, listed apart, and retried automatically. "
+        "A maintainer's full re-score (`negt2ibench leaderboard verify --full`) replaces your numbers with "
+        "the project's own: **verified (full re-score)**.\n\n"
         f"Limits: {max_megabytes} MB per file; {per_day} stored submissions per user per 24 hours, whatever "
         "their outcome. A file refused as invalid (malformed, incomplete, another evaluator version) is not "
         "stored and does not count."
     )
-
-
-def requester(request: Any, profile: Any = None) -> str:
-    """The user signed in with Hugging Face, else the logged-in user, else the client's IP address,
-    else "anonymous".
-
-    Behind the Spaces proxy the client is the proxy, so the IP comes from X-Forwarded-For: its
-    last entry, the one the proxy itself appended (earlier entries are whatever the client sent)."""
-    hub_user = getattr(profile, "username", None)
-    if hub_user:
-        return f"hf:{hub_user}"
-    if request is None:
-        return "anonymous"
-    username = getattr(request, "username", None)
-    if username:
-        return str(username)
-    headers = getattr(request, "headers", None) or {}
-    forwarded = headers.get("x-forwarded-for", "") if hasattr(headers, "get") else ""
-    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
-    if hops:
-        return f"ip:{hops[-1]}"
-    client = getattr(request, "client", None)
-    host = getattr(client, "host", None) if client else None
-    return f"ip:{host}" if host else "anonymous"

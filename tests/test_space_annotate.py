@@ -12,7 +12,7 @@ from _annotate_helpers import SPLIT, answer_pattern, color_of, expected_record, 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from negt2ibench.core.errors import UserError
-from space.annotate_handlers import AnnotateHandlers, Reservations
+from space.annotate_handlers import AnnotateHandlers, NameLimiter, Reservations
 from space.annotate_images import SampleImages
 from space.annotate_tab import annotation_handlers
 from space.store import SQLiteStore
@@ -42,6 +42,8 @@ def study(tmp_path, index):
 
     def handlers(**extra) -> AnnotateHandlers:
         reservations = Reservations(seconds=1800, clock=lambda: clock.now)
+        # these calls come from one client (no request): room for all their names (the limit has its own test)
+        extra.setdefault("names", NameLimiter(per_hour=100, clock=lambda: clock.now))
         return AnnotateHandlers(
             sample=sample, prompts=index, store=store, images=SampleImages(), reservations=reservations, **extra
         )
@@ -167,8 +169,38 @@ def test_sign_in_rules(study):
     assert on.save({}, "yes")[STATUS] == "⚠️ press Start first"
     space = study.handlers(require_login=True)
     assert space.start("alice", {})[STATUS] == "⚠️ sign in with Hugging Face (button above) to annotate"
-    page = space.start("", {}, SimpleNamespace(username="alice"))
+    import gradio as gr
+
+    # what gradio hands the handler when the visitor signed in with Hugging Face
+    profile = gr.OAuthProfile({"preferred_username": "alice", "name": "Alice", "picture": "", "profile": ""})
+    page = space.start("", {}, None, profile)
     assert page[SESSION]["annotator"] == "hf:alice"
+    assert on.start("hf:bob", {})[STATUS].startswith("⚠️ names starting with hf: belong to Hugging Face accounts")
+
+
+def test_names_are_normalised_and_lookalikes_are_one_annotator(study):
+    on = study.handlers()
+    page, _ = answer(on, on.start("Alice", {}), 0)
+    assert page[SESSION]["annotator"] == "alice"
+    # a zero-width space and a joiner, a Cyrillic а, fullwidth letters
+    for typed in ("alice", "ALICE", "alice\u200b", " a\u200dlice ", "\u0430lice", "ａｌｉｃｅ"):
+        assert on.start(typed, {})[SESSION]["annotator"] == "alice", typed
+    assert study.store.annotations("alice") and len({r.annotator for r in study.store.annotations()}) == 1
+
+
+def test_each_client_brings_few_new_names_an_hour(study):
+    clock = study.clock
+    on = study.handlers(names=NameLimiter(per_hour=2, clock=lambda: clock.now))
+    client = SimpleNamespace(username=None, client=SimpleNamespace(host="198.51.100.9"))
+    other = SimpleNamespace(username=None, client=SimpleNamespace(host="198.51.100.10"))
+    assert on.start("one", {}, client)[SESSION]["annotator"] == "one"
+    assert on.start("two", {}, client)[SESSION]["annotator"] == "two"
+    refused = on.start("three", {}, client)
+    assert refused[STATUS].startswith("⚠️ this client brought 2 new names within the hour") and not refused[SESSION]
+    assert on.start("one", {}, client)[SESSION]["annotator"] == "one"  # a name it brought: still fine
+    assert on.start("three", {}, other)[SESSION]["annotator"] == "three"  # another client
+    clock.now = 3601.0
+    assert on.start("four", {}, client)[SESSION]["annotator"] == "four"  # an hour later
 
 
 def test_unreadable_image_is_reported_and_can_be_skipped(study, caplog):

@@ -1,7 +1,8 @@
 """The Annotate endpoints and the judge panel through gradio_client against a localhost launch.
 
 Each `Client` is one browser session (its own `gr.State`), so four clients are four annotators
-working at once. The judge is a double inside this file (fixed P("yes") per kind of question);
+working at once; the app is told 127.0.0.1 is its proxy, so each client's X-Forwarded-For makes it
+another visitor. The judge is a double inside this file (fixed P("yes") per kind of question);
 `test_judge_panel_with_a_tiny_real_judge` runs the real transformers judge class on a tiny
 random-weight Qwen2-VL instead.
 """
@@ -70,12 +71,14 @@ def app(prompts, tmp_path_factory):
         judge=judge,
         judge_mode="pos",
         preload=True,
+        forwarded_allow_ips="127.0.0.1",
     )
     url = launch_local(demo)
     clients: list[Client] = []
 
     def client() -> Client:
-        clients.append(Client(url, verbose=False))
+        address = f"198.51.100.{len(clients) + 1}"  # what the proxy appends: one visitor per client
+        clients.append(Client(url, verbose=False, headers={"X-Forwarded-For": address}))
         return clients[-1]
 
     yield {"client": client, "store": store, "sample": sample, "index": index, "judge": judge, "root": root}
@@ -157,3 +160,40 @@ def test_judge_answers_beside_the_scorer(app):
 def test_judge_panel_stays_empty_without_an_upload(app):
     summary, table = app["client"]().predict(None, "color_pos0_neg1_000", "", api_name="/judge")
     assert summary == "" and table["data"] == []
+
+
+@pytest.mark.slow
+def test_ninety_made_up_annotators_leave_a_real_one_an_image(prompts, tmp_path):
+    """The flood of the issue: one client starts 90 sessions under made-up names (and forges the
+    first X-Forwarded-For hops); at most three new names an hour get through, so a real
+    annotator coming from elsewhere is still given an image of the 30-image sample."""
+    chosen = prompts[::160][:30]
+    sample_of(images_dataset(tmp_path / "ds", chosen), chosen, out=tmp_path / "sample.jsonl")
+    store = SQLiteStore(tmp_path / "lb.sqlite")
+    demo = build_app(
+        prompts=prompts, store=store, annotation_sample=tmp_path / "sample.jsonl", forwarded_allow_ips="127.0.0.1"
+    )
+    url = launch_local(demo)
+    flooder = Client(url, verbose=False, headers={"X-Forwarded-For": "203.0.113.66"})
+    try:
+        refused = 0
+        for k in range(90):
+            forged = (
+                Client(url, verbose=False, headers={"X-Forwarded-For": f"10.1.{k}.1, 203.0.113.66"})
+                if k % 10 == 0
+                else flooder
+            )
+            page = forged.predict(f"fake{k}", api_name="/annotate_start")
+            refused += page[STATUS].startswith("⚠️ this client brought 3 new names within the hour")
+            if forged is not flooder:
+                forged.close()
+        assert refused == 87
+        real = Client(url, verbose=False, headers={"X-Forwarded-For": "198.51.100.200"})
+        page = real.predict("Real Annotator", api_name="/annotate_start")
+        real.close()
+        assert page[HEADER].startswith("### Image 1\n\n**Prompt:**"), page[HEADER]
+        # the three names that got through hold the first image (its three slots): 29 are left for the real one
+        assert page[PROGRESS].startswith("**real annotator** · 0 done · 29 left for you")
+    finally:
+        flooder.close()
+        demo.close()

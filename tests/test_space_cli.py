@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import time
@@ -110,6 +111,17 @@ def test_serve_runs_the_app_on_localhost(tmp_path):
                 time.sleep(0.5)
         assert "NegT2IBench" in page, f"exit code {process.poll()}; server output:\n{log_path.read_text()[-4000:]}"
         assert (tmp_path / "home" / "leaderboard.sqlite").exists()
+        from gradio_client import Client
+
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False, download_files=str(tmp_path / "downloads"))
+        client.predict(api_name="/leaderboard")  # writes the CSV into the app's temporary folder
+        client.close()
+        [work_dir] = list(tmp_path.glob("negt2i_space_*"))
+        assert (work_dir / "negt2ibench_leaderboard.csv").is_file()
+        process.send_signal(signal.SIGTERM)  # as a Space's restart stops it
+        assert process.wait(timeout=60) == 0, log_path.read_text()[-4000:]
+        assert not work_dir.exists()  # removed on SIGTERM too, not only on Ctrl-C
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)

@@ -25,6 +25,7 @@ from space.store import Entry, SQLiteStore
 from space.submissions import (
     ImagesUnreachable,
     ParquetImages,
+    SpotCheckPlan,
     SpotCheckSetup,
     SubmissionError,
     SubmissionForm,
@@ -67,11 +68,15 @@ def images_folder(prompts, tmp_path_factory) -> Path:
 
 
 def all_fail_scorer(calls: list):
-    """Re-scores every image as all objects missing (what the submitted all-fail results claim)."""
+    """Re-scores every image as all objects missing (what the submitted all-fail results claim);
+    a batch at a time, as `Evaluator.score_many`."""
 
-    def score(image, prompt, model_key, sample_index):
-        calls.append((prompt.prompt_id, sample_index, image.size))
-        return ResultRecord.model_validate(result_line(prompt, sample_index, model_key, passed=False))
+    def score(images, prompts, model_key, sample_indices):
+        records = []
+        for image, prompt, sample_index in zip(images, prompts, sample_indices, strict=True):
+            calls.append((prompt.prompt_id, sample_index, image.size))
+            records.append(ResultRecord.model_validate(result_line(prompt, sample_index, model_key, passed=False)))
+        return records
 
     return score
 
@@ -124,11 +129,13 @@ def test_previous_preset_results_do_not_match_current_hash(failing_results, inde
 # ------------------------------------------------------------------------ images + spot check
 
 
-def test_parquet_images_reads_the_requested_row(images_folder, prompts):
+def test_parquet_images_reads_the_requested_rows(images_folder, prompts):
     images = ParquetImages.from_folder(images_folder, SPLIT)
-    assert images.image(prompts[10].prompt_id, 3).size == (96, 64)
-    with pytest.raises(ImagesUnreachable, match="no image for"):
-        images.image("color_pos1_neg0_999", 0)
+    keys = [(prompts[10].prompt_id, 3), (prompts[0].prompt_id, 0)]
+    found = dict(images.images(keys))
+    assert set(found) == set(keys) and found[keys[0]].size == (96, 64)
+    with pytest.raises(ImagesUnreachable, match="no image for color_pos1_neg0_999 sample 0"):
+        list(images.images([keys[0], ("color_pos1_neg0_999", 0)]))
     with pytest.raises(ImagesUnreachable, match="no images/other-"):
         ParquetImages.from_folder(images_folder, "other")
 
@@ -136,11 +143,14 @@ def test_parquet_images_reads_the_requested_row(images_folder, prompts):
 def test_spot_check_reports_disagreements(failing_results, images_folder, index):
     calls: list = []
     images = ParquetImages.from_folder(images_folder, SPLIT)
-    assert spot_check(failing_results, images, index, all_fail_scorer(calls), k=3, seed=1) == []
+    plan = SpotCheckPlan(3, 0)
+    outcome = spot_check(failing_results, images, index, all_fail_scorer(calls), plan=plan, seed=1)
+    assert outcome.accepted and outcome.checked == 3 and outcome.disagreements == []
     assert len(calls) == 3 and all(size == (96, 64) for *_, size in calls)
     claimed_pass = [r.model_copy(update={"passed": True}) for r in failing_results[:50]]
-    mismatches = spot_check(claimed_pass, images, index, all_fail_scorer([]), k=4, seed=1)
-    assert len(mismatches) == 4 and "submitted pass" in mismatches[0] and "re-scored fail" in mismatches[0]
+    outcome = spot_check(claimed_pass, images, index, all_fail_scorer([]), plan=SpotCheckPlan(4, 1), seed=1)
+    assert not outcome.accepted and len(outcome.disagreements) == 4
+    assert "submitted pass" in outcome.disagreements[0] and "re-scored fail" in outcome.disagreements[0]
 
 
 # ------------------------------------------------------------------------ submit
@@ -157,12 +167,16 @@ def test_valid_submission_is_verified(tmp_path, failing_results_file, images_fol
         prompts=index,
         score=all_fail_scorer(calls),
         open_images=local_images(images_folder),
-        limits=SubmissionLimits(spot_check_k=5),
-        seed=0,
+        secret=b"test",
     )
-    assert entry.status == "verified", entry.reason
-    assert entry.reason == "spot check: 5 of 5 re-scored images agree"
-    assert len(calls) == 5
+    assert entry.status == "verified", entry.reason  # the default plan: 577 of the 19,200 images
+    assert entry.reason == "spot check: 577 of 577 re-scored images agree (0 disagree; at most 4 may)"
+    assert len(calls) == 577 == len(set(calls))
+    assert (entry.verification.method, entry.verification.checked, entry.verification.disagreements) == (
+        "sampled",
+        577,
+        0,
+    )
     assert entry.row["model"] == "Toy Model" and entry.row["overall"] == 0.0 and entry.row["images"] == 19200
     assert set(entry.detail) == {"statement_accuracy", "failure_causes"}
     assert len(store.get_results(entry.submission_id)) == 19200
@@ -178,11 +192,10 @@ def test_spot_check_disagreement_rejects(tmp_path, prompts, index, images_folder
         prompts=index,
         score=all_fail_scorer([]),
         open_images=local_images(images_folder),
-        limits=SubmissionLimits(spot_check_k=4),
-        seed=0,
+        secret=b"test",
     )
-    assert entry.status == "rejected"
-    assert entry.reason.startswith("spot check: 4 of 4 re-scored images disagree")
+    assert entry.status == "rejected"  # stopped after the first batch: 16 disagree, more than 4 may
+    assert entry.reason.startswith("spot check: 16 of 16 re-scored images disagree, more than the 4 of 577 allowed")
 
 
 def test_unreachable_images_keep_the_entry_pending(tmp_path, failing_results_file, index):
@@ -234,7 +247,7 @@ def test_limits_refuse_without_storing_and_only_stored_submissions_count(
     with pytest.raises(SubmissionError, match="limit is 1 MB"):
         submit(store, form(), failing_results_file, limits=SubmissionLimits(max_bytes=2**20), **kwargs)
     assert store.list_entries() == []
-    one_a_day = SubmissionLimits(per_day=1, spot_check_k=2)
+    one_a_day = SubmissionLimits(per_day=1, spot_check=SpotCheckPlan(2, 0))
     for _ in range(3):  # refused files never use up the day's submission
         with pytest.raises(SubmissionError, match="invalid results file"):
             submit(store, form(), partial, limits=one_a_day, now=1_000_000.0, **kwargs)
@@ -302,7 +315,7 @@ def test_jsonl_lines_are_what_score_writes(tmp_path, prompts, index):
 
 
 def failing_scorer(error: BaseException):
-    def score(image, prompt, model_key, sample_index):
+    def score(images, prompts, model_key, sample_indices):
         raise error
 
     return score
@@ -345,8 +358,11 @@ def test_recheck_finishes_pending_and_half_done_submissions(
 ):
     store = SQLiteStore(tmp_path / "lb.sqlite")
     images = ToggleImages(images_folder)
-    setup = SpotCheckSetup(index, all_fail_scorer([]), images, limits=SubmissionLimits(spot_check_k=2), seed=0)
-    pending = submit(store, form(), failing_results_file, prompts=index, score=setup.score, open_images=images)
+    limits = SubmissionLimits(spot_check=SpotCheckPlan(2, 0))
+    setup = SpotCheckSetup(index, all_fail_scorer([]), images, limits=limits, secret=b"test")
+    pending = submit(
+        store, form(), failing_results_file, prompts=index, score=setup.score, open_images=images, limits=limits
+    )
     assert pending.status == "pending"
     # A crash right after storing leaves a received entry: recheck validates and spot-checks it.
     crashed = Entry(
@@ -370,7 +386,7 @@ def test_recheck_finishes_pending_and_half_done_submissions(
         ("Toy Model", "verified", 3),
         ("Crashed", "verified", 2),
     ]
-    assert settled[0].reason == "spot check: 2 of 2 re-scored images agree"
+    assert settled[0].reason == "spot check: 2 of 2 re-scored images agree (0 disagree; at most 0 may)"
     assert recheck(store, setup) == []  # nothing left to do
     with pytest.raises(RuntimeError, match="verified cannot become pending"):
         transition(store, settled[0], "pending", "no")

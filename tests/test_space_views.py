@@ -73,6 +73,13 @@ def test_the_temporary_folder_goes_when_the_app_closes(tmp_path):
 
 def test_error_markdown_and_empty_verdict_frame():
     assert error_markdown("one line") == "**Error:** one line"
-    assert error_markdown("first\nsecond\nthird") == "**Error:** first\n\n```text\nsecond\nthird\n```"
+    # further lines are an indented code block: nothing in them is Markdown or HTML
+    assert error_markdown("first\nsecond\n```\n<b>x</b>") == "**Error:** first\n\n    second\n    ```\n    <b>x</b>"
+    # the first line is plain text, and quotes at most a few hundred characters of a long input
+    assert error_markdown("bad [x](http://e.vil) **b** `c`") == (
+        "**Error:** bad \\[x\\]\\(http\\:\\/\\/e\\.vil\\) \\*\\*b\\*\\* \\`c\\`"
+    )
+    long = error_markdown("cannot parse: " + "x" * 1_000_000)
+    assert len(long) < 700 and long.endswith("\\(1\\,000\\,014 characters\\)")
     empty = verdict_frame(None, None)
     assert isinstance(empty, pd.DataFrame) and empty.empty and list(empty.columns)[:2] == ["item", "text"]

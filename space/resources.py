@@ -1,0 +1,137 @@
+"""Bounded resources of the Space: the upload cache, scoring per client, and image sizes.
+
+- `CacheBudget`: the files the app holds (gradio's uploads and outputs, which it tracks in the
+  Blocks' `temp_file_sets`, and the app's own temporary folder) are kept under `max_bytes`, oldest
+  first out, after every event that took an upload and every `SWEEP_SECONDS` in the background
+  (an upload never handed to an event counts too). Gradio's own `delete_cache` (`DELETE_CACHE`)
+  removes what is older than an hour, and everything when the server stops.
+- `ClientSlots`: at most `per_client` scoring events of one client (`space.identity.requester`)
+  run at once; the event's `concurrency_limit` and the queue's `max_size` bound the rest
+  (`QUEUE_SIZE`, `SCORE_CONCURRENCY`), so one client's burst is answered at once with a refusal
+  instead of queueing in front of everyone.
+- `bounded_image`: an upload above `MAX_SCORE_PIXELS` is downscaled before the models: each model
+  resizes to its own input size anyway (RF-DETR, SAM 2.1 at 1024, SigLIP 2, Depth-Anything V2 at
+  518), and the rules read relative geometry; the 2048 x 2048 images of the largest generators
+  pass untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+log = logging.getLogger(__name__)
+CACHE_BYTES = 2 * 2**30  # the app's files on disk, at most
+DELETE_CACHE = (600, 3600)  # gradio's delete_cache: every 10 minutes, files older than an hour
+SWEEP_SECONDS = 30.0
+QUEUE_SIZE = 64  # events waiting in the queue, at most
+SCORE_CONCURRENCY = 2  # scoring events running at once (a second client is not stuck behind the first)
+MAX_SCORE_PIXELS = 2048 * 2048
+
+
+def bounded_image(image: Image.Image, max_pixels: int = MAX_SCORE_PIXELS) -> Image.Image:
+    """`image`, or a copy downscaled (Lanczos, aspect kept) to at most `max_pixels` pixels."""
+    width, height = image.size
+    if width * height <= max_pixels:
+        return image
+    scale = (max_pixels / (width * height)) ** 0.5
+    size = (max(1, int(width * scale)), max(1, int(height * scale)))
+    return image.resize(size, Image.Resampling.LANCZOS)
+
+
+class ClientSlots:
+    """How many events each client has running; `hold(client)` refuses one over `per_client`."""
+
+    def __init__(self, per_client: int = 1):
+        self.per_client = per_client
+        self._running: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def hold(self, client: str):
+        """Yields True with a slot held for the block, or False (nothing held) when the client has none left."""
+        with self._lock:
+            taken = self._running.get(client, 0) < self.per_client
+            if taken:
+                self._running[client] = self._running.get(client, 0) + 1
+        try:
+            yield taken
+        finally:
+            if taken:
+                with self._lock:
+                    self._running[client] -= 1
+                    if not self._running[client]:
+                        del self._running[client]
+
+
+class CacheBudget:
+    """Keeps the app's files under `max_bytes`: `enforce()` removes the oldest until they fit."""
+
+    def __init__(self, max_bytes: int, tracked: Callable[[], Iterable[set]], folders: Callable[[], Iterable[Path]]):
+        self.max_bytes = max_bytes
+        self._tracked = tracked  # gradio's sets of temporary files (uploads, outputs)
+        self._folders = folders  # folders whose files are all the app's (its temporary folder)
+        self._lock = threading.Lock()
+
+    def _files(self) -> list[tuple[float, int, str, set | None]]:
+        found: dict[str, tuple[float, int, str, set | None]] = {}
+        for owner in self._tracked():
+            for _ in range(3):  # gradio adds to the set from its event loop: copy it again if it changed
+                try:
+                    names = list(owner)
+                    break
+                except RuntimeError:
+                    continue
+            else:
+                names = []
+            for name in names:
+                try:
+                    status = os.lstat(name)
+                except OSError:
+                    owner.discard(name)
+                    continue
+                found[name] = (status.st_ctime, status.st_size, name, owner)
+        for folder in self._folders():
+            for path in folder.rglob("*") if folder.is_dir() else ():
+                try:
+                    status = path.lstat()
+                except OSError:
+                    continue
+                if path.is_file() and str(path) not in found:
+                    found[str(path)] = (status.st_ctime, status.st_size, str(path), None)
+        return sorted(found.values())
+
+    def size(self) -> int:
+        return sum(size for _, size, _, _ in self._files())
+
+    def enforce(self) -> int:
+        """Remove the oldest files until the rest fit in `max_bytes`; the bytes removed."""
+        with self._lock:
+            files = self._files()
+            excess = sum(size for _, size, _, _ in files) - self.max_bytes
+            freed = 0
+            for _, size, name, owner in files:
+                if freed >= excess:
+                    break
+                try:
+                    os.remove(name)
+                except OSError:
+                    continue
+                if owner is not None:
+                    owner.discard(name)
+                freed += size
+            if freed:
+                log.info("upload cache over %d bytes: removed %d bytes of the oldest files", self.max_bytes, freed)
+            return freed
+
+
+def blocks_cache(blocks: Any, max_bytes: int, folders: Callable[[], Iterable[Path]]) -> CacheBudget:
+    """The `CacheBudget` of a gradio Blocks: its `temp_file_sets` and `folders`."""
+    return CacheBudget(max_bytes, lambda: list(getattr(blocks, "temp_file_sets", [])), folders)
