@@ -80,12 +80,12 @@ class VerdictThread:
 def _observe(
     perception: Perception, work: Sequence[Work], entries: Sequence[Loaded], streaming: bool
 ) -> list[ImageObservation]:
-    images = [entry.rgb() for entry in entries]
     prompts = [work[entry.index].prompt for entry in entries]
-    if streaming:  # a ModelPerception: the loader's inputs, and only the masks a rule reads
-        found = perception.observe(images, prompts, prepared=[entry.prepared for entry in entries], masks="rules")
+    if streaming:  # a ModelPerception: the workers' pixels as they came, their inputs, only the masks a rule reads
+        frames = [entry.image if entry.image is not None else entry.pixels for entry in entries]
+        found = perception.observe(frames, prompts, prepared=[entry.prepared for entry in entries], masks="rules")
     else:  # any object with observe(images, prompts), e.g. a test double
-        found = perception.observe(images, prompts)
+        found = perception.observe([entry.rgb() for entry in entries], prompts)
     if len(found) != len(entries):
         raise ValueError(f"perception returned {len(found)} observations for {len(entries)} images")
     return found
