@@ -46,15 +46,14 @@ class DepthEstimator:
                     for index, tensor in zip(indices, given, strict=True)
                 ]
             )
-            maps = self._resized(self._forward(inputs), height, width).cpu().numpy()
+            maps = self._maps(inputs, height, width)
             for position, index in enumerate(indices):
                 results[index] = maps[position]
         return results  # type: ignore[return-value]
 
-    def _forward(self, inputs: torch.Tensor) -> torch.Tensor:
-        return self.model(pixel_values=inputs.to(self.device, self.dtype)).predicted_depth.float()
-
-    @staticmethod
-    def _resized(predicted: torch.Tensor, height: int, width: int) -> torch.Tensor:
-        """Depth maps (B × h × w) resized to the image (B × H × W float32)."""
-        return F.interpolate(predicted[:, None], size=(height, width), mode="bicubic", align_corners=False)[:, 0]
+    def _maps(self, inputs: torch.Tensor, height: int, width: int) -> np.ndarray:
+        """The model on a batch of one image size, its maps resized to that size (B × H × W float32),
+        copied to the host at once."""
+        predicted = self.model(pixel_values=inputs.to(self.device, self.dtype)).predicted_depth.float()
+        resized = F.interpolate(predicted[:, None], size=(height, width), mode="bicubic", align_corners=False)
+        return resized[:, 0].cpu().numpy()

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from evaluator.models.inputs import Frame, frame_pixels, frame_size, one_thread, processor_pixels, to_host
 
 Box = tuple[float, float, float, float]
-UPSAMPLE_PLANES = 32  # masks brought to full resolution at once (float32 planes: 128 MiB at 1024²)
+UPSAMPLE_PLANES = 32  # masks brought to full resolution at once (float32: 128 MiB at 1024²)
 
 
 class BoxSegmenter:
@@ -70,55 +70,63 @@ class BoxSegmenter:
                 tensor if tensor is not None else self.pixel_values(images[index])
                 for index, tensor in zip(todo, given, strict=True)
             ]
-            low = self._decode(self._embed(torch.stack(inputs)), [boxes[index] for index in todo], sizes, todo)
-            for position, masks in enumerate(self._upsample(low, [sizes[index] for index in todo])):
-                device_masks[todo[position]] = masks[: len(boxes[todo[position]])]
-        return to_host(device_masks), device_masks
+            todo_sizes = [sizes[index] for index in todo]
+            prompt = self._prompt_boxes([boxes[index] for index in todo], todo_sizes)
+            low = self._decoder(self._embed(torch.stack(inputs)), prompt)  # images × longest × 1 × h × w logits
+            counts = [len(boxes[index]) for index in todo]
+            for index, masks in zip(todo, self._upsample(low, counts, todo_sizes), strict=True):
+                device_masks[index] = masks
+        return self._to_host(device_masks), device_masks
 
     @torch.inference_mode()
     def _embed(self, inputs: torch.Tensor) -> list[torch.Tensor]:
         return self.model.get_image_embeddings(inputs.to(self.device, self.dtype))
 
-    @torch.inference_mode()
-    def _decode(
-        self,
-        embeddings: list[torch.Tensor],
-        boxes: Sequence[Sequence[Box]],
-        sizes: Sequence[tuple[int, int]],
-        indices: Sequence[int],
-    ) -> torch.Tensor:
-        """Low-resolution mask logits (images × longest box list × 1 × h × w) of every box at once."""
+    def _prompt_boxes(self, boxes: Sequence[Sequence[Box]], sizes: Sequence[tuple[int, int]]) -> torch.Tensor:
+        """The boxes padded to the longest list (copies of each list's last box) and scaled to SAM's
+        input size by the processor, as one (images × longest × 4) float32 tensor on the host."""
         longest = max(len(image_boxes) for image_boxes in boxes)
-        padded = [
-            [list(map(float, box)) for box in image_boxes]
-            + [list(map(float, image_boxes[-1]))] * (longest - len(image_boxes))
-            for image_boxes in boxes
-        ]
-        prompt = self.processor(  # the processor scales the boxes to SAM's input size, per image
-            input_boxes=padded, original_sizes=[list(sizes[index]) for index in indices], return_tensors="pt"
-        )
+        padded = []
+        for image_boxes in boxes:
+            listed = [list(map(float, box)) for box in image_boxes]
+            padded.append(listed + [listed[-1]] * (longest - len(listed)))
+        prompt = self.processor(input_boxes=padded, original_sizes=[list(size) for size in sizes], return_tensors="pt")
+        return prompt["input_boxes"]
+
+    @torch.inference_mode()
+    def _decoder(self, embeddings: list[torch.Tensor], input_boxes: torch.Tensor) -> torch.Tensor:
         outputs = self.model(
-            image_embeddings=embeddings,
-            input_boxes=prompt["input_boxes"].to(self.device, self.dtype),
-            multimask_output=False,
+            image_embeddings=embeddings, input_boxes=input_boxes.to(self.device, self.dtype), multimask_output=False
         )
         return outputs.pred_masks
 
     @torch.inference_mode()
-    def _upsample(self, low: torch.Tensor, sizes: Sequence[tuple[int, int]]) -> list[torch.Tensor]:
-        """Each image's masks (longest × H × W bool) from its logits: bilinear to its size and > 0, as
-        the processor's `post_process_masks`, images of one size together (at most UPSAMPLE_PLANES
-        planes at a time)."""
+    def _upsample(
+        self, low: torch.Tensor, counts: Sequence[int], sizes: Sequence[tuple[int, int]]
+    ) -> list[torch.Tensor]:
+        """Each image's masks (its `counts` boxes × H × W, bool) from its logits, the padding's left
+        out: bilinear to its size and > 0, as the processor's `post_process_masks`, images of one
+        size together (about UPSAMPLE_PLANES masks at a time)."""
         results: list[torch.Tensor | None] = [None] * len(sizes)
         by_size: dict[tuple[int, int], list[int]] = defaultdict(list)
         for index, size in enumerate(sizes):
             by_size[size].append(index)
-        per_image = max(1, UPSAMPLE_PLANES // low.shape[1])
         for size, indices in by_size.items():
-            for start in range(0, len(indices), per_image):
-                chunk = indices[start : start + per_image]
-                planes = low[chunk].float().flatten(0, 1)  # (images × boxes) × 1 × h × w
-                masks = F.interpolate(planes, size, mode="bilinear", align_corners=False) > 0.0
-                for position, index in enumerate(chunk):
-                    results[index] = masks.view(len(chunk), low.shape[1], *size)[position]
+            chunks, chunk, planes = [], [], 0
+            for index in indices:
+                if chunk and planes + counts[index] > UPSAMPLE_PLANES:
+                    chunks.append(chunk)
+                    chunk, planes = [], 0
+                chunk.append(index)
+                planes += counts[index]
+            chunks.append(chunk)
+            for chunk in chunks:
+                logits = torch.cat([low[index, : counts[index]] for index in chunk]).float()  # masks × 1 × h × w
+                masks = F.interpolate(logits, size, mode="bilinear", align_corners=False)[:, 0] > 0.0
+                for index, image_masks in zip(chunk, masks.split([counts[index] for index in chunk]), strict=True):
+                    results[index] = image_masks
         return results  # type: ignore[return-value]
+
+    @staticmethod
+    def _to_host(masks: list[torch.Tensor]) -> list[np.ndarray]:
+        return to_host(masks)
