@@ -136,10 +136,15 @@ class StageClock:
 
     @contextmanager
     def counting(self) -> Iterator[None]:
-        """torch's FLOP counter on for the block; the stages it runs get their FLOPs."""
+        """torch's FLOP counter on for the block; the stages it runs get their FLOPs. The models'
+        parameters must not require grad (`no_grad_parameters`): the counter's module tracker
+        hooks the autograd graph of any input that does, which inference mode has none of."""
         from torch.utils.flop_counter import FlopCounterMode
 
-        with FlopCounterMode(display=False) as counter:
+        # torch's table has the GPU kernels of scaled_dot_product_attention, not the CPU's fused one:
+        # counted the same way (two matmuls), attention on the CPU is not left out.
+        cpu_attention = {torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _attention_flops}
+        with FlopCounterMode(display=False, custom_mapping=cpu_attention) as counter:
             self._counter = counter
             try:
                 yield
@@ -152,6 +157,25 @@ class StageClock:
 
     def flops(self) -> dict[str, int]:
         return {stage: int(self.totals[stage]["flops"]) for stage in DEVICE_STAGES if stage in self.totals}
+
+
+def no_grad_parameters(perception) -> None:
+    """Every parameter of the perception's models with `requires_grad` off (results unchanged)."""
+    modules = [
+        getattr(perception._detector, "network", None),
+        getattr(perception._segmenter, "model", None),
+        getattr(perception._attributes, "model", None),
+        getattr(perception._depth, "model", None),
+    ]
+    for module in modules:
+        if module is not None:
+            module.requires_grad_(False)
+
+
+def _attention_flops(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
+    from torch.utils.flop_counter import sdpa_flop_count
+
+    return sdpa_flop_count(query_shape, key_shape, value_shape)
 
 
 @contextmanager
