@@ -53,21 +53,17 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from device_stages import (  # noqa: E402
-    DEVICE_STAGES,
-    HOST_STAGES,
-    attached,
+from device_stages import DEVICE_STAGES, HOST_STAGES, attached, host_ms_per_image, no_grad_parameters, peak_tflops  # noqa: E402
+from representative import (  # noqa: E402
+    corpus_expectation,
+    corpus_mix,
     corpus_prompts,
-    host_ms_per_image,
-    no_grad_parameters,
-    peak_tflops,
+    frames,
+    per_unit,
     representative,
+    seeded_boxes,
 )
-from PIL import Image  # noqa: E402
-
-DISTINCT_FRAMES = 16  # photographs × shifts; the images cycle through them
 
 
 class Run:
@@ -91,18 +87,6 @@ class Run:
         self.doc["elapsed_s"] = self.elapsed()
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self.out.write_text(json.dumps(self.doc, indent=2) + "\n", encoding="utf-8")
-
-
-def frames(count: int, size: int) -> list[Image.Image]:
-    """`count` size² RGB images cycling through DISTINCT_FRAMES shifted photographs."""
-    from scoring_throughput import photos
-
-    pictures = [Image.fromarray(picture).convert("RGB").resize((size, size), Image.BICUBIC) for picture in photos()]
-    distinct = []
-    for number in range(DISTINCT_FRAMES):
-        pixels = np.asarray(pictures[number % len(pictures)])
-        distinct.append(Image.fromarray(np.roll(pixels, (number // len(pictures)) * size // 4, axis=1)))
-    return [distinct[number % len(distinct)] for number in range(count)]
 
 
 def build(models: str, device: str, dtype: torch.dtype):
@@ -216,44 +200,6 @@ def observe_rows(run: Run, perception, prompts, images, args, peak: float | None
         print(row_line(row), flush=True)
 
 
-def per_unit(totals: dict[str, int], images: int, crops: int, prompts) -> dict[str, float | None]:
-    """FLOPs per unit of work: the detector, SAM and the inputs per image, SigLIP per crop, Depth-Anything
-    per depth image (the crops stage is no matmul work)."""
-    depth_images = sum(prompt.category == "depth" for prompt in prompts)
-    return {
-        "inputs_per_image": totals.get("inputs", 0) / images,
-        "detector_per_image": totals.get("detector", 0) / images,
-        "sam_per_image": totals.get("sam", 0) / images,
-        "siglip_per_crop": totals.get("siglip", 0) / crops if crops else None,
-        "depth_per_depth_image": totals.get("depth", 0) / depth_images if depth_images else None,
-    }
-
-
-def corpus_expectation(unit: dict[str, float | None], corpus: dict[str, float]) -> float | None:
-    """FLOPs of an average image of the corpus: the per-unit figures weighted by the corpus's mix."""
-    if unit["siglip_per_crop"] is None or unit["depth_per_depth_image"] is None:
-        return None
-    return (
-        unit["inputs_per_image"]
-        + unit["detector_per_image"]
-        + unit["sam_per_image"]
-        + corpus["crops_per_image"] * unit["siglip_per_crop"]
-        + corpus["depth_share"] * unit["depth_per_depth_image"]
-    )
-
-
-def corpus_mix() -> dict[str, float]:
-    """The corpus's crops per image (attribute prompts: one per object) and share of depth prompts."""
-    from dataset_builder.corpus import build_corpus
-
-    records = build_corpus()
-    crops = sum(len(dict.fromkeys(r.objects)) for r in records if r.kind == "attribute")
-    return {
-        "crops_per_image": crops / len(records),
-        "depth_share": sum(r.category == "depth" for r in records) / len(records),
-    }
-
-
 def row_line(row: dict) -> str:
     flops = ", ".join(f"{stage} {value / 1e9:.4g}" for stage, value in row["flops_per_image"].items())
     line = f"batch {row['batch_size']:3d}: GFLOP/img {flops}"
@@ -341,8 +287,6 @@ def end_to_end_rows(run: Run, perception, prompts, images, args) -> None:
 def tf32_check(run: Run, perception, images, prompts) -> None:
     """How far TF32 matmuls (and convolutions) move SigLIP's value scores and its speed, on crops
     of the photographs (the representative boxes of attribute prompts)."""
-    from device_stages import seeded_boxes
-
     crops, requests = [], []
     for image, prompt in zip(images, prompts, strict=True):
         if prompt.kind == "attribute":

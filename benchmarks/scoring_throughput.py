@@ -21,12 +21,17 @@ post-process (the rest of `observe`: detection selection, mask upsampling, crops
 preprocessing), rules (`judge`) and write (`ResultWriter.write`).
 
 GPU mode (`--gpu`): for batch sizes 1, 8 and 32, `score_images` end to end over `--images`
-1024² PNGs with the default (or `--num-workers`) workers: images/s, the share of wall time the
-device waits (wall time outside the models' forwards, timed with a CUDA synchronise at each
-forward's end), and peak `torch.cuda.max_memory_allocated`. `--models tiny` (default on the
-CPU), `full` (the real architectures with random weights: same compute; default on CUDA) or
-`real` (`--real`: `ModelPerception` with the weights `negt2ibench download-models` fetched).
-`--device cpu` runs the GPU mode end to end on the CPU, so it is known to work before a GPU is lent.
+1024² PNGs with the default (or `--num-workers`) workers, `--repeats` (3) runs each: images/s,
+the *host-only* CPU ms per image of the scoring process (`benchmarks/device_stages.py`: the
+loader's hand-over, `observe` outside its device stages, the rules and the write; the forwards
+and the tensor ops that run on the device are timed apart), the share of wall time the device
+waits, and peak `torch.cuda.max_memory_allocated`; the run with the median host time is shown.
+`--models tiny` (default on the CPU), `full` (the real architectures with random weights: same
+compute; default on CUDA) or `real` (`--real`: `ModelPerception` with the weights `negt2ibench
+download-models` fetched). `--device cpu` runs the GPU mode on the CPU as it runs on a GPU (the
+workers only decode, `observe` makes the inputs), so the host-only budget of a GPU run is
+measured without one. `--representative`: prompts from the corpus and one seeded box per prompt
+object (the tiny detector's own boxes are few and degenerate), as `benchmarks/gpu.sh` does.
 
 Every run fixes torch's intra-op threads (`--threads`, default 1) for all modes alike: on a
 shared 2-core machine more threads make the forwards slower, not faster (OpenMP threads wait
@@ -301,7 +306,8 @@ def cpu_mode(args: argparse.Namespace) -> dict:
 
 
 def gpu_mode(args: argparse.Namespace) -> dict:
-    from device_stages import DEVICE_STAGES, HOST_STAGES, attached, corpus_prompts, host_ms_per_image, representative
+    from device_stages import DEVICE_STAGES, HOST_STAGES, attached, host_ms_per_image
+    from representative import corpus_prompts, representative
 
     device = torch.device(args.device)
     models = "real" if args.real else args.models or ("full" if device.type == "cuda" else "tiny")

@@ -16,7 +16,8 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from device_stages import StageClock, ellipses, peak_tflops, seeded_boxes  # noqa: E402
+from device_stages import StageClock, peak_tflops  # noqa: E402
+from representative import ellipses, seeded_boxes  # noqa: E402
 
 # The tests' tiny SigLIP image tower (tests/_perception_helpers.tiny_siglip): 32² input, 8 px
 # patches (16 tokens), width 32, MLP 37, 2 layers, 4 heads of 8. torch's counter counts 2 FLOPs
@@ -96,12 +97,12 @@ def test_gpu_sh_runs_on_the_cpu_and_its_json_holds_the_hand_counted_flops(tmp_pa
     assert results["meta"]["models"] == "tiny" and results["mix"]["crops"] > 0
     for row in results["rows"]:
         flops = row["flops_per_image"]
-        assert set(flops) >= {"detector", "sam", "siglip", "depth", "total"}
+        assert set(flops) >= {"detector", "sam", "sam_decoder", "siglip", "depth", "total"}
         assert flops["total"] == pytest.approx(sum(value for stage, value in flops.items() if stage != "total"))
         # Every prompt object gets a box, so every object of an attribute prompt is one SigLIP crop.
         assert row["flop_crops"] > 0
         assert flops["siglip"] == row["flop_crops"] * SIGLIP_CROP_FLOPS / row["flop_images"]
-        assert flops["detector"] > 0 and flops["sam"] > 0 and flops["depth"] > 0
+        assert flops["detector"] > 0 and flops["sam"] > 0 and flops["sam_decoder"] > 0 and flops["depth"] > 0
         assert row["images_per_s"] > 0 and row["host_ms_per_image"] > 0 and 0 <= row["gpu_waits"] <= 1
         assert "mfu" in row and "peak_gib" in row  # None on the CPU: no peak, no CUDA memory
     for row in results["end_to_end"]:
