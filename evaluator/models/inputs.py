@@ -135,8 +135,12 @@ class InputPreparer:
             raise ValueError(f"{len(pixels)} images but {len(categories)} categories")
         made: dict[str, list[torch.Tensor | None]] = {name: [None] * len(pixels) for name in PreparedImage.FIELDS}
         depth = [self.depth_processor is not None and category == "depth" for category in categories]
-        with one_thread(pixels[0].device if pixels else None):
-            for indices in _by_shape(pixels).values():
+        device = pixels[0].device if pixels else None
+        # On the CPU one image at a time: a stacked batch of 1024² floats outgrows the caches and is
+        # slower than the same work image by image; on a GPU, one kernel per model and size.
+        per_group = 1 if device is None or device.type == "cpu" else len(pixels)
+        with one_thread(device):
+            for indices in _by_shape(pixels, per_group):
                 if self.detector is not None:
                     _spread(made["detector"], indices, self.detector(torch.stack([pixels[i] for i in indices])))
                 if self.sam_processor is not None:
@@ -161,11 +165,12 @@ class InputPreparer:
         )
 
 
-def _by_shape(tensors: Sequence[torch.Tensor]) -> dict[tuple[int, ...], list[int]]:
+def _by_shape(tensors: Sequence[torch.Tensor], limit: int) -> list[list[int]]:
+    """The positions of the tensors grouped by shape, at most `limit` to a group."""
     groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
     for index, tensor in enumerate(tensors):
         groups[tuple(tensor.shape)].append(index)
-    return groups
+    return [indices[start : start + limit] for indices in groups.values() for start in range(0, len(indices), limit)]
 
 
 def _processed(processor, pixels: list[torch.Tensor]) -> torch.Tensor:
