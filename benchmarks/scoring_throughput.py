@@ -21,12 +21,17 @@ post-process (the rest of `observe`: detection selection, mask upsampling, crops
 preprocessing), rules (`judge`) and write (`ResultWriter.write`).
 
 GPU mode (`--gpu`): for batch sizes 1, 8 and 32, `score_images` end to end over `--images`
-1024² PNGs with the default (or `--num-workers`) workers: images/s, the share of wall time the
-device waits (wall time outside the models' forwards, timed with a CUDA synchronise at each
-forward's end), and peak `torch.cuda.max_memory_allocated`. `--models tiny` (default on the
-CPU), `full` (the real architectures with random weights: same compute; default on CUDA) or
-`real` (`--real`: `ModelPerception` with the weights `negt2ibench download-models` fetched).
-`--device cpu` runs the GPU mode end to end on the CPU, so it is known to work before a GPU is lent.
+1024² PNGs with the default (or `--num-workers`) workers, `--repeats` (3) runs each: images/s,
+the *host-only* CPU ms per image of the scoring process (`benchmarks/device_stages.py`: the
+loader's hand-over, `observe` outside its device stages, the rules and the write; the forwards
+and the tensor ops that run on the device are timed apart), the share of wall time the device
+waits, and peak `torch.cuda.max_memory_allocated`; the run with the median host time is shown.
+`--models tiny` (default on the CPU), `full` (the real architectures with random weights: same
+compute; default on CUDA) or `real` (`--real`: `ModelPerception` with the weights `negt2ibench
+download-models` fetched). `--device cpu` runs the GPU mode on the CPU as it runs on a GPU (the
+workers only decode, `observe` makes the inputs), so the host-only budget of a GPU run is
+measured without one. `--representative`: prompts from the corpus and one seeded box per prompt
+object (the tiny detector's own boxes are few and degenerate), as `benchmarks/gpu.sh` does.
 
 Every run fixes torch's intra-op threads (`--threads`, default 1) for all modes alike: on a
 shared 2-core machine more threads make the forwards slower, not faster (OpenMP threads wait
@@ -70,18 +75,20 @@ def photos() -> list:
     return [data.chelsea(), data.coffee(), data.astronaut(), data.rocket(), data.stereo_motorcycle()[0]]
 
 
-def write_folder(folder: Path, count: int, size: int) -> list:
-    """COUNT PNGs `{prompt_id}_0.png` of SIZE² resized photographs, and their prompt records."""
+def write_folder(folder: Path, count: int, size: int, prompts: list | None = None) -> list:
+    """COUNT PNGs `{prompt_id}_0.png` of SIZE² resized photographs, and their prompt records
+    (`prompts` when given, else the categories of KINDS in turn)."""
     from _perception_helpers import make_prompt
 
     folder.mkdir(parents=True, exist_ok=True)
     pictures = [Image.fromarray(picture).convert("RGB") for picture in photos()]
-    prompts = []
-    for number in range(count):
-        category, objects = KINDS[number % len(KINDS)]
-        prompt = make_prompt(category, objects, f"{category}_pos1_neg0_{number:03d}")
+    if prompts is None:
+        prompts = []
+        for number in range(count):
+            category, objects = KINDS[number % len(KINDS)]
+            prompts.append(make_prompt(category, objects, f"{category}_pos1_neg0_{number:03d}"))
+    for number, prompt in enumerate(prompts):
         pictures[number % len(pictures)].resize((size, size), Image.BICUBIC).save(folder / f"{prompt.prompt_id}_0.png")
-        prompts.append(prompt)
     return prompts
 
 
@@ -301,46 +308,83 @@ def cpu_mode(args: argparse.Namespace) -> dict:
 
 
 def gpu_mode(args: argparse.Namespace) -> dict:
+    from device_stages import DEVICE_STAGES, HOST_STAGES, attached, host_ms_per_image
+    from representative import corpus_prompts, representative
+
     device = torch.device(args.device)
     models = "real" if args.real else args.models or ("full" if device.type == "cuda" else "tiny")
     batch_sizes = [int(value) for value in args.batch_sizes.split(",")]
+    repeats = args.repeats if args.repeats is not None else 3
     perception = build_perception(models, args.device, max(batch_sizes), args.weights_dir)
-    clock = ForwardClock(perception.device).attach(perception)
+    if args.representative:
+        representative(perception)
+    if device.type == "cpu":  # as on a GPU: the workers only decode, `observe` makes the inputs on the device
+        perception.worker_preparer = lambda categories: None
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch) / "images"
-        prompts = write_folder(folder, args.images, args.size)
-        print(f"{models} models on {perception.device} ({perception.dtype}), {len(prompts)} images of {args.size}²")
+        chosen = corpus_prompts(args.images) if args.representative else None
+        prompts = write_folder(folder, args.images, args.size, chosen)
+        boxes = "one seeded box per prompt object (corpus prompts)" if args.representative else "the detector's boxes"
+        print(
+            f"{models} models on {perception.device} ({perception.dtype}), {len(prompts)} images of {args.size}², "
+            f"{boxes}; host-only and device stages timed apart, {repeats} runs per batch size"
+        )
         for batch_size in batch_sizes:
             perception.batch_size = batch_size
-            score(
-                folder, prompts, perception, Path(scratch) / f"warm{batch_size}.jsonl", batch_size, 0, limit=batch_size
-            )
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-                torch.cuda.reset_peak_memory_stats()
-            clock.wall = 0.0
-            out = Path(scratch) / f"b{batch_size}.jsonl"
-            seconds, _, _ = score(folder, prompts, perception, out, batch_size, args.num_workers)
-            peak = torch.cuda.max_memory_allocated() / 2**30 if device.type == "cuda" else None
+            warm = Path(scratch) / f"warm{batch_size}.jsonl"
+            score(folder, prompts, perception, warm, batch_size, 0, limit=batch_size)
+            runs = []
+            for repeat in range(repeats):
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
+                out = Path(scratch) / f"b{batch_size}_{repeat}.jsonl"
+                with attached(perception, sync=device.type == "cuda", end_to_end=True) as clock:
+                    seconds, _, _ = score(folder, prompts, perception, out, batch_size, args.num_workers)
+                runs.append(
+                    {
+                        "images_per_s": len(prompts) / seconds,
+                        "host_ms_per_image": host_ms_per_image(clock, len(prompts)),
+                        "host_ms_by_stage": {
+                            stage: 1000 * clock.seconds([stage]) / len(prompts) for stage in HOST_STAGES
+                        },
+                        "device_ms_per_image": 1000 * clock.seconds(DEVICE_STAGES) / len(prompts),
+                        "start_ms": 1000 * clock.seconds(["loader-start"]),
+                        "device_waits": max(0.0, 1.0 - clock.seconds(DEVICE_STAGES, "wall") / seconds),
+                        "peak_gib": torch.cuda.max_memory_allocated() / 2**30 if device.type == "cuda" else None,
+                        "load_average": load_average(),
+                    }
+                )
+            middle = sorted(runs, key=lambda run: run["host_ms_per_image"])[len(runs) // 2]
             row = {
                 "batch_size": batch_size,
-                "images_per_s": len(prompts) / seconds,
-                "device_waits": max(0.0, 1.0 - clock.wall / seconds),
-                "peak_gib": peak,
-                "load_average": load_average(),
+                **middle,
+                "host_ms_per_image_runs": [run["host_ms_per_image"] for run in runs],
+                "images_per_s": statistics.median(run["images_per_s"] for run in runs),
             }
             rows.append(row)
-            memory = f"{peak:.2f} GiB" if peak is not None else "n/a (CPU)"
+            memory = f"{row['peak_gib']:.2f} GiB" if row["peak_gib"] is not None else "n/a (CPU)"
+            stages = ", ".join(f"{stage} {ms:.2f}" for stage, ms in row["host_ms_by_stage"].items())
+            runs_ms = " / ".join(f"{ms:.2f}" for ms in row["host_ms_per_image_runs"])
             print(
-                f"batch {batch_size:3d}: {row['images_per_s']:6.2f} img/s, device waits {row['device_waits']:.0%} "
-                f"of the time, peak memory {memory}  (load average {row['load_average']:.1f})",
+                f"batch {batch_size:3d}: {row['images_per_s']:6.2f} img/s, host-only {row['host_ms_per_image']:.2f} "
+                f"ms/img (median of {runs_ms}; {stages}), device stages {row['device_ms_per_image']:.1f} ms/img, "
+                f"device waits {row['device_waits']:.0%}, peak memory {memory}  "
+                f"(load average {row['load_average']:.1f})",
                 flush=True,
             )
     from evaluator.loader import default_num_workers
 
     workers = args.num_workers if args.num_workers is not None else default_num_workers()
-    return {"mode": "gpu", "device": str(device), "models": models, "num_workers": workers, "rows": rows}
+    return {
+        "mode": "gpu",
+        "device": str(device),
+        "models": models,
+        "representative": args.representative,
+        "num_workers": workers,
+        "rows": rows,
+    }
 
 
 def main() -> None:
@@ -348,7 +392,9 @@ def main() -> None:
     parser.add_argument("--images", type=int, help="images per run (default: 128 CPU mode, 64 GPU mode)")
     parser.add_argument("--size", type=int, default=1024, help="image side in px (default 1024)")
     parser.add_argument("--batch-size", type=int, default=8, help="CPU mode: images per batch (default 8)")
-    parser.add_argument("--repeats", type=int, default=5, help="CPU mode: alternating runs per worker count")
+    parser.add_argument(
+        "--repeats", type=int, help="CPU mode: alternating runs per worker count (5); GPU mode: runs per batch size (3)"
+    )
     parser.add_argument("--workers", default="0,1,2", help="CPU mode: worker counts to compare (default 0,1,2)")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads, all modes alike (default 1)")
     parser.add_argument("--gpu", action="store_true", help="the GPU mode (batch sizes, device waits, peak memory)")
@@ -358,11 +404,18 @@ def main() -> None:
     parser.add_argument("--weights-dir", help="GPU mode, real models: folder of `download-models --dir`")
     parser.add_argument("--batch-sizes", default="1,8,32", help="GPU mode: batch sizes (default 1,8,32)")
     parser.add_argument("--num-workers", type=int, help="GPU mode: loader workers (default: from the CPU count)")
+    parser.add_argument(
+        "--representative",
+        action="store_true",
+        help="GPU mode: corpus prompts, one seeded box per prompt object (benchmarks/device_stages.py)",
+    )
     parser.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.images is None:
         args.images = 64 if args.gpu else 128
+    if args.repeats is None and not args.gpu:
+        args.repeats = 5
     python = sys.version.split()[0]
     print(f"torch {torch.__version__}, {args.threads} intra-op thread(s), {os.cpu_count()} CPUs, python {python}")
     result = gpu_mode(args) if args.gpu else cpu_mode(args)

@@ -21,10 +21,10 @@ from PIL import Image
 
 from dataset_builder.records import PromptRecord
 from evaluator.config import PRESETS, EvaluatorConfig
-from evaluator.models.attributes import AttributeScorer, masked_crop
+from evaluator.models.attributes import AttributeScorer, mask_bounds, masked_crops
 from evaluator.models.depth import DepthEstimator
 from evaluator.models.detector import Detector
-from evaluator.models.inputs import InputPreparer, PreparedImage, stacked
+from evaluator.models.inputs import Frame, InputPreparer, PreparedImage, frame_pixels, frame_size, stacked, to_host
 from evaluator.models.maskrcnn import MaskRCNNDetector, is_maskrcnn, load_maskrcnn
 from evaluator.models.masks import BoxSegmenter
 from evaluator.observation import ImageObservation, ObjectObservation, best_instances
@@ -250,22 +250,27 @@ class ModelPerception:
         return self.input_preparer(categories) if self.device.type == "cpu" else None
 
     def _prepared(
-        self, images: list[Image.Image], prompts: list[PromptRecord], given: Sequence[PreparedImage | None] | None
-    ) -> list[PreparedImage]:
-        """Each image's inputs: the ones given (made by a worker), the rest made here on the device."""
-        given = list(given) if given is not None else [None] * len(images)
-        if all(prepared is not None for prepared in given):
-            return given  # type: ignore[return-value]
-        preparer = self.input_preparer({prompt.category for prompt in prompts})
-        return [
-            prepared if prepared is not None else preparer(image, prompt.category, self.device)
-            for image, prompt, prepared in zip(images, prompts, given, strict=True)
-        ]
+        self, images: Sequence[Frame], prompts: list[PromptRecord], given: Sequence[PreparedImage | None] | None
+    ) -> tuple[list[PreparedImage], list[torch.Tensor | None]]:
+        """Each image's inputs: the ones given (made by a worker), the rest made here on the device
+        from the image uploaded once, the whole batch at once; and those uploaded pixels (None
+        for an image whose inputs were given)."""
+        inputs = list(given) if given is not None else [None] * len(images)
+        pixels: list[torch.Tensor | None] = [None] * len(images)
+        missing = [index for index, prepared in enumerate(inputs) if prepared is None]
+        if missing:
+            preparer = self.input_preparer({prompt.category for prompt in prompts})
+            for index in missing:
+                pixels[index] = frame_pixels(images[index], self.device)
+            made = preparer.prepare_batch([pixels[i] for i in missing], [prompts[i].category for i in missing])
+            for index, prepared in zip(missing, made, strict=True):
+                inputs[index] = prepared
+        return inputs, pixels  # type: ignore[return-value]
 
     # -- observation ------------------------------------------------------------------------
     def observe(
         self,
-        images: list[Image.Image],
+        images: Sequence[Frame],
         prompts: list[PromptRecord],
         *,
         prepared: Sequence[PreparedImage | None] | None = None,
@@ -273,6 +278,7 @@ class ModelPerception:
     ) -> list[ImageObservation]:
         """One observation per (image, prompt), in order.
 
+        `images`: PIL images, or their uint8 H×W×3 pixels (the loader's workers send those).
         `prepared`: the models' inputs per image, as `input_preparer` makes them (the scoring loop's
         workers do); made here where missing. `masks="rules"` brings only the masks a rule reads to
         full resolution (attribute objects, and relation objects whose partner is present), the
@@ -291,15 +297,16 @@ class ModelPerception:
             observations += self._observe_batch(images[start:end], prompts[start:end], chunk, masks)
         return observations
 
+    @torch.inference_mode()
     def _observe_batch(
         self,
-        images: list[Image.Image],
+        images: Sequence[Frame],
         prompts: list[PromptRecord],
         prepared: Sequence[PreparedImage | None] | None = None,
         masks: str = "all",
     ) -> list[ImageObservation]:
         config = self.config
-        inputs = self._prepared(images, prompts, prepared)
+        inputs, pixels = self._prepared(images, prompts, prepared)
         names = [list(dict.fromkeys(prompt.objects)) for prompt in prompts]
         batch = stacked([entry.detector for entry in inputs])
         found = self.detector.detect(
@@ -316,39 +323,30 @@ class ModelPerception:
         if masks == "rules":
             used = [rows[rule_rows(prompt, rows)] for prompt, rows in zip(prompts, used, strict=True)]
 
+        sizes = [frame_size(image) for image in images]
         if config.use_sam:
             boxes = [[tuple(map(float, box)) for box in rows.xyxy] for rows in used]
-            found_masks = self.segmenter.segment(images, boxes, pixel_values=[entry.sam for entry in inputs])
+            found_masks, device_masks = self.segmenter.segment_arrays(
+                images, boxes, pixel_values=[entry.sam for entry in inputs]
+            )
         else:
-            found_masks = [
-                self.detector.masks(rows, image.width, image.height) for rows, image in zip(used, images, strict=True)
-            ]
+            upsample = getattr(self.detector, "mask_tensors", None)  # RF-DETR's: the masks stay on the device
+            if upsample is not None:
+                device_masks = [upsample(rows, *size) for rows, size in zip(used, sizes, strict=True)]
+                found_masks = to_host(device_masks)
+            else:
+                found_masks = [self.detector.masks(rows, *size) for rows, size in zip(used, sizes, strict=True)]
+                device_masks = None
         observations = []
-        for image, image_objects, rows, image_masks in zip(images, objects, used, found_masks, strict=True):
-            width, height = image.size
+        for (width, height), image_objects, rows, image_masks in zip(sizes, objects, used, found_masks, strict=True):
             # An empty mask (SAM or the detector found no pixel in the box) stays empty: the object is
             # present but unmeasurable (evaluator.verdict: no relation predicate for its pairs).
-            kept = list(image_masks)
-            rows = dataclasses.replace(rows, mask=np.stack(kept) if kept else np.zeros((0, height, width), bool))
+            rows = dataclasses.replace(rows, mask=image_masks)
             for name, mask in zip(rows["class_name"], rows.mask, strict=True):
                 image_objects[str(name)].mask = mask
             observations.append(ImageObservation(width=width, height=height, objects=image_objects, detections=rows))
 
-        crops, requests, targets = [], [], []
-        for image, prompt, obs in zip(images, prompts, observations, strict=False):
-            if prompt.kind != "attribute":
-                continue
-            for name, obj in obs.objects.items():
-                if obj.present:
-                    # An empty mask has no pixels to crop: the attributes are read from the box crop.
-                    mask = obj.mask if obj.mask.any() else box_mask(obj.box, image.width, image.height)
-                    crops.append(masked_crop(image, mask, config.attribute_background_gray))
-                    requests.append((prompt.category, name))
-                    targets.append(obj)
-        if crops:
-            for obj, scores in zip(targets, self.attributes.score(crops, requests, config), strict=False):
-                obj.value_scores = scores
-
+        self._score_attributes(images, prompts, observations, pixels, device_masks)
         depth_indices = [index for index, prompt in enumerate(prompts) if prompt.category == "depth"]
         if depth_indices:
             depth_inputs = [inputs[index].depth for index in depth_indices]
@@ -356,6 +354,42 @@ class ModelPerception:
             for index, disparity in zip(depth_indices, disparities, strict=False):
                 observations[index].disparity = disparity
         return observations
+
+    def _score_attributes(
+        self,
+        images: Sequence[Frame],
+        prompts: list[PromptRecord],
+        observations: list[ImageObservation],
+        pixels: list[torch.Tensor | None],
+        device_masks: list[torch.Tensor] | None,
+    ) -> None:
+        """SigLIP's value scores of each present object of an attribute prompt, on its masked crop cut
+        on the device (`masked_crops`); an object whose mask is empty is read from its box crop."""
+        crop_pixels, crop_masks, requests, targets = [], [], [], []
+        for index, (prompt, observation) in enumerate(zip(prompts, observations, strict=True)):
+            if prompt.kind != "attribute":
+                continue
+            rows = {str(name): row for row, name in enumerate(observation.detections["class_name"])}
+            for name, obj in observation.objects.items():
+                if obj.present:
+                    if pixels[index] is None:  # inputs made by a worker: the pixels come now, once
+                        pixels[index] = frame_pixels(images[index], self.device)
+                    crop_pixels.append(pixels[index])
+                    held = device_masks[index][rows[name]] if device_masks is not None else None
+                    crop_masks.append(held if held is not None else torch.from_numpy(obj.mask).to(self.device))
+                    requests.append((prompt.category, name))
+                    targets.append(obj)
+        if not targets:
+            return
+        bounds = mask_bounds(crop_masks)
+        for position, (obj, found) in enumerate(zip(targets, bounds, strict=True)):
+            if found is None:  # an empty mask has no pixels to crop: the attributes are read from the box crop
+                height, width = crop_masks[position].shape
+                crop_masks[position] = torch.from_numpy(box_mask(obj.box, width, height)).to(self.device)
+                bounds[position] = box_bounds(obj.box, width, height)
+        crops = masked_crops(crop_pixels, crop_masks, bounds, self.config.attribute_background_gray)
+        for obj, scores in zip(targets, self.attributes.score(crops, requests, self.config), strict=True):
+            obj.value_scores = scores
 
 
 def rule_rows(prompt: PromptRecord, rows) -> list[int]:
@@ -375,12 +409,18 @@ def rule_rows(prompt: PromptRecord, rows) -> list[int]:
     return [index for index, name in enumerate(rows["class_name"]) if str(name) in needed]
 
 
-def box_mask(box: tuple[float, float, float, float], width: int, height: int) -> np.ndarray:
-    """A bool H×W mask filling the box (at least one pixel, clamped to the image)."""
-    mask = np.zeros((height, width), dtype=bool)
+def box_bounds(box: tuple[float, float, float, float], width: int, height: int) -> tuple[int, int, int, int]:
+    """(top, bottom, left, right) of the box in whole pixels (at least one, clamped to the image)."""
     x0 = min(max(int(np.floor(box[0])), 0), width - 1)
     y0 = min(max(int(np.floor(box[1])), 0), height - 1)
     x1 = max(min(int(np.ceil(box[2])), width), x0 + 1)
     y1 = max(min(int(np.ceil(box[3])), height), y0 + 1)
-    mask[y0:y1, x0:x1] = True
+    return y0, y1, x0, x1
+
+
+def box_mask(box: tuple[float, float, float, float], width: int, height: int) -> np.ndarray:
+    """A bool H×W mask filling the box (at least one pixel, clamped to the image)."""
+    mask = np.zeros((height, width), dtype=bool)
+    top, bottom, left, right = box_bounds(box, width, height)
+    mask[top:bottom, left:right] = True
     return mask

@@ -246,11 +246,11 @@ def scoring_step(perception: Perception, config: EvaluatorConfig) -> BatchStep[I
         return make_preparer({job.work.prompt.category for job in jobs if job.work.prompt is not None})
 
     def forward(pairs: Sequence[tuple[Job, Loaded]]) -> list[ImageObservation]:
-        images = [entry.rgb() for _, entry in pairs]
         prompts = [job.work.prompt for job, _ in pairs]
-        if streaming:
-            return perception.observe(images, prompts, prepared=[entry.prepared for _, entry in pairs], masks="rules")
-        return perception.observe(images, prompts)
+        if streaming:  # the workers' pixels as they came, their inputs, only the masks a rule reads
+            frames = [entry.image if entry.image is not None else entry.pixels for _, entry in pairs]
+            return perception.observe(frames, prompts, prepared=[entry.prepared for _, entry in pairs], masks="rules")
+        return perception.observe([entry.rgb() for _, entry in pairs], prompts)
 
     def records(job: Job, outcome: ImageObservation | Failed) -> list[tuple[str, ResultRecord]]:
         item = job.work.item

@@ -339,11 +339,12 @@ class _EmptySegmenter:
 
     processor = None
 
-    def segment(self, images, boxes, *, pixel_values=None):
-        return [
-            [np.zeros((image.height, image.width), bool) for _ in image_boxes]
+    def segment_arrays(self, images, boxes, *, pixel_values=None):
+        masks = [
+            np.zeros((len(image_boxes), image.height, image.width), bool)
             for image, image_boxes in zip(images, boxes, strict=True)
         ]
+        return masks, [torch.from_numpy(mask) for mask in masks]
 
 
 def test_an_empty_sam_mask_stays_empty_and_attributes_use_the_box():

@@ -1,4 +1,9 @@
-"""SigLIP 2 colour / material scores on masked object crops (100 × cosine, averaged over templates)."""
+"""SigLIP 2 colour / material scores on masked object crops (100 × cosine, averaged over templates).
+
+The crops are cut where the image's pixels are (`masked_crops`: the GPU on one, so only four
+integers per crop come to the host) and handed to SigLIP's processor as uint8 tensors; they are
+the pixels `masked_crop` cuts from the PIL image, so the scores are the same.
+"""
 
 from __future__ import annotations
 
@@ -26,6 +31,37 @@ def masked_crop(image: Image.Image, mask: np.ndarray, gray: int) -> Image.Image:
     crop = Image.new("RGB", (right - left, bottom - top), (gray, gray, gray))
     crop.paste(rgb.crop((left, top, right, bottom)), mask=Image.fromarray(mask[top:bottom, left:right]))
     return crop
+
+
+def mask_bounds(masks: Sequence[torch.Tensor]) -> list[tuple[int, int, int, int] | None]:
+    """(top, bottom, left, right) of each bool H×W mask's pixels (bottom and right exclusive), None
+    for an empty mask; computed where the masks are, one copy of 5 integers per mask to the host."""
+    if not masks:
+        return []
+    rows_of = []
+    for mask in masks:
+        rows, cols = mask.any(dim=1), mask.any(dim=0)
+        first_row, first_col = rows.int().argmax(), cols.int().argmax()
+        last_row = rows.shape[0] - rows.flip(0).int().argmax()
+        last_col = cols.shape[0] - cols.flip(0).int().argmax()
+        rows_of.append(torch.stack([rows.any().long(), first_row, last_row, first_col, last_col]))
+    values = torch.stack(rows_of).cpu().tolist()
+    return [(top, bottom, left, right) if filled else None for filled, top, bottom, left, right in values]
+
+
+def masked_crops(
+    pixels: Sequence[torch.Tensor],
+    masks: Sequence[torch.Tensor],
+    bounds: Sequence[tuple[int, int, int, int]],
+    gray: int,
+) -> list[torch.Tensor]:
+    """`masked_crop` on tensors: each uint8 3×H×W image cut to its bounds (`mask_bounds`), pixels
+    outside its bool H×W mask set to `gray`; made on the device the tensors are on."""
+    crops = []
+    for image, mask, (top, bottom, left, right) in zip(pixels, masks, bounds, strict=True):
+        background = torch.full((), gray, dtype=torch.uint8, device=image.device)
+        crops.append(torch.where(mask[top:bottom, left:right], image[:, top:bottom, left:right], background))
+    return crops
 
 
 def attribute_texts(category: str, object_name: str, config: EvaluatorConfig) -> dict[str, list[str]]:
@@ -57,6 +93,7 @@ class AttributeScorer:
         self.dtype = dtype
         self.max_text_length = max_text_length
         self._text_cache: dict[str, torch.Tensor] = {}
+        self._request_cache: dict[tuple, tuple[list[str], torch.Tensor]] = {}
 
     @staticmethod
     def _pooled(output) -> torch.Tensor:
@@ -82,14 +119,32 @@ class AttributeScorer:
         return torch.stack([self._text_cache[sentence] for sentence in sentences])
 
     @torch.inference_mode()
-    def image_embeddings(self, crops: Sequence[Image.Image]) -> torch.Tensor:
+    def image_embeddings(self, crops: Sequence[Image.Image | torch.Tensor]) -> torch.Tensor:
+        """Unit-norm image embeddings (float32, CPU) of PIL crops or uint8 3×h×w crop tensors."""
         # On a GPU the crops are resized and normalised there (the torchvision image processor's device=).
-        pixels = self.processor(images=list(crops), return_tensors="pt", **device_kwargs(self.device))["pixel_values"]
+        options = device_kwargs(self.device)
+        if crops and all(isinstance(crop, torch.Tensor) for crop in crops):
+            options["input_data_format"] = "channels_first"  # a 3-pixel-wide crop is not channels-last
+        pixels = self.processor(images=list(crops), return_tensors="pt", **options)["pixel_values"]
         features = self._pooled(self.model.get_image_features(pixel_values=pixels.to(self.device, self.dtype))).float()
         return torch.nn.functional.normalize(features, dim=-1).cpu()
 
+    def request_texts(self, category: str, object_name: str, config: EvaluatorConfig) -> tuple[list[str], torch.Tensor]:
+        """The values of a (category, object) request and its sentences' embeddings (values ×
+        templates, in `attribute_texts` order), made once per request and config."""
+        templates = config.color_templates if category == "color" else config.material_templates
+        key = (category, object_name, templates)
+        if key not in self._request_cache:
+            texts = attribute_texts(category, object_name, config)
+            sentences = [sentence for value in texts for sentence in texts[value]]
+            self._request_cache[key] = (list(texts), self.text_embeddings(sentences))
+        return self._request_cache[key]
+
     def score(
-        self, crops: Sequence[Image.Image], requests: Sequence[tuple[str, str]], config: EvaluatorConfig
+        self,
+        crops: Sequence[Image.Image | torch.Tensor],
+        requests: Sequence[tuple[str, str]],
+        config: EvaluatorConfig,
     ) -> list[dict[str, float]]:
         """For each crop and its (category, object name): value → mean over templates of 100 × cosine."""
         if not crops:
@@ -97,10 +152,8 @@ class AttributeScorer:
         image_features = self.image_embeddings(crops)
         results = []
         for feature, (category, object_name) in zip(image_features, requests, strict=False):
-            texts = attribute_texts(category, object_name, config)
-            values = list(texts)
-            sentences = [sentence for value in values for sentence in texts[value]]
-            cosines = (self.text_embeddings(sentences) @ feature).reshape(len(values), -1)
+            values, texts = self.request_texts(category, object_name, config)
+            cosines = (texts @ feature).reshape(len(values), -1)
             means = (100.0 * cosines).mean(dim=1)
             results.append({value: float(score) for value, score in zip(values, means, strict=False)})
         return results

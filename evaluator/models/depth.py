@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-from PIL import Image
+import torch.nn.functional as F
 
-from evaluator.models.inputs import image_pixels, one_thread, processor_pixels
+from evaluator.models.inputs import Frame, frame_pixels, frame_size, one_thread, processor_pixels
 
 
 class DepthEstimator:
@@ -19,24 +19,25 @@ class DepthEstimator:
         self.device = device
         self.dtype = dtype
 
-    def pixel_values(self, image: Image.Image) -> torch.Tensor:
+    def pixel_values(self, image: Frame) -> torch.Tensor:
         """The model's input for one image (3×h×w float32, aspect kept), made on this estimator's device."""
         with one_thread(self.device):  # the floats of `InputPreparer`, whatever the thread count
-            return processor_pixels(self.processor, image_pixels(image, self.device))
+            return processor_pixels(self.processor, frame_pixels(image, self.device))
 
     @torch.inference_mode()
     def disparity(
-        self, images: Sequence[Image.Image], *, pixel_values: Sequence[torch.Tensor | None] | None = None
+        self, images: Sequence[Frame], *, pixel_values: Sequence[torch.Tensor | None] | None = None
     ) -> list[np.ndarray]:
         """Float32 H×W disparity per image; images of one size share a batch (the processor keeps aspect).
 
         `pixel_values`: each image's input as `pixel_values(image)` makes it (e.g. in a loader worker);
-        made here where missing. The map is resized to the image on the model's device.
+        made here where missing. The maps are resized to the images on the model's device (bicubic,
+        as the processor's `post_process_depth_estimation`) and come to the host in one copy per size.
         """
         results: list[np.ndarray | None] = [None] * len(images)
         by_size: dict[tuple[int, int], list[int]] = defaultdict(list)
         for index, image in enumerate(images):
-            by_size[image.size].append(index)
+            by_size[frame_size(image)].append(index)
         for (width, height), indices in by_size.items():
             given = [pixel_values[index] if pixel_values is not None else None for index in indices]
             inputs = torch.stack(
@@ -45,11 +46,14 @@ class DepthEstimator:
                     for index, tensor in zip(indices, given, strict=True)
                 ]
             )
-            outputs = self.model(pixel_values=inputs.to(self.device, self.dtype))
-            outputs.predicted_depth = outputs.predicted_depth.float()
-            resized = self.processor.post_process_depth_estimation(
-                outputs, target_sizes=[(height, width)] * len(indices)
-            )
-            for index, item in zip(indices, resized, strict=False):
-                results[index] = item["predicted_depth"].cpu().numpy().astype(np.float32)
+            maps = self._maps(inputs, height, width)
+            for position, index in enumerate(indices):
+                results[index] = maps[position]
         return results  # type: ignore[return-value]
+
+    def _maps(self, inputs: torch.Tensor, height: int, width: int) -> np.ndarray:
+        """The model on a batch of one image size, its maps resized to that size (B × H × W float32),
+        copied to the host at once."""
+        predicted = self.model(pixel_values=inputs.to(self.device, self.dtype)).predicted_depth.float()
+        resized = F.interpolate(predicted[:, None], size=(height, width), mode="bicubic", align_corners=False)
+        return resized[:, 0].cpu().numpy()

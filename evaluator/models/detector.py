@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 import torch.nn.functional as F
-from PIL import Image
 
 from dataset_builder.vocabulary import OBJECT_CLASSES
-from evaluator.models.inputs import DetectorInputs, image_pixels, one_thread
+from evaluator.models.inputs import DetectorInputs, Frame, frame_pixels, frame_size, one_thread
 from negt2ibench.core.errors import UserError
 
 if TYPE_CHECKING:
@@ -62,15 +61,38 @@ def select_class_detections(
     num_classes = probabilities.shape[1]
     flat = probabilities.reshape(-1)
     order = np.argsort(-flat, kind="stable")[: min(num_select, flat.size)]
-    wanted = {class_id: name for name, class_id in class_ids.items()}
-    selected: dict[str, list[tuple[int, float]]] = {name: [] for name in class_ids}
-    for flat_index in order:
-        score = float(flat[flat_index])
-        if score <= threshold:
-            break  # sorted: nothing after this is above the threshold
-        name = wanted.get(int(flat_index % num_classes))
-        if name is not None and len(selected[name]) < per_class_cap:
-            selected[name].append((int(flat_index // num_classes), score))
+    return pick_classes(order, flat[order], num_classes, class_ids, threshold=threshold, per_class_cap=per_class_cap)
+
+
+def top_pairs(probabilities: torch.Tensor, num_select: int) -> tuple[np.ndarray, np.ndarray]:
+    """The top `num_select` query/class pairs of each image of a batch of sigmoid scores
+    (B × queries × classes), sorted where the scores are (the device): their flat indices and
+    scores, best first, ties by flat index, as `select_class_detections` orders them; only these
+    B × num_select pairs come to the host."""
+    flat = probabilities.flatten(1)
+    order = torch.sort(flat.neg(), dim=1, stable=True).indices[:, : min(num_select, flat.shape[1])]
+    return order.cpu().numpy(), flat.gather(1, order).cpu().numpy()
+
+
+def pick_classes(
+    order: np.ndarray,
+    scores: np.ndarray,
+    num_classes: int,
+    class_ids: dict[str, int],
+    *,
+    threshold: float,
+    per_class_cap: int,
+) -> dict[str, list[tuple[int, float]]]:
+    """From one image's top pairs (flat indices and scores, best first): per wanted class its
+    (query, score) pairs, in that order, until the first score at or below `threshold`, at most
+    `per_class_cap` each."""
+    below = np.flatnonzero(scores <= threshold)
+    stop = int(below[0]) if below.size else len(scores)  # sorted: nothing after it is above
+    classes = order[:stop] % num_classes
+    selected: dict[str, list[tuple[int, float]]] = {}
+    for name, class_id in class_ids.items():
+        rows = np.flatnonzero(classes == class_id)[:per_class_cap]
+        selected[name] = [(int(order[row] // num_classes), float(scores[row])) for row in rows]
     return selected
 
 
@@ -141,14 +163,26 @@ class Detector:
         self.inputs = DetectorInputs(self.resolution, tuple(self.means), tuple(self.stds))
         self.class_ids = benchmark_class_ids()
 
-    def _preprocess(self, images: Sequence[Image.Image]) -> torch.Tensor:
+    def _preprocess(self, images: Sequence[Frame]) -> torch.Tensor:
         with one_thread(self.device):  # the floats of `InputPreparer`, whatever the thread count
-            return torch.stack([self.inputs(image_pixels(image, self.device)) for image in images])
+            return torch.stack([self.inputs(frame_pixels(image, self.device)) for image in images])
+
+    def _forward(self, batch: torch.Tensor) -> dict:
+        """The network on a batch of inputs (bf16 autocast off the CPU when asked)."""
+        if self.autocast_dtype is not None and self.device.type != "cpu":
+            with torch.autocast(self.device.type, dtype=self.autocast_dtype):
+                return self.network(batch)
+        return self.network(batch)
+
+    def _top_pairs(self, outputs: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The top query/class pairs per image (`top_pairs`) and every query's box, on the host."""
+        order, scores = top_pairs(outputs["pred_logits"].float().sigmoid(), self.num_select)
+        return order, scores, outputs["pred_boxes"].float().cpu().numpy()
 
     @torch.inference_mode()
     def detect(
         self,
-        images: Sequence[Image.Image],
+        images: Sequence[Frame],
         wanted: Sequence[Sequence[str]],
         *,
         with_masks: bool,
@@ -168,23 +202,20 @@ class Detector:
         if not images:
             return []
         batch = self._preprocess(images) if pixel_values is None else pixel_values.to(self.device)
-        if self.autocast_dtype is not None and self.device.type != "cpu":
-            with torch.autocast(self.device.type, dtype=self.autocast_dtype):
-                outputs = self.network(batch)
-        else:
-            outputs = self.network(batch)
-        probabilities = outputs["pred_logits"].float().sigmoid().cpu().numpy()
-        boxes_normalised = outputs["pred_boxes"].float().cpu().numpy()
+        outputs = self._forward(batch)
+        order, scores, boxes_normalised = self._top_pairs(outputs)
+        num_classes = int(outputs["pred_logits"].shape[-1])
         results = []
         for index, (image, names) in enumerate(zip(images, wanted, strict=False)):
-            width, height = image.size
+            width, height = frame_size(image)
             unknown = [name for name in names if name not in self.class_ids]
             if unknown:
                 raise ValueError(f"not a benchmark class: {', '.join(unknown)}")
-            picked = select_class_detections(
-                probabilities[index],
+            picked = pick_classes(
+                order[index],
+                scores[index],
+                num_classes,
                 {name: self.class_ids[name] for name in names},
-                num_select=self.num_select,
                 threshold=self.presence_threshold,
                 per_class_cap=self.per_class_cap,
             )
@@ -208,14 +239,17 @@ class Detector:
         return results
 
     @torch.inference_mode()
-    def masks(self, detections: sv.Detections, width: int, height: int) -> np.ndarray:
-        """RF-DETR's own full-resolution masks (bool, rows × height × width) of these detections,
-        upsampled one by one from `data["mask_logits"]` (kept by `detect(..., with_masks=True)`)."""
+    def mask_tensors(self, detections: sv.Detections, width: int, height: int) -> torch.Tensor:
+        """RF-DETR's own full-resolution masks (bool, rows × height × width, on the device) of these
+        detections, upsampled from `data["mask_logits"]` (kept by `detect(..., with_masks=True)`)."""
         if "mask_logits" not in detections.data:
             raise ValueError("these detections carry no mask logits; detect them with with_masks=True")
-        masks = np.zeros((len(detections), height, width), dtype=bool)
-        for row, logits in enumerate(detections.data["mask_logits"]):
-            low = torch.from_numpy(np.ascontiguousarray(logits)).to(self.device)[None, None]
-            upsampled = F.interpolate(low, size=(height, width), mode="bilinear", align_corners=False)
-            masks[row] = (upsampled[0, 0] > 0).cpu().numpy()
-        return masks
+        if not len(detections):
+            return torch.zeros((0, height, width), dtype=torch.bool, device=self.device)
+        low = torch.from_numpy(np.ascontiguousarray(detections.data["mask_logits"])).to(self.device)[:, None]
+        upsampled = F.interpolate(low, size=(height, width), mode="bilinear", align_corners=False)
+        return upsampled[:, 0] > 0
+
+    def masks(self, detections: sv.Detections, width: int, height: int) -> np.ndarray:
+        """`mask_tensors` on the host (numpy bool, rows × height × width)."""
+        return self.mask_tensors(detections, width, height).cpu().numpy()

@@ -10,15 +10,23 @@ models compute the same function when no prepared input is handed to them, and C
 always made with one intra-op thread (as in a DataLoader worker: some CPU kernels, the float
 resize among them, round differently with another thread count), so a worker and the main
 process give identical tensors.
+
+An image reaches the models as a *frame*: a PIL image, or its pixels as a uint8 H×W×3 tensor
+(what the loader's workers send through shared memory), so that the process running the models
+never builds a PIL image only to take its pixels out again (`frame_pixels`, `frame_size`). On the
+device, `InputPreparer.prepare_batch` makes a whole batch's inputs at once from the uploaded
+pixels: one resize per model and image size instead of one per image, the same floats.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
+import numpy as np
 import torch
 import torchvision.transforms.functional as TF
 from PIL import Image
@@ -39,10 +47,31 @@ def one_thread(device: torch.device | None) -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
-def image_pixels(image: Image.Image, device: torch.device | None = None) -> torch.Tensor:
-    """The 8-bit RGB image as a uint8 3×H×W tensor (on `device` when given: one upload per image)."""
-    pixels = TF.pil_to_tensor(image)
+Frame: TypeAlias = Image.Image | torch.Tensor  # an 8-bit RGB image, or its uint8 H×W×3 pixels
+
+
+def frame_size(frame: Frame) -> tuple[int, int]:
+    """(width, height) of a frame."""
+    if isinstance(frame, Image.Image):
+        return frame.size
+    return int(frame.shape[1]), int(frame.shape[0])
+
+
+def frame_pixels(frame: Frame, device: torch.device | None = None) -> torch.Tensor:
+    """The frame as a uint8 3×H×W tensor (a view of a tensor frame; on `device` when given: one
+    upload per image). Both forms give the same values (`TF.pil_to_tensor` of the PIL image)."""
+    if isinstance(frame, Image.Image):
+        pixels = TF.pil_to_tensor(frame)
+    else:
+        if frame.dtype != torch.uint8 or frame.ndim != 3 or frame.shape[2] != 3:
+            raise ValueError(f"a frame tensor must be uint8 H×W×3, got {frame.dtype} {tuple(frame.shape)}")
+        pixels = frame.permute(2, 0, 1)
     return pixels if device is None else pixels.to(device, non_blocking=True)
+
+
+def image_pixels(image: Frame, device: torch.device | None = None) -> torch.Tensor:
+    """The 8-bit RGB image as a uint8 3×H×W tensor (on `device` when given: one upload per image)."""
+    return frame_pixels(image, device)
 
 
 def device_kwargs(device: torch.device | None) -> dict[str, Any]:
@@ -68,6 +97,7 @@ class DetectorInputs:
     stds: tuple[float, ...]
 
     def __call__(self, pixels: torch.Tensor) -> torch.Tensor:
+        """One image (3×H×W) or a batch of one size (B×3×H×W); a batch gives each image's floats."""
         scaled = TF.resize(pixels.float().div_(255.0), [self.resolution] * 2, antialias=False)
         return TF.normalize(scaled, list(self.means), list(self.stds))
 
@@ -81,6 +111,8 @@ class PreparedImage:
     sam: torch.Tensor | None = None  # 3×S×S, when the preset uses SAM
     depth: torch.Tensor | None = None  # 3×h×w (aspect kept), depth prompts only
 
+    FIELDS = ("detector", "sam", "depth")
+
 
 @dataclass(frozen=True)
 class InputPreparer:
@@ -91,9 +123,35 @@ class InputPreparer:
     sam_processor: Any = None
     depth_processor: Any = None
 
-    def __call__(self, image: Image.Image, category: str, device: torch.device | None = None) -> PreparedImage:
+    def __call__(self, image: Frame, category: str, device: torch.device | None = None) -> PreparedImage:
         with one_thread(device):
-            return self._prepare(image_pixels(image, device), category)
+            return self._prepare(frame_pixels(image, device), category)
+
+    def prepare_batch(self, pixels: Sequence[torch.Tensor], categories: Sequence[str]) -> list[PreparedImage]:
+        """The inputs of a batch from its uint8 3×H×W pixels (on the device they are on): each model's
+        preprocessing runs once per image size over the stacked batch, not once per image, and
+        gives each image the tensors `__call__` gives it alone."""
+        if len(pixels) != len(categories):
+            raise ValueError(f"{len(pixels)} images but {len(categories)} categories")
+        made: dict[str, list[torch.Tensor | None]] = {name: [None] * len(pixels) for name in PreparedImage.FIELDS}
+        depth = [self.depth_processor is not None and category == "depth" for category in categories]
+        device = pixels[0].device if pixels else None
+        # On the CPU one image at a time: a stacked batch of 1024² floats outgrows the caches and is
+        # slower than the same work image by image; on a GPU, one kernel per model and size.
+        per_group = 1 if device is None or device.type == "cpu" else len(pixels)
+        with one_thread(device):
+            for indices in _by_shape(pixels, per_group):
+                if self.detector is not None:
+                    _spread(made["detector"], indices, self.detector(torch.stack([pixels[i] for i in indices])))
+                if self.sam_processor is not None:
+                    _spread(made["sam"], indices, _processed(self.sam_processor, [pixels[i] for i in indices]))
+                wanted = [i for i in indices if depth[i]]
+                if wanted:
+                    _spread(made["depth"], wanted, _processed(self.depth_processor, [pixels[i] for i in wanted]))
+        return [
+            PreparedImage(detector=made["detector"][i], sam=made["sam"][i], depth=made["depth"][i])
+            for i in range(len(pixels))
+        ]
 
     def _prepare(self, pixels: torch.Tensor, category: str) -> PreparedImage:
         return PreparedImage(
@@ -107,8 +165,39 @@ class InputPreparer:
         )
 
 
+def _by_shape(tensors: Sequence[torch.Tensor], limit: int) -> list[list[int]]:
+    """The positions of the tensors grouped by shape, at most `limit` to a group."""
+    groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
+    for index, tensor in enumerate(tensors):
+        groups[tuple(tensor.shape)].append(index)
+    return [indices[start : start + limit] for indices in groups.values() for start in range(0, len(indices), limit)]
+
+
+def _processed(processor, pixels: list[torch.Tensor]) -> torch.Tensor:
+    """A transformers image processor over a list of images of one size, where they are."""
+    return processor(images=pixels, return_tensors="pt", **device_kwargs(pixels[0].device))["pixel_values"]
+
+
+def _spread(into: list, indices: Sequence[int], batch: torch.Tensor) -> None:
+    for position, index in enumerate(indices):
+        into[index] = batch[position]
+
+
 def stacked(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
     """The tensors as one batch, or None when any is missing (the model then prepares its own)."""
     if not tensors or any(tensor is None for tensor in tensors):
         return None
     return torch.stack(list(tensors))
+
+
+def to_host(tensors: Sequence[torch.Tensor]) -> list[np.ndarray]:
+    """The tensors as numpy arrays, copied from the device in one transfer (views on the CPU)."""
+    if not tensors or all(tensor.device.type == "cpu" for tensor in tensors):
+        return [tensor.numpy() for tensor in tensors]
+    counts = [tensor.numel() for tensor in tensors]
+    flat = torch.cat([tensor.reshape(-1) for tensor in tensors]).cpu().numpy()
+    arrays, start = [], 0
+    for tensor, count in zip(tensors, counts, strict=True):
+        arrays.append(flat[start : start + count].reshape(tuple(tensor.shape)))
+        start += count
+    return arrays

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-import torchvision.transforms.functional as TF
 from PIL import Image
 
 from evaluator.config import MASK_RCNN, EvaluatorConfig
 from evaluator.models.detector import benchmark_class_ids
+from evaluator.models.inputs import Frame, frame_pixels, frame_size
 from negt2ibench.core.errors import MissingWeightsError, UserError
 
 if TYPE_CHECKING:
@@ -160,7 +160,7 @@ class MaskRCNNDetector:
 
     @torch.inference_mode()
     def detect(
-        self, images: Sequence[Image.Image], wanted: Sequence[Sequence[str]], *, with_masks: bool
+        self, images: Sequence[Frame], wanted: Sequence[Sequence[str]], *, with_masks: bool
     ) -> list[sv.Detections]:
         """One `sv.Detections` per image: the kept detections of that image's wanted classes.
 
@@ -178,7 +178,7 @@ class MaskRCNNDetector:
             if unknown:
                 raise ValueError(f"not a benchmark class: {', '.join(unknown)}")
         net = self.network
-        tensors = [TF.pil_to_tensor(image.convert("RGB")).to(self.device).float().div_(255.0) for image in images]
+        tensors = [frame_pixels(_rgb(image), self.device).float().div_(255.0) for image in images]
         batch, _ = net.transform(tensors)
         features = net.backbone(batch.tensors)
         proposals, _ = net.rpn(batch, features)
@@ -230,7 +230,7 @@ class MaskRCNNDetector:
         for image, (names, labels, scores, boxes), size, probs in zip(
             images, kept, batch.image_sizes, probabilities, strict=True
         ):
-            xyxy = resize_boxes(boxes, list(size), [image.height, image.width]).cpu().numpy().astype(np.float64)
+            xyxy = resize_boxes(boxes, list(size), list(frame_size(image)[::-1])).cpu().numpy().astype(np.float64)
             data = {"class_name": np.array(names, dtype=str)}
             if with_masks:
                 data["mask_probs"] = probs if probs is not None else np.zeros((0, 28, 28), np.float32)
@@ -258,3 +258,7 @@ class MaskRCNNDetector:
         boxes = torch.from_numpy(np.asarray(detections.xyxy, dtype=np.float32))
         pasted = paste_masks_in_image(probs, boxes, (height, width))
         return (pasted[:, 0] > MASK_THRESHOLD).numpy()
+
+
+def _rgb(frame: Frame) -> Frame:
+    return frame.convert("RGB") if isinstance(frame, Image.Image) and frame.mode != "RGB" else frame
