@@ -80,7 +80,7 @@ class Column:
         if not bold:
             return text
         value = self.text(row[self.key])
-        return f"**{value}**{text[len(value):]}"
+        return f"**{value}**{text[len(value) :]}"
 
 
 HeaderRow = tuple[tuple[str, int], ...]  # (label, number of Markdown columns it spans), left to right
