@@ -64,7 +64,9 @@ def _number(data: Mapping, key: str, source: str) -> float | None:
 
 
 def _questions_per_image(data: Mapping, source: str) -> float | None:
-    modes = data.get("modes") or {}
+    modes = data.get("modes")
+    if modes is None:
+        return None
     if not isinstance(modes, Mapping):
         raise UserError(f"{source}: modes must be an object (mode → counts)")
     for mode in ("pos", "neg"):
