@@ -61,8 +61,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Check a built dataset folder: file layout and parquet schema, JSONL = parquet, the card's "
             "configs and corpus version, and every corpus invariant (counts, ids, matched groups, shared object "
             "draws across the categories of a kind, class and value balance, unique texts, text <-> metadata, "
-            "grammar). Lists each violation by prompt id; exits 1 if any."
+            "grammar). Lists each violation by prompt id; exits 1 if any. With --out FIGDIR, also writes the "
+            "paper's Figures 5 and 6 for the folder's prompts (figure5.png, figure6.png and their numbers as CSV, "
+            "elements.csv: objects + statements per prompt) and says whether each category's objects reach the "
+            "most even allocation, per draw and per prompt."
         ),
+        epilog=f"example: negt2ibench validate {DEFAULT_DIR} --out figures/",
+    )
+    validate.add_argument(
+        "--out",
+        metavar="FIGDIR",
+        help="folder for Figures 5 and 6 (PNG + CSV) and elements.csv (created if missing; those files replaced)",
     )
     validate.add_argument(
         "dir", metavar="DIR", nargs="?", default=DEFAULT_DIR, help=f"dataset folder (default: {DEFAULT_DIR})"
@@ -140,6 +149,8 @@ def run_validate(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise UserError(f"{root} is not a folder; build one with `negt2ibench build --out {root}`")
     started = time.perf_counter()
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UserError(f"--out {args.out} exists and is not a folder")
     records, violations = validate_folder(root)
     elapsed = time.perf_counter() - started
     if violations:
@@ -149,6 +160,8 @@ def run_validate(args: argparse.Namespace) -> int:
         if hidden > 0:
             print(f"... and {hidden} more")
         print(f"INVALID: {len(violations)} violations in {root} ({len(records)} prompts, {elapsed:.2f} s)")
+        if args.out and records:
+            _write_figures(records, Path(args.out))
         return 1
     from .card import balance_summary
     from .corpus import CORPUS_VERSION
@@ -164,7 +177,36 @@ def run_validate(args: argparse.Namespace) -> int:
         f"OK: {root} holds {len(records)} valid prompts (corpus version {CORPUS_VERSION}); every invariant holds "
         f"({elapsed:.2f} s)"
     )
+    if args.out:
+        _write_figures(records, Path(args.out))
     return 0
+
+
+def _write_figures(records, out: Path) -> None:
+    """Figures 5 and 6 into OUT, with the verdict on the most even allocation and the element count."""
+    from .balance import mean_elements
+    from .figures import write_figures
+    from .vocabulary import kind_of
+
+    written, found = write_figures(records, out)
+    for counting in ("draw", "prompt"):
+        mine = [a for a in found if a.counting == counting]
+        holding = [a.category for a in mine if a.holds]
+        detail = "; ".join(
+            f"{a.category} {min(a.counts)}-{max(a.counts)}"
+            + ("" if a.holds else f" (most even {min(a.even)}-{max(a.even)})")
+            for a in mine
+        )
+        verdict = "holds in every category" if len(holding) == len(mine) else f"holds in {len(holding)} of {len(mine)}"
+        print(f"most even object allocation per {counting}: {verdict} ({detail})")
+    by_kind = {
+        kind: mean_elements([r for r in records if kind_of(r.category) == kind]) for kind in ("attribute", "relation")
+    }
+    print(
+        f"objects + statements per prompt: {mean_elements(records):.2f} over the corpus "
+        f"(attributes {by_kind['attribute']:.2f}, relations {by_kind['relation']:.2f}; the paper's Table 8 uses 4.66)"
+    )
+    print(f"wrote {', '.join(path.name for path in written)} to {out}")
 
 
 def run_push(args: argparse.Namespace) -> int:

@@ -74,7 +74,9 @@ def run_report(args: argparse.Namespace) -> int:
         )
     except ValueError as error:
         raise UserError(str(error)) from None
-    tables = report_tables(report)  # each table built once, for the files and for stdout
+    from generation.registry import table3_models
+
+    tables = report_tables(report, table3_models())  # each table built once, for the files and for stdout
     written = write_report(report, args.out, tables)
     print("\n".join(inputs.summary_lines()))
     print()

@@ -15,6 +15,14 @@ from negt2ibench.core.names import check_split_name
 from negt2ibench.core.registry import Registry
 
 Backend = Literal["diffusers", "janus", "unsupported", "callable"]
+# Table 3 groups the models by architecture, in this order; "" (a model outside the registry) is "Other".
+Family = Literal["unet", "transformer", "autoregressive", ""]
+FAMILY_TITLES: dict[str, str] = {
+    "unet": "U-Net diffusion",
+    "transformer": "Diffusion / flow transformers",
+    "autoregressive": "Autoregressive",
+    "": "Other",
+}
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,7 @@ class ModelSpec:
     # Components loaded from another repository and swapped in: name -> (class path, hub id, subfolder).
     component_overrides: dict[str, tuple[str, str, str | None]] = field(default_factory=dict)
     display_name: str = ""
+    family: Family = ""  # Table 3's group (not a generation setting: not in `settings()`)
     note: str = ""
     # Settings of a model outside the registry (`generate_with(settings=...)`), recorded and checked on resume.
     extra_settings: dict[str, Any] = field(default_factory=dict)
@@ -81,6 +90,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 guidance=7.5,
                 dtype="float16",
                 display_name="SD 1.5",
+                family="unet",
             ),
             ModelSpec(
                 key="sd_1_5_negationclip",
@@ -97,6 +107,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                     "text_encoder": ("generation.negationclip.NegationCLIPTextEncoder", "jerryray/negationclip", None)
                 },
                 display_name="SD 1.5 + NegationCLIP",
+                family="unet",
                 note="text encoder: NegationCLIP ViT-L/14 (OpenAI checkpoint converted to CLIPTextModel)",
             ),
             ModelSpec(
@@ -107,6 +118,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 height=1024,
                 width=1024,
                 display_name="SD 3.5 Large",
+                family="transformer",
             ),
             ModelSpec(
                 key="flux_2_dev",
@@ -118,6 +130,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 quantization="bnb_4bit",
                 quantized_components=("transformer", "text_encoder"),
                 display_name="FLUX.2-dev (4-bit)",
+                family="transformer",
                 note="needs `pip install bitsandbytes` (CUDA)",
             ),
             ModelSpec(
@@ -129,6 +142,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 width=1024,
                 guidance=1.0,
                 display_name="FLUX.2-klein-9B",
+                family="transformer",
                 note="step-distilled; guidance above 1 is ignored",
             ),
             ModelSpec(
@@ -140,6 +154,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 width=1024,
                 guidance=0.0,
                 display_name="Z-Image-Turbo",
+                family="transformer",
             ),
             ModelSpec(
                 key="hunyuanimage_2_1",
@@ -150,6 +165,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 width=1024,
                 guidance_argument="distilled_guidance_scale",
                 display_name="HunyuanImage-2.1 (distilled)",
+                family="transformer",
             ),
             ModelSpec(
                 key="janus_pro_7b",
@@ -159,6 +175,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 height=384,
                 width=384,
                 display_name="Janus-Pro-7B",
+                family="autoregressive",
                 note="autoregressive: no diffusion steps; transformers generation_mode='image'",
             ),
             ModelSpec(
@@ -170,6 +187,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 height=1024,
                 width=1024,
                 display_name="BLIP3-o NEXT SFT 3B",
+                family="autoregressive",
                 note="no diffusers/transformers support: generate with the authors' code, "
                 "then `negt2ibench import-images`",
             ),
@@ -222,3 +240,9 @@ def registry_lines() -> list[str]:
         note = ("UNSUPPORTED: " if spec.backend == "unsupported" else "") + spec.note
         lines.append(f"{spec.key:<22}{spec.hub_id:<62}{steps:>6}  {spec.resolution:<11}{note}")
     return lines
+
+
+def table3_models() -> dict[str, tuple[str, str]]:
+    """{model key: (family title, display name)} of every registry model, in the registry's order:
+    Table 3's groups and row names (`negt2ibench report` passes it to the report's tables)."""
+    return {spec.key: (FAMILY_TITLES[spec.family], spec.display_name or spec.key) for spec in REGISTRY.values()}

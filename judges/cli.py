@@ -36,7 +36,8 @@ Records: evaluator "KEY/MODE", score, passed, objects, statements (with a failur
 questions (each element's question, p_yes and p_satisfied). Rerunning the same command resumes.
 Under `accelerate launch -m negt2ibench judge ...` each process writes OUT.rank{i}.jsonl and the
 main process merges them. The summary line gives the cost: model load (apart), s/question,
-s/image, questions per image and peak memory (GPU: torch.cuda.max_memory_allocated; CPU: RSS).
+s/image, questions per image and peak memory (GPU: torch.cuda.max_memory_allocated; CPU: RSS);
+the same summary is written beside the results as OUT.run.json (Table 2's costs in `agree`).
 """
 
 EPILOG = """\

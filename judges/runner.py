@@ -6,7 +6,8 @@ objects and positive statements once for ``pos`` and ``neg`` together — and wr
 per image and mode. The run is the engine's (`evaluator.engine`, as for `negt2ibench score`):
 keys already in an output are skipped, so rerunning resumes; under `accelerate launch` /
 torchrun each process writes ``OUT.rank{i}.jsonl`` and the main process merges them. This
-module brings the judge's `judging_step`. The summary carries the paper's Table 8 costs.
+module brings the judge's `judging_step`. The summary carries the paper's Table 8 costs and is
+written beside the results as the run record (`judges.summary.write_run_record`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from .adapters import JudgeAdapter
 from .questions import MODES, Question, questions_for, wording_examples
 from .registry import JUDGES_VERSION
 from .sources import JudgeItem
-from .summary import JudgeSummary, ModeCounts
+from .summary import JudgeSummary, ModeCounts, write_run_record
 from .verdict import RecordContext, judge_error_record, judge_record
 
 MODE_CHOICES: tuple[str, ...] = (*MODES, "all")
@@ -168,6 +169,7 @@ def judge_images(
         dtype=adapter.dtype_name,
         modes={m: ModeCounts(path) for m, path in paths.items()},
         total=len(items),
+        params=adapter.spec.params,
     )
     adapter.reset_peak_memory()
     started = time.perf_counter()
@@ -200,4 +202,5 @@ def judge_images(
     summary.rank, summary.world = run.rank, run.world
     summary.seconds = time.perf_counter() - started
     summary.peak_memory_bytes, summary.memory_kind = adapter.peak_memory()
+    write_run_record(summary, out_path)
     return summary

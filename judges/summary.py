@@ -1,9 +1,27 @@
-"""What one judge run did and cost: counts per mode, and the paper's Table 8 columns."""
+"""What one judge run did and cost: counts per mode, and the paper's Table 8 columns.
+
+A run writes its summary beside its results as a *run record* (`run_record_path`: ``OUT.run.json``
+for ``--out OUT.jsonl``, in every mode, ``all`` included; ``OUT.rank{i}.run.json`` per process
+under ``accelerate launch``), so `agree` finds the cost columns of Table 2 without being told.
+A rerun that judged nothing new (everything already done) keeps the record of the run that did.
+"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from negt2ibench.core.atomic import write_atomic
+
+RUN_RECORD_SUFFIX = ".run.json"
+
+
+def run_record_path(out: str | Path, *, rank: int = 0, world: int = 1) -> Path:
+    """Where the run record of ``--out OUT`` goes: ``OUT.run.json`` (``OUT.rank{i}.run.json`` under several ranks)."""
+    out = Path(out)
+    stem = f"{out.stem}.rank{rank}" if world > 1 else out.stem
+    return out.with_name(stem + RUN_RECORD_SUFFIX)
 
 
 @dataclass
@@ -35,6 +53,7 @@ class JudgeSummary:
     error_reasons: dict[str, int] = field(default_factory=dict)
     rank: int = 0
     world: int = 1
+    params: str = ""  # the judge's parameter count as the paper labels it ("8B"; "?" when unknown)
 
     @property
     def seconds_per_question(self) -> float | None:
@@ -52,6 +71,7 @@ class JudgeSummary:
         return {
             "judge": self.judge,
             "hub_id": self.hub_id,
+            "params": self.params,
             "device": self.device,
             "dtype": self.dtype,
             "rank": self.rank,
@@ -96,3 +116,12 @@ class JudgeSummary:
             f"{self.images} of {self.total} images judged, {self.questions} questions in {self.seconds:.1f} s"
             f"{rates}; model load {self.load_seconds:.1f} s (apart); {memory}"
         )
+
+
+def write_run_record(summary: JudgeSummary, out: str | Path) -> Path | None:
+    """Write SUMMARY as the run record beside ``--out OUT`` (atomically); None, and nothing
+    written, when the run judged no image (a resumed run with nothing left keeps the old record)."""
+    if not summary.images:
+        return None
+    path = run_record_path(out, rank=summary.rank, world=summary.world)
+    return write_atomic(path, json.dumps(summary.to_dict(), indent=2, allow_nan=False) + "\n")

@@ -142,10 +142,12 @@ def test_outputs_markdown_and_csv(tmp_path):
         "elements.csv",
         "human.csv",
         "coverage.csv",
-    }
+    } | {f"table{n}.{ext}" for n in (2, 5, 6, 7, 9, 10, 11, 12, 13) for ext in ("md", "csv", "json")}
     markdown = (out / "agreement.md").read_text()
-    for heading in ("Agreement between annotators (paper Table 5)", "Kendall τ by setting (Table 11)"):
+    for heading in ("## Table 5: agreement between annotators", "## Table 11: Kendall τ by polarity setting"):
         assert heading in markdown
+        number = heading.split()[2].rstrip(":")
+        assert (out / f"table{number}.md").read_text().strip() in markdown
     rows = list(csv.DictReader((out / "agreement.csv").open()))
     assert rows[0]["evaluator"] == "negt2ibench/current" and rows[0]["tp"] == "12"
     assert float(rows[0]["accuracy"]) == pytest.approx(0.8)
@@ -234,4 +236,5 @@ def test_whole_prompt_judge_without_elements(tmp_path):
     block = report["evaluators"]["j/whole"]
     assert (block["tp"], block["tn"], block["fp"], block["fn"]) == (6, 6, 2, 2)
     assert block["elements"] == {}
-    assert "| j/whole |" not in (tmp_path / "out" / "agreement.md").read_text().split("## Elements")[1]
+    table13 = (tmp_path / "out" / "table13.md").read_text()
+    assert "| j" not in table13 and table13.count("| H. inter-annotator |") == 3

@@ -135,3 +135,28 @@ def test_two_judges_are_probed_apart(tmp_path):
     report, _, _ = agree(tmp_path, runs)
     assert list(report["probes"]["negation"]) == ["a_judge", "b_judge"]
     assert {entry["flips"] for entry in report["probes"]["negation"].values()} == {4}
+
+
+def test_costs_flag_fills_table2_and_a_bad_record_is_one_line(tmp_path, capsys):
+    import csv
+
+    _, scorer = study(tp=2, tn=2, fp=2, fn=2)
+    runs = {"scorer": scorer, "pos": judge_records("pos"), "neg": judge_records("neg")}
+    record = tmp_path / "scorer_cost.json"
+    # A hand-written record for the scorer (by evaluator name): 0.25 s/img, 3.5 GiB, 1.3B parameters.
+    cost = {"evaluator": "negt2ibench/current", "seconds_per_image": 0.25, "peak_memory_gib": 3.5, "params": "1.3B"}
+    record.write_text(json.dumps(cost))
+    _, _, out = agree(tmp_path, runs, "--costs", str(record))
+    rows = {row["key"]: row for row in csv.DictReader(open(f"{out}/table2.csv", encoding="utf-8"))}
+    assert (rows["negt2ibench/current"]["params"], rows["negt2ibench/current"]["gib"]) == ("1.3", "3.5")
+    assert rows["negt2ibench/current"]["s_per_image"] == "0.25"
+    assert rows["tiny_judge"]["s_per_image"] == "" and rows["tiny_judge"]["params"] == ""  # no record: blank
+    # Table 2 pivots the judge's pos and neg: κ pos 1/4, neg 1/2 (this module's docstring), Δ = 1/4.
+    assert float(rows["tiny_judge"]["kappa_delta"]) == pytest.approx(0.25)
+    capsys.readouterr()
+    record.write_text('{"evaluator": "negt2ibench/current", "seconds_per_image": -1}')
+    annotations, _ = study(tp=2, tn=2, fp=2, fn=2)
+    args = ["agree", "--annotations", str(write_jsonl(annotations, tmp_path / "a.jsonl"))]
+    args += ["--results", str(tmp_path / "pos.jsonl"), "--out", str(tmp_path / "o2"), "--costs", str(record)]
+    assert main(args) == 1
+    assert capsys.readouterr().err.strip().endswith("seconds_per_image must be a non-negative number, got -1")

@@ -37,8 +37,9 @@ from dataset_builder.hub import write_dataset_folder
 from dataset_builder.loading import load_prompts
 from evaluator.config import PRESETS
 from evaluator.pipeline import score_images
-from evaluator.report import build_report, read_report_inputs, write_report
+from evaluator.report import build_report, read_report_inputs, report_tables, write_report
 from evaluator.resultio import read_results
+from generation.registry import table3_models
 from generation.shards import ImageRecord, ShardWriter
 from negt2ibench.core.atomic import recover_folder
 
@@ -222,7 +223,7 @@ def test_report_killed_at_random_moments_leaves_a_whole_report(tmp_path):
     for name, path in inputs.items():  # what an uninterrupted run writes, made in this process
         read = read_report_inputs([str(path)])
         report = build_report(read.records, n_resamples=50, seed=0, inputs=read.to_dict())
-        write_report(report, tmp_path / f"reference_{name}")
+        write_report(report, tmp_path / f"reference_{name}", report_tables(report, table3_models()))  # as `report` does
         expected[name] = snapshot(tmp_path / f"reference_{name}") | {"notes.txt": b"mine"}
     home = tmp_path / "reports"
     out = home / "report"

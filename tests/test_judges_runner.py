@@ -152,6 +152,17 @@ def test_summary_reports_the_cost_apart_from_loading(tmp_path):
     assert data["modes"]["pos"]["questions_per_image"] == 3.5
     assert data["memory_kind"] == "rss" and summary.peak_memory_bytes > 10 * 2**20
     assert data["load_seconds"] >= 0 and data["device"] == "cpu" and data["dtype"] == "float32"
+    assert data["params"] == "8B"
+    # The run record beside the results holds the same summary; a rerun with nothing new keeps it.
+    assert json.loads((tmp_path / "r.run.json").read_text()) == json.loads(json.dumps(data))
+    again = judge_images(
+        judge_items(write_folder(tmp_path / "m")),
+        PROMPTS,
+        ScriptedJudge(),
+        out_path=tmp_path / "r.jsonl",
+        progress=False,
+    )
+    assert again.images == 0 and json.loads((tmp_path / "r.run.json").read_text())["images_judged"] == 4
     line = summary.line()
     assert "pos: 4 new (0 passed, 0 errors), 0 already done, 3.50 q/img" in line
     assert "14 questions" in line and "s/question" in line and "model load" in line and "peak RSS" in line

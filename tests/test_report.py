@@ -340,16 +340,32 @@ def test_build_report_pools_failure_causes_and_dead_zones_over_models():
 def test_markdown_has_paper_layout_with_one_decimal():
     report = build_report(hand_results(), n_resamples=50)
     table = table3_markdown(report)
-    header = next(line for line in table.splitlines() if line.startswith("| Model"))
+    lines = table.splitlines()
+    header = next(line for line in lines if line.startswith("| **Model**")).replace("**", "")
     assert header.split(" | ")[1:9] == ["1:0", "0:1", "2:0", "1:1", "0:2", "2:1", "1:2", "2:2"]
     assert "Color | Material | Compar. | Depth | Direct. | Proxim. | Overall" in header
+    # The paper's two header rows above the labels: polarity and load | semantic category, then the loads.
+    top = lines.index(next(line for line in lines if "Statement polarity and load" in line))
+    assert (
+        lines[top].split(" | ")[1] == "Statement polarity and load"
+        and lines[top].split(" | ")[9] == "Semantic category"
+    )
+    loads = lines[top + 2].replace("**", "").split(" | ")
+    assert [loads[i] for i in (1, 3, 6, 8, 9, 11)] == [
+        "Load 1",
+        "Load 2",
+        "Load 3",
+        "Load 4",
+        "Attributes",
+        "Relations",
+    ]
     assert "scored with different evaluator versions or configurations" in table  # alpha h1, beta h9
     same = build_report([r for r in hand_results() if r.model_key == "alpha"], n_resamples=10)
     assert "different evaluator" not in table3_markdown(same)
     alpha_row = next(line for line in table.splitlines() if line.startswith("| alpha"))
     # 1:0 50.0, 0:1 40.0, color 25.0, depth 58.3, overall 40.0, gap −10.0
     assert alpha_row.startswith("| alpha † | 50.0 | 40.0 | – |")
-    assert "| 25.0 | – | – | 58.3 | 0.0 | – | 40.0 | -10.0 |" in alpha_row
+    assert "| 25.0 | – | – | 58.3 | 0.0 | – | 40.0 | -10.0 |" in alpha_row  # beta is better in 1:0, color, overall
     whole = report_markdown(report)
     for title in (
         "Table 3",

@@ -32,7 +32,8 @@ def test_report_writes_markdown_csv_json_and_png(result_files, tmp_path, capsys)
     captured = capsys.readouterr()
     assert code == 0, captured.err
     # stdout: Table 3 in Markdown, then the files written
-    assert "| Model | 1:0 | 0:1 |" in captured.out
+    assert "| **Model** | **1:0** | **0:1** |" in captured.out
+    assert "| *Other* |" in captured.out  # test models are not in the generation registry: family "Other"
     assert "| alpha † | 50.0 | 40.0 |" in captured.out
     assert "wrote 12 files" in captured.out
 

@@ -130,3 +130,111 @@ def test_plots_take_tables_only(tmp_path):
     ]
     for path in paths:
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
+
+
+# -- the paper's layout: header rows, row groups, bold best, reference rows ---------------------------------
+
+LAYOUT_COLUMNS = (
+    Column("family", "Family", fmt=str, in_markdown=False),
+    Column("model", "Model", fmt=str),
+    Column("acc", "Acc.", higher_is_better=True),
+    Column("err", "Err.", higher_is_better=False),
+    Column("gap", "Gap"),  # no direction: never bold
+)
+LAYOUT_ROWS = (
+    {"family": "U-Net", "model": "a", "acc": 40.0, "err": 2.0, "gap": 9.0},
+    {"family": "U-Net", "model": "b", "acc": 60.04, "err": 1.0, "gap": -3.0},
+    {"family": "AR", "model": "c", "acc": 59.96, "err": NAN, "gap": 1.0},
+    {"family": "", "model": "people", "acc": 99.0, "err": 0.0, "gap": 0.0},
+)
+
+
+def layout(**changes) -> Table:
+    arguments = {
+        "header_rows": ((("", 1), ("Scores", 2), ("", 1)),),
+        "group": "family",
+        "bold_best": True,
+        "references": (False, False, False, True),
+    }
+    return Table("t", "T", LAYOUT_COLUMNS, LAYOUT_ROWS, **(arguments | changes))
+
+
+def test_header_rows_groups_and_bold_best_in_markdown():
+    # Acc.: b 60.04 and c 59.96 both read 60.0, the best (people are a reference row): both bold.
+    # Err.: b 1.0 is the lowest (c has none, people do not count); Gap has no direction.
+    assert to_markdown(layout()) == (
+        "|  | Scores |  |  |\n"
+        "|---|---:|---:|---:|\n"
+        "| **Model** | **Acc.** | **Err.** | **Gap** |\n"
+        "| *U-Net* |  |  |  |\n"
+        "| a | 40.0 | 2.0 | 9.0 |\n"
+        "| b | **60.0** | **1.0** | -3.0 |\n"
+        "| *AR* |  |  |  |\n"
+        "| c | **60.0** | – | 1.0 |\n"
+        "| people | 99.0 | 0.0 | 0.0 |"
+    )
+    # Within groups: U-Net's best Acc. is b, AR's only value c is alone (nothing to beat): not bold.
+    by_group = to_markdown(layout(best_by_group=True, header_rows=()))
+    assert "| b | **60.0** | **1.0** | -3.0 |" in by_group and "| c | 60.0 | – | 1.0 |" in by_group
+    assert "**" not in to_markdown(layout(bold_best=False, header_rows=(), group=None)).split("\n", 2)[2]
+
+
+def test_layout_in_json_and_flat_csv():
+    data = to_json(layout())
+    assert data["layout"] == {
+        "header_rows": [[{"label": "", "span": 1}, {"label": "Scores", "span": 2}, {"label": "", "span": 1}]],
+        "group": "family",
+        "references": [3],
+        "bold": [[1, "acc"], [1, "err"], [2, "acc"]],
+    }
+    assert to_csv(layout()).splitlines()[:2] == ["family,model,acc,err,gap", "U-Net,a,40.0,2.0,9.0"]
+    assert layout().where(family="U-Net").references == (False, False)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"header_rows": ((("Scores", 3),),)}, r"header row 0 spans \[3\] \(sum 3\), but 4 columns are shown"),
+        ({"group": "nope"}, "group column 'nope' is not a column"),
+        ({"references": (True,)}, "1 reference flags for 4 rows"),
+    ],
+)
+def test_an_inconsistent_layout_is_refused(changes, message):
+    with pytest.raises(ValueError, match=message):
+        layout(**changes)
+
+
+def test_table3_groups_models_by_family_names_them_and_bolds_the_best():
+    # hand_results(): alpha 1:0 50.0, 0:1 40.0, color 25.0, overall 40.0; beta 1:0 100.0, color 100.0, overall 66.7.
+    report = build_report(hand_results(), n_resamples=10)
+    models = {"beta": ("U-Net diffusion", "Beta 1.5"), "sd_x": ("U-Net diffusion", "SD X")}
+    models |= {"alpha": ("Autoregressive", "Alpha-Pro")}
+    table = report_tables(report, models)["table3"]
+    lines = to_markdown(table, caption=False, notes=False).splitlines()
+    # Families in the order the mapping lists them; a model it lacks would come last under "Other".
+    assert [line.split(" | ")[0] for line in lines[4:]] == [
+        "| *U-Net diffusion*",
+        "| Beta 1.5 †",
+        "| *Autoregressive*",
+    ] + ["| Alpha-Pro †"]
+    beta = lines[5].split(" | ")
+    assert beta[1] == "**100.0**" and beta[9] == "**100.0**" and beta[15] == "**66.7**"  # 1:0, color, overall
+    alpha = lines[7].split(" | ")
+    assert alpha[2] == "40.0"  # 0:1: alpha's alone, nothing to compare
+    assert [row["model"] for row in table.rows] == ["beta", "alpha"]  # the files keep the keys
+    assert to_csv(table).splitlines()[0].endswith(",complete,family")
+    assert to_csv(table).splitlines()[1].startswith("beta,") and to_csv(table).splitlines()[1].endswith(
+        ",U-Net diffusion"
+    )
+    other = report_tables(report, {"alpha": ("Autoregressive", "Alpha-Pro")})["table3"]
+    assert [row["family"] for row in other.rows] == ["Autoregressive", "Other"]
+
+
+def test_the_generation_registry_gives_every_model_a_family():
+    from generation.registry import FAMILY_TITLES, REGISTRY, table3_models
+
+    assert all(spec.family in FAMILY_TITLES and spec.family for spec in REGISTRY.values())
+    families = table3_models()
+    assert families["sd_1_5"] == ("U-Net diffusion", "SD 1.5")
+    assert families["flux_2_dev"][0] == "Diffusion / flow transformers"
+    assert families["janus_pro_7b"][0] == "Autoregressive"

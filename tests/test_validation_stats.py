@@ -114,6 +114,21 @@ def test_interrater_against_the_libraries_on_random_data():
         assert interrater.leave_one_out_tau(scores=scores) == pytest.approx(expected)
 
 
+def test_leave_one_out_kappa_worked_by_hand_and_two_raters_is_cohens():
+    # Slots x0 [1 1 1 0 1 0], x1 [1 0 1 0 0 0], x2 [1 1 0 0 0 1] (6 items):
+    # slot 0: others' mean m = [1 .5 .5 0 0 .5]; agreement x·m + (1−x)(1−m) = [1 .5 .5 1 0 .5], p_o = 3.5/6;
+    #   x̄ = 4/6, m̄ = 2.5/6: p_e = (4·2.5 + 2·3.5)/36 = 17/36; κ0 = (21/36 − 17/36) / (19/36) = 4/19
+    # slot 1: m = [1 1 .5 0 .5 .5]; agreement [1 0 .5 1 .5 .5], p_o = 3.5/6; x̄ = 2/6, m̄ = 3.5/6:
+    #   p_e = (2·3.5 + 4·2.5)/36 = 17/36; κ1 = 4/19
+    # slot 2: m = [1 .5 1 0 .5 0]; agreement [1 .5 0 1 .5 0], p_o = 3/6; x̄ = 3/6, m̄ = 3/6: p_e = 1/2, κ2 = 0
+    # mean = (8/19) / 3 = 8/57
+    ratings = np.array([[1, 1, 1], [1, 0, 1], [1, 1, 0], [0, 0, 0], [1, 0, 0], [0, 0, 1]], dtype=bool)
+    assert interrater.leave_one_out_kappa(ratings=ratings) == pytest.approx(8 / 57)
+    # With two raters the other's mean is its answer: Cohen's κ of the pair.
+    pair = ratings[:, :2]
+    assert interrater.leave_one_out_kappa(ratings=pair) == pytest.approx(cohen_kappa_score(pair[:, 0], pair[:, 1]))
+
+
 @pytest.mark.parametrize(
     "call",
     [
@@ -129,6 +144,8 @@ def test_interrater_against_the_libraries_on_random_data():
         lambda: interrater.fleiss_kappa(ratings=[[1, 1, 1], [1, 1, 1]]),
         lambda: interrater.fleiss_kappa(ratings=np.zeros((0, 3))),
         lambda: interrater.mean_pairwise_kappa(ratings=[[0, 0, 0]]),
+        lambda: interrater.leave_one_out_kappa(ratings=[[1, 1, 1], [1, 1, 1]]),
+        lambda: interrater.leave_one_out_kappa(ratings=np.zeros((0, 3))),
         lambda: interrater.unanimous_share(ratings=[]),
         lambda: interrater.leave_one_out_tau(scores=[[1, 1, 1], [1, 1, 1]]),
     ],

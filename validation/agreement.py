@@ -193,6 +193,7 @@ def _human_slice(labels: Sequence[ImageLabels]) -> dict:
         "majority_pass": float(np.mean([label.majority for label in labels])) if labels else float("nan"),
         "fleiss_kappa": interrater.fleiss_kappa(ratings=passes),
         "pairwise_kappa": interrater.mean_pairwise_kappa(ratings=passes),
+        "loo_kappa": interrater.leave_one_out_kappa(ratings=passes),
         "unanimous": interrater.unanimous_share(ratings=passes),
         "loo_tau": interrater.leave_one_out_tau(scores=scores),
     }
@@ -214,6 +215,7 @@ def human_block(labels: LabelSet) -> dict:
             "fleiss_kappa": interrater.fleiss_kappa(ratings=rows),
             "unanimous": interrater.unanimous_share(ratings=rows),
             "pairwise_kappa": interrater.mean_pairwise_kappa(ratings=rows),
+            "loo_kappa": interrater.leave_one_out_kappa(ratings=rows),
         }
         for name, rows in ratings.items()
     }

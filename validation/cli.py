@@ -152,6 +152,7 @@ def _agree(args: argparse.Namespace) -> int:
 
     from .agreement import compute_agreement
     from .annotations import read_annotations
+    from .costs import gather_costs
     from .labels import build_labels
     from .report import main_table, section_markdown, write_report
     from .runs import check_results
@@ -163,6 +164,7 @@ def _agree(args: argparse.Namespace) -> int:
             f"{args.annotations}: no image has three annotators yet ({len(labels.under_annotated)} have fewer)"
         )
     files = [(Path(p), read_results(p)) for p in args.results]
+    costs = gather_costs(args.results, args.costs or ())  # before any statistic: a bad record fails fast
     runs = [
         check_results(records, prompts, name=name, source=str(path))
         for name, (path, records) in zip(_names(files), files, strict=True)
@@ -177,7 +179,7 @@ def _agree(args: argparse.Namespace) -> int:
             progress=lambda name: (bar.set_postfix_str(name), bar.update(0)),
         )
         bar.update(len(runs))
-    written = write_report(report, args.out)
+    written = write_report(report, args.out, costs)
     print(section_markdown(main_table(report)))
     if labels.under_annotated:
         print(f"note: {len(labels.under_annotated)} annotated image(s) have fewer than 3 annotators and are not used")
@@ -187,7 +189,10 @@ def _agree(args: argparse.Namespace) -> int:
         if left_out:
             detail = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in left_out.items())
             print(f"note: {name}: {cov['used']} images compared; left out {detail}")
-    print(f"wrote {', '.join(p.name for p in written)} to {args.out}")
+    if costs:
+        print("costs (Table 2) from " + ", ".join(f"{key}: {cost.source}" for key, cost in costs.items()))
+    names = [p.name for p in written if not p.name.startswith("table")]
+    print(f"wrote {', '.join(names)} and the paper's tables (table2 … table13: .md, .csv, .json) to {args.out}")
     return 0
 
 
@@ -259,16 +264,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     agree = subparsers.add_parser(
         "agree",
-        help="agreement of evaluators with the human annotations (paper Tables 2, 5, 7, 9, 11-13)",
+        help="agreement of evaluators with the human annotations (paper Tables 2, 5-7, 9-13)",
         description=textwrap.fill(
             "Compare each results file (one evaluator's verdicts: `negt2ibench score` output under any preset, or a "
             "judge's) with the majority label of three annotators. Writes DIR/agreement.json (fractions), "
-            "DIR/agreement.md (percentages) and CSVs, and prints the main table. Images without three annotators, "
-            "and error rows, are counted and reported, not compared.",
+            "DIR/agreement.md (percentages), CSVs, and the paper's Tables 2, 5, 6, 7, 9, 10, 11, 12 and 13 in its "
+            "layout (DIR/table2.md, .csv, .json ... table13.*; a judge's modes side by side), and prints the main "
+            "table. Table 2's cost columns come from run records: the ones `judge` writes beside its results "
+            "(OUT.run.json), or --costs; blank without one. Images without three annotators, and error rows, are "
+            "counted and reported, not compared.",
             width=88,
         ),
-        epilog="example:\n  negt2ibench agree --annotations annotations.jsonl --results current.jsonl qwen_pos.jsonl "
-        "--out agreement/",
+        epilog="example:\n  negt2ibench agree --annotations annotations.jsonl --results current.jsonl q8.whole.jsonl "
+        "q8.pos.jsonl q8.neg.jsonl --out agreement/",
         formatter_class=raw,
     )
     agree.add_argument(
@@ -277,7 +285,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     agree.add_argument(
         "--results", required=True, nargs="+", metavar="FILE", help="result JSONL files, one per evaluator"
     )
-    agree.add_argument("--out", required=True, metavar="DIR", help="folder for agreement.json / .md / *.csv")
+    agree.add_argument(
+        "--out", required=True, metavar="DIR", help="folder for agreement.json / .md / *.csv and table{N}.md/.csv/.json"
+    )
+    agree.add_argument(
+        "--costs",
+        nargs="+",
+        metavar="FILE",
+        help='cost records for Table 2 (a judge\'s OUT.run.json, or JSON {"evaluator", "params", '
+        '"peak_memory_gib", "seconds_per_image"}); default: the run records beside the results',
+    )
     add_interval_options(agree)
     agree.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP)
     agree.set_defaults(handler=_agree)

@@ -68,8 +68,8 @@ def unanimous_share(*, ratings: ArrayLike) -> float:
 
 
 def mean_pairwise_kappa(*, ratings: ArrayLike) -> float:
-    """Mean Cohen's κ over all pairs of rater slots (Table 5's "Leave-one-out κ" column: each
-    annotator against each other one; Table 2's H. inter-annotator κ).
+    """Mean Cohen's κ over all pairs of rater slots (each annotator against each other one; kept in
+    the files beside `leave_one_out_kappa`, which is Table 5's and Table 2's figure).
 
     Inputs: ratings (items, raters), booleans. Output: [−1, 1].
     Degenerate: pairs whose κ is undefined are left out of the mean; NaN when all are.
@@ -88,6 +88,43 @@ def mean_pairwise_kappa(*, ratings: ArrayLike) -> float:
     ]
     finite = [k for k in kappas if not math.isnan(k)]
     return sum(finite) / len(finite) if finite else math.nan
+
+
+def leave_one_out_kappa(*, ratings: ArrayLike) -> float:
+    """Leave-one-out κ (Table 5's last column; the H. inter-annotator κ of Tables 2 and 13): the
+    mean over rater slots of Cohen's κ between that rater's answers and the mean answer of the
+    others (docs/validation.md says why this definition).
+
+    For slot i with answers x (0/1) and the others' mean m (a share in [0, 1]):
+    p_o = mean(x·m + (1 − x)(1 − m)), the share of the other raters who agree, averaged over items;
+    p_e = x̄·m̄ + (1 − x̄)(1 − m̄); κ_i = (p_o − p_e) / (1 − p_e). It is the binary twin of
+    `leave_one_out_tau` (each rater against the mean of the others), uses every item (no rule
+    for the other two disagreeing), and with two raters is Cohen's κ of the pair.
+    Inputs: ratings (items, raters), booleans. Output: [−1, 1].
+    Degenerate: slots whose κ is undefined (p_e = 1) are left out; NaN when all are.
+
+        Slots x0 [1 1 1 0], x1 [1 0 0 0], x2 [0 0 0 0]. Slot 0: m = [.5 0 0 0], p_o = 1.5/4,
+        p_e = .75·.125 + .25·.875 = .3125, κ = .0625/.6875 = 1/11; slot 1: m = [.5 .5 .5 0],
+        p_o = 2.5/4, p_e = .25·.375 + .75·.625 = .5625, κ = .0625/.4375 = 1/7; slot 2:
+        m = [1 .5 .5 0], p_o = .5, p_e = .5, κ = 0. Mean (1/11 + 1/7) / 3 = 0.0779 (the mean
+        pairwise κ is 0.0667: κ(0,1) = 0.2, the other pairs 0):
+
+        >>> round(leave_one_out_kappa(ratings=[[1, 1, 0], [1, 0, 0], [1, 0, 0], [0, 0, 0]]), 4)
+        0.0779
+    """
+    matrix = _matrix(ratings, bool).astype(float)
+    if matrix.shape[0] == 0 or matrix.shape[1] < 2:
+        return math.nan
+    kappas = []
+    for slot in range(matrix.shape[1]):
+        answers = matrix[:, slot]
+        others = np.delete(matrix, slot, axis=1).mean(axis=1)
+        observed = float(np.mean(answers * others + (1 - answers) * (1 - others)))
+        share, other_share = float(answers.mean()), float(others.mean())
+        expected = share * other_share + (1 - share) * (1 - other_share)
+        if not math.isclose(expected, 1.0):
+            kappas.append((observed - expected) / (1 - expected))
+    return sum(kappas) / len(kappas) if kappas else math.nan
 
 
 def leave_one_out_tau(*, scores: ArrayLike) -> float:

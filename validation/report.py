@@ -1,15 +1,16 @@
 """The agreement report as files: ``agreement.json`` (fractions), ``agreement.md`` (the paper's
-percentages, one decimal) and CSV tables (fractions; an interval as ``*_ci_low`` / ``*_ci_high``).
+percentages, one decimal), CSV tables (fractions; an interval as ``*_ci_low`` / ``*_ci_high``) and
+the paper's tables, one Markdown, CSV and JSON file each (``table2.md`` … ``table13.json``).
 
-Every table is a `negt2ibench.core.table.Table` built once by `study_table` and drawn by the one
-set of renderers, so the printed table, the Markdown and the CSV cannot drift apart: the labelled
-columns show in Markdown as percentages (with their intervals), and every scalar of a row is in
-the CSV.
+Every table is a `negt2ibench.core.table.Table` built once and drawn by the one set of
+renderers, so the printed table, the Markdown and the CSV cannot drift apart: `study_table`
+builds the long tables of every figure (the labelled columns in Markdown as percentages, with
+their intervals; every scalar of a row in the CSV), `validation.paper_tables` and
+`validation.paper_breakdowns` the paper's (`PAPER_TABLES`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,13 +18,16 @@ from typing import Any
 from dataset_builder.vocabulary import CATEGORIES
 from negt2ibench.core.atomic import write_atomic
 from negt2ibench.core.strict_json import dumps
-from negt2ibench.core.table import Column, Table, to_csv, to_markdown
+from negt2ibench.core.table import Column, Table, to_csv, to_json, to_markdown
 
+from . import paper_breakdowns, paper_tables
 from .agreement import BLOCKS, IMAGE_METRICS, RANK_METRICS, SETTING_LABELS
+from .cells import HUMAN, percent
+from .costs import Cost
 from .probes import probe_markdown
 
-HUMAN = "H. inter-annotator"
-BLOCK_TITLES = {"all": "All elements", "positive": "Affirmative (objects + positive statements)", "negated": "Negated"}
+__all__ = ["HUMAN", "PAPER_TABLES", "percent", "study_table", "write_report"]
+
 LABELS = {
     "n": "n",
     "accuracy": "Acc.",
@@ -38,17 +42,23 @@ LABELS = {
     "unsatisfied": "Unsatisfied",
     "balanced": "Balanced",
 }
+# The paper's validation tables by number, in its order; Table 2 also takes the cost records.
+PAPER_TABLES: dict[int, Callable[..., Table]] = {
+    2: paper_tables.table2,
+    5: paper_tables.table5,
+    6: paper_tables.table6,
+    7: paper_tables.table7,
+    9: paper_tables.table9,
+    10: paper_tables.table10,
+    11: paper_breakdowns.table11,
+    12: paper_breakdowns.table12,
+    13: paper_breakdowns.table13,
+}
 
 
-def percent(value: object) -> str:
-    """A fraction as the paper's percentage, one decimal; counts, texts and missing values as they are."""
-    if isinstance(value, str):
-        return value
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    return f"{100 * float(value):.1f}"
+def paper_tables_of(report: dict, costs: Mapping[str, Cost] | None = None) -> dict[int, Table]:
+    """Every paper table of REPORT, by number (Table 2 with COSTS' columns)."""
+    return {number: build(report, costs) if number == 2 else build(report) for number, build in PAPER_TABLES.items()}
 
 
 def study_table(
@@ -89,14 +99,15 @@ def main_table(report: dict) -> Table:
         {
             "evaluator": HUMAN,
             "n": human["n"],
-            "kappa": human["pairwise_kappa"],
+            "kappa": human["loo_kappa"],
             "called_correct": human["majority_pass"],
             "kendall_tau": human["loo_tau"],
         }
     )
     notes = (
         "Against the majority label of three annotators (positive = accepted). τ, ρ and pair accuracy: against "
-        f"the continuous human score. {HUMAN}: mean pairwise κ between annotators, the share the majority "
+        f"the continuous human score. {HUMAN}: each annotator against the mean answer of the others (leave-one-out "
+        "κ), the share the majority "
         "passes (Called correct), and each annotator's τ against the mean of the others."
     )
     return study_table("agreement", "Image-level agreement (paper Tables 2, 7, 9, 17)", columns, rows, notes)
@@ -115,7 +126,7 @@ def _by_table(report: dict, field_name: str, metric: str, order: Sequence[str], 
             if f"{metric}_ci" in cell:
                 row[f"{group}_ci"] = cell[f"{metric}_ci"]
         rows.append(row)
-    human_metric = {"kendall_tau": "loo_tau", "kappa": "pairwise_kappa"}.get(metric)
+    human_metric = {"kendall_tau": "loo_tau", "kappa": "loo_kappa"}.get(metric)
     if human_metric:
         human = report["human"]
         rows.append(
@@ -123,34 +134,6 @@ def _by_table(report: dict, field_name: str, metric: str, order: Sequence[str], 
             | {g: c[human_metric] for g, c in human[field_name].items()}
         )
     return study_table(f"{field_name}_{metric}", title, columns, rows)
-
-
-def element_tables(report: dict) -> list[Table]:
-    columns = {"evaluator": "Evaluator", "n": "n", "accuracy": "Acc.", "kappa": "κ"}
-    columns |= {"satisfied": "Satisfied", "unsatisfied": "Unsatisfied", "balanced": "Balanced"}
-    tables = []
-    for block in ("positive", "negated", "all"):
-        rows = [
-            {"evaluator": name} | ev["elements"][block] for name, ev in report["evaluators"].items() if ev["elements"]
-        ]
-        human = report["human"]["elements"][block]
-        rows.append({"evaluator": HUMAN, "n": human["n"], "kappa": human["pairwise_kappa"]})
-        title = f"Elements: {BLOCK_TITLES[block]} (paper Table 13)"
-        tables.append(study_table(f"elements_{block}", title, columns, rows))
-    return tables
-
-
-def human_table(report: dict) -> Table:
-    columns = {"elements": "Elements", "n": "n", "fleiss_kappa": "Fleiss' κ", "unanimous": "Unanimous"}
-    columns["pairwise_kappa"] = "Pairwise κ"
-    rows = [{"elements": BLOCK_TITLES[b]} | report["human"]["elements"][b] for b in BLOCKS]
-    human = report["human"]
-    notes = (
-        f"{human['n']} images, {human['annotators']} annotators; "
-        f"the majority passes {percent(human['majority_pass'])}%. "
-        "Each object and statement is one element; objects are asked affirmatively, so they count as affirmative."
-    )
-    return study_table("human", "Agreement between annotators (paper Table 5)", columns, rows, notes)
 
 
 def coverage_table(report: dict) -> Table:
@@ -194,7 +177,10 @@ def _human_long(report: dict) -> Table:
     return study_table("human", "human", {}, rows)
 
 
-def markdown_report(report: dict) -> str:
+def markdown_report(report: dict, paper: Mapping[int, Table] | None = None) -> str:
+    """``agreement.md``: every metric of every evaluator (the main table), the paper's tables in its
+    order, then what the paper does not print (κ by setting and category, coverage, probes)."""
+    paper = paper if paper is not None else paper_tables_of(report)
     options = report["options"]
     intervals = (
         f"Intervals: {100 * options['confidence']:.0f}% percentile bootstrap over images "
@@ -204,20 +190,14 @@ def markdown_report(report: dict) -> str:
     )
     parts = [
         "# Agreement with human annotations\n",
-        f"{report['n_images']} images with three annotators. Figures in %. {intervals}\n",
+        f"{report['n_images']} images with three annotators. Figures in %. {intervals} The paper's tables are "
+        "also files of their own: table2.md, .csv, .json … table13.*.\n",
         section_markdown(main_table(report)),
-        section_markdown(human_table(report)),
-        section_markdown(
-            _by_table(report, "by_setting", "kendall_tau", SETTING_LABELS, "Kendall τ by setting (Table 11)")
-        ),
-        section_markdown(
-            _by_table(report, "by_category", "kendall_tau", CATEGORIES, "Kendall τ by category (Table 12)")
-        ),
+        *(section_markdown(table) for table in paper.values()),
         section_markdown(_by_table(report, "by_setting", "kappa", SETTING_LABELS, "Cohen's κ by setting")),
         section_markdown(_by_table(report, "by_category", "kappa", CATEGORIES, "Cohen's κ by category")),
+        section_markdown(coverage_table(report)),
     ]
-    parts += [section_markdown(t) for t in element_tables(report)]
-    parts.append(section_markdown(coverage_table(report)))
     for name, result in report.get("probes", {}).items():
         section = probe_markdown(name, result)
         if section:
@@ -235,15 +215,28 @@ CSV_TABLES: dict[str, Callable[[dict], Table]] = {
 }
 
 
-def write_report(report: dict, out_dir: str | Path) -> list[Path]:
-    """Write agreement.json, agreement.md and the CSVs into `out_dir`; returns the paths."""
+def paper_files(paper: Mapping[int, Table]) -> list[tuple[str, str]]:
+    """(file name, text) of each paper table: ``tableN.md``, ``tableN.csv``, ``tableN.json``."""
+    files = []
+    for number, table in paper.items():
+        files.append((f"table{number}.md", to_markdown(table, heading=2) + "\n"))
+        files.append((f"table{number}.csv", to_csv(table)))
+        files.append((f"table{number}.json", dumps(to_json(table))))
+    return files
+
+
+def write_report(report: dict, out_dir: str | Path, costs: Mapping[str, Cost] | None = None) -> list[Path]:
+    """Write agreement.json, agreement.md, the CSVs and the paper's tables (Table 2's cost columns
+    from COSTS) into `out_dir`; returns the paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    paper = paper_tables_of(report, costs)
     written = []
     for name, text in (
         ("agreement.json", dumps(report)),
-        ("agreement.md", markdown_report(report)),
+        ("agreement.md", markdown_report(report, paper)),
         *((name, to_csv(build(report))) for name, build in CSV_TABLES.items()),
+        *paper_files(paper),
     ):
         written.append(write_atomic(out / name, text))
     return written

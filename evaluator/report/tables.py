@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
@@ -49,28 +50,57 @@ TABLE3_COLUMNS: tuple[Column, ...] = (
 # A leaderboard row: Table 3's columns up to the image count (the Space adds status and link).
 LEADERBOARD_COLUMNS: tuple[str, ...] = tuple(column.key for column in TABLE3_COLUMNS[:-2])
 TABLE3_CAPTION = (
-    "Accuracy (% of images passed). Load 1: 1:0, 0:1 · load 2: 2:0, 1:1, 0:2 · load 3: 2:1, 1:2 · load 4: 2:2. "
-    "Categories average their eight settings."
+    "Accuracy (%) by polarity and statement load (left) and by semantic category (right). P:N denotes P asserted "
+    "and N negated statements; category values are averaged over all eight settings. Bold marks the best value "
+    "per column. Gap: 0:1 − 1:0 (percentage points); Coverage: % of the benchmark's images scored."
 )
+# The paper's header rows over Table 3's Markdown columns (model, 8 settings, 6 categories, overall,
+# then our gap and coverage).
+TABLE3_HEADER_ROWS = (
+    (("", 1), ("Statement polarity and load", 8), ("Semantic category", 7), ("", 2)),
+    (("", 1), ("Load 1", 2), ("Load 2", 3), ("Load 3", 2), ("Load 4", 1), ("Attributes", 2), ("Relations", 4), ("", 3)),
+)
+OTHER_FAMILY = "Other"
 MIXED_CONFIGS_NOTE = (
     "Warning: these models were scored with different evaluator versions or configurations "
     "(see Provenance); their numbers are not directly comparable."
 )
 
 
+def _family_order(by_model: Mapping[str, Any], models: Mapping[str, tuple[str, str]]) -> list[tuple[str, str]]:
+    """(model, family title) in Table 3's order: families as `models` lists them first, each
+    family's models in `models`' order, then models it does not know (family "Other")."""
+    families = list(dict.fromkeys(family for family, _ in models.values()))
+    known = [(model, models[model][0]) for model in models if model in by_model]
+    known.sort(key=lambda entry: families.index(entry[1]))
+    return known + [(model, OTHER_FAMILY) for model in by_model if model not in models]
+
+
 def table3_table(
-    by_model: Mapping[str, Mapping[str, Any]], provenance: Mapping[str, Mapping[str, str]] | None = None
+    by_model: Mapping[str, Mapping[str, Any]],
+    provenance: Mapping[str, Mapping[str, str]] | None = None,
+    models: Mapping[str, tuple[str, str]] | None = None,
 ) -> Table:
-    """Table 3 in the paper's layout, one row per model; a model with missing images is marked †
-    and its coverage given in a note. `provenance` adds a warning when the models' evaluator
-    versions or configurations differ."""
+    """Table 3 in the paper's layout, one row per model, with its header rows (polarity and load,
+    semantic category) and the best value of each column in bold; a model with missing images is
+    marked † and its coverage given in a note. `provenance` adds a warning when the models'
+    evaluator versions or configurations differ.
+
+    `models` ({model key: (family title, display name)}, `generation.registry.table3_models`)
+    groups the rows by family, as the paper does, and names them as the paper does; the files
+    keep the model key and gain a `family` column. Without it the columns are `TABLE3_COLUMNS`
+    (the leaderboard's) and the rows keep their order."""
+    order = _family_order(by_model, models) if models is not None else [(model, "") for model in by_model]
     rows, marks, incomplete = [], [], []
-    for model, numbers in by_model.items():
+    for model, family in order:
+        numbers = by_model[model]
         row: dict[str, Any] = {"model": model}
         row.update({setting: numbers["settings"][setting] for setting in SETTING_LABELS})
         row.update({category: numbers["categories"][category] for category in TABLE3_CATEGORIES})
         row.update({key: numbers[key] for key in ("overall", "polarity_gap", "coverage", "images", "errors")})
         row["complete"] = numbers["complete"]
+        if models is not None:
+            row["family"] = family
         rows.append(row)
         marks.append("" if numbers["complete"] else "†")
         if not numbers["complete"]:
@@ -83,8 +113,22 @@ def table3_table(
         notes.append("† Incomplete, accuracies are over the scored images only: " + "; ".join(incomplete) + ".")
     if provenance and len({(p["evaluator_version"], p["config_hash"]) for p in provenance.values()}) > 1:
         notes.append(MIXED_CONFIGS_NOTE)
+    columns = TABLE3_COLUMNS
+    if models is not None:
+        names = {model: name for model, (_, name) in models.items()}
+        model_column = replace(MODEL, fmt=lambda key: names.get(key, key))
+        columns = (model_column, *TABLE3_COLUMNS[1:], Column("family", "Family", fmt=TEXT, in_markdown=False))
     return Table(
-        "table3", "Table 3: image accuracy", TABLE3_COLUMNS, rows, notes=notes, caption=TABLE3_CAPTION, marks=marks
+        "table3",
+        "Table 3: image accuracy",
+        columns,
+        rows,
+        notes=notes,
+        caption=TABLE3_CAPTION,
+        marks=marks,
+        header_rows=TABLE3_HEADER_ROWS,
+        group="family" if models is not None else None,
+        bold_best=True,
     )
 
 
@@ -256,10 +300,11 @@ def inputs_table(inputs: Mapping[str, Any], shown: int = INPUTS_SHOWN) -> Table:
     return Table("inputs", "Inputs", columns, rows, caption=caption, notes=notes_below)
 
 
-def report_tables(report: Report) -> dict[str, Table]:
-    """Every table of the report, each built once, by name (the order of the report's files)."""
+def report_tables(report: Report, models: Mapping[str, tuple[str, str]] | None = None) -> dict[str, Table]:
+    """Every table of the report, each built once, by name (the order of the report's files);
+    `models` groups and names Table 3's rows (see `table3_table`)."""
     tables = [
-        table3_table(report.table3, report.provenance),
+        table3_table(report.table3, report.provenance, models),
         statement_accuracy_table(report.statement_accuracy),
         failure_causes_table(report.failure_causes, "setting"),
         failure_causes_table(report.failure_causes, "category"),

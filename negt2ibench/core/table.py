@@ -12,6 +12,14 @@ any other value with `str()`; a callable `fmt` gets the value as it is. A column
 `interval` shows the (low, high) pair held in that other cell after a float value
 ("81.2 [77.0, 85.1]"); the pair's own column (`pair=True`) is written to CSV as two columns,
 ``{key}_low`` and ``{key}_high``.
+
+The paper's layout, in Markdown only (CSV stays one header line of keys; JSON says how to lay it out):
+`header_rows` span groups of columns above their labels ("Load 1" over 1:0 and 0:1); `group` names
+a column whose value heads each run of rows ("U-Net diffusion", then its models); `bold_best`
+bolds the best value of every column that has a direction (`higher_is_better`), among the rows
+that are not `references` (the annotators' own agreement is shown, never ranked), within each
+group when `best_by_group`. A cell is best when its text equals the best one's (ties are all
+bold); a column whose ranked cells all read alike, or hold fewer than two numbers, bolds nothing.
 """
 
 from __future__ import annotations
@@ -65,9 +73,21 @@ class Column:
         low, high = (self.text(float(bound)) for bound in interval)
         return f"{shown} [{low}, {high}]"
 
-    def cell(self, row: Mapping[str, Any]) -> str:
-        """This column's cell of ROW as Markdown shows it (with its interval, when it has one)."""
-        return self.text(row[self.key], row[self.interval] if self.interval else None)
+    def cell(self, row: Mapping[str, Any], *, bold: bool = False) -> str:
+        """This column's cell of ROW as Markdown shows it (with its interval, when it has one);
+        `bold` puts the value (not its interval) in bold."""
+        text = self.text(row[self.key], row[self.interval] if self.interval else None)
+        if not bold:
+            return text
+        value = self.text(row[self.key])
+        return f"**{value}**{text[len(value) :]}"
+
+
+HeaderRow = tuple[tuple[str, int], ...]  # (label, number of Markdown columns it spans), left to right
+
+
+def _rankable(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
 
 
 @dataclass(frozen=True)
@@ -75,7 +95,9 @@ class Table:
     """A table of the report: built once from aggregated numbers, drawn by the renderers below.
 
     `marks` (one per row, or none) are appended to a row's first cell on screen (e.g. `†` for a
-    model with missing images, explained in `notes`)."""
+    model with missing images, explained in `notes`). `header_rows`, `group`, `bold_best`,
+    `best_by_group` and `references` (one flag per row, or none) lay it out as the paper prints
+    it (see the module's docstring)."""
 
     name: str
     title: str
@@ -84,12 +106,19 @@ class Table:
     notes: tuple[str, ...] = ()
     caption: str = ""
     marks: tuple[str, ...] = field(default=())
+    header_rows: tuple[HeaderRow, ...] = ()
+    group: str | None = None
+    bold_best: bool = False
+    best_by_group: bool = False
+    references: tuple[bool, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", tuple(self.columns))
         object.__setattr__(self, "rows", tuple(self.rows))
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "marks", tuple(self.marks))
+        object.__setattr__(self, "references", tuple(self.references))
+        object.__setattr__(self, "header_rows", tuple(tuple(tuple(span) for span in row) for row in self.header_rows))
         keys = [column.key for column in self.columns]
         if len(set(keys)) != len(keys):
             raise ValueError(f"table {self.name!r}: column keys must be unique, got {keys}")
@@ -100,6 +129,18 @@ class Table:
                 )
         if self.marks and len(self.marks) != len(self.rows):
             raise ValueError(f"table {self.name!r}: {len(self.marks)} marks for {len(self.rows)} rows")
+        if self.references and len(self.references) != len(self.rows):
+            raise ValueError(f"table {self.name!r}: {len(self.references)} reference flags for {len(self.rows)} rows")
+        if self.group is not None and self.group not in keys:
+            raise ValueError(f"table {self.name!r}: group column {self.group!r} is not a column")
+        shown = sum(1 for column in self.columns if column.in_markdown)
+        for number, header in enumerate(self.header_rows):
+            spans = [span for _, span in header]
+            if any(span < 1 for span in spans) or sum(spans) != shown:
+                raise ValueError(
+                    f"table {self.name!r}: header row {number} spans {spans} (sum {sum(spans)}), "
+                    f"but {shown} columns are shown"
+                )
 
     def column(self, key: str) -> Column:
         for column in self.columns:
@@ -116,6 +157,7 @@ class Table:
             self,
             rows=tuple(self.rows[i] for i in chosen),
             marks=tuple(self.marks[i] for i in chosen) if self.marks else (),
+            references=tuple(self.references[i] for i in chosen) if self.references else (),
         )
 
     def pivot(self, *, index: str, columns: str, values: Mapping[str, str]) -> Table:
@@ -134,7 +176,32 @@ class Table:
             target = wide.setdefault(row[index], {index: row[index]})
             target.update({f"{row[columns]}_{key}": row[key] for key in values})
         filled = [{column.key: row.get(column.key, math.nan) for column in wide_columns} for row in wide.values()]
-        return replace(self, columns=tuple(wide_columns), rows=tuple(filled), marks=())
+        return replace(
+            self, columns=tuple(wide_columns), rows=tuple(filled), marks=(), header_rows=(), group=None, references=()
+        )
+
+    def best_cells(self) -> set[tuple[int, str]]:
+        """(row number, column key) of every cell `bold_best` bolds (empty when it is off)."""
+        if not self.bold_best:
+            return set()
+        groups: dict[Any, list[int]] = {}
+        for number, row in enumerate(self.rows):
+            if not (self.references and self.references[number]):
+                key = row[self.group] if self.best_by_group and self.group else None
+                groups.setdefault(key, []).append(number)
+        best: set[tuple[int, str]] = set()
+        for column in self.columns:
+            if column.higher_is_better is None or not column.in_markdown:
+                continue
+            for members in groups.values():
+                ranked = [n for n in members if _rankable(self.rows[n][column.key])]
+                texts = {n: column.text(self.rows[n][column.key]) for n in ranked}
+                if len(ranked) < 2 or len(set(texts.values())) < 2:
+                    continue
+                pick = max if column.higher_is_better else min
+                winner = texts[pick(ranked, key=lambda n: self.rows[n][column.key])]
+                best |= {(n, column.key) for n in ranked if texts[n] == winner}
+        return best
 
 
 # -- renderers ---------------------------------------------------------------------------------------
@@ -148,20 +215,46 @@ def markdown_grid(headers: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
     return "\n".join(lines)
 
 
+def _spread(header: HeaderRow) -> list[str]:
+    """A header row as one text per column: the label in the first column of its span."""
+    return [text for label, span in header for text in [label] + [""] * (span - 1)]
+
+
+def _strong(texts: Iterable[str]) -> list[str]:
+    return [f"**{text}**" if text else "" for text in texts]
+
+
 def to_markdown(table: Table, *, caption: bool = True, notes: bool = True, heading: int = 0) -> str:
     """The title as a heading of level HEADING (none for 0), the caption, the grid of the
-    `in_markdown` columns, then the notes, one paragraph each."""
+    `in_markdown` columns, then the notes, one paragraph each.
+
+    With `header_rows`, the first of them is the grid's header and the others, then the column
+    labels, are its first rows, in bold (a Markdown table has one header line). With `group`, a
+    row in italics heads each run of rows that share a non-empty group value."""
     shown = [column for column in table.columns if column.in_markdown]
+    best = table.best_cells()
     texts = []
+    previous: Any = object()
     for number, row in enumerate(table.rows):
-        cells = [column.cell(row) for column in shown]
+        if table.group is not None and row[table.group] != previous:
+            previous = row[table.group]
+            label = table.column(table.group).text(previous)
+            if label:
+                texts.append([f"*{label}*"] + [""] * (len(shown) - 1))
+        cells = [column.cell(row, bold=(number, column.key) in best) for column in shown]
         mark = table.marks[number] if table.marks else ""
         if mark and cells:
             cells[0] = f"{cells[0]} {mark}"
         texts.append(cells)
+    labels = [column.label for column in shown]
+    if table.header_rows:
+        headers = _spread(table.header_rows[0])
+        texts = [_strong(_spread(row)) for row in table.header_rows[1:]] + [_strong(labels)] + texts
+    else:
+        headers = labels
     blocks = [f"{'#' * heading} {table.title}"] if heading else []
     blocks += [table.caption] if caption and table.caption else []
-    blocks.append(markdown_grid([column.label for column in shown], texts))
+    blocks.append(markdown_grid(headers, texts))
     blocks += list(table.notes) if notes else []
     return "\n\n".join(blocks)
 
@@ -202,16 +295,11 @@ def _file_row(shown: Iterable[Column], row: Mapping[str, Any]) -> dict[str, Any]
     return cells
 
 
-def _file_row(shown: Iterable[Column], row: Mapping[str, Any]) -> dict[str, Any]:
-    cells: dict[str, Any] = {}
-    for column in shown:
-        cells.update(zip(_file_names(column), _file_cells(column, row[column.key]), strict=True))
-    return cells
-
-
 def to_json(table: Table) -> dict[str, Any]:
     """JSON-ready data: name, title, columns (key, label, higher_is_better), rows of the `in_files`
-    columns (NaN → None, a pair as ``{key}_low`` and ``{key}_high``), caption and notes."""
+    columns (NaN → None, a pair as ``{key}_low`` and ``{key}_high``), caption, notes, and the
+    layout (header rows of Markdown-column spans, the group column, the reference rows' numbers
+    and the [row, column key] of each bold cell)."""
     shown = [column for column in table.columns if column.in_files]
     return {
         "name": table.name,
@@ -220,6 +308,12 @@ def to_json(table: Table) -> dict[str, Any]:
         "columns": [{"key": c.key, "label": c.label, "higher_is_better": c.higher_is_better} for c in shown],
         "rows": [_file_row(shown, row) for row in table.rows],
         "notes": list(table.notes),
+        "layout": {
+            "header_rows": [[{"label": label, "span": span} for label, span in row] for row in table.header_rows],
+            "group": table.group,
+            "references": [number for number, flag in enumerate(table.references) if flag],
+            "bold": sorted([number, key] for number, key in table.best_cells()),
+        },
     }
 
 
