@@ -30,12 +30,9 @@ PACKAGES = ("negt2ibench", "dataset_builder", "generation", "evaluator", "judges
 
 pytestmark = pytest.mark.slow
 
-# Run by the fresh venv's interpreter: `--help` of every command and sub-command, as the console
-# script would run it (negt2ibench.cli.main), and where the code was imported from.
-HELP_OF_EVERY_COMMAND = r"""
-import argparse, contextlib, io, json, sys
-import negt2ibench
-from negt2ibench.cli import build_parser, main
+# Every command and sub-command of a parser (`annotations export`, ...), for the scripts below.
+EVERY_COMMAND = r"""
+import argparse
 
 def commands(parser, path=()):
     for action in parser._actions:
@@ -43,6 +40,15 @@ def commands(parser, path=()):
             for name, sub in action.choices.items():
                 yield (*path, name)
                 yield from commands(sub, (*path, name))
+"""
+# Run by the fresh venv's interpreter: `--help` of every command, as the console script would run
+# it (negt2ibench.cli.main), and where the code was imported from.
+HELP_OF_EVERY_COMMAND = (
+    EVERY_COMMAND
+    + r"""
+import contextlib, io, json
+import negt2ibench
+from negt2ibench.cli import build_parser, main
 
 answers = {}
 for command in commands(build_parser()):
@@ -52,6 +58,7 @@ for command in commands(build_parser()):
     answers[" ".join(command)] = out.getvalue()
 print(json.dumps({"file": negt2ibench.__file__, "answers": answers}))
 """
+)
 
 
 def _tracked_files() -> list[Path]:
