@@ -1,11 +1,13 @@
 # The two commands of the README: `make run` and `make test`. Both create .venv if missing.
+# `make install` sets up .venv; its optional step `make browser` adds the headless browser that
+# the two browser tests need (.ci/run calls it before `make test`). `make docs` serves the manual.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 OUT ?= build/negt2ibench
 PORT ?= 7860
 
-.PHONY: install run test lint browser clean
+.PHONY: install run test lint browser docs clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,7 +18,8 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 install: $(VENV)/.installed
 
-# Headless browser for the UI test: Debian's chromium (Playwright's own download fails offline).
+# Optional step of `make install`: a headless browser for the browser tests, Debian's chromium
+# (Playwright's own download fails offline). As root it installs it; otherwise it says what to do.
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
@@ -29,13 +32,21 @@ run: install
 	$(VENV)/bin/negt2ibench validate $(OUT)
 	NEGT2I_HOME=$${NEGT2I_HOME:-build/home} $(VENV)/bin/negt2ibench serve --dataset $(OUT) --port $(PORT)
 
-# ruff: lint (pyflakes, pycodestyle, isort, bugbear, pyupgrade to py310) and formatting.
+# ruff: lint (pyflakes, pycodestyle, isort, bugbear, pyupgrade to py310) and formatting;
+# deptry: every import of the product code declared in pyproject, nothing declared unused;
+# mkdocs --strict: the manual builds with no broken link or anchor and no page left out of the nav.
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/deptry .
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 
-test: lint browser
+test: lint
 	$(PY) -m pytest -q
+
+# The manual (docs/, mkdocs.yml) on http://127.0.0.1:8000, rebuilt on every change.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
 
 clean:
 	rm -rf build .pytest_cache

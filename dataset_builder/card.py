@@ -1,4 +1,5 @@
-"""The dataset card: `DIR/README.md` rendered from the top-level `dataset_card.md` (Jinja2).
+"""The dataset card: `DIR/README.md` rendered from the template `dataset_card.md` beside this module
+(Jinja2; package data, so an installed wheel renders it too).
 
 Everything the card states about the data (counts, example row, image splits) is computed from
 the folder it describes, so a rebuilt or extended folder gets a card that is still true.
@@ -22,7 +23,7 @@ from .loading import load_prompts
 from .records import PromptRecord
 from .vocabulary import CATEGORIES, CATEGORY_VOCABULARY, OBJECT_CLASSES, SETTINGS, setting_label, setting_name
 
-CARD_TEMPLATE = Path(__file__).resolve().parent.parent / "dataset_card.md"
+CARD_TEMPLATE = Path(__file__).resolve().parent / "dataset_card.md"
 # Shown in the card's loading code until the folder is pushed; `push` re-renders with the real id
 # and the card keeps it (a comment in the card) when generation re-renders it later.
 PLACEHOLDER_REPO_ID = "ORG/NegT2IBench"

@@ -2,7 +2,7 @@
 
 A dataset folder is a Hugging Face dataset repo as it will be pushed:
 
-    README.md                                 the dataset card (rendered from dataset_card.md)
+    README.md                                 the dataset card (rendered from dataset_builder/dataset_card.md)
     prompts/test-00000-of-00001.parquet       config "prompts", split "test"
     prompts.jsonl                             the same records for people who do not use `datasets`
     images/{key}-r{rank:03d}-{n:05d}.parquet  config "images", one split per model key (generation)

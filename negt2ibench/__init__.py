@@ -8,7 +8,7 @@ The Python API (imported on first use, so `import negt2ibench` stays light):
     out = ev.score(image, "color_pos0_neg1_004")              # a prompt id, a PromptRecord or a text
     records = ev.score_many(images, prompts, batch_size=8)    # the records `negt2ibench score` writes
 
-See `negt2ibench.api` and the README's "Python API" section.
+See `negt2ibench.api` and the manual's docs/api.md.
 """
 
 from __future__ import annotations

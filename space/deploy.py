@@ -7,6 +7,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from negt2ibench.core.errors import UserError
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("negt2ibench", "dataset_builder", "evaluator", "judges", "space", "validation")
 GRADIO_VERSION = "6.31.0"  # the Space installs gradio (and gradio_client) itself from sdk_version
@@ -130,6 +132,12 @@ def space_requirements(requirements: Path = REPO_ROOT / "requirements.txt") -> s
 
 def assemble_space(out_dir: str | Path, repo_id: str, source_root: Path = REPO_ROOT) -> list[Path]:
     """Write the Space folder into `out_dir` (replacing what it held); the files, relative to it."""
+    if not (source_root / "requirements.txt").is_file():
+        # An installed wheel has the code but not the checkout's pinned set the Space installs.
+        raise UserError(
+            f"deploy-space assembles the Space from a clone of the repository (it pins the Space's "
+            f"requirements from its requirements.txt, not found in {source_root}): run it from a clone"
+        )
     out = Path(out_dir)
     if out.exists():
         shutil.rmtree(out)

@@ -1,4 +1,4 @@
-"""The same mistake gets the same exit code from every command (README, "Exit codes").
+"""The same mistake gets the same exit code from every command (docs/cli.md, "Exit codes").
 
 0 done; 1 bad input (a missing file or folder, an unknown prompt id) or a failed check; 2 a usage
 error (a wrong, missing or conflicting option, argparse's own errors included) or missing model
