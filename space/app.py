@@ -1,9 +1,10 @@
 """The NegT2IBench Space: explore the prompts, score an upload, the leaderboard, submissions, annotation.
 
-`build_app()` lays out the Gradio Blocks and wires each event to a small handler (`handlers`),
-which calls pure view builders (`views`, `leaderboard_view`). The models are an `Evaluator`
-passed in (or built here, lazily); the scoring function runs under `spaces.GPU` (`scoring`:
-a no-op off ZeroGPU) and only CPU objects cross it. The app's temporary folder is removed when
+`build_app()` makes the shared state and handlers and calls each tab's module (`space.tabs`:
+`explore`, `score`, `leaderboard`, `submit`, `annotate`), which lays its tab out and wires its
+events to small handlers that call pure view builders (`views`, `leaderboard_view`). The models
+are an `Evaluator` passed in (or built here, lazily); the scoring function runs under
+`spaces.GPU` (`scoring`: a no-op off ZeroGPU) and only CPU objects cross it. The app's temporary folder is removed when
 it closes, at exit, or on SIGTERM (a Space's restart). Identities (`identity`), names (`names`),
 the spot check's policy (`verification`) and the bounds on disk, queue and image sizes
 (`resources`) have their own modules.
@@ -23,31 +24,22 @@ import matplotlib.pyplot  # noqa: F401  (see below)
 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex, PromptRecord
-from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES, SAMPLES_PER_PROMPT
 from evaluator.config import EVALUATOR_VERSION
 from negt2ibench.api import Evaluator
 from negt2ibench.core.errors import UsageError
 
-from .annotate_tab import annotate_tab, annotation_handlers
 from .handlers import Handlers, Rechecker, WorkDir
 from .identity import FORWARDED_ENV, check_forwarded_allow_ips, default_forwarded_allow_ips
 from .judge_panel import judge_panel
-from .leaderboard_view import AWAITING_COLUMNS, CAUSE_COLUMNS, LEADERBOARD_HEADERS, PAPER_ROWS_NOTE
-from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SCORE_CONCURRENCY, SWEEP_SECONDS, blocks_cache
+from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SWEEP_SECONDS, blocks_cache
 from .scoring import gpu_batch_scorer, gpu_scorer, on_zero_gpu, preload_models
 from .store import LeaderboardStore, open_store
 from .submissions import ImageSourceFactory, SubmissionLimits, hub_images
-from .views import (
-    ANY,
-    EXPLORE_LIMIT,
-    PROMPT_COLUMNS,
-    SETTING_CHOICES,
-    STATEMENT_COLUMNS,
-    SUBMISSION_COLUMNS,
-    VERDICT_COLUMNS,
-    prompt_label,
-    submit_help,
-)
+from .tabs import annotate, explore, leaderboard, score, submit
+from .tabs.annotate import annotation_handlers
+from .tabs.explore import ExploreHandlers
+from .tabs.leaderboard import LeaderboardHandlers
+from .views import prompt_label
 
 # gradio switches matplotlib's backend around every event, importing pyplot on first use; two
 # first events at once then race on a half-imported module ("partially initialized module
@@ -61,23 +53,6 @@ LAUNCH_KWARGS: dict[str, Any] = {
     "css": ".verdict-pass{color:#15803d}.verdict-fail{color:#b91c1c}",
     "max_file_size": f"{SubmissionLimits().max_bytes // 2**20}mb",
 }
-
-
-def image_upload(**kwargs: Any) -> gr.Image:
-    """An image input that shows the picture and hands the handler the uploaded file as it is, so a
-    file that is not an image gets the handler's clear message, not a decoding error in gradio.
-
-    (The method is replaced on the instance: a subclass of a gradio component makes gradio write
-    a `.pyi` stub beside this module.)"""
-    component = gr.Image(type="filepath", **kwargs)
-
-    def uploaded_file(payload: Any) -> Any:
-        if payload is not None and getattr(payload, "path", None) and not str(payload.url or "").startswith("data:"):
-            return str(payload.path)
-        return gr.Image.preprocess(component, payload)
-
-    component.preprocess = uploaded_file  # type: ignore[method-assign]
-    return component
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -207,7 +182,9 @@ def build_app(
     annotating = annotation_handlers(
         store=store, prompts=index, sample=annotation_sample, images=annotation_images, require_login=require_login
     )
-    judging = judge_panel(judge, judge_mode, on._prompt_of, preload=preload)
+    judging = judge_panel(judge, judge_mode, on.prompt_of, preload=preload)
+    # Off a Space gradio mocks the OAuth routes with the local HF token (and a whoami call): no button there.
+    login_button = bool(require_login and os.environ.get("SPACE_ID"))
 
     with SpaceBlocks(work_dir, forwarded, title="NegT2IBench", delete_cache=DELETE_CACHE) as demo:
         gr.Markdown(
@@ -215,153 +192,11 @@ def build_app(
             "positive:negated settings, scored by a detector-based evaluator "
             f"(version {EVALUATOR_VERSION}, config `{config.config_hash}`)."
         )
-        with gr.Tab("Explore", id="explore"):
-            with gr.Row():
-                category = gr.Dropdown([ANY, *CATEGORIES], value=ANY, label="Category")
-                setting = gr.Dropdown([(ANY, ANY), *SETTING_CHOICES], value=ANY, label="Setting (P:N)")
-                load = gr.Dropdown([ANY, "1", "2", "3", "4"], value=ANY, label="Load")
-                obj = gr.Dropdown([ANY, *OBJECT_CLASSES], value=ANY, label="Object", filterable=True)
-            count = gr.Markdown()
-            table = gr.Dataframe(
-                headers=PROMPT_COLUMNS,
-                interactive=False,
-                max_height=320,
-                show_search="filter",
-                label="Prompts (click a row)",
-            )
-            chosen = gr.Dropdown(
-                prompt_choices[:EXPLORE_LIMIT], label="Prompt", filterable=True, allow_custom_value=True
-            )
-            detail = gr.Markdown()
-            statements = gr.Dataframe(
-                headers=STATEMENT_COLUMNS,
-                label="Statements",
-                interactive=False,
-            )
-            group = gr.Dataframe(
-                headers=PROMPT_COLUMNS,
-                label="Matched group (same content, other polarities)",
-                interactive=False,
-            )
-            filters = [category, setting, load, obj]
-            for control in filters:
-                control.change(on.explore, filters, [count, table, chosen], api_name=False).then(
-                    on.show_prompt, chosen, [detail, statements, group], api_name=False
-                )
-            table.select(on.pick_row, None, chosen, api_name=False)
-            chosen.change(on.show_prompt, chosen, [detail, statements, group], api_name="prompt")
-            gr.Button("Filter", visible=False).click(on.explore, filters, [count, table, chosen], api_name="explore")
-        with gr.Tab("Score an image", id="score"):
-            with gr.Row():
-                with gr.Column():
-                    upload = image_upload(label="Image (PNG / JPEG)", sources=["upload", "clipboard"], height=320)
-                    prompt_pick = gr.Dropdown(
-                        prompt_choices,
-                        label="Benchmark prompt (type an id or words to search)",
-                        filterable=True,
-                        allow_custom_value=True,
-                    )
-                    custom = gr.Textbox(
-                        label="…or a prompt in the benchmark grammar",
-                        lines=2,
-                        placeholder="a photo of a cat and a dog, where the cat is not left of the dog",
-                    )
-                    score_button = gr.Button("Score", variant="primary")
-                with gr.Column():
-                    annotated = gr.Image(label="Annotated", format="png", type="pil", interactive=False)
-                    verdict = gr.Markdown(elem_id="verdict")
-            verdicts = gr.Dataframe(
-                headers=VERDICT_COLUMNS, label="Objects and statements", interactive=False, wrap=True
-            )
-            if judging is not None:  # a VLM judge's answers beside the verdict (off by default)
-                judge_outputs = judging.layout()
-                score_button.click(
-                    judging.judge,
-                    [upload, prompt_pick, custom],
-                    judge_outputs,
-                    api_name="judge",
-                    concurrency_limit=SCORE_CONCURRENCY,
-                )
-            result_file = gr.File(label="Result JSON")
-            score_button.click(
-                on.score,
-                [upload, prompt_pick, custom],
-                [annotated, verdict, verdicts, result_file],
-                api_name="score",
-                concurrency_limit=SCORE_CONCURRENCY,  # with one event per client at once (`on.slots`)
-            )
-        with gr.Tab("Leaderboard", id="leaderboard"):
-            gr.Markdown(
-                f"Accuracy (%) of images passing every statement. {PAPER_ROWS_NOTE} `polarity_gap` = 0:1 − 1:0."
-            )
-            board = gr.Dataframe(
-                headers=LEADERBOARD_HEADERS,
-                interactive=False,
-                show_search="filter",
-                pinned_columns=1,
-                label="Leaderboard",
-                elem_id="leaderboard",
-            )
-            with gr.Row():
-                refresh = gr.Button("Refresh")
-                csv_file = gr.File(label="CSV")
-            model_pick = gr.Dropdown([], label="Model detail")
-            model_status = gr.Markdown()
-            plot = gr.Plot(label="Positive vs negated statements per category")
-            causes = gr.Dataframe(
-                headers=CAUSE_COLUMNS,
-                interactive=False,
-                label="Failure causes by category (failed statements)",
-            )
-            gr.Markdown("Submissions awaiting verification are not ranked; they are retried automatically.")
-            awaiting = gr.Dataframe(
-                headers=AWAITING_COLUMNS, interactive=False, wrap=True, label="Awaiting verification (not ranked)"
-            )
-            board_outputs = [board, csv_file, model_pick, awaiting]
-            refresh.click(on.leaderboard, None, board_outputs, api_name="leaderboard")
-            model_pick.change(on.model_details, model_pick, [model_status, plot, causes], api_name="model_detail")
-        with gr.Tab("Submit", id="submit"):
-            gr.Markdown(
-                submit_help(
-                    version=EVALUATOR_VERSION,
-                    config_hash=config.config_hash,
-                    sample=limits.plan_for(len(prompts) * SAMPLES_PER_PROMPT).sample_size,
-                    tolerance=limits.plan_for(len(prompts) * SAMPLES_PER_PROMPT).max_disagreements,
-                    max_megabytes=limits.max_bytes // 2**20,
-                    per_day=limits.per_day,
-                )
-            )
-            if require_login and os.environ.get("SPACE_ID"):
-                # Off a Space gradio mocks the OAuth routes with the local HF token (and a whoami call).
-                gr.LoginButton()
-            results_upload = gr.File(label="results JSONL", file_types=[".jsonl"], type="filepath")
-            with gr.Row():
-                model_name = gr.Textbox(label="Model name")
-                link = gr.Textbox(label="Link (paper / model card)")
-            with gr.Row():
-                images_repo = gr.Textbox(
-                    label="Images dataset (Hub repo id; split = your results' model key)",
-                    placeholder="org/negt2ibench-images",
-                )
-                revision = gr.Textbox(label="Revision", value="main")
-            send = gr.Button("Submit", variant="primary")
-            submit_status = gr.Markdown()
-            submissions = gr.Dataframe(headers=SUBMISSION_COLUMNS, label="Submissions", interactive=False, wrap=True)
-            # spot checks run in the background: the list shows where each one is
-            gr.Button("Refresh the list").click(on.submissions, None, submissions, api_name="submissions")
-            send.click(
-                on.submit,
-                [results_upload, model_name, link, images_repo, revision],
-                [submit_status, submissions],
-                api_name="submit",
-            )
-        with gr.Tab("Annotate", id="annotate"):
-            annotate_tab(demo, annotating, login_button=bool(require_login and os.environ.get("SPACE_ID")))
-        demo.load(on.explore, filters, [count, table, chosen], api_name=False).then(
-            on.show_prompt, chosen, [detail, statements, group], api_name=False
-        )
-        demo.load(on.leaderboard, None, board_outputs, api_name=False)
-        demo.load(on.submissions, None, submissions, api_name=False)
+        explore.build(demo, ExploreHandlers(prompts, index), prompt_choices)
+        score.build(on, prompt_choices, judging)
+        leaderboard.build(demo, LeaderboardHandlers(store, work_dir))
+        submit.build(demo, on, login_button=login_button)
+        annotate.build(demo, annotating, login_button=login_button)
     demo.queue(max_size=QUEUE_SIZE)
     on.cache = blocks_cache(demo, cache_bytes, work_dir.existing)
     demo.sweeper = Rechecker(on.cache.enforce, SWEEP_SECONDS, name="negt2i-cache").start()

@@ -1,6 +1,10 @@
-"""The Space's event handlers: small methods that read the inputs, call the store, the scorer or
-the pure views (`views`, `leaderboard_view`), and turn bad input into a status message, never a
-stack trace. `build_app` wires them to the components."""
+"""The handlers of the Score and Submit tabs and the state they share (the store, the scorer, the
+upload cache, one scoring event per client), the app's temporary folder and its background passes.
+
+Each handler reads the inputs, calls the store, the scorer or the pure views (`views`), and turns
+bad input into a status message, never a stack trace (`error_reply`). The tabs (`space.tabs`)
+wire them to their components; the Explore and Leaderboard tabs, which share none of this state,
+keep their handlers beside their layout."""
 
 from __future__ import annotations
 
@@ -17,22 +21,13 @@ from pathlib import Path
 
 import gradio as gr
 
-from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
+from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EvaluatorConfig
 from negt2ibench.api import resolve_prompt
 from negt2ibench.core.errors import MissingWeightsError, UserError
 
 from . import views
 from .identity import requester
-from .leaderboard_view import (
-    awaiting_frame,
-    causes_frame,
-    csv_frame,
-    leaderboard_frame,
-    model_status,
-    newest_entries,
-    polarity_figure,
-)
 from .names import clip
 from .resources import CacheBudget, ClientSlots, bounded_image
 from .scoring import RescoreOnGpu, ScoreOnGpu
@@ -111,14 +106,15 @@ class Rechecker:
         self._wake.set()
 
 
-def _error(message: str) -> str:
+def error_reply(message: str) -> str:
+    """A failed event's answer: a toast with its first line, and the message as the status Markdown."""
     gr.Warning(html.escape(clip(message.splitlines()[0] if message else "error")))  # the toast renders HTML
     return views.error_markdown(message)
 
 
 @dataclass
 class Handlers:
-    prompts: Sequence[PromptRecord]
+    prompts: Sequence[PromptRecord]  # the corpus: its size sets the spot check's sample (Submit's help)
     index: PromptIndex
     store: LeaderboardStore
     score_on_gpu: ScoreOnGpu
@@ -152,30 +148,8 @@ class Handlers:
         """Retry every submission that is not final (start-up, the periodic pass)."""
         return recheck(self.store, self.spot_check_setup)
 
-    # -- Explore
-    def explore(self, category: str, setting: str, load: str, obj: str):
-        matches = views.filter_prompts(self.prompts, category, setting, load, obj)
-        shown = matches[: views.EXPLORE_LIMIT]
-        first = matches[0].prompt_id if matches else None
-        choices = [(views.prompt_label(p), p.prompt_id) for p in shown]
-        return views.matches_note(len(matches)), views.prompts_frame(shown), gr.update(choices=choices, value=first)
-
-    def show_prompt(self, prompt_id: str | None):
-        if not prompt_id:
-            return "Pick a prompt.", views.statements_frame(None), views.group_frame(None, ())
-        try:
-            record = self.index[prompt_id.strip()]
-        except PromptLookupError as error:
-            return _error(str(error)), views.statements_frame(None), views.group_frame(None, ())
-        return views.prompt_header(record), views.statements_frame(record), views.group_frame(record, self.prompts)
-
-    @staticmethod
-    def pick_row(event: gr.SelectData):
-        row = event.row_value or []
-        return row[0] if row else None
-
     # -- Score an image
-    def _prompt_of(self, prompt_id: str | None, custom_prompt: str | None) -> PromptRecord:
+    def prompt_of(self, prompt_id: str | None, custom_prompt: str | None) -> PromptRecord:
         """The typed prompt, else the picked one, by the API's rule (`negt2ibench.api.resolve_prompt`)."""
         if custom_prompt and custom_prompt.strip():
             if len(custom_prompt) > MAX_PROMPT_CHARS:
@@ -201,7 +175,7 @@ class Handlers:
             try:
                 if not held:
                     message = "you already have an image being scored here; wait for it, then score the next"
-                    return None, _error(message), views.verdict_frame(None, None), None
+                    return None, error_reply(message), views.verdict_frame(None, None), None
                 return self._score(upload, prompt_id, custom_prompt)
             finally:
                 self._tidy()
@@ -210,7 +184,7 @@ class Handlers:
         from evaluator.images import ImageError, load_image
 
         def failed(message: str):
-            return None, _error(message), views.verdict_frame(None, None), None
+            return None, error_reply(message), views.verdict_frame(None, None), None
 
         if not upload:
             return failed("upload an image (PNG or JPEG)")
@@ -219,7 +193,7 @@ class Handlers:
         except ImageError as error:
             return failed(f"cannot score this upload: {error}")
         try:
-            record = self._prompt_of(prompt_id, custom_prompt)
+            record = self.prompt_of(prompt_id, custom_prompt)
             result, annotated = self._score_once(image, record)
         except UserError as error:  # a prompt problem, or e.g. MissingWeightsError
             return failed(str(error))
@@ -253,32 +227,6 @@ class Handlers:
         assert self.rescore_on_gpu is not None  # noqa: S101 - spot_check_setup passes None otherwise
         return self.rescore_on_gpu(images, prompts, model_key, sample_indices)
 
-    # -- Leaderboard
-    def leaderboard(self):
-        """The ranked board (verified and the paper's rows), its CSV, the model picker, and the
-        submissions awaiting verification, listed apart."""
-        entries = self.store.list_entries()
-        frame = leaderboard_frame(entries)
-        csv_path = self.work_dir.path / "negt2ibench_leaderboard.csv"
-        csv_frame(frame).to_csv(csv_path, index=False)
-        models = [e.model_name for e in newest_entries(entries)]
-        picker = gr.update(choices=models, value=models[0] if models else None)
-        return frame, str(csv_path), picker, awaiting_frame(entries)
-
-    def model_details(self, model_name: str | None):
-        entry = next((e for e in newest_entries(self.store.list_entries()) if e.model_name == model_name), None)
-        if entry is None:
-            message = "Pick a submitted model (paper-reported rows have no detail)."
-            return message, polarity_figure(None), causes_frame(None)
-        try:
-            figure = polarity_figure(entry)
-        except Exception as error:  # noqa: BLE001 - the status still belongs to this model
-            log.exception("detail plot failed")
-            figure = polarity_figure(None)
-            failed = views.error_markdown(f"the plot failed: {error}")
-            return f"{model_status(entry)}\n\n{failed}", figure, causes_frame(entry)
-        return model_status(entry), figure, causes_frame(entry)
-
     # -- Submit
     def submissions(self):
         return views.submissions_frame(self.store.list_entries())
@@ -300,11 +248,11 @@ class Handlers:
 
     def _submit(self, results_file, model_name, link, images_repo, revision, request, profile):
         if self.require_login and profile is None:
-            return _error(
+            return error_reply(
                 "sign in with Hugging Face (button above) to submit: limits are per account"
             ), self.submissions()
         if not results_file:
-            return _error("upload the results JSONL written by `negt2ibench score`"), self.submissions()
+            return error_reply("upload the results JSONL written by `negt2ibench score`"), self.submissions()
         form = SubmissionForm(
             model_name=model_name or "",
             link=link or "",
@@ -326,13 +274,13 @@ class Handlers:
                 check=False,  # the background thread spot-checks it (hundreds of images take minutes)
             )
         except SubmissionError as error:  # refused: nothing stored, not counted
-            return _error(f"not submitted: {error}"), self.submissions()
+            return error_reply(f"not submitted: {error}"), self.submissions()
         except SubmissionStoredError as error:  # stored, then stuck: say what the store holds
             log.exception("submission stored but not advanced")
-            return _error(self._stored_then_failed(error)), self.submissions()
+            return error_reply(self._stored_then_failed(error)), self.submissions()
         except Exception as error:  # noqa: BLE001 - failed before anything was stored
             log.exception("submission failed")
-            return _error(
+            return error_reply(
                 f"submission failed before it was stored: {type(error).__name__}: {error}"
             ), self.submissions()
         if entry.status == "rejected":

@@ -14,8 +14,8 @@ from dataset_builder.records import PromptIndex
 from negt2ibench.core.errors import UserError
 from space.annotate_handlers import AnnotateHandlers, NameLimiter, Reservations
 from space.annotate_images import SampleImages
-from space.annotate_tab import annotation_handlers
 from space.store import SQLiteStore
+from space.tabs.annotate import annotation_handlers
 from validation.sample import SampleItem, write_sample
 
 PROMPT_IDS = (

@@ -1,0 +1,57 @@
+"""The Submit tab: upload a results JSONL with the model's name, link and images repo; the list of
+submissions shows where each spot check is (they run in the background).
+
+API names (for gradio_client): ``submit`` (file, name, link, images repo, revision → the status
+and the list) and ``submissions`` (→ the list). The handlers are `Handlers.submit` and
+`Handlers.submissions`.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
+from evaluator.config import EVALUATOR_VERSION
+
+from ..handlers import Handlers
+from ..views import SUBMISSION_COLUMNS, submit_help
+
+
+def build(demo: gr.Blocks, on: Handlers, *, login_button: bool) -> None:
+    """The Submit tab; `login_button`: show "Sign in with Hugging Face" (on a Space that requires it)."""
+    plan = on.limits.plan_for(len(on.prompts) * SAMPLES_PER_PROMPT)
+    with gr.Tab("Submit", id="submit"):
+        gr.Markdown(
+            submit_help(
+                version=EVALUATOR_VERSION,
+                config_hash=on.config.config_hash,
+                sample=plan.sample_size,
+                tolerance=plan.max_disagreements,
+                max_megabytes=on.limits.max_bytes // 2**20,
+                per_day=on.limits.per_day,
+            )
+        )
+        if login_button:
+            gr.LoginButton()
+        results_upload = gr.File(label="results JSONL", file_types=[".jsonl"], type="filepath")
+        with gr.Row():
+            model_name = gr.Textbox(label="Model name")
+            link = gr.Textbox(label="Link (paper / model card)")
+        with gr.Row():
+            images_repo = gr.Textbox(
+                label="Images dataset (Hub repo id; split = your results' model key)",
+                placeholder="org/negt2ibench-images",
+            )
+            revision = gr.Textbox(label="Revision", value="main")
+        send = gr.Button("Submit", variant="primary")
+        submit_status = gr.Markdown()
+        submissions = gr.Dataframe(headers=SUBMISSION_COLUMNS, label="Submissions", interactive=False, wrap=True)
+        # spot checks run in the background: the list shows where each one is
+        gr.Button("Refresh the list").click(on.submissions, None, submissions, api_name="submissions")
+        send.click(
+            on.submit,
+            [results_upload, model_name, link, images_repo, revision],
+            [submit_status, submissions],
+            api_name="submit",
+        )
+    demo.load(on.submissions, None, submissions, api_name=False)
