@@ -21,9 +21,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
-from _generation_helpers import make_prompt, tiny_sd_pipeline  # noqa: E402
+from tests.helpers.generation_helpers import make_prompt, tiny_sd_pipeline  # noqa: E402
 
 from generation.backends import DiffusersGenerator  # noqa: E402
 from generation.registry import ModelSpec  # noqa: E402

@@ -51,7 +51,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import torch  # noqa: E402
 from device_stages import DEVICE_STAGES, HOST_STAGES, attached, host_ms_per_image, no_grad_parameters, peak_tflops  # noqa: E402
@@ -96,7 +96,7 @@ def build(models: str, device: str, dtype: torch.dtype):
 
     started = time.perf_counter()
     if models == "tiny":
-        from _perception_helpers import tiny_models
+        from tests.helpers.perception_helpers import tiny_models
 
         detector, sam, siglip, depth = tiny_models()
     else:

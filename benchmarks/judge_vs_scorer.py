@@ -30,7 +30,6 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
 
 import numpy as np  # noqa: E402 - after the path set-up above
 from PIL import Image  # noqa: E402
@@ -80,7 +79,7 @@ def run_judge(name: str, folder: Path, prompts, args) -> dict:
         adapter = adapter_class(spec)(spec, device=args.device, batch_size=args.batch_size)
         load_seconds = None  # measured by the warm-up's judge_images (loading happens there)
     else:
-        from _judge_helpers import TINY_BUILDERS
+        from tests.helpers.judge_helpers import TINY_BUILDERS
 
         from judges.transformers_judge import TransformersJudge
 
@@ -121,7 +120,7 @@ def run_scorer(folder: Path, prompts, args) -> dict:
         device = perception.device
     else:
         import torch
-        from _perception_helpers import tiny_perception
+        from tests.helpers.perception_helpers import tiny_perception
 
         perception = tiny_perception(config, batch_size=args.batch_size)
         device = torch.device("cpu")

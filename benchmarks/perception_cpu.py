@@ -56,8 +56,7 @@ def full_sam():
 def full_siglip():
     from transformers import GemmaTokenizer, SiglipConfig, SiglipImageProcessor, SiglipModel, SiglipProcessor
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from _perception_helpers import _char_vocab
+    from tests.helpers.perception_helpers import _char_vocab
 
     tower = dict(hidden_size=1152, intermediate_size=4304, num_hidden_layers=27, num_attention_heads=16)
     config = SiglipConfig(
@@ -171,8 +170,7 @@ class ForwardTimer:
 
 
 def bench_end_to_end(count: int, size: int, batch_size: int) -> dict:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from _perception_helpers import make_prompt
+    from tests.helpers.perception_helpers import make_prompt
 
     from evaluator.config import PRESETS
     from evaluator.perception import ModelPerception

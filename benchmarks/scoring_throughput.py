@@ -7,7 +7,7 @@ Run by hand (repository root):
     .venv/bin/python benchmarks/scoring_throughput.py --gpu --device cuda --models full   # random full-size models
     .venv/bin/python benchmarks/scoring_throughput.py --gpu --device cuda --real --weights-dir DIR  # real weights
 
-CPU mode (default): the tests' tiny random models (`tests/_perception_helpers.py`) on `--images`
+CPU mode (default): the tests' tiny random models (`tests/helpers/perception_helpers.py`) on `--images`
 (default 128) 1024² PNGs made from the photographs in `skimage.data`, prompts of all six
 categories in turn. 128 images are 16 batches of 8: every run starts by decoding its first batch
 with nothing to overlap it, which in a run of 4 batches (32 images) is a fifth of the run and in
@@ -52,12 +52,12 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
-# The object pairs the tiny detector is biased to see (tests/_perception_helpers.VISIBLE_CLASSES).
+# The object pairs the tiny detector is biased to see (tests/helpers/perception_helpers.VISIBLE_CLASSES).
 KINDS = [
     ("color", ["cup", "bowl"]),
     ("material", ["bench", "bowl"]),
@@ -78,7 +78,7 @@ def photos() -> list:
 def write_folder(folder: Path, count: int, size: int, prompts: list | None = None) -> list:
     """COUNT PNGs `{prompt_id}_0.png` of SIZE² resized photographs, and their prompt records
     (`prompts` when given, else the categories of KINDS in turn)."""
-    from _perception_helpers import make_prompt
+    from tests.helpers.perception_helpers import make_prompt
 
     folder.mkdir(parents=True, exist_ok=True)
     pictures = [Image.fromarray(picture).convert("RGB") for picture in photos()]
@@ -141,7 +141,7 @@ def build_perception(models: str, device: str, batch_size: int, weights_dir: str
 
     config = PRESETS["current"]
     if models == "tiny":
-        from _perception_helpers import tiny_models
+        from tests.helpers.perception_helpers import tiny_models
 
         detector, sam, siglip, depth = tiny_models()
     elif models == "full":

@@ -21,7 +21,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "tests"))
 
 
 def _median(function, repeats: int) -> float:
@@ -38,7 +37,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    from _space_helpers import write_results
+    from tests.helpers.space_helpers import write_results
 
     from dataset_builder.loading import load_prompts
     from dataset_builder.records import PromptIndex

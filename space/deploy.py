@@ -17,7 +17,7 @@ ZERO_GPU_HARDWARE = "zero-a10g"  # huggingface_hub.SpaceHardware.ZERO_A10G
 PYTHON_VERSION = "3.10.13"
 
 # What the Space's code imports: the distributions behind every third-party import of the modules
-# space/app.py reaches (tests/test_space_requirements.py derives them and compares). Not diffusers,
+# space/app.py reaches (tests/space/test_deploy.py derives them and compares). Not diffusers,
 # bitsandbytes (generation), scikit-learn/statsmodels (the agreement study), scikit-image (selftest)
 # or the test tools.
 SPACE_IMPORTS = (

@@ -12,7 +12,7 @@ number of tolerated disagreements, such that, exactly under the binomial:
 
 For the benchmark's 19,200 images that is n = 577, d = 4. The sample is drawn without
 replacement, so for the cheat the exact law is hypergeometric, which is tighter than the
-binomial here (tests/test_space_verification.py checks both for 19,200, 4,800 and 1,000 images).
+binomial here (tests/space/test_verification.py checks both for 19,200, 4,800 and 1,000 images).
 For the overall score this means: every inflated image is a disagreement, so a verified (sampled)
 entry whose file differs from a re-score by 2 points of overall accuracy or more got through
 with probability <= 1% (a category holds a sixth of the images: up to 12 points there).

@@ -27,7 +27,7 @@ from negt2ibench.core.errors import UserError
 
 from .evaluators import MODES, split_evaluator
 
-RUN_RECORD_SUFFIX = ".run.json"  # = judges.summary.RUN_RECORD_SUFFIX (tests/test_costs.py keeps them equal)
+RUN_RECORD_SUFFIX = ".run.json"  # = judges.summary.RUN_RECORD_SUFFIX (tests/validation/test_costs.py keeps them equal)
 _PARAMS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([MB])\s*$", re.IGNORECASE)
 
 

@@ -6,7 +6,7 @@ with copies of its last box (the processor refuses ragged box lists; a box's mas
 depend on the other boxes, and the copies' masks are dropped). Batched, the decoder's logits
 move by float rounding only (≈1e-11 on the tests' tiny model, 1e-8 on the full-size one, on
 this CPU); masks are those logits thresholded at 0, so they stay the same unless a pixel's
-logit sits that close to 0 (tests/test_device_path.py compares the masks with per-image calls).
+logit sits that close to 0 (tests/evaluator/test_device_path.py compares the masks with per-image calls).
 """
 
 from __future__ import annotations

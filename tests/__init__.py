@@ -1,0 +1,1 @@
+"""NegT2IBench tests, one folder per package (tests/evaluator/test_rules.py tests evaluator/rules.py); shared builders in tests/helpers/."""

@@ -1,0 +1,84 @@
+"""`negt2ibench.core.jsonl`, the one JSONL reader: results, prompts.jsonl and stored submissions read alike."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+from tests.helpers.generation_helpers import three_prompts
+
+from dataset_builder.loading import NoPromptsError, PromptFileError, load_prompts
+from dataset_builder.records import PromptRecord
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.jsonl import JsonlError, parse_jsonl, read_jsonl
+
+
+def parse_object(raw: bytes) -> dict:
+    value = json.loads(raw)
+    if not isinstance(value, dict):
+        raise ValueError("not an object")
+    return value
+
+
+def test_records_blank_lines_and_a_last_line_without_newline():
+    contents = parse_jsonl(b'{"a": 1}\n\n{"a": 2}', parse_object, source="x.jsonl")
+    assert contents.records == [{"a": 1}, {"a": 2}]
+    assert (contents.torn, contents.missing_newline, contents.good_bytes) == (None, True, 18)
+
+
+def test_a_bad_line_names_source_and_line():
+    with pytest.raises(JsonlError, match=r"^x\.jsonl:3: not JSON \(Expecting value at column 1\)$") as caught:
+        parse_jsonl(b'{"a": 1}\n\nnope\n{"a": 2}\n', parse_object, source="x.jsonl")
+    assert isinstance(caught.value, UserError) and isinstance(caught.value, ValueError)
+
+
+def test_a_torn_last_line_is_reported_not_raised():
+    contents = parse_jsonl(b'{"a": 1}\n{"a": ', parse_object, source="x.jsonl")
+    assert contents.records == [{"a": 1}] and contents.good_bytes == 9
+    assert contents.torn.startswith("x.jsonl:2: torn last line (6 bytes without a newline: not JSON")
+
+
+def test_read_jsonl_strict_and_lenient(tmp_path, caplog):
+    path = tmp_path / "x.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": ')
+    with pytest.raises(JsonlError, match="torn last line .*; pass strict=False to drop it"):
+        read_jsonl(path, parse_object)
+    assert read_jsonl(path, parse_object, strict=False) == [{"a": 1}]
+    assert "dropping" in caplog.text
+    with pytest.raises(JsonlError, match="no such JSONL file"):
+        read_jsonl(tmp_path / "missing.jsonl", parse_object)
+    with pytest.raises(JsonlError, match="is a folder, not a JSONL file"):
+        read_jsonl(tmp_path, parse_object)
+
+
+def test_prompts_jsonl_errors_carry_line_numbers(tmp_path):
+    prompts = three_prompts()
+    path = tmp_path / "prompts.jsonl"
+    lines = [p.model_dump_json() for p in prompts]
+    lines[1] = lines[1].replace('"category":"color"', '"category":"colour"')
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(PromptFileError, match=r"prompts\.jsonl:2: not a prompt record \(category: Input should be"):
+        load_prompts(path)
+    path.write_text("\n".join(p.model_dump_json() for p in prompts) + "\n")
+    assert load_prompts(tmp_path) == prompts
+    (tmp_path / "empty_dir").mkdir()
+    with pytest.raises(NoPromptsError, match="holds neither prompts.jsonl nor prompts/"):
+        load_prompts(tmp_path / "empty_dir")
+    with pytest.raises(FileNotFoundError, match="no prompts at"):
+        load_prompts(tmp_path / "nowhere.jsonl")
+
+
+def test_stored_submission_results_are_read_by_the_same_reader():
+    from space.store import _parse_results_blob
+
+    with pytest.raises(JsonlError, match="^stored results:1: not JSON"):
+        _parse_results_blob(gzip.compress(b"nope\n"))
+    assert _parse_results_blob(gzip.compress(b"\n")) == []
+
+
+def test_prompt_records_round_trip_through_the_reader(tmp_path):
+    prompts = three_prompts()
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(p.model_dump_json() + "\n" for p in prompts))
+    assert read_jsonl(path, PromptRecord.model_validate_json, kind="prompt") == prompts

@@ -1,0 +1,253 @@
+"""The layers of docs/architecture.md, checked on the source: every import of the seven packages
+(at module level or inside a function, `TYPE_CHECKING` blocks and lazy ``"module:Name"`` registry
+targets included) goes to the module's own layer or a lower one, and no import cycle exists.
+
+Lowest first: the foundation (`negt2ibench.core`) → the corpus (`dataset_builder`) → `generation` |
+`evaluator` (never each other) → `judges` → `validation` → the Python API (`negt2ibench.api`,
+`negt2ibench.inputs`) → the Space (`space`) → the shells (every `cli.py` and `*_cli.py`,
+`negt2ibench/cli.py`, `negt2ibench/__init__.py`, `negt2ibench/__main__.py`). Only shells import shells.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("negt2ibench", "dataset_builder", "generation", "evaluator", "judges", "validation", "space")
+# Layer → its rank; two layers of one rank (generation, evaluator) may not import each other.
+RANKS = {
+    "core": 0,
+    "dataset_builder": 1,
+    "generation": 2,
+    "evaluator": 2,
+    "judges": 3,
+    "validation": 4,
+    "api": 5,
+    "space": 6,
+    "shells": 7,
+}
+SHELLS = ("negt2ibench", "negt2ibench.cli", "negt2ibench.__main__")
+API = ("negt2ibench.api", "negt2ibench.inputs")
+LAZY_TARGET = re.compile(r"^([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+):[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def layer_of(module: str) -> str:
+    """The layer of a project module (by its dotted name)."""
+    last = module.rsplit(".", 1)[-1]
+    if module in SHELLS or last == "cli" or last.endswith("_cli"):
+        return "shells"
+    if module in API:
+        return "api"
+    if module == "negt2ibench.core" or module.startswith("negt2ibench.core."):
+        return "core"
+    package = module.split(".", 1)[0]
+    if package == "negt2ibench":
+        raise AssertionError(f"{module}: a module of negt2ibench/ outside core/ that is not the API or a shell")
+    return package
+
+
+def project_modules(root: Path) -> dict[str, Path]:
+    """Dotted name → file, for every module of the seven packages under ROOT."""
+    modules = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            modules[".".join(parts)] = path
+    return modules
+
+
+def _targets(module: str, path: Path, node: ast.AST, modules: dict[str, Path]) -> list[str]:
+    """The project modules one import statement (or lazy target string) reaches."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom):
+        if node.level:
+            base = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+            base = base[: len(base) - node.level + 1]
+            origin = ".".join(base + ([node.module] if node.module else []))
+        else:
+            origin = node.module or ""
+        names = [f"{origin}.{alias.name}" if f"{origin}.{alias.name}" in modules else origin for alias in node.names]
+    else:  # a "module:Name" string constant
+        names = [LAZY_TARGET.match(node.value)[1]]
+    found = []
+    for name in names:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        if name and name != module:
+            found.append(name)
+    return found
+
+
+def import_edges(root: Path, *, lazy_targets: bool = True) -> dict[str, set[str]]:
+    """Module → the project modules it imports, anywhere in its file; with `lazy_targets`, also the
+    modules its ``"module:Name"`` strings name (a registry imports them on first use)."""
+    modules = project_modules(root)
+    edges: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        edges[module] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            lazy = lazy_targets and isinstance(node, ast.Constant) and isinstance(node.value, str)
+            lazy = lazy and LAZY_TARGET.match(node.value)
+            if isinstance(node, (ast.Import, ast.ImportFrom)) or lazy:
+                edges[module].update(_targets(module, path, node, modules))
+    return edges
+
+
+def layer_violations(edges: dict[str, set[str]]) -> list[str]:
+    """Every import that goes up, or sideways between generation and evaluator."""
+    found = []
+    for module, targets in sorted(edges.items()):
+        source = layer_of(module)
+        for target in sorted(targets):
+            goal = layer_of(target)
+            if goal != source and RANKS[goal] >= RANKS[source]:
+                found.append(f"{module} ({source}) imports {target} ({goal})")
+    return found
+
+
+def import_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted.
+
+    A module's import of its own package or an ancestor package is left out: Python runs a
+    package's `__init__` before any of its modules anyway, so such an edge adds no order."""
+    graph = {
+        module: {t for t in targets if not (module.startswith(t + ".") and t in edges)}
+        for module, targets in edges.items()
+    }
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in graph[node]:
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(components)
+
+
+def test_every_import_stays_in_its_layer_or_goes_down():
+    edges = import_edges(ROOT)
+    assert len(edges) > 100  # the seven packages were read
+    assert layer_violations(edges) == []
+
+
+def test_no_import_cycles():
+    # A lazy registry target is resolved on first use, after every module has loaded, so it adds no
+    # import order (a plug-in names the registry it joins, and the registry names the plug-in).
+    assert import_cycles(import_edges(ROOT, lazy_targets=False)) == []
+
+
+def test_the_layers_are_the_documented_ones():
+    assert layer_of("negt2ibench.core.errors") == "core" and layer_of("negt2ibench.core") == "core"
+    assert layer_of("negt2ibench.api") == layer_of("negt2ibench.inputs") == "api"
+    assert {layer_of(m) for m in ("negt2ibench", "negt2ibench.cli", "evaluator.cli", "validation.ablate_cli")} == {
+        "shells"
+    }
+    assert layer_of("evaluator.report.tables") == "evaluator" and layer_of("space.store") == "space"
+    documented = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for name in ("negt2ibench/core/", "dataset_builder", "generation", "evaluator", "judges", "validation", "space"):
+        assert name in documented
+
+
+# -- the checker itself, on planted trees ------------------------------------------------------------
+
+
+def _plant(root: Path, files: dict[str, str]) -> Path:
+    for package in PACKAGES:
+        (root / package).mkdir(parents=True, exist_ok=True)
+        (root / package / "__init__.py").touch()
+    (root / "negt2ibench" / "core").mkdir(exist_ok=True)
+    (root / "negt2ibench" / "core" / "__init__.py").touch()
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+CLEAN = {
+    "negt2ibench/core/errors.py": "class UserError(Exception): ...\n",
+    "dataset_builder/records.py": "from negt2ibench.core.errors import UserError\n",
+    "evaluator/pipeline.py": "from dataset_builder.records import UserError\nfrom .results import X\n",
+    "evaluator/results.py": "X = 1\n",
+    "judges/runner.py": "from evaluator.pipeline import UserError\n",
+    "validation/ablate.py": "def run():\n    from judges import runner\n",
+    "negt2ibench/api.py": "import validation.ablate\n",
+    "space/app.py": "from negt2ibench.api import validation\n",
+    "space/cli.py": "from space.app import validation\nfrom evaluator.cli import register\n",
+    "evaluator/cli.py": "from negt2ibench.api import validation\n\ndef register(): ...\n",
+}
+
+
+def test_the_checker_passes_a_clean_planted_tree(tmp_path):
+    edges = import_edges(_plant(tmp_path, CLEAN))
+    assert edges["validation.ablate"] == {"judges.runner"}  # a lazy import counts
+    assert edges["evaluator.pipeline"] == {"dataset_builder.records", "evaluator.results"}  # relative resolved
+    assert layer_violations(edges) == [] and import_cycles(edges) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "text", "expected"),
+    [
+        # the foundation imports nothing of the project
+        ("negt2ibench/core/options.py", "from dataset_builder.records import UserError\n", "core"),
+        # a lazy import inside a function counts
+        ("dataset_builder/loading.py", "def load():\n    from evaluator.pipeline import X\n", "dataset_builder"),
+        # generation and evaluator never import each other
+        ("generation/runner.py", "import evaluator.results\n", "generation"),
+        # a TYPE_CHECKING import counts
+        (
+            "evaluator/selftest.py",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from negt2ibench.api import E\n",
+            "evaluator",
+        ),
+        # only shells import shells
+        ("space/handlers.py", "from evaluator.cli import register\n", "space"),
+        # a lazy registry target is an import too
+        ("judges/registry.py", 'ADAPTERS = {"x": "validation.ablate:run"}\n', "judges"),
+        # the package facade of negt2ibench is a shell
+        ("negt2ibench/core/launch.py", "from negt2ibench import __version__\n", "core"),
+    ],
+)
+def test_the_checker_finds_a_planted_violation(tmp_path, module, text, expected):
+    edges = import_edges(_plant(tmp_path, CLEAN | {module: text}))
+    found = layer_violations(edges)
+    assert len(found) == 1 and found[0].startswith(module[:-3].replace("/", ".") + f" ({expected}) imports"), found
+
+
+def test_the_checker_finds_a_planted_cycle(tmp_path):
+    planted = CLEAN | {
+        "evaluator/results.py": "X = 1\n\ndef later():\n    from evaluator import pipeline\n",  # pipeline ↔ results
+    }
+    edges = import_edges(_plant(tmp_path, planted))
+    assert layer_violations(edges) == []  # both in one layer: only the cycle is wrong
+    assert import_cycles(edges) == [["evaluator.pipeline", "evaluator.results"]]

@@ -1,0 +1,126 @@
+"""The Annotate tab in a real headless browser: an annotator answers three images with the
+keyboard, goes back to check one, the server restarts (a new app on the same store), and the
+annotator resumes on the fourth image; `negt2ibench annotations export` then gives exactly the
+answers given. Screenshots go to the test's tmp dir."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.helpers.annotate_helpers import answer_pattern, expected_record, images_dataset, sample_of
+from tests.helpers.net import launch_local
+
+from dataset_builder.loading import load_prompts
+from dataset_builder.records import PromptIndex
+from negt2ibench.cli import main
+from space.app import build_app
+from space.store import SQLiteStore
+from validation.annotations import read_annotations
+from validation.questions import prompt_questions
+
+CHROMIUM = Path("/usr/bin/chromium")
+PROMPT_IDS = (
+    "color_pos0_neg1_000",
+    "directional_pos1_neg1_000",
+    "material_pos1_neg1_000",
+    "comparative_pos1_neg0_000",
+    "depth_pos0_neg2_000",
+)
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_annotator_answers_three_restarts_and_resumes_on_the_fourth(tmp_path):
+    assert CHROMIUM.exists(), "install Debian's chromium (`make browser`) to run the browser test"
+    from playwright.sync_api import expect, sync_playwright
+
+    all_prompts = load_prompts(None)
+    index = PromptIndex(all_prompts)
+    prompts = [index[p] for p in PROMPT_IDS]
+    sample_file = tmp_path / "sample.jsonl"
+    sample_of(images_dataset(tmp_path / "ds", prompts), prompts, out=sample_file)
+    home = tmp_path / "home"
+    home.mkdir()
+
+    def serve():
+        demo = build_app(
+            prompts=all_prompts,
+            store=SQLiteStore(home / "leaderboard.sqlite"),
+            annotation_sample=sample_file,
+            preload=False,
+        )
+        return demo, launch_local(demo)
+
+    given: dict[str, list[str]] = {}
+    demo, url = serve()
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
+            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+
+            def sign_in() -> None:
+                page.get_by_role("tab", name="Annotate").click()
+                page.get_by_label("Your name").fill("alice")
+                page.locator("#annotate-start").click()
+
+            def radio(slot: int, value: str):
+                return page.locator(f"#annotate-q-{slot} input[type=radio][value={value}]")
+
+            page.goto(url)
+            sign_in()
+            header = page.locator("#annotate-header")
+            for k, prompt in enumerate(prompts[:3]):
+                expect(header).to_contain_text(f"Image {k + 1}", timeout=60_000)
+                expect(header).to_contain_text(prompt.prompt)
+                answers = answer_pattern(prompt, k)
+                for slot, question in enumerate(prompt_questions(prompt)):  # the page has settled
+                    expect(page.locator(f"#annotate-q-{slot}")).to_contain_text(f"{slot + 1}. {question.text}")
+                for slot, value in enumerate(answers):
+                    page.keyboard.press(value[0])  # "y" / "n": the first unanswered question
+                    expect(radio(slot, value)).to_be_checked()
+                page.screenshot(path=str(tmp_path / f"annotate_{k + 1}.png"), full_page=True)
+                page.keyboard.press("Enter")
+                given[prompt.prompt_id] = answers
+            expect(header).to_contain_text("Image 4", timeout=30_000)
+            expect(page.locator("#annotate-progress")).to_contain_text("alice · 3 done · 2 left for you")
+
+            page.keyboard.press("ArrowLeft")  # back to the third image, the answers filled in
+            expect(header).to_contain_text("Image 3", timeout=30_000)
+            for slot, value in enumerate(given[prompts[2].prompt_id]):
+                expect(radio(slot, value)).to_be_checked()
+            page.keyboard.press("ArrowRight")
+            expect(header).to_contain_text("Image 4", timeout=30_000)
+            expect(radio(0, "yes")).not_to_be_checked()
+
+            demo.close()  # the server restarts: a new app, the same store
+            demo, url = serve()
+            page.goto(url)
+            sign_in()
+            expect(header).to_contain_text("Image 4", timeout=60_000)
+            expect(header).to_contain_text(prompts[3].prompt)
+            expect(page.locator("#annotate-progress")).to_contain_text("alice · 3 done · 2 left for you")
+            page.screenshot(path=str(tmp_path / "annotate_resumed.png"), full_page=True)
+            browser.close()
+    finally:
+        demo.close()
+
+    out = tmp_path / "annotations.jsonl"
+    assert main(["annotations", "export", "--out", str(out), "--home", str(home)]) == 0
+    records = read_annotations(out)
+    assert [(r.prompt_id, r.model_key, r.sample_index, r.annotator) for r in records] == [
+        (p, "toy_model", 0, "alice") for p in sorted(PROMPT_IDS[:3])
+    ]
+    for record in records:
+        expected = expected_record(index[record.prompt_id], given[record.prompt_id])
+        assert (record.objects, record.statements) == expected

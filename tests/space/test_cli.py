@@ -1,0 +1,127 @@
+"""`negt2ibench deploy-space` and `negt2ibench serve` (argument handling; no network)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.helpers.net import free_port
+
+from negt2ibench.cli import main
+from space.deploy import assemble_space, deploy_space, space_requirements
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_deploy_dry_run_lists_the_space_folder(tmp_path, capsys):
+    out = tmp_path / "space_folder"
+    assert main(["deploy-space", "--repo-id", "org/negt2ibench", "--dry-run", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert "app.py" in printed and "README.md" in printed and "requirements.txt" in printed
+    assert "space/app.py" in printed and "evaluator/pipeline.py" in printed
+    assert printed[-1].startswith("dry run:") and "nothing uploaded" in printed[-1]
+    assert not any("__pycache__" in line for line in printed)
+    front_matter = (out / "README.md").read_text().split("---")[1]
+    meta = yaml.safe_load(front_matter)
+    assert (meta["sdk"], meta["sdk_version"], meta["app_file"]) == ("gradio", "6.31.0", "app.py")
+    assert meta["suggested_hardware"] == "zero-a10g"
+    assert meta["hf_oauth"] is True  # "Sign in with Hugging Face" for per-account submission limits
+    assert "from space.app import" in (out / "app.py").read_text()
+
+
+def test_space_requirements_drop_test_tools_and_gradio():
+    names = [line.split("==")[0] for line in space_requirements().splitlines()]
+    assert "spaces" in names and "torch" in names and "transformers" in names
+    assert not {"gradio", "pytest", "playwright", "gradio_client"} & set(names)
+
+
+def test_deploy_uploads_through_the_given_function(tmp_path):
+    calls = []
+    files, url = deploy_space(
+        "org/name", tmp_path / "f", upload=lambda folder, repo: calls.append((folder, repo)) or "URL"
+    )
+    assert url == "URL" and calls == [(tmp_path / "f", "org/name")]
+    assert Path("app.py") in files
+
+
+def test_assemble_replaces_stale_files(tmp_path):
+    out = tmp_path / "f"
+    out.mkdir()
+    (out / "stale.txt").write_text("old")
+    files = assemble_space(out, "org/name")
+    assert Path("stale.txt") not in files and not (out / "stale.txt").exists()
+
+
+def test_bad_repo_id_and_missing_dataset_are_one_line_errors(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exited:  # a usage error, as every command's: exit 2
+        main(["deploy-space", "--repo-id", "not a repo", "--dry-run"])
+    assert exited.value.code == 2
+    assert "argument --repo-id: must look like ORG/NAME, got 'not a repo'" in capsys.readouterr().err
+    assert main(["serve", "--dataset", str(tmp_path / "missing")]) == 1
+    assert "run `negt2ibench build" in capsys.readouterr().err
+
+
+def test_help_texts(capsys):
+    for command in ("serve", "deploy-space"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = capsys.readouterr().out
+        assert "--dry-run" in text if command == "deploy-space" else "--port" in text and "NEGT2I_HOME" in text
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_serve_runs_the_app_on_localhost(tmp_path):
+    port = free_port()
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "TMPDIR": str(tmp_path),
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "GRADIO_TEMP_DIR": str(tmp_path / "gradio"),
+        "HF_HUB_OFFLINE": "1",
+        "HF_HOME": str(tmp_path / "hf"),
+        "NO_PROXY": "localhost,127.0.0.1",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": str(tmp_path / "matplotlib"),
+    }
+    log_path = tmp_path / "serve.log"  # a file, not a pipe: a full pipe would block the server
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "negt2ibench", "serve", "--port", str(port), "--home", str(tmp_path / "home")],
+            cwd=tmp_path,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 240  # generous: the first start imports gradio and torch under load
+        page = ""
+        while time.monotonic() < deadline and process.poll() is None:
+            try:
+                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read().decode()
+                break
+            except OSError:
+                time.sleep(0.5)
+        assert "NegT2IBench" in page, f"exit code {process.poll()}; server output:\n{log_path.read_text()[-4000:]}"
+        assert (tmp_path / "home" / "leaderboard.sqlite").exists()
+        from gradio_client import Client
+
+        client = Client(f"http://127.0.0.1:{port}/", verbose=False, download_files=str(tmp_path / "downloads"))
+        client.predict(api_name="/leaderboard")  # writes the CSV into the app's temporary folder
+        client.close()
+        [work_dir] = list(tmp_path.glob("negt2i_space_*"))
+        assert (work_dir / "negt2ibench_leaderboard.csv").is_file()
+        process.send_signal(signal.SIGTERM)  # as a Space's restart stops it
+        assert process.wait(timeout=60) == 0, log_path.read_text()[-4000:]
+        assert not work_dir.exists()  # removed on SIGTERM too, not only on Ctrl-C
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)

@@ -1,0 +1,140 @@
+"""The Space folder carries only what the Space imports, pinned so that it installs on ZeroGPU's Python 3.10."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import sys
+from pathlib import Path
+
+import yaml
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+
+from space.deploy import (
+    APP_PY,
+    PACKAGES,
+    PY310_VERSIONS,
+    PYTHON_VERSION,
+    RUNTIME_EXTRAS,
+    SPACE_IMPORTS,
+    assemble_space,
+    normalized,
+    pinned_versions,
+    space_requirements,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+PROJECT = ("negt2ibench", "dataset_builder", "evaluator", "space", "generation", "validation", "judges")
+INSTALLED_BY_THE_SDK = {"gradio", "gradio-client"}  # sdk_version in the Space README
+
+
+def _module_file(name: str) -> Path | None:
+    path = REPO.joinpath(*name.split("."))
+    if (path / "__init__.py").is_file():
+        return path / "__init__.py"
+    return path.with_suffix(".py") if path.with_suffix(".py").is_file() else None
+
+
+def imported_distributions(entry: str) -> tuple[set[str], set[str]]:
+    """(project modules reached from ENTRY's source, distributions of their third-party imports).
+
+    Every import statement counts, those inside functions too (the models load lazily), so this is
+    what the Space can import, not just what it imports at start-up.
+    """
+    seen: set[str] = set()
+    third_party: set[str] = set()
+    todo = [node.module for node in ast.walk(ast.parse(entry)) if isinstance(node, ast.ImportFrom)]
+    while todo:
+        name = todo.pop()
+        path = _module_file(name)
+        if name in seen or path is None:
+            continue
+        seen.add(name)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(parts + ([node.module] if node.module else []))
+                targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                top = target.split(".")[0]
+                if top in PROJECT:
+                    parts = target.split(".")
+                    todo += [".".join(parts[:end]) for end in range(1, len(parts) + 1)]
+                elif top and top not in sys.stdlib_module_names and top != "__future__":
+                    third_party.add(top)
+    owners = importlib.metadata.packages_distributions()
+    distributions = {normalized(owners[top][0]) for top in third_party}
+    return seen, distributions
+
+
+def dependencies_of(names: set[str]) -> set[str]:
+    """Every distribution installed as a (transitive) requirement of NAMES, extras left out."""
+    found: set[str] = set()
+    todo = list(names)
+    while todo:
+        try:
+            requires = importlib.metadata.requires(todo.pop()) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for line in requires:
+            if "extra ==" in line:
+                continue
+            name = normalized(Requirement(line).name)
+            if name not in found:
+                found.add(name)
+                todo.append(name)
+    return found
+
+
+def test_the_space_requirements_are_exactly_what_its_modules_import():
+    modules, imported = imported_distributions(APP_PY)
+    assert {"space.app", "negt2ibench.api", "evaluator.perception", "evaluator.models.detector"} <= modules
+    assert "generation" not in {name.split(".")[0] for name in modules}  # not copied into the Space
+    assert {name.split(".")[0] for name in modules} <= set(PACKAGES)  # every package it imports is copied
+    listed = {normalized(name) for name in SPACE_IMPORTS}
+    assert listed <= imported
+    # the rest (huggingface_hub's HTTP client, gradio's jinja2) come with what is listed or the SDK
+    unlisted = imported - INSTALLED_BY_THE_SDK - listed
+    assert unlisted <= dependencies_of(listed | INSTALLED_BY_THE_SDK), unlisted - dependencies_of(listed)
+    written = {normalized(line.split("==")[0]) for line in space_requirements().splitlines()}
+    assert written == {normalized(name) for name in (*SPACE_IMPORTS, *RUNTIME_EXTRAS)}
+    assert not written & {"diffusers", "bitsandbytes", "pytest", "playwright", "ruff", "scikit-image", "gradio"}
+
+
+def test_every_pin_installs_on_the_spaces_python():
+    python = PYTHON_VERSION
+    pins = pinned_versions()
+    for line in space_requirements().splitlines():
+        name, version = line.split("==")
+        if name in PY310_VERSIONS:
+            # requirements.txt's release needs a newer Python: the override is the newest one for 3.10
+            # (verified with `pip index versions NAME --python-version 3.10`).
+            requires = importlib.metadata.metadata(name).get("Requires-Python") or ""
+            assert python not in SpecifierSet(requires), f"{name}: the override is no longer needed"
+            assert version != pins[normalized(name)]
+            continue
+        assert version == pins[normalized(name)] == importlib.metadata.version(name), name
+        requires = importlib.metadata.metadata(name).get("Requires-Python") or ""
+        assert python in SpecifierSet(requires), f"{name}=={version} needs Python {requires}"
+
+
+def test_the_space_readme_declares_zerogpus_python(tmp_path):
+    assemble_space(tmp_path / "space", "org/negt2ibench")
+    meta = yaml.safe_load((tmp_path / "space" / "README.md").read_text(encoding="utf-8").split("---")[1])
+    assert meta["python_version"] == "3.10.13" == PYTHON_VERSION
+    assert (tmp_path / "space" / "requirements.txt").read_text(encoding="utf-8") == space_requirements()
+
+
+def test_the_linter_targets_that_python():
+    import tomllib
+
+    ruff = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]
+    assert ruff["target-version"] == "py310"

@@ -1,0 +1,85 @@
+"""The Space's pure views, its GPU scorer over a given evaluator, and its temporary folder (no launch)."""
+
+from __future__ import annotations
+
+import pandas as pd
+from tests.helpers.space_helpers import RectanglePerception, scene_png
+from PIL import Image
+
+from dataset_builder.loading import load_prompts
+from evaluator.config import PRESETS
+from evaluator.report import LEADERBOARD_COLUMNS, TABLE3_COLUMNS
+from negt2ibench.api import Evaluator
+from space.app import build_app
+from space.leaderboard_view import (
+    LEADERBOARD_TABLE_COLUMNS,
+    PAPER_CITATION,
+    PAPER_ROWS,
+    PAPER_ROWS_NOTE,
+    REPORTED,
+    leaderboard_table,
+)
+from space.scoring import gpu_scorer
+from space.store import Entry, SQLiteStore
+from space.views import error_markdown, verdict_frame
+
+
+def test_the_leaderboard_uses_table3_columns():
+    keys = [column.key for column in LEADERBOARD_TABLE_COLUMNS]
+    assert keys == ["model", "status", *LEADERBOARD_COLUMNS[1:], "link"]
+    shared = [column for column in LEADERBOARD_TABLE_COLUMNS if column.key in LEADERBOARD_COLUMNS]
+    assert shared == [column for column in TABLE3_COLUMNS if column.key in LEADERBOARD_COLUMNS]
+    row = {key: 1.0 for key in LEADERBOARD_COLUMNS} | {"model": "m", "extra": "dropped"}
+    entry = Entry(model_name="M", model_key="m", submitter="a", created_at=1, status="verified", row=row, link="x")
+    table = leaderboard_table([entry])
+    assert table.rows[0]["model"] == "M" and table.rows[0]["status"] == "verified" and "extra" not in table.rows[0]
+    assert len(table.rows) == 1 + len(PAPER_ROWS) and table.rows[-1]["coverage"] is None  # the paper gives none
+    waiting = entry.model_copy(update={"status": "pending", "submission_id": "0" * 32, "model_key": "w"})
+    assert len(leaderboard_table([waiting]).rows) == len(PAPER_ROWS)  # pending: never ranked
+
+
+def test_paper_rows_cite_the_paper_and_say_they_are_another_corpus_draw():
+    paper = [row for row in leaderboard_table([]).rows if row["status"] == REPORTED]
+    assert [row["model"] for row in paper] == ["SD 1.5", "SD 1.5 + NegationCLIP"]
+    assert {row["link"] for row in paper} == {"Elfatairy, Bravo, Bader, Akata (2026), NegT2IBench, Table 3"}
+    assert "http" not in PAPER_CITATION  # no invented address
+    assert "paper's own draw of the corpus, not on this corpus (version 2" in PAPER_ROWS_NOTE
+
+
+def test_the_gpu_scorer_uses_the_evaluator_it_was_given(tmp_path):
+    prompt = next(
+        p for p in load_prompts(None) if p.prompt_id == "directional_pos1_neg0_003"
+    )  # motorcycle left of bowl
+    doubles = RectanglePerception(), RectanglePerception(absent=prompt.objects[:1])
+    scorers = [gpu_scorer(Evaluator(PRESETS["current"], perception=double)) for double in doubles]
+    image = Image.open(scene_png(tmp_path / "scene.png"))
+    (found, annotated), (missing, _) = (scorer(image, prompt, "upload", 0) for scorer in scorers)
+    assert (found.passed, missing.passed) == (True, False) and [d.calls for d in doubles] == [1, 1]
+    assert isinstance(annotated, Image.Image) and annotated.size == image.size
+
+
+def test_the_temporary_folder_goes_when_the_app_closes(tmp_path):
+    demo = build_app(
+        prompts=load_prompts(None)[:10], store=SQLiteStore(tmp_path / "lb.sqlite"), perception=RectanglePerception()
+    )
+    folder = demo.work_dir.path
+    assert folder.is_dir() and folder.name.startswith("negt2i_space_")
+    (folder / "negt2ibench_leaderboard.csv").write_text("model\n")
+    demo.close()
+    assert not folder.exists()
+    assert demo.work_dir.path.is_dir() and demo.work_dir.path != folder  # a reopened app gets a new one
+    demo.close()
+
+
+def test_error_markdown_and_empty_verdict_frame():
+    assert error_markdown("one line") == "**Error:** one line"
+    # further lines are an indented code block: nothing in them is Markdown or HTML
+    assert error_markdown("first\nsecond\n```\n<b>x</b>") == "**Error:** first\n\n    second\n    ```\n    <b>x</b>"
+    # the first line is plain text, and quotes at most a few hundred characters of a long input
+    assert error_markdown("bad [x](http://e.vil) **b** `c`") == (
+        "**Error:** bad \\[x\\]\\(http\\:\\/\\/e\\.vil\\) \\*\\*b\\*\\* \\`c\\`"
+    )
+    long = error_markdown("cannot parse: " + "x" * 1_000_000)
+    assert len(long) < 700 and long.endswith("\\(1\\,000\\,014 characters\\)")
+    empty = verdict_frame(None, None)
+    assert isinstance(empty, pd.DataFrame) and empty.empty and list(empty.columns)[:2] == ["item", "text"]
