@@ -22,13 +22,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.helpers.generation_helpers import make_prompt, tiny_sd_pipeline  # noqa: E402
-
 from generation.backends import DiffusersGenerator  # noqa: E402
 from generation.registry import ModelSpec  # noqa: E402
 from generation.runner import generate_images  # noqa: E402
 from generation.shards import ImageRecord, ShardWriter, png_bytes  # noqa: E402
 from generation.work import plan_work  # noqa: E402
+from tests.helpers.generation_helpers import make_prompt, tiny_sd_pipeline  # noqa: E402
 
 
 class TimedGenerator:

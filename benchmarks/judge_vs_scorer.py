@@ -79,9 +79,8 @@ def run_judge(name: str, folder: Path, prompts, args) -> dict:
         adapter = adapter_class(spec)(spec, device=args.device, batch_size=args.batch_size)
         load_seconds = None  # measured by the warm-up's judge_images (loading happens there)
     else:
-        from tests.helpers.judge_helpers import TINY_BUILDERS
-
         from judges.transformers_judge import TransformersJudge
+        from tests.helpers.judge_helpers import TINY_BUILDERS
 
         started = time.perf_counter()
         model, processor = TINY_BUILDERS[name]()
@@ -120,6 +119,7 @@ def run_scorer(folder: Path, prompts, args) -> dict:
         device = perception.device
     else:
         import torch
+
         from tests.helpers.perception_helpers import tiny_perception
 
         perception = tiny_perception(config, batch_size=args.batch_size)

@@ -170,11 +170,10 @@ class ForwardTimer:
 
 
 def bench_end_to_end(count: int, size: int, batch_size: int) -> dict:
-    from tests.helpers.perception_helpers import make_prompt
-
     from evaluator.config import PRESETS
     from evaluator.perception import ModelPerception
     from evaluator.pipeline import score_images
+    from tests.helpers.perception_helpers import make_prompt
 
     config = PRESETS["current"]
     perception = ModelPerception.from_models(

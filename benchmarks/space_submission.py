@@ -37,8 +37,6 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    from tests.helpers.space_helpers import write_results
-
     from dataset_builder.loading import load_prompts
     from dataset_builder.records import PromptIndex
     from evaluator.report import leaderboard_row
@@ -46,6 +44,7 @@ def main() -> None:
     from space.leaderboard_view import leaderboard_frame
     from space.store import Entry, HubStore, SQLiteStore
     from space.submissions import check_results, model_detail
+    from tests.helpers.space_helpers import write_results
 
     prompts = load_prompts(None)
     index = PromptIndex(prompts)

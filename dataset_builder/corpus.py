@@ -24,6 +24,8 @@ from .vocabulary import (
     OBJECT_CLASSES,
     PROMPTS_PER_SETTING,
     SETTINGS,
+    Category,
+    Polarity,
     kind_of,
     setting_name,
 )
@@ -45,7 +47,7 @@ _SWAP_AFTER = 20
 class GroupDraw:
     """What the settings of one (category, load, k) share."""
 
-    category: str
+    category: Category
     load: int
     k: int
     objects: tuple[str, ...]  # attributes: one per statement; relations: subject, then one target per statement
@@ -153,7 +155,9 @@ def render_record(draw: GroupDraw, num_pos: int, num_neg: int) -> PromptRecord:
     if num_pos + num_neg != draw.load:
         raise ValueError(f"setting {num_pos}:{num_neg} does not have load {draw.load}")
     kind = kind_of(draw.category)
-    polarities = ["positive"] * num_pos + ["negated"] * num_neg
+    positive: Polarity = "positive"
+    negated: Polarity = "negated"
+    polarities = [positive] * num_pos + [negated] * num_neg
     prompt, texts = render_prompt(kind, draw.objects, polarities, draw.predicates)
     statements = []
     for index, (polarity, predicate, text) in enumerate(zip(polarities, draw.predicates, texts, strict=False)):

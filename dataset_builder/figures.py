@@ -44,7 +44,7 @@ def _count(key: str, label: str) -> Column:
 
 def figure5_table(found: Sequence[Allocation]) -> Table:
     """One row per (category, counting, rank): the object, its uses, the most even allocation's."""
-    columns = (_text("category", "Category"), _text("counting", "Counting"), _count("rank", "Rank"))
+    columns: tuple[Column, ...] = (_text("category", "Category"), _text("counting", "Counting"), _count("rank", "Rank"))
     columns += (_text("object", "Object"), _count("count", "Uses"), _count("even", "Most even"))
     rows = [
         {"category": a.category, "counting": a.counting, "rank": rank, "object": name, "count": count, "even": even}
@@ -57,7 +57,11 @@ def figure5_table(found: Sequence[Allocation]) -> Table:
 def figure5_summary(found: Sequence[Allocation]) -> Table:
     """Per category and counting: the total, the classes used, the range of uses and the most even
     allocation's, and whether it holds."""
-    columns = (_text("category", "Category"), _text("counting", "Counting"), _count("total", "Uses"))
+    columns: tuple[Column, ...] = (
+        _text("category", "Category"),
+        _text("counting", "Counting"),
+        _count("total", "Uses"),
+    )
     columns += (_count("classes", "Classes used"), _count("min", "Least"), _count("max", "Most"))
     columns += (_count("even_min", "Most even: least"), _count("even_max", "most"), _text("holds", "Most even"))
     rows = [
@@ -80,7 +84,11 @@ def figure5_summary(found: Sequence[Allocation]) -> Table:
 def figure6_table(records: Sequence[PromptRecord]) -> Table:
     """One row per (category, value): positive, negated and all statements, the value's share of
     its category's statements and the even share (1 / number of values)."""
-    columns = (_text("category", "Category"), _text("value", "Value or predicate"), _count("positive", "Positive"))
+    columns: tuple[Column, ...] = (
+        _text("category", "Category"),
+        _text("value", "Value or predicate"),
+        _count("positive", "Positive"),
+    )
     columns += (_count("negated", "Negated"), _count("statements", "Statements"))
     columns += (Column("share", "Share", "{:.4f}"), Column("even_share", "Even share", "{:.4f}"))
     rows = []
@@ -99,7 +107,7 @@ def figure6_table(records: Sequence[PromptRecord]) -> Table:
 
 def elements_table(records: Sequence[PromptRecord]) -> Table:
     """Objects, statements and elements per prompt, per kind and setting (docs/corpus.md)."""
-    columns = (_text("kind", "Kind"), _text("setting", "Setting"), _count("prompts", "Prompts"))
+    columns: tuple[Column, ...] = (_text("kind", "Kind"), _text("setting", "Setting"), _count("prompts", "Prompts"))
     columns += (Column("objects", "Objects", "{:.2f}"), Column("statements", "Statements", "{:.2f}"))
     columns += (Column("elements", "Elements", "{:.2f}"),)
     return Table("elements", "Elements per prompt", columns, element_counts(records))

@@ -21,9 +21,12 @@ from negt2ibench.core.errors import UserError
 from .records import PromptRecord, Statement
 from .vocabulary import (
     ATTRIBUTE_CATEGORIES,
+    CATEGORIES,
     CATEGORY_VOCABULARY,
     OBJECT_CLASSES,
     PLURAL_NOUNS,
+    Category,
+    Polarity,
     kind_of,
     setting_name,
 )
@@ -32,8 +35,8 @@ PROMPT_PREFIX = "a photo of "
 RELATION_JOINER = ", where the "
 
 # Which category each attribute value / relation predicate belongs to (they never overlap).
-PREDICATE_CATEGORY: dict[str, str] = {
-    predicate: category for category, predicates in CATEGORY_VOCABULARY.items() for predicate in predicates
+PREDICATE_CATEGORY: dict[str, Category] = {
+    predicate: category for category in CATEGORIES for predicate in CATEGORY_VOCABULARY[category]
 }
 ATTRIBUTE_VALUES: frozenset[str] = frozenset(
     value for category in ATTRIBUTE_CATEGORIES for value in CATEGORY_VOCABULARY[category]
@@ -182,13 +185,13 @@ def _split_list(text: str) -> list[str]:
     return items
 
 
-def _parse_object_item(item: str) -> tuple[str, str | None, str]:
+def _parse_object_item(item: str) -> tuple[str, str | None, Polarity]:
     """(noun, value or None, polarity) of "a red cup", "a non-red cup", "an apple", "skis"."""
     bare = _ARTICLE.sub("", item, count=1)
     if bare in _CLASSES:
         return bare, None, "positive"
     head, _, rest = bare.partition(" ")
-    polarity = "positive"
+    polarity: Polarity = "positive"
     if head.startswith("non-"):
         head, polarity = head[len("non-") :], "negated"
     if head in ATTRIBUTE_VALUES and rest in _CLASSES:
@@ -199,12 +202,12 @@ def _parse_object_item(item: str) -> tuple[str, str | None, str]:
     )
 
 
-def _parse_verb_phrase(phrase: str, objects: list[str]) -> tuple[str, str, str]:
+def _parse_verb_phrase(phrase: str, objects: list[str]) -> tuple[Polarity, str, str]:
     """(polarity, predicate, target) of "is not below the surfboard"."""
     match = _VERB_PHRASE.match(phrase)
     if not match:
         raise PromptParseError(f"cannot read {phrase!r}: a relation starts with 'is' or 'are' (then 'not' to negate)")
-    polarity = "negated" if match.group(2) else "positive"
+    polarity: Polarity = "negated" if match.group(2) else "positive"
     rest = match.group(3)
     for predicate in RELATION_PREDICATES:
         if rest.startswith(predicate + " the "):
@@ -218,7 +221,7 @@ def _parse_verb_phrase(phrase: str, objects: list[str]) -> tuple[str, str, str]:
     )
 
 
-def _single_category(predicates: Sequence[str]) -> str:
+def _single_category(predicates: Sequence[str]) -> Category:
     categories = sorted({PREDICATE_CATEGORY[p] for p in predicates})
     if len(categories) != 1:
         raise PromptParseError(f"all statements of a prompt must share one category; found {', '.join(categories)}")

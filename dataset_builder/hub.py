@@ -231,8 +231,15 @@ def push_dataset(
 def _is_network_error(error: BaseException) -> bool:
     if isinstance(error, OSError):
         return True
+    return isinstance(error, _http_error())
+
+
+def _http_error() -> type[Exception]:
+    """The error class of the HTTP client huggingface_hub uses (httpx2; httpx in older releases)."""
     try:
-        from httpx2 import HTTPError  # the HTTP client huggingface_hub uses
-    except ImportError:  # pragma: no cover - older huggingface_hub releases use httpx
-        from httpx import HTTPError
-    return isinstance(error, HTTPError)
+        import httpx2
+    except ImportError:  # pragma: no cover - older huggingface_hub releases
+        import httpx
+
+        return httpx.HTTPError
+    return httpx2.HTTPError

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -84,6 +85,14 @@ class PromptLookupError(UserError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable
         return str(self.args[0]) if self.args else "unknown prompt id"
+
+
+class PromptLookup(Protocol):
+    """Prompt records by id: a `PromptIndex`, or any mapping of ids to records."""
+
+    def __contains__(self, prompt_id: object) -> bool: ...
+
+    def __getitem__(self, prompt_id: str) -> PromptRecord: ...
 
 
 class PromptIndex:

@@ -16,9 +16,9 @@ Category = Literal[AttributeCategory, RelationCategory]
 Kind = Literal["attribute", "relation"]
 Polarity = Literal["positive", "negated"]
 
-ATTRIBUTE_CATEGORIES: tuple[str, ...] = get_args(AttributeCategory)
-RELATION_CATEGORIES: tuple[str, ...] = get_args(RelationCategory)
-CATEGORIES: tuple[str, ...] = get_args(Category)  # attributes first, in the paper's Table 1 order
+ATTRIBUTE_CATEGORIES: tuple[AttributeCategory, ...] = get_args(AttributeCategory)
+RELATION_CATEGORIES: tuple[RelationCategory, ...] = get_args(RelationCategory)
+CATEGORIES: tuple[Category, ...] = get_args(Category)  # attributes first, in the paper's Table 1 order
 
 # Values of the attribute categories and predicates of the relation categories, in Table 1 order.
 CATEGORY_VOCABULARY: dict[str, tuple[str, ...]] = {
@@ -126,7 +126,7 @@ OBJECT_CLASSES: tuple[str, ...] = (
 PLURAL_NOUNS: frozenset[str] = frozenset({"skis", "scissors"})
 
 
-def kind_of(category: str) -> str:
+def kind_of(category: str) -> Kind:
     """`attribute` for color/material, `relation` for the four relation categories."""
     if category in ATTRIBUTE_CATEGORIES:
         return "attribute"

@@ -8,7 +8,7 @@ import numpy as np
 from PIL import Image
 
 from dataset_builder.records import PromptRecord
-from evaluator.observation import ImageObservation
+from evaluator.observation import ImageObservation, class_names, confidences
 from evaluator.results import ResultRecord
 
 
@@ -31,7 +31,7 @@ def annotate(image: Image.Image, observation: ImageObservation, result: ResultRe
         scene = sv.BoxAnnotator(thickness=thickness, color_lookup=by_object).annotate(scene, detections)
         labels = [
             f"{name} {confidence:.2f}"
-            for name, confidence in zip(detections["class_name"], detections.confidence, strict=True)
+            for name, confidence in zip(class_names(detections), confidences(detections), strict=True)
         ]
         scene = sv.LabelAnnotator(
             text_scale=max(0.4, min(image.size) / 1024), smart_position=True, color_lookup=by_object

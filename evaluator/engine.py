@@ -27,6 +27,7 @@ nothing after it is written. A new scorer is a few lines:
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections import Counter, deque
 from collections.abc import Callable, Mapping, Sequence
@@ -194,7 +195,7 @@ def run_batches(
         with VerdictThread() as thread:  # started after the workers were forked
             for batch in loader:
                 outcomes = forward_each(step, jobs, batch)
-                thread.submit(lambda batch=batch, outcomes=outcomes: write(batch, outcomes))
+                thread.submit(functools.partial(write, batch, outcomes))
     finally:
         loader.close()  # shuts the workers down now, not when the traceback lets go of them
 
@@ -278,10 +279,10 @@ def run_records(
     `launch`: this process's place (default `Launch.detect()`; `Launch()` keeps a run to one process).
     """
     launch = launch or Launch.detect()
-    outputs = {name: Path(path) for name, path in outputs.items()}
+    targets = {name: Path(path) for name, path in outputs.items()}
     ranked = launch.world_size > 1
-    skip = {name: files.keys(path) for name, path in outputs.items()} if ranked else {}  # merged earlier
-    paths = {name: rank_path(path, launch.rank) if ranked else path for name, path in outputs.items()}
+    skip = {name: files.keys(path) for name, path in targets.items()} if ranked else {}  # merged earlier
+    paths = {name: rank_path(path, launch.rank) if ranked else path for name, path in targets.items()}
     mine = launch.share(jobs) if ranked else list(jobs)
     run = RecordRun({name: OutputCounts(path) for name, path in paths.items()}, launch.rank, launch.world_size)
     with ExitStack() as stack:
@@ -324,7 +325,7 @@ def run_records(
     if ranked:
 
         def merge() -> None:
-            for out in outputs.values():
+            for out in targets.values():
                 inputs = ([out] if out.exists() else []) + [rank_path(out, rank) for rank in range(launch.world_size)]
                 files.merge([path for path in inputs if path.exists()], out)
 

@@ -32,7 +32,7 @@ from torch.utils.data import DataLoader, Dataset, get_worker_info
 
 from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
 from evaluator.images import ImageError, ImageSource, load_image
-from evaluator.models.inputs import InputPreparer, PreparedImage
+from evaluator.models.inputs import Frame, InputPreparer, PreparedImage
 from negt2ibench.core.launch import local_world_size
 from negt2ibench.core.options import check, non_negative_int
 
@@ -45,11 +45,16 @@ WORKER_NICENESS = 10
 
 
 class ImageItemLike(Protocol):
-    """An image to score (`evaluator.pipeline.ImageItem`): its key and how to fetch its data."""
+    """An image to score (`evaluator.pipeline.ImageItem`): its key and how to fetch its data (read only)."""
 
-    prompt_id: str
-    sample_index: int
-    fetch: Callable[[], ImageSource]
+    @property
+    def prompt_id(self) -> str: ...
+
+    @property
+    def sample_index(self) -> int: ...
+
+    @property
+    def fetch(self) -> Callable[[], ImageSource]: ...
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,13 @@ class Work:
     item: ImageItemLike
     prompt: PromptRecord | None
     problem: str | None = None
+
+    @property
+    def record(self) -> PromptRecord:
+        """The prompt record of work that has one (the only work whose image reaches a forward)."""
+        if self.prompt is None:
+            raise ValueError(f"no prompt record for {self.item.prompt_id!r}: {self.problem}")
+        return self.prompt
 
     @classmethod
     def look_up(cls, item: ImageItemLike, prompts: PromptIndex) -> Work:
@@ -83,6 +95,14 @@ class Loaded:
     prepared: PreparedImage | None = None  # the models' inputs, when made in the loader
     problem: str | None = None  # the error row's reason
     pixels: torch.Tensor | None = None  # the image, from a worker
+
+    def frame(self) -> Frame:
+        """The image as it came: decoded here, or the worker's pixels (no conversion)."""
+        if self.image is not None:
+            return self.image
+        if self.pixels is None:
+            raise ValueError(f"item {self.index} has no image: {self.problem}")
+        return self.pixels
 
     def rgb(self) -> Image.Image:
         """The 8-bit RGB image (the same pixels whichever process decoded it)."""
@@ -225,5 +245,6 @@ def batch_loader(
             "persistent_workers": False,
             "worker_init_fn": _lower_priority,
         }
-    loader = DataLoader(dataset, sampler=order, batch_size=None, collate_fn=_as_is, **options)
+    # batch_size=None: collate_fn gets each item alone, which torch's annotation (a list) does not allow for.
+    loader = DataLoader(dataset, sampler=order, batch_size=None, collate_fn=_as_is, **options)  # type: ignore[arg-type]
     return BatchLoader(loader, [len(batch) for batch in batches])

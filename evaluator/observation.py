@@ -13,12 +13,37 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 if TYPE_CHECKING:
     import supervision as sv
+
+
+def detection_rows(detections: sv.Detections, rows: list[int] | np.ndarray) -> sv.Detections:
+    """`detections[rows]`: those rows, as `Detections` (supervision declares one return type for
+    its `__getitem__`, whether given rows or a data key)."""
+    return cast("sv.Detections", detections[rows])
+
+
+def class_names(detections: sv.Detections) -> np.ndarray:
+    """The rows' benchmark class names, ``data["class_name"]``."""
+    return np.asarray(detections.data["class_name"])
+
+
+def confidences(detections: sv.Detections) -> np.ndarray:
+    """The rows' scores (every detector here gives them)."""
+    if detections.confidence is None:
+        raise ValueError("these detections carry no confidence scores")
+    return detections.confidence
+
+
+def instance_masks(detections: sv.Detections) -> np.ndarray:
+    """The rows' masks (bool, rows × H × W), which perception sets on the instances it uses."""
+    if detections.mask is None:
+        raise ValueError("these detections carry no masks")
+    return np.asarray(detections.mask)
 
 
 @dataclass
@@ -38,16 +63,18 @@ class ObjectObservation:
         """Object `name` as the rows of its class show it: present when one was kept, confidence
         and box of the most confident, count of those at or above `counting_threshold`.
         The mask and the value scores are perception's later steps."""
-        rows = detections[detections["class_name"] == name]
-        best = _best_row(rows.confidence)
+        rows = detection_rows(detections, class_names(detections) == name)
+        scores = confidences(rows)
+        best = _best_row(scores)
         if best is None:
             return cls(name=name, present=False)
+        x0, y0, x1, y1 = (float(v) for v in rows.xyxy[best])
         return cls(
             name=name,
             present=True,
-            confidence=float(rows.confidence[best]),
-            box=tuple(float(v) for v in rows.xyxy[best]),
-            count=int(np.count_nonzero(rows.confidence >= counting_threshold)),
+            confidence=float(scores[best]),
+            box=(x0, y0, x1, y1),
+            count=int(np.count_nonzero(scores >= counting_threshold)),
         )
 
 
@@ -56,11 +83,11 @@ def best_instances(detections: sv.Detections, names: Sequence[str]) -> sv.Detect
     the instances the statements use (the first row wins a tie)."""
     rows = []
     for name in names:
-        of_class = np.flatnonzero(detections["class_name"] == name)
-        best = _best_row(detections.confidence[of_class])
+        of_class = np.flatnonzero(class_names(detections) == name)
+        best = _best_row(confidences(detections)[of_class])
         if best is not None:
             rows.append(int(of_class[best]))
-    return detections[rows]
+    return detection_rows(detections, rows)
 
 
 def _best_row(confidence: np.ndarray) -> int | None:
@@ -93,9 +120,8 @@ class ImageObservation:
         present = [obj for obj in self.objects.values() if obj.present and obj.box is not None]
         if not present:
             return sv.Detections.empty()
-        masks = None
-        if all(obj.mask is not None for obj in present):
-            masks = np.stack([obj.mask.astype(bool) for obj in present])
+        given = [obj.mask for obj in present if obj.mask is not None]
+        masks = np.stack([mask.astype(bool) for mask in given]) if len(given) == len(present) else None
         return sv.Detections(
             xyxy=np.array([obj.box for obj in present], dtype=np.float64),
             mask=masks,

@@ -13,34 +13,79 @@ import dataclasses
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import numpy as np
 import torch
-from PIL import Image
 
 from dataset_builder.records import PromptRecord
 from evaluator.config import PRESETS, EvaluatorConfig
 from evaluator.models.attributes import AttributeScorer, mask_bounds, masked_crops
 from evaluator.models.depth import DepthEstimator
-from evaluator.models.detector import Detector
+from evaluator.models.detector import Detector, InstanceDetector
 from evaluator.models.inputs import Frame, InputPreparer, PreparedImage, frame_pixels, frame_size, stacked, to_host
 from evaluator.models.maskrcnn import MaskRCNNDetector, is_maskrcnn, load_maskrcnn
 from evaluator.models.masks import BoxSegmenter
-from evaluator.observation import ImageObservation, ObjectObservation, best_instances
+from evaluator.observation import (
+    ImageObservation,
+    ObjectObservation,
+    best_instances,
+    class_names,
+    detection_rows,
+    instance_masks,
+)
 from negt2ibench.core.errors import MissingWeightsError, UserError
 from negt2ibench.core.launch import select_device, select_dtype
 from negt2ibench.core.options import DEVICE_CHOICES as DEVICE_CHOICES
 from negt2ibench.core.options import check, positive_int
 
+if TYPE_CHECKING:
+    import supervision as sv
 
+
+MaskChoice = Literal["all", "rules"]
+MASKS: tuple[MaskChoice, ...] = ("all", "rules")  # observe(masks=...): every present object's mask, or a rule's
+
+
+@runtime_checkable
 class Perception(Protocol):
-    def observe(self, images: list[Image.Image], prompts: list[PromptRecord]) -> list[ImageObservation]:
+    """What scoring needs of perception: any object with this `observe` scores images (the Space, the
+    API, `score_images`), e.g. a test double or a user's own models."""
+
+    def observe(self, images: Sequence[Frame], prompts: Sequence[PromptRecord]) -> list[ImageObservation]:
         """One observation per (image, prompt) pair, in order."""
         ...
 
 
-MASKS = ("all", "rules")  # observe(masks=...): every present object's mask, or only those a rule reads
+@runtime_checkable
+class StreamingPerception(Perception, Protocol):
+    """A perception whose inputs the scoring loop's workers make (`ModelPerception`): the loop hands
+    it those inputs and asks only for the masks a rule reads (`evaluator.pipeline.scoring_step`)."""
+
+    def observe(
+        self,
+        images: Sequence[Frame],
+        prompts: Sequence[PromptRecord],
+        *,
+        prepared: Sequence[PreparedImage | None] | None = None,
+        masks: MaskChoice = "all",
+    ) -> list[ImageObservation]:
+        """One observation per (image, prompt) pair; `prepared`: the models' inputs per image (None
+        where missing), `masks="rules"`: only the masks a rule reads."""
+        ...
+
+    def worker_preparer(self, categories: Iterable[str]) -> InputPreparer | None:
+        """What makes the models' inputs in the loader's worker processes (None: made in `observe`)."""
+        ...
+
+
+@runtime_checkable
+class LoadablePerception(Perception, Protocol):
+    """A perception whose models can be loaded ahead of the first image (`Evaluator.load`)."""
+
+    def load_all(self, prompts: Sequence[PromptRecord] = ()) -> None:
+        """Load every model these prompts (all, when none given) need."""
+        ...
 
 
 def weights_layout(weights_dir: str | Path) -> tuple[Path, Path]:
@@ -118,7 +163,7 @@ class ModelPerception:
         self.device = select_device(device)
         self.dtype = dtype or select_dtype(self.device)  # bf16 on CUDA, float32 on the CPU and MPS
         self.weights_dir = weights_dir
-        self._detector: Detector | None = None
+        self._detector: InstanceDetector | None = None
         self._segmenter: BoxSegmenter | None = None
         self._attributes: AttributeScorer | None = None
         self._depth: DepthEstimator | None = None
@@ -156,7 +201,7 @@ class ModelPerception:
         return torch.float32 if self.config.attribute_dtype == "float32" else self.dtype
 
     # -- lazy model access ------------------------------------------------------------------
-    def _wrap_detector(self, model) -> Detector | MaskRCNNDetector:
+    def _wrap_detector(self, model) -> InstanceDetector:
         """The preset's detector around a built model: an rfdetr object, or a torchvision Mask R-CNN
         for the Mask R-CNN presets (c1–c4); both give the same `sv.Detections`."""
         if is_maskrcnn(self.config):
@@ -175,7 +220,7 @@ class ModelPerception:
         )
 
     @property
-    def detector(self) -> Detector | MaskRCNNDetector:
+    def detector(self) -> InstanceDetector:
         if self._detector is None:
             if is_maskrcnn(self.config):
                 model = load_maskrcnn(self.config, self.weights_dir)
@@ -239,7 +284,7 @@ class ModelPerception:
         """What makes the models' inputs for prompts of these categories: the detector's, SAM's when
         the preset uses it, Depth-Anything's for depth prompts (their models load now if not yet)."""
         return InputPreparer(
-            detector=getattr(self.detector, "inputs", None),  # a detector without one makes its own
+            detector=self.detector.inputs,  # None: the detector makes its own (Mask R-CNN)
             sam_processor=self.segmenter.processor if self.config.use_sam else None,
             depth_processor=self.depth.processor if "depth" in set(categories) else None,
         )
@@ -250,31 +295,30 @@ class ModelPerception:
         return self.input_preparer(categories) if self.device.type == "cpu" else None
 
     def _prepared(
-        self, images: Sequence[Frame], prompts: list[PromptRecord], given: Sequence[PreparedImage | None] | None
+        self, images: Sequence[Frame], prompts: Sequence[PromptRecord], given: Sequence[PreparedImage | None] | None
     ) -> tuple[list[PreparedImage], list[torch.Tensor | None]]:
         """Each image's inputs: the ones given (made by a worker), the rest made here on the device
         from the image uploaded once, the whole batch at once; and those uploaded pixels (None
         for an image whose inputs were given)."""
-        inputs = list(given) if given is not None else [None] * len(images)
+        inputs: list[PreparedImage | None] = list(given) if given is not None else [None] * len(images)
         pixels: list[torch.Tensor | None] = [None] * len(images)
         missing = [index for index, prepared in enumerate(inputs) if prepared is None]
         if missing:
             preparer = self.input_preparer({prompt.category for prompt in prompts})
-            for index in missing:
-                pixels[index] = frame_pixels(images[index], self.device)
-            made = preparer.prepare_batch([pixels[i] for i in missing], [prompts[i].category for i in missing])
-            for index, prepared in zip(missing, made, strict=True):
-                inputs[index] = prepared
-        return inputs, pixels  # type: ignore[return-value]
+            uploaded = [frame_pixels(images[index], self.device) for index in missing]
+            made = preparer.prepare_batch(uploaded, [prompts[i].category for i in missing])
+            for index, upload, prepared in zip(missing, uploaded, made, strict=True):
+                pixels[index], inputs[index] = upload, prepared
+        return [prepared for prepared in inputs if prepared is not None], pixels
 
     # -- observation ------------------------------------------------------------------------
     def observe(
         self,
         images: Sequence[Frame],
-        prompts: list[PromptRecord],
+        prompts: Sequence[PromptRecord],
         *,
         prepared: Sequence[PreparedImage | None] | None = None,
-        masks: str = "all",
+        masks: MaskChoice = "all",
     ) -> list[ImageObservation]:
         """One observation per (image, prompt), in order.
 
@@ -301,17 +345,15 @@ class ModelPerception:
     def _observe_batch(
         self,
         images: Sequence[Frame],
-        prompts: list[PromptRecord],
+        prompts: Sequence[PromptRecord],
         prepared: Sequence[PreparedImage | None] | None = None,
-        masks: str = "all",
+        masks: MaskChoice = "all",
     ) -> list[ImageObservation]:
         config = self.config
         inputs, pixels = self._prepared(images, prompts, prepared)
         names = [list(dict.fromkeys(prompt.objects)) for prompt in prompts]
         batch = stacked([entry.detector for entry in inputs])
-        found = self.detector.detect(
-            images, names, with_masks=not config.use_sam, **({"pixel_values": batch} if batch is not None else {})
-        )
+        found = self.detector.detect(images, names, with_masks=not config.use_sam, pixel_values=batch)
         objects = [
             {
                 name: ObjectObservation.from_detections(name, detections, counting_threshold=config.counting_threshold)
@@ -321,18 +363,18 @@ class ModelPerception:
         ]
         used = [best_instances(detections, image_names) for detections, image_names in zip(found, names, strict=True)]
         if masks == "rules":
-            used = [rows[rule_rows(prompt, rows)] for prompt, rows in zip(prompts, used, strict=True)]
+            used = [detection_rows(rows, rule_rows(prompt, rows)) for prompt, rows in zip(prompts, used, strict=True)]
 
         sizes = [frame_size(image) for image in images]
         if config.use_sam:
-            boxes = [[tuple(map(float, box)) for box in rows.xyxy] for rows in used]
+            boxes = [[(float(x0), float(y0), float(x1), float(y1)) for x0, y0, x1, y1 in rows.xyxy] for rows in used]
             found_masks, device_masks = self.segmenter.segment_arrays(
                 images, boxes, pixel_values=[entry.sam for entry in inputs]
             )
         else:
-            upsample = getattr(self.detector, "mask_tensors", None)  # RF-DETR's: the masks stay on the device
-            if upsample is not None:
-                device_masks = [upsample(rows, *size) for rows, size in zip(used, sizes, strict=True)]
+            detector = self.detector
+            if isinstance(detector, Detector):  # RF-DETR's masks stay on the device, for the attribute crops
+                device_masks = [detector.mask_tensors(rows, *size) for rows, size in zip(used, sizes, strict=True)]
                 found_masks = to_host(device_masks)
             else:
                 found_masks = [self.detector.masks(rows, *size) for rows, size in zip(used, sizes, strict=True)]
@@ -342,7 +384,7 @@ class ModelPerception:
             # An empty mask (SAM or the detector found no pixel in the box) stays empty: the object is
             # present but unmeasurable (evaluator.verdict: no relation predicate for its pairs).
             rows = dataclasses.replace(rows, mask=image_masks)
-            for name, mask in zip(rows["class_name"], rows.mask, strict=True):
+            for name, mask in zip(class_names(rows), instance_masks(rows), strict=True):
                 image_objects[str(name)].mask = mask
             observations.append(ImageObservation(width=width, height=height, objects=image_objects, detections=rows))
 
@@ -358,45 +400,52 @@ class ModelPerception:
     def _score_attributes(
         self,
         images: Sequence[Frame],
-        prompts: list[PromptRecord],
+        prompts: Sequence[PromptRecord],
         observations: list[ImageObservation],
         pixels: list[torch.Tensor | None],
         device_masks: list[torch.Tensor] | None,
     ) -> None:
         """SigLIP's value scores of each present object of an attribute prompt, on its masked crop cut
         on the device (`masked_crops`); an object whose mask is empty is read from its box crop."""
-        crop_pixels, crop_masks, requests, targets = [], [], [], []
+        crop_pixels: list[torch.Tensor] = []
+        crop_masks: list[torch.Tensor] = []
+        requests: list[tuple[str, str]] = []
+        targets: list[tuple[ObjectObservation, tuple[float, float, float, float]]] = []
         for index, (prompt, observation) in enumerate(zip(prompts, observations, strict=True)):
             if prompt.kind != "attribute":
                 continue
-            rows = {str(name): row for row, name in enumerate(observation.detections["class_name"])}
+            rows = {str(name): row for row, name in enumerate(class_names(observation.as_detections()))}
             for name, obj in observation.objects.items():
                 if obj.present:
-                    if pixels[index] is None:  # inputs made by a worker: the pixels come now, once
-                        pixels[index] = frame_pixels(images[index], self.device)
-                    crop_pixels.append(pixels[index])
+                    if obj.box is None or obj.mask is None:  # `_observe_batch` gives both to every present object
+                        raise ValueError(f"present object {name!r} has no box or no mask")
+                    image_pixels = pixels[index]
+                    if image_pixels is None:  # inputs made by a worker: the pixels come now, once
+                        image_pixels = pixels[index] = frame_pixels(images[index], self.device)
+                    crop_pixels.append(image_pixels)
                     held = device_masks[index][rows[name]] if device_masks is not None else None
                     crop_masks.append(held if held is not None else torch.from_numpy(obj.mask).to(self.device))
                     requests.append((prompt.category, name))
-                    targets.append(obj)
+                    targets.append((obj, obj.box))
         if not targets:
             return
-        bounds = mask_bounds(crop_masks)
-        for position, (obj, found) in enumerate(zip(targets, bounds, strict=True)):
+        bounds: list[tuple[int, int, int, int]] = []
+        for position, ((_, box), found) in enumerate(zip(targets, mask_bounds(crop_masks), strict=True)):
             if found is None:  # an empty mask has no pixels to crop: the attributes are read from the box crop
                 height, width = crop_masks[position].shape
-                crop_masks[position] = torch.from_numpy(box_mask(obj.box, width, height)).to(self.device)
-                bounds[position] = box_bounds(obj.box, width, height)
+                crop_masks[position] = torch.from_numpy(box_mask(box, width, height)).to(self.device)
+                found = box_bounds(box, width, height)
+            bounds.append(found)
         crops = masked_crops(crop_pixels, crop_masks, bounds, self.config.attribute_background_gray)
-        for obj, scores in zip(targets, self.attributes.score(crops, requests, self.config), strict=True):
+        for (obj, _), scores in zip(targets, self.attributes.score(crops, requests, self.config), strict=True):
             obj.value_scores = scores
 
 
-def rule_rows(prompt: PromptRecord, rows) -> list[int]:
+def rule_rows(prompt: PromptRecord, rows: sv.Detections) -> list[int]:
     """The rows (one per present object, `best_instances`) whose masks a rule reads: every object of
     an attribute prompt (its crop), and for a relation the subject and target of each statement
     whose two objects are both present; a relation with an absent partner measures nothing."""
-    present = {str(name) for name in rows["class_name"]}
+    present = {str(name) for name in class_names(rows)}
     if prompt.kind == "attribute":
         needed = present
     else:
@@ -406,7 +455,7 @@ def rule_rows(prompt: PromptRecord, rows) -> list[int]:
             if statement.subject in present and statement.target in present
             for name in (statement.subject, statement.target)
         }
-    return [index for index, name in enumerate(rows["class_name"]) if str(name) in needed]
+    return [index for index, name in enumerate(class_names(rows)) if str(name) in needed]
 
 
 def box_bounds(box: tuple[float, float, float, float], width: int, height: int) -> tuple[int, int, int, int]:

@@ -11,11 +11,13 @@ images and unknown prompt ids become error rows and the run goes on.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from dataset_builder.layout import has_images, image_file_key, image_splits, lacks_sample_index, rank_path
 from dataset_builder.records import PromptIndex, PromptRecord
@@ -23,8 +25,9 @@ from evaluator.config import EvaluatorConfig
 from evaluator.engine import BatchStep, Failed, Job, run_batches, run_records
 from evaluator.images import ImageError, ImageSource, load_image
 from evaluator.loader import Loaded, Work, resolve_num_workers
+from evaluator.models.inputs import InputPreparer
 from evaluator.observation import ImageObservation
-from evaluator.perception import Perception
+from evaluator.perception import Perception, StreamingPerception
 from evaluator.results import ResultRecord
 from evaluator.verdict import decide_statements, error_record
 from negt2ibench.core.atomic import recover_folder
@@ -93,7 +96,7 @@ def folder_items(folder: Path, skipped: list[str] | None = None) -> list[ImageIt
     for path in sorted(folder.iterdir()):
         key = image_file_key(path.name)
         if key and path.is_file():
-            items.append(ImageItem(key[0], key[1], (lambda p=path: p), str(path)))
+            items.append(ImageItem(key[0], key[1], functools.partial(_same, path), str(path)))
         elif skipped is not None and not path.name.startswith("."):
             note = " (no sample index)" if lacks_sample_index(path.name) else "/" if path.is_dir() else ""
             skipped.append(path.name + note)
@@ -122,6 +125,15 @@ def _row_group_images(path: str, row_group: int) -> list:
     import pyarrow.parquet as pq
 
     return pq.ParquetFile(path).read_row_group(row_group, columns=["image"]).column("image").to_pylist()
+
+
+def _same(path: Path) -> Path:
+    return path
+
+
+def _row_image(dataset: Any, index: int) -> bytes:
+    """Row `index`'s encoded image, read when the loader fetches it."""
+    return image_bytes(dataset[index]["image"])
 
 
 def image_bytes(cell: object) -> bytes:
@@ -167,7 +179,7 @@ def hub_dataset_items(repo_id: str, split: str) -> list[ImageItem]:
         ImageItem(
             row["prompt_id"],
             int(row["sample_index"]),
-            (lambda i=index: image_bytes(dataset[i]["image"])),
+            functools.partial(_row_image, dataset, index),
             f"{repo_id}[{split}][{index}]",
         )
         for index, row in enumerate(keys)
@@ -190,11 +202,11 @@ def resolve_source(
         recover_folder(path)  # a dataset folder whose rebuild was killed mid-swap is put right first
     if path.is_file():
         if prompt_id is None:
-            key = image_file_key(path.name)
-            if not key:
+            named = image_file_key(path.name)
+            if not named:
                 raise UserError(f"{path.name} is not named {{prompt_id}}_{{sample_index}}.png: pass --prompt-id")
-            prompt_id, sample_index = key
-        return [ImageItem(prompt_id, sample_index, lambda: path, str(path))], "upload"
+            prompt_id, sample_index = named
+        return [ImageItem(prompt_id, sample_index, functools.partial(_same, path), str(path))], "upload"
     if path.is_dir():
         if has_images(path):
             key, items = local_dataset_items(path, split)
@@ -236,20 +248,19 @@ RESULTS = "results"  # the one output of a scoring run
 def scoring_step(perception: Perception, config: EvaluatorConfig) -> BatchStep[ImageObservation, ResultRecord]:
     """The scorer's part of the engine: perception's forward on a batch, then each image's verdict.
 
-    A `ModelPerception` (it has `worker_preparer`) gets the loader's inputs and computes only the
-    masks a rule reads; any other object with `observe(images, prompts)` (a test double) gets the
-    images and prompts alone."""
-    make_preparer = getattr(perception, "worker_preparer", None)
-    streaming = callable(make_preparer)
+    A `StreamingPerception` (`ModelPerception`) gets the loader's inputs and computes only the
+    masks a rule reads; any other `Perception` (a test double) gets the images and prompts alone."""
+    streaming = perception if isinstance(perception, StreamingPerception) else None
 
-    def prepare(jobs: Sequence[Job]):
-        return make_preparer({job.work.prompt.category for job in jobs if job.work.prompt is not None})
+    def prepare(jobs: Sequence[Job]) -> InputPreparer | None:
+        categories = {job.work.prompt.category for job in jobs if job.work.prompt is not None}
+        return streaming.worker_preparer(categories) if streaming is not None else None
 
     def forward(pairs: Sequence[tuple[Job, Loaded]]) -> list[ImageObservation]:
-        prompts = [job.work.prompt for job, _ in pairs]
-        if streaming:  # the workers' pixels as they came, their inputs, only the masks a rule reads
-            frames = [entry.image if entry.image is not None else entry.pixels for _, entry in pairs]
-            return perception.observe(frames, prompts, prepared=[entry.prepared for _, entry in pairs], masks="rules")
+        prompts = [job.work.record for job, _ in pairs]
+        if streaming is not None:  # the workers' pixels as they came, their inputs, only the masks a rule reads
+            frames = [entry.frame() for _, entry in pairs]
+            return streaming.observe(frames, prompts, prepared=[entry.prepared for _, entry in pairs], masks="rules")
         return perception.observe([entry.rgb() for _, entry in pairs], prompts)
 
     def records(job: Job, outcome: ImageObservation | Failed) -> list[tuple[str, ResultRecord]]:
@@ -258,13 +269,13 @@ def scoring_step(perception: Perception, config: EvaluatorConfig) -> BatchStep[I
             return [(RESULTS, error_record(item.prompt_id, job.model_key, item.sample_index, outcome.reason, config))]
         try:
             record = decide_statements(
-                job.work.prompt, outcome, model_key=job.model_key, sample_index=item.sample_index, config=config
+                job.work.record, outcome, model_key=job.model_key, sample_index=item.sample_index, config=config
             )
         except ValueError as error:  # an observation the rules cannot judge: record it, go on
             record = error_record(item.prompt_id, job.model_key, item.sample_index, f"verdict failed: {error}", config)
         return [(RESULTS, record)]
 
-    return BatchStep(forward, records, failure="perception failed", prepare=prepare if streaming else None)
+    return BatchStep(forward, records, failure="perception failed", prepare=prepare if streaming is not None else None)
 
 
 def score_batches(

@@ -25,6 +25,7 @@ import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from negt2ibench.core.atomic import atomic_file
 from negt2ibench.core.jsonl import JsonlContents, JsonlError, parse_jsonl, read_jsonl, require_file
@@ -131,7 +132,7 @@ class ResultWriter:
         self.done: set[Key] = set()
         self.version: tuple[str, str] | None = None  # (evaluator_version, config_hash) of the file
         self.written = 0
-        self._handle = None
+        self._handle: BinaryIO | None = None
 
     def __enter__(self) -> ResultWriter:
         self.open()
@@ -238,16 +239,16 @@ def merge_results(
     `out` is written atomically; it may be one of the inputs, otherwise it must not exist
     unless `overwrite`.
     """
-    paths = [Path(p) for p in paths]
+    files = [Path(p) for p in paths]
     out = Path(out)
-    if not paths:
+    if not files:
         raise ResultFileError("merge needs at least one result file")
-    if out.exists() and not overwrite and all(out.resolve() != p.resolve() for p in paths):
+    if out.exists() and not overwrite and all(out.resolve() != p.resolve() for p in files):
         raise ResultFileError(f"{out} exists; choose another output or allow overwriting")
-    summary = MergeSummary(inputs=[str(p) for p in paths])
+    summary = MergeSummary(inputs=[str(p) for p in files])
     kept: dict[Key, tuple[ResultRecord, str]] = {}
     versions: dict[tuple[str, str], str] = {}
-    for path in paths:
+    for path in files:
         _require_file(path)
         parsed = _parse(path)
         if parsed.torn:

@@ -294,12 +294,11 @@ def relation_predicates(
         return directional(a, b, config)
     if category == "comparative":
         return comparative(a, b, config)
-    if category == "depth":
-        disparity = _validated_disparity(disparity, mask_a.shape)
+    checked = _validated_disparity(disparity, mask_a.shape) if category == "depth" else None
     gap = mask_gap(mask_a, a, mask_b, b)
-    if category == "proximity":
+    if checked is None:
         return proximity(gap, a, b, config)
-    return depth(mask_a, a, mask_b, b, gap, disparity, config)
+    return depth(mask_a, a, mask_b, b, gap, checked, config)
 
 
 def all_relation_predicates(

@@ -41,7 +41,7 @@ from dataset_builder.vocabulary import CATEGORY_VOCABULARY
 
 from .config import EVALUATOR_VERSION, PRESETS, EvaluatorConfig
 from .observation import ImageObservation, ObjectObservation
-from .results import ObjectResult, ResultRecord, StatementResult
+from .results import Cause, ObjectResult, ResultRecord, StatementResult
 from .rules import RelationResult, attribute_values, axis_of, relation_predicates
 
 
@@ -162,6 +162,7 @@ def _judge_attribute(
         "margin": config.color_margin if prompt.category == "color" else config.material_margin,
     }
     has_value = statement.predicate in values
+    cause: Cause
     if statement.negated:
         satisfied, cause = not has_value, "forbidden_rendered"
     else:
@@ -182,6 +183,7 @@ def _judge_relation(prompt: PromptRecord, statement: Statement, relation: Relati
     observed = [p for p in CATEGORY_VOCABULARY[prompt.category] if p in emitted]
     holds = statement.predicate in emitted
     dead_zone_pass = False
+    cause: Cause
     if statement.negated:
         satisfied, cause = not holds, "forbidden_rendered"
         dead_zone_pass = satisfied and not emitted
@@ -205,5 +207,5 @@ def _mask_of(prompt: PromptRecord, seen: ObjectObservation) -> np.ndarray:
     return seen.mask
 
 
-def _failed(statement: Statement, cause: str) -> StatementResult:
+def _failed(statement: Statement, cause: Cause) -> StatementResult:
     return StatementResult(index=statement.index, polarity=statement.polarity, satisfied=False, cause=cause)

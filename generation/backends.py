@@ -155,7 +155,7 @@ class CallableGenerator:
         return results
 
 
-def _missing_weights(spec: ModelSpec, error: Exception) -> MissingWeightsError:
+def _missing_weights(spec: ModelSpec, error: BaseException) -> MissingWeightsError:
     first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     return MissingWeightsError(
         f"{spec.key} ({spec.hub_id})",
@@ -186,7 +186,9 @@ def load_generator(spec: ModelSpec, device: str) -> ImageGenerator:
         if spec.backend == "janus":
             from transformers import JanusForConditionalGeneration, JanusProcessor
 
-            model = JanusForConditionalGeneration.from_pretrained(spec.hub_id, dtype=dtype).to(device)
+            model = JanusForConditionalGeneration.from_pretrained(spec.hub_id, dtype=dtype)
+            # transformers declares `to` through functools.wraps, which mypy does not bind as a method.
+            model = model.to(device)  # type: ignore[arg-type]
             processor = JanusProcessor.from_pretrained(spec.hub_id)
             generator: ImageGenerator = JanusGenerator(model, processor, device)
             generator.params["torch_dtype"] = str(dtype).removeprefix("torch.")

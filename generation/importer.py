@@ -112,8 +112,8 @@ def import_images(
             report.ignored.append(path.name)
             continue
         candidate, problem = _validate(path, prompt_ids)
-        if problem:
-            report.problems.append(problem)
+        if candidate is None:
+            report.problems.append(problem or f"{path.name}: cannot be imported")
             continue
         image_key = (candidate.prompt_id, candidate.sample_index)
         if image_key in seen:

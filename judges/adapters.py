@@ -10,10 +10,14 @@ from __future__ import annotations
 import resource
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from PIL import Image
 
 from .registry import JudgeSpec
+
+if TYPE_CHECKING:
+    import torch
 
 
 class JudgeAdapter(ABC):
@@ -25,7 +29,7 @@ class JudgeAdapter(ABC):
 
     spec: JudgeSpec
     batch_size: int
-    device: object
+    device: torch.device
     dtype_name: str
 
     @abstractmethod
@@ -40,14 +44,14 @@ class JudgeAdapter(ABC):
         """Start a fresh peak-memory count (GPU only: a process's peak RSS cannot be reset)."""
         import torch
 
-        if getattr(self.device, "type", "cpu") == "cuda":
+        if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
 
     def peak_memory(self) -> tuple[int, str]:
         """(bytes, kind): `torch.cuda.max_memory_allocated` on GPU ("cuda"), else the process's peak RSS ("rss")."""
         import torch
 
-        if getattr(self.device, "type", "cpu") == "cuda":
+        if self.device.type == "cuda":
             return int(torch.cuda.max_memory_allocated(self.device)), "cuda"
         return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024, "rss"  # Linux: KiB
 

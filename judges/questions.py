@@ -32,7 +32,7 @@ from typing import Literal
 
 from dataset_builder.grammar import object_phrase
 from dataset_builder.records import PromptRecord, Statement
-from dataset_builder.vocabulary import MATERIAL_NOUNS, PLURAL_NOUNS
+from dataset_builder.vocabulary import MATERIAL_NOUNS, PLURAL_NOUNS, Polarity
 
 Mode = Literal["whole", "pos", "neg"]
 MODES: tuple[str, ...] = ("whole", "pos", "neg")
@@ -105,7 +105,7 @@ def whole_question(prompt: str) -> str:
 def wording_examples() -> dict[str, str]:
     """One rendered question of each kind (what a run's config hash covers)."""
 
-    def statement(polarity: str, subject: str, predicate: str, target: str | None = None) -> Statement:
+    def statement(polarity: Polarity, subject: str, predicate: str, target: str | None = None) -> Statement:
         return Statement(index=0, polarity=polarity, subject=subject, target=target, predicate=predicate, text="")
 
     color = statement("negated", "cup", "red")

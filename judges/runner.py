@@ -96,7 +96,7 @@ def judging_step(
     are the modes)."""
 
     def asked(job: Job) -> dict[str, list[Question]]:
-        return {mode: questions_for(job.work.prompt, mode) for mode in job.needed}
+        return {mode: questions_for(job.work.record, mode) for mode in job.needed}
 
     def forward(pairs: Sequence[tuple[Job, Loaded]]) -> list[dict[str, float]]:
         texts = [list(dict.fromkeys(q.text for qs in asked(job).values() for q in qs)) for job, _ in pairs]
@@ -126,7 +126,7 @@ def judging_step(
             (
                 mode,
                 judge_record(
-                    job.work.prompt,
+                    job.work.record,
                     questions,
                     [outcome[q.text] for q in questions],
                     context=contexts[mode],

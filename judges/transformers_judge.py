@@ -103,6 +103,9 @@ class TransformersJudge(JudgeAdapter):
         import torch
 
         self.load()
+        tokens = self.tokens
+        if tokens is None:  # `load` finds them or raises
+            raise RuntimeError(f"{self.spec.key}: no yes/no tokens after loading")
         probabilities: list[float] = []
         for batch_images, batch_questions in pairs_in_batches(images, questions, self.batch_size):
             inputs = self.processor(
@@ -115,6 +118,6 @@ class TransformersJudge(JudgeAdapter):
             extra = {"logits_to_keep": 1} if self._keeps_last_logits else {}
             with torch.inference_mode():
                 logits = self.model(**inputs, **extra).logits[:, -1, :]
-            p_yes, _ = yes_no_probabilities(logits, self.tokens)
+            p_yes, _ = yes_no_probabilities(logits, tokens)
             probabilities.extend(float(p) for p in p_yes.cpu())
         return probabilities

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dataset_builder.records import PromptRecord, Statement
-from evaluator.results import ObjectResult, QuestionResult, ResultRecord, StatementResult
+from evaluator.results import Cause, ObjectResult, QuestionResult, ResultRecord, StatementResult
 
 from .questions import Question
 
@@ -32,7 +32,7 @@ class RecordContext:
     config_hash: str
 
 
-def _cause(statement: Statement, absent: set[str]) -> str:
+def _cause(statement: Statement, absent: set[str]) -> Cause:
     if statement.subject in absent:
         return "subject_missing"
     if statement.target is not None and statement.target in absent:

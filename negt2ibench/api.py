@@ -83,8 +83,9 @@ def resolve_prompt(prompt: str | PromptRecord, prompts: PromptIndex) -> PromptRe
     except PromptParseError as error:
         raise UserError(f"cannot parse the prompt: {error}") from error
     known = prompts.with_text(parsed.prompt)
-    same = known is not None and (known.objects, known.statements) == (parsed.objects, parsed.statements)
-    return known if same else parsed
+    if known is not None and (known.objects, known.statements) == (parsed.objects, parsed.statements):
+        return known
+    return parsed
 
 
 @dataclass(frozen=True)
@@ -201,9 +202,11 @@ class Evaluator:
         """Load every model these prompts need (all four when none are given) now, not on the first
         score: a missing weight then fails here, with `MissingWeightsError` saying how to get it."""
         records = [self.prompt(prompt) for prompt in prompts]
-        load_all = getattr(self.perception, "load_all", None)
-        if load_all is not None:  # a test double has nothing to load
-            load_all(records)
+        from evaluator.perception import LoadablePerception
+
+        perception = self.perception
+        if isinstance(perception, LoadablePerception):  # a test double may have nothing to load
+            perception.load_all(records)
         return self
 
     # -- scoring ---------------------------------------------------------------------------------

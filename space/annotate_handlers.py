@@ -22,13 +22,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
 
-from dataset_builder.records import PromptRecord
+from dataset_builder.records import PromptLookup
 from negt2ibench.core.errors import UserError
 from validation.annotations import AnnotationRecord, ImageKey
 from validation.assignment import Progress, next_image
@@ -121,7 +121,7 @@ def annotator_name(name: str | None, profile: Any, require_login: bool, known: C
 @dataclass
 class AnnotateHandlers:
     sample: Sequence[SampleItem]
-    prompts: Mapping[str, PromptRecord]
+    prompts: PromptLookup
     store: LeaderboardStore
     images: SampleImages
     require_login: bool = False

@@ -9,10 +9,10 @@ answers, the generator (model key), the sample's stratum, or other annotators' a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dataset_builder.records import PromptRecord
+from dataset_builder.records import PromptLookup, PromptRecord
 from validation.annotations import AnnotationRecord
 from validation.assignment import Progress
 from validation.labels import RATERS
@@ -154,6 +154,6 @@ def no_sample_markdown() -> str:
     )
 
 
-def question_count(prompts: Mapping[str, PromptRecord], prompt_ids: Sequence[str]) -> int:
+def question_count(prompts: PromptLookup, prompt_ids: Sequence[str]) -> int:
     """How many question components the tab needs: the most questions of any prompt in the sample."""
     return max((len(questions_of(prompts[p])) for p in set(prompt_ids)), default=1)

@@ -80,7 +80,7 @@ def full_candidates(entries: Sequence[Entry]) -> list[Entry]:
 
 def plan_jobs(store: LeaderboardStore, setup: SpotCheckSetup, limit: int | None) -> list[Job]:
     """Validate what was only received, then the jobs of the entries to re-score (at most `limit`)."""
-    jobs = []
+    jobs: list[Job] = []
     for entry in full_candidates(store.list_entries()):
         if limit is not None and len(jobs) >= limit:
             break

@@ -318,7 +318,9 @@ def hub_uploader(repo_id: str, token: str | None = None) -> UploadFn:
     def upload(local_dir: Path, added: list[str], deleted: list[str], message: str) -> None:
         from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 
-        operations = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(local_dir / p)) for p in added]
+        operations: list[CommitOperationAdd | CommitOperationDelete] = [
+            CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(local_dir / p)) for p in added
+        ]
         operations += [CommitOperationDelete(path_in_repo=p) for p in deleted]
         HfApi(token=token or os.environ.get("HF_TOKEN")).create_commit(
             repo_id=repo_id, repo_type="dataset", operations=operations, commit_message=message

@@ -81,9 +81,10 @@ def statements_frame(record: PromptRecord | None) -> pd.DataFrame:
             "subject": s.subject,
             "target": s.target or "",
             "predicate": s.predicate,
-            "sentence": statement_sentence(record, s),
+            "sentence": statement_sentence(prompt, s),
         }
-        for s in (record.statements if record else [])
+        for prompt in ([record] if record else [])
+        for s in prompt.statements
     ]
     return pd.DataFrame(rows, columns=STATEMENT_COLUMNS)
 

@@ -95,7 +95,7 @@ def ablation_step(perception: Perception, group: Sequence[EvaluatorConfig]) -> B
     under every preset of the group that still lacks it (the engine's output names are the presets)."""
 
     def forward(pairs: Sequence[tuple[Job, Loaded]]) -> list[ImageObservation]:
-        return perception.observe([entry.rgb() for _, entry in pairs], [job.work.prompt for job, _ in pairs])
+        return perception.observe([entry.rgb() for _, entry in pairs], [job.work.record for job, _ in pairs])
 
     def record(job: Job, outcome: ImageObservation | Failed, config: EvaluatorConfig) -> ResultRecord:
         prompt_id, sample_index = job.work.item.prompt_id, job.work.item.sample_index
@@ -103,7 +103,7 @@ def ablation_step(perception: Perception, group: Sequence[EvaluatorConfig]) -> B
             return error_record(prompt_id, job.model_key, sample_index, outcome.reason, config)
         try:
             return decide_statements(
-                job.work.prompt, outcome, model_key=job.model_key, sample_index=sample_index, config=config
+                job.work.record, outcome, model_key=job.model_key, sample_index=sample_index, config=config
             )
         except ValueError as error:
             return error_record(prompt_id, job.model_key, sample_index, f"verdict failed: {error}", config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import SupportsFloat
 
 from negt2ibench.core.table import Column
 
@@ -22,12 +23,19 @@ def percent(value: object) -> str:
         return "–"
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    return f"{100 * float(value):.1f}"
+    return f"{100 * number(value):.1f}"
+
+
+def number(value: object) -> float:
+    """A statistic as a float (a Python or numpy number); anything else is a TypeError."""
+    if isinstance(value, SupportsFloat):
+        return float(value)
+    raise TypeError(f"not a number: {value!r}")
 
 
 def figure(value: object) -> float:
     """A statistic of the report as a cell: a float, NaN where it is missing (None)."""
-    return NAN if value is None else float(value)
+    return NAN if value is None else number(value)
 
 
 def share(key: str, label: str, better: bool | None = True, **extra) -> Column:

@@ -170,13 +170,18 @@ def _agree(args: argparse.Namespace) -> int:
         for name, (path, records) in zip(_names(files), files, strict=True)
     ]
     with tqdm(total=len(runs), desc="agree", unit="evaluator", disable=None) as bar:
+
+        def progress(name: str) -> None:
+            bar.set_postfix_str(name)
+            bar.update(0)
+
         report = compute_agreement(
             labels,
             runs,
             resamples=args.bootstrap,
             seed=args.seed,
             confidence=args.confidence,
-            progress=lambda name: (bar.set_postfix_str(name), bar.update(0)),
+            progress=progress,
         )
         bar.update(len(runs))
     written = write_report(report, args.out, costs)

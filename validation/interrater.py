@@ -17,7 +17,7 @@ from .stats import ArrayLike, cohen_kappa, kendall_tau_b
 
 
 def _matrix(values: ArrayLike, dtype: type) -> np.ndarray:
-    matrix = np.asarray(values, dtype=dtype)
+    matrix: np.ndarray = np.asarray(values, dtype=dtype)
     if matrix.size == 0:
         return matrix.reshape(0, 0)
     if matrix.ndim != 2:

@@ -15,7 +15,7 @@ from typing import Any
 
 from negt2ibench.core.table import Column, Table
 
-from .cells import HUMAN, NAN, figure, order_by_best, percent, share, text, with_interval
+from .cells import HUMAN, NAN, figure, number, order_by_best, percent, share, text, with_interval
 from .costs import Cost
 from .evaluators import KIND_TITLES, MODE_ROWS, MODES, SINGLE, EvaluatorGroup, evaluator_groups
 
@@ -26,9 +26,10 @@ def _mode_figure(group: EvaluatorGroup, evaluators: Mapping[str, Mapping], mode:
     """A group's `metric` in `mode`; a one-mode evaluator's figure stands in its pos and neg
     columns (the per-element decomposition, negated statements decided by its own rules), not in
     whole."""
+    chosen: str | None = mode
     if group.kind != "judge":
-        mode = SINGLE if mode in ("pos", "neg") else None
-    name = group.runs.get(mode) if mode is not None else None
+        chosen = SINGLE if mode in ("pos", "neg") else None
+    name = group.runs.get(chosen) if chosen is not None else None
     return figure(evaluators[name].get(metric)) if name else NAN
 
 
@@ -217,7 +218,7 @@ def table7(report: dict) -> Table:
     for group in order_by_best(evaluator_groups(evaluators), evaluators, "spearman_rho"):
         for mode, name in mode_rows(group):
             block = evaluators[name]
-            row = {"evaluator": group.label, "mode": mode or "single", "row": MODE_ROWS[mode]}
+            row: dict[str, Any] = {"evaluator": group.label, "mode": mode or "single", "row": MODE_ROWS[mode]}
             for key, _ in RANKS:
                 row |= {key: figure(block.get(key)), f"{key}_ci": block.get(f"{key}_ci")}
             rows.append(row)
@@ -269,7 +270,10 @@ def table9(report: dict) -> Table:
     for group in judges + [g for g in groups if g.kind != "judge"]:
         block = evaluators[group.per_element]
         section = "VQA judges, per element (pos.)" if group.kind == "judge" else KIND_TITLES[group.kind]
-        row = {"section": section, "evaluator": group.row_label("pos" if group.kind == "judge" else SINGLE)}
+        row: dict[str, Any] = {
+            "section": section,
+            "evaluator": group.row_label("pos" if group.kind == "judge" else SINGLE),
+        }
         row |= {key: int(block[key]) for key in ("tp", "tn", "fp", "fn")}
         row |= {key: figure(block.get(key)) for key in ("precision", "recall", "called_correct", "kappa")}
         rows.append(row)
@@ -293,7 +297,7 @@ def table9(report: dict) -> Table:
 
 
 def _sortable(value: object) -> float:
-    return -float("inf") if value is None or value != value else float(value)
+    return -float("inf") if value is None or value != value else number(value)
 
 
 # ----------------------------------------------------------------------------------------- Table 10

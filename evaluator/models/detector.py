@@ -10,7 +10,7 @@ Its output is one `supervision.Detections` per image, the type every later step 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import torch
@@ -22,6 +22,32 @@ from negt2ibench.core.errors import UserError
 
 if TYPE_CHECKING:
     import supervision as sv
+
+
+class InstanceDetector(Protocol):
+    """What perception uses of a detector: RF-DETR's `Detector` below, Mask R-CNN's
+    `evaluator.models.maskrcnn.MaskRCNNDetector` (presets c1–c4)."""
+
+    @property
+    def inputs(self) -> DetectorInputs | None:
+        """The batch input a loader worker can make (None: the detector makes its own in `detect`)."""
+        ...
+
+    def detect(
+        self,
+        images: Sequence[Frame],
+        wanted: Sequence[Sequence[str]],
+        *,
+        with_masks: bool,
+        pixel_values: torch.Tensor | None = None,
+    ) -> list[sv.Detections]:
+        """One `sv.Detections` per image: the kept detections of that image's wanted classes."""
+        ...
+
+    def masks(self, detections: sv.Detections, width: int, height: int) -> np.ndarray:
+        """Full-resolution masks (bool, rows × height × width) of detections `detect` gave with masks."""
+        ...
+
 
 # COCO names (as in rfdetr.assets.coco_classes) that the benchmark spells differently (GenEval's names).
 COCO_TO_BENCHMARK_NAME: dict[str, str] = {
@@ -221,7 +247,7 @@ class Detector:
             )
             rows = [(name, query, score) for name, pairs in picked.items() for query, score in pairs]
             queries = [query for _, query, _ in rows]
-            data = {
+            data: dict[str, Any] = {
                 "class_name": np.array([name for name, _, _ in rows], dtype=str),
                 "query": np.array(queries, dtype=int),
             }

@@ -185,9 +185,10 @@ def _spread(into: list, indices: Sequence[int], batch: torch.Tensor) -> None:
 
 def stacked(tensors: Sequence[torch.Tensor | None]) -> torch.Tensor | None:
     """The tensors as one batch, or None when any is missing (the model then prepares its own)."""
-    if not tensors or any(tensor is None for tensor in tensors):
+    present = [tensor for tensor in tensors if tensor is not None]
+    if not tensors or len(present) != len(tensors):
         return None
-    return torch.stack(list(tensors))
+    return torch.stack(present)
 
 
 def to_host(tensors: Sequence[torch.Tensor]) -> list[np.ndarray]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -37,7 +37,7 @@ from PIL import Image
 
 from evaluator.config import MASK_RCNN, EvaluatorConfig
 from evaluator.models.detector import benchmark_class_ids
-from evaluator.models.inputs import Frame, frame_pixels, frame_size
+from evaluator.models.inputs import DetectorInputs, Frame, frame_pixels, frame_size
 from negt2ibench.core.errors import MissingWeightsError, UserError
 
 if TYPE_CHECKING:
@@ -157,16 +157,25 @@ class MaskRCNNDetector:
         self.per_class_cap = per_class_cap
         self.device = device
         self.class_ids = coco_class_ids()
+        self.inputs: DetectorInputs | None = None  # torchvision's own transform makes the input, in `detect`
 
     @torch.inference_mode()
     def detect(
-        self, images: Sequence[Frame], wanted: Sequence[Sequence[str]], *, with_masks: bool
+        self,
+        images: Sequence[Frame],
+        wanted: Sequence[Sequence[str]],
+        *,
+        with_masks: bool,
+        pixel_values: torch.Tensor | None = None,
     ) -> list[sv.Detections]:
         """One `sv.Detections` per image: the kept detections of that image's wanted classes.
 
         `with_masks` adds `data["mask_probs"]` (rows × 28 × 28 mask probabilities of each row's
-        class), from which `masks` pastes the instances a statement uses.
+        class), from which `masks` pastes the instances a statement uses. `pixel_values` must be
+        None: the model makes its own input (`inputs` is None, so no worker makes one).
         """
+        if pixel_values is not None:
+            raise ValueError("Mask R-CNN makes its own input from the images: pixel_values must be None")
         import supervision as sv
         from torchvision.models.detection.transform import resize_boxes
         from torchvision.ops import boxes as box_ops
@@ -216,22 +225,22 @@ class MaskRCNNDetector:
                 )
             )
 
-        probabilities = [None] * len(images)
+        probabilities: list[np.ndarray | None] = [None] * len(images)
         if with_masks and any(names for names, *_ in kept):
             mask_features = heads.mask_head(
                 heads.mask_roi_pool(features, [boxes for *_, boxes in kept], batch.image_sizes)
             )
             logits = heads.mask_predictor(mask_features).float()
-            labels = torch.tensor([label for _, rows, _, _ in kept for label in rows], device=self.device)
-            chosen = logits[torch.arange(len(labels), device=self.device), labels].sigmoid().cpu().numpy()
-            probabilities = np.split(chosen, np.cumsum([len(names) for names, *_ in kept])[:-1])
+            row_labels = torch.tensor([label for _, rows, _, _ in kept for label in rows], device=self.device)
+            chosen = logits[torch.arange(len(row_labels), device=self.device), row_labels].sigmoid().cpu().numpy()
+            probabilities = [part for part in np.split(chosen, np.cumsum([len(names) for names, *_ in kept])[:-1])]
 
         results = []
         for image, (names, labels, scores, boxes), size, probs in zip(
             images, kept, batch.image_sizes, probabilities, strict=True
         ):
             xyxy = resize_boxes(boxes, list(size), list(frame_size(image)[::-1])).cpu().numpy().astype(np.float64)
-            data = {"class_name": np.array(names, dtype=str)}
+            data: dict[str, Any] = {"class_name": np.array(names, dtype=str)}
             if with_masks:
                 data["mask_probs"] = probs if probs is not None else np.zeros((0, 28, 28), np.float32)
             results.append(

@@ -114,7 +114,9 @@ class BoxSegmenter:
         for index, size in enumerate(sizes):
             by_size[size].append(index)
         for size, indices in by_size.items():
-            chunks, chunk, planes = [], [], 0
+            chunks: list[list[int]] = []
+            chunk: list[int] = []
+            planes = 0
             for index in indices:
                 if chunk and planes + counts[index] > UPSAMPLE_PLANES:
                     chunks.append(chunk)

@@ -91,7 +91,7 @@ def table3(results: Sequence[ResultRecord], expected_samples: int = SAMPLES_PER_
 # ---------------------------------------------------------------------------------------------
 
 
-def statement_accuracy(results: Sequence[ResultRecord]) -> dict[str, dict[str, dict[str, float]]]:
+def statement_accuracy(results: Sequence[ResultRecord]) -> dict[str, dict[str, float]]:
     """% of statements satisfied, by category (and `all`) × polarity, over scored images:
     `{category: {"positive": %, "negated": %, "positive_n": count, "negated_n": count}}`."""
     satisfied: Counter[tuple[str, str]] = Counter()
@@ -162,7 +162,7 @@ def dead_zone_passes(results: Sequence[ResultRecord]) -> dict[str, dict[str, flo
     both objects present, i.e. satisfied or failed for a reason other than a missing object),
     `passed`, `dead_zone_passes` (passed only because no predicate was emitted) and `share`
     (% of passes that were dead-zone passes)."""
-    counts = {category: Counter() for category in RELATION_CATEGORIES}
+    counts: dict[str, Counter[str]] = {category: Counter() for category in RELATION_CATEGORIES}
     for record in scored_only(results):
         category = parse_prompt_id(record.prompt_id).category
         if category not in counts:

@@ -117,10 +117,10 @@ def read_report_inputs(paths: Iterable[str | Path], *, expected_samples: int = S
         UserError: a path that is not a file; one model's results scored by different evaluator
             versions or configurations; or nothing left to report.
     """
-    paths = [Path(path) for path in paths]
+    files = [Path(path) for path in paths]
     left_out: list[InputNote] = []
     chosen: dict[Key, tuple[ResultRecord, str]] = {}
-    for path in paths:
+    for path in files:
         try:
             require_file(path, kind="result", error=ResultFileError)
         except ResultFileError as error:
@@ -146,13 +146,13 @@ def read_report_inputs(paths: Iterable[str | Path], *, expected_samples: int = S
     if not kept:
         shown = "; ".join(str(note) for note in left_out[:3])
         raise UserError(
-            f"nothing to report in {', '.join(map(str, paths))}"
+            f"nothing to report in {', '.join(map(str, files))}"
             + (f": {len(left_out)} line(s) left out, e.g. {shown}" if left_out else ": the files hold no results")
         )
     _check_one_configuration_per_model(list(chosen.values()))  # in reading order: "e.g." is the first
     errors = [InputNote(where, r.error or "", r.prompt_id, r.sample_index) for r, where in kept if r.error is not None]
     return ReportInputs(
-        files=tuple(map(str, paths)),
+        files=tuple(map(str, files)),
         records=tuple(record for record, _ in kept),
         left_out=tuple(left_out),
         error_rows=tuple(errors),

@@ -102,7 +102,7 @@ def plot_failure_causes(by_setting: Table, by_category: Table, path: str | Path)
             axes.bar(x, shares, bottom=bottom, label=cause.replace("_", " "), color=CAUSE_COLORS[cause])
             bottom += shares
         for xi, total in zip(x, failed, strict=False):
-            axes.text(xi, 101, f"{int(total):,}", ha="center", va="bottom", fontsize="x-small")
+            axes.text(float(xi), 101, f"{int(total):,}", ha="center", va="bottom", fontsize="x-small")
         labels = buckets if axis == "setting" else [CATEGORY_TITLES[b] for b in buckets]
         axes.set_xticks(x, labels, rotation=0 if axis == "setting" else 30)
         axes.set_ylim(0, 110)

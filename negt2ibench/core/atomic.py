@@ -96,8 +96,10 @@ def atomic_file(path: str | Path, mode: str = "wb") -> Iterator[IO]:
     _remove_dead_temp_files(path)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{_owner()}.", suffix=".tmp")
     try:
-        text = {"encoding": "utf-8", "newline": "\n"} if mode == "w" else {}
-        with os.fdopen(descriptor, mode, **text) as handle:
+        opened: IO = (
+            os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") if mode == "w" else os.fdopen(descriptor, "wb")
+        )
+        with opened as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

@@ -23,10 +23,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import UserError
 from .options import device as device_option
+
+if TYPE_CHECKING:
+    import torch
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -131,7 +134,7 @@ def _own_gpu(launch: Launch | None):
     return None
 
 
-def select_device(requested: str = "auto", launch: Launch | None = None):
+def select_device(requested: str = "auto", launch: Launch | None = None) -> torch.device:
     """The `torch.device` to run on: `auto` picks cuda, then mps, then cpu.
 
     Under a launcher, `auto` and `cuda` mean this process's own GPU, not GPU 0 for all. An
@@ -153,7 +156,7 @@ def select_device(requested: str = "auto", launch: Launch | None = None):
     return torch.device(requested)
 
 
-def select_dtype(device, preferred: Any = None):
+def select_dtype(device: torch.device | str, preferred: Any = None) -> torch.dtype:
     """The dtype to run models in on DEVICE.
 
     CPU: float32 always (half precision there is slow or unsupported). Elsewhere: PREFERRED (a

@@ -27,7 +27,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -99,18 +99,19 @@ class Table:
     `best_by_group` and `references` (one flag per row, or none) lay it out as the paper prints
     it (see the module's docstring)."""
 
+    # Given as any sequences (lists, generators' tuples); __post_init__ stores each as a tuple.
     name: str
     title: str
-    columns: tuple[Column, ...]
-    rows: tuple[dict[str, Any], ...]
-    notes: tuple[str, ...] = ()
+    columns: Sequence[Column]
+    rows: Sequence[dict[str, Any]]
+    notes: Sequence[str] = ()
     caption: str = ""
-    marks: tuple[str, ...] = field(default=())
-    header_rows: tuple[HeaderRow, ...] = ()
+    marks: Sequence[str] = field(default=())
+    header_rows: Sequence[HeaderRow] = ()
     group: str | None = None
     bold_best: bool = False
     best_by_group: bool = False
-    references: tuple[bool, ...] = ()
+    references: Sequence[bool] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", tuple(self.columns))

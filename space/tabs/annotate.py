@@ -9,12 +9,12 @@ gradio_client): ``annotate_start``, ``annotate_save``, ``annotate_back``, ``anno
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import gradio as gr
 
-from dataset_builder.records import PromptRecord
+from dataset_builder.records import PromptLookup
 from validation.sample import SampleItem, read_sample
 
 from .. import annotate_view as view
@@ -29,7 +29,7 @@ IMAGES_ENV = "NEGT2I_ANNOTATION_IMAGES"
 def annotation_handlers(
     *,
     store: LeaderboardStore,
-    prompts: Mapping[str, PromptRecord],
+    prompts: PromptLookup,
     sample: str | Path | Sequence[SampleItem] | None = None,
     images: str | Path | None = None,
     require_login: bool = False,
@@ -96,7 +96,7 @@ def build(demo: gr.Blocks, on: AnnotateHandlers | None, *, login_button: bool) -
         session = gr.State({})
         outputs = [session, header, image, progress, status, *questions]
         start.click(on.start, [name, session], outputs, api_name="annotate_start")
-        name.submit(on.start, [name, session], outputs, api_name=False)
+        name.submit(on.start, [name, session], outputs, api_name="internal", api_visibility="private")
         save.click(on.save, [session, *questions], outputs, api_name="annotate_save")
         back.click(on.back, [session], outputs, api_name="annotate_back")
         forward.click(on.forward, [session], outputs, api_name="annotate_forward")

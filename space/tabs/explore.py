@@ -76,12 +76,12 @@ def build(demo: gr.Blocks, on: ExploreHandlers, prompt_choices: Sequence[tuple[s
         )
         filters = [category, setting, load, obj]
         for control in filters:
-            control.change(on.explore, filters, [count, table, chosen], api_name=False).then(
-                on.show_prompt, chosen, [detail, statements, group], api_name=False
-            )
-        table.select(on.pick_row, None, chosen, api_name=False)
+            control.change(
+                on.explore, filters, [count, table, chosen], api_name="internal", api_visibility="private"
+            ).then(on.show_prompt, chosen, [detail, statements, group], api_name="internal", api_visibility="private")
+        table.select(on.pick_row, None, chosen, api_name="internal", api_visibility="private")
         chosen.change(on.show_prompt, chosen, [detail, statements, group], api_name="prompt")
         gr.Button("Filter", visible=False).click(on.explore, filters, [count, table, chosen], api_name="explore")
-    demo.load(on.explore, filters, [count, table, chosen], api_name=False).then(
-        on.show_prompt, chosen, [detail, statements, group], api_name=False
+    demo.load(on.explore, filters, [count, table, chosen], api_name="internal", api_visibility="private").then(
+        on.show_prompt, chosen, [detail, statements, group], api_name="internal", api_visibility="private"
     )

@@ -94,4 +94,4 @@ def build(demo: gr.Blocks, on: LeaderboardHandlers) -> None:
         board_outputs = [board, csv_file, model_pick, awaiting]
         refresh.click(on.leaderboard, None, board_outputs, api_name="leaderboard")
         model_pick.change(on.model_details, model_pick, [model_status_md, plot, causes], api_name="model_detail")
-    demo.load(on.leaderboard, None, board_outputs, api_name=False)
+    demo.load(on.leaderboard, None, board_outputs, api_name="internal", api_visibility="private")

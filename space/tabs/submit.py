@@ -54,4 +54,4 @@ def build(demo: gr.Blocks, on: Handlers, *, login_button: bool) -> None:
             [submit_status, submissions],
             api_name="submit",
         )
-    demo.load(on.submissions, None, submissions, api_name=False)
+    demo.load(on.submissions, None, submissions, api_name="internal", api_visibility="private")

@@ -6,12 +6,12 @@ import gzip
 import json
 
 import pytest
-from tests.helpers.generation_helpers import three_prompts
 
 from dataset_builder.loading import NoPromptsError, PromptFileError, load_prompts
 from dataset_builder.records import PromptRecord
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.jsonl import JsonlError, parse_jsonl, read_jsonl
+from tests.helpers.generation_helpers import three_prompts
 
 
 def parse_object(raw: bytes) -> dict:

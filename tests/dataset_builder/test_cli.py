@@ -33,6 +33,7 @@ def test_build_prints_a_summary(tmp_path, capsys):
     assert (out / "prompts" / "test-00000-of-00001.parquet").is_file()
 
 
+@pytest.mark.slow
 def test_non_empty_output_needs_overwrite(built, capsys):
     before = (built / "prompts.jsonl").read_bytes()
     assert main(["build", "--out", str(built), "--seed", "4"]) == 1
@@ -78,6 +79,7 @@ def test_interrupted_build_leaves_nothing(tmp_path, monkeypatch, capsys):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_validate_ok(built, capsys):
     assert main(["validate", str(built)]) == 0
     printed = capsys.readouterr().out
@@ -88,6 +90,7 @@ def test_validate_ok(built, capsys):
     ) in printed
 
 
+@pytest.mark.slow
 def test_validate_lists_violations_by_prompt_id(tmp_path, capsys):
     records = build_corpus()
     broken = list(records)
@@ -138,6 +141,7 @@ def test_help_texts(capsys):
     assert "--overwrite" in printed and "--dry-run" in printed and "byte-identical" in printed
 
 
+@pytest.mark.slow
 def test_console_script_end_to_end(tmp_path):
     """What `make run` does, through the real entry point in a fresh process."""
     out = tmp_path / "negt2ibench"

@@ -246,6 +246,7 @@ def test_statement_sentence(corpus):
     assert statement_sentence(record, record.statements[0]) == "the skis are near the bench"
 
 
+@pytest.mark.slow
 def test_determinism_and_seed_sensitivity(corpus):
     assert build_corpus(DEFAULT_SEED) == corpus
     other = build_corpus(DEFAULT_SEED + 1)

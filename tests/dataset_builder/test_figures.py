@@ -88,6 +88,7 @@ def test_elements_per_setting_and_the_corpus_average():
     assert mean_elements(corpus()) == pytest.approx(31 / 6)
 
 
+@pytest.mark.slow
 def test_validate_out_writes_the_figures_and_says_whether_the_allocation_holds(tmp_path, capsys):
     folder = tmp_path / "negt2ibench"
     assert main(["build", "--out", str(folder)]) == 0

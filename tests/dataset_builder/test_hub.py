@@ -264,6 +264,7 @@ def test_commands_that_read_a_dataset_folder_recover_it_first(tmp_path, corpus):
     assert key == "sd_1_5" and len(items) == 2 and _files(folder) == before
 
 
+@pytest.mark.slow
 def test_validate_folder_accepts_a_build_and_reports_damage(built, tmp_path, corpus):
     records, violations = validate_folder(built)
     assert len(records) == 4800 and violations == []
@@ -279,6 +280,7 @@ def test_validate_folder_accepts_a_build_and_reports_damage(built, tmp_path, cor
     ]
 
 
+@pytest.mark.slow
 def test_validate_names_the_prompt_an_edited_jsonl_changes_and_a_broken_parquet_once(tmp_path, corpus):
     folder = write_dataset_folder(corpus, tmp_path / "ds")
     lines = (folder / "prompts.jsonl").read_text(encoding="utf-8").splitlines()
@@ -387,6 +389,7 @@ def test_push_names_the_repo_in_the_card_and_rebuilds_keep_it(tmp_path, corpus, 
     assert 'load_dataset("my-org/neg-bench", "prompts"' in (folder / "README.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_push_unreachable_hub_is_one_clear_line(tmp_path, corpus, fake_hub):
     import huggingface_hub
 

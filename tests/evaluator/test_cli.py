@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from tests.helpers.perception_helpers import make_prompt, random_image, tiny_perception
-from tests.helpers.space_helpers import result_line
 from PIL import Image
 
 import evaluator.perception as perception_module
@@ -14,6 +12,8 @@ from evaluator.config import PRESETS
 from evaluator.pipeline import score_image
 from evaluator.resultio import read_results
 from negt2ibench.cli import main
+from tests.helpers.perception_helpers import make_prompt, random_image, tiny_perception
+from tests.helpers.space_helpers import result_line
 
 PROMPTS = [
     make_prompt("color", ["tv remote", "cup"], "color_pos1_neg0_000"),
@@ -54,6 +54,7 @@ def test_help_texts(command, capsys):
     assert "--preset" in text and len(text) > 400
 
 
+@pytest.mark.slow
 def test_score_writes_records_and_resumes(workspace, tiny_models_in_cli, capsys):
     tmp_path, prompts, folder = workspace
     out = tmp_path / "results.jsonl"
@@ -118,6 +119,7 @@ def test_score_bad_arguments_are_one_line_errors(workspace, capsys):
     assert "no such image" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_explain_prints_the_table_and_writes_the_annotated_png(workspace, tiny_models_in_cli, capsys):
     tmp_path, prompts, folder = workspace
     prompt_json = tmp_path / "prompt.json"
@@ -163,6 +165,7 @@ def test_download_models_offline_fails_with_one_line(tmp_path, capsys):
     assert err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_explain_parses_prompt_text(workspace, tiny_models_in_cli, capsys):
     tmp_path, prompts, folder = workspace
     image = folder / f"{PROMPTS[1].prompt_id}_0.png"
@@ -227,6 +230,7 @@ def test_a_bad_out_is_refused_before_any_model_loads(workspace, no_models, capsy
     assert err.startswith(f"error: --out {other} holds results of evaluator") and "config 0123abcd, but this run" in err
 
 
+@pytest.mark.slow
 def test_score_names_the_files_of_a_folder_it_skips(workspace, tiny_models_in_cli, capsys):
     tmp_path, prompts, folder = workspace
     (folder / "notes.txt").write_text("x")

@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tests.helpers.frozen_records import BATCH_SIZE, FROZEN, PRESETS_FROZEN, fingerprint, score, write_folder
-from tests.helpers.perception_helpers import random_image, tiny_models, tiny_perception
 
 from evaluator.config import PRESETS
 from evaluator.models.attributes import mask_bounds, masked_crop, masked_crops
 from evaluator.models.detector import pick_classes, select_class_detections, top_pairs
 from evaluator.models.inputs import frame_pixels, frame_size, one_thread
 from evaluator.models.masks import BoxSegmenter
+from tests.helpers.frozen_records import BATCH_SIZE, FROZEN, PRESETS_FROZEN, fingerprint, score, write_folder
+from tests.helpers.perception_helpers import random_image, tiny_models, tiny_perception
 
 
 @pytest.fixture(scope="module")

@@ -2,14 +2,14 @@
 `leaderboard verify` would be): a step that "measures" each image's width into two outputs. Resume
 per output, error rows for unreadable images, unknown prompt ids and an image that breaks its
 batch, the order of the records, and ranks that merge. The engine's users (`score`, `judge`,
-`ablate`) have their own tests (evaluator/test_pipeline, evaluator/test_loader, judges/test_runner, validation/test_ablate)."""
+`ablate`) have their own tests (evaluator/test_pipeline, evaluator/test_loader, judges/test_runner,
+validation/test_ablate)."""
 
 from __future__ import annotations
 
 import io
 
 import pytest
-from tests.helpers.launch_helpers import FakeState
 from PIL import Image
 
 from dataset_builder.grammar import parse_prompt
@@ -22,6 +22,7 @@ from evaluator.resultio import read_results
 from evaluator.verdict import error_record
 from negt2ibench.core.errors import MissingWeightsError
 from negt2ibench.core.launch import Launch
+from tests.helpers.launch_helpers import FakeState
 
 PROMPT = parse_prompt("a photo of a red cup").model_copy(update={"prompt_id": "color_pos1_neg0_000"})
 PROMPTS = PromptIndex([PROMPT])

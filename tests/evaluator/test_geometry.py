@@ -8,12 +8,12 @@ import math
 
 import numpy as np
 import pytest
-from tests.helpers.mask_helpers import reference_gap, scattered_blobs
 from scipy import ndimage
 
 from evaluator import geometry
 from evaluator.config import PRESETS
 from evaluator.rules import all_relation_predicates
+from tests.helpers.mask_helpers import reference_gap, scattered_blobs
 
 CURRENT = PRESETS["current"]
 

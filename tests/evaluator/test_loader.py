@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from tests.helpers.perception_helpers import make_prompt, random_image, tiny_models, tiny_perception
 from PIL import Image
 
 import evaluator.loader as loader
@@ -26,6 +25,7 @@ from evaluator.resultio import read_results
 from negt2ibench import Evaluator
 from negt2ibench.cli import main
 from negt2ibench.core.errors import MissingWeightsError, UsageError
+from tests.helpers.perception_helpers import make_prompt, random_image, tiny_models, tiny_perception
 
 CONFIG = PRESETS["current"]
 PROMPTS = [
@@ -82,6 +82,7 @@ def run(folder: Path, out: Path, workers: int, config=CONFIG, perception=None, b
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", ["current", "no_sam"])
 def test_two_workers_write_the_sequential_file_byte_for_byte_with_the_error_rows(folder, tmp_path, preset):
     config = PRESETS[preset]
@@ -105,6 +106,7 @@ def test_two_workers_write_the_sequential_file_byte_for_byte_with_the_error_rows
     assert "cat" in present and "zebra" not in present  # models ran on real detections
 
 
+@pytest.mark.slow
 def test_score_many_gives_the_same_records_with_and_without_workers():
     ev = Evaluator(CONFIG, perception=tiny_perception(CONFIG), prompts=PROMPTS)
     good = [random_image(40 + n, (96, 72)) for n in range(4)]
@@ -135,6 +137,7 @@ class StopAfter:
         return self.inner.observe(images, prompts, **options)
 
 
+@pytest.mark.slow
 def test_an_interrupted_run_keeps_whole_lines_and_the_resumed_file_equals_an_uninterrupted_one(folder, tmp_path):
     perception = tiny_perception(CONFIG)
     run(folder, tmp_path / "whole.jsonl", 0, perception=perception, batch_size=2)
@@ -161,7 +164,7 @@ import torch
 
 torch.set_num_threads(int(sys.argv[3]))  # the forwards' floats of the test process
 from tests.helpers.perception_helpers import tiny_perception
-from test_throughput import CONFIG, PROMPTS
+from tests.evaluator.test_loader import CONFIG, PROMPTS
 
 from evaluator.pipeline import score_images
 
@@ -187,6 +190,7 @@ score_images(Path(sys.argv[1]), PROMPTS, Hangs(tiny_perception(CONFIG)), out_pat
 """
 
 
+@pytest.mark.slow
 def test_a_killed_run_with_workers_leaves_whole_lines_and_resumes_to_the_uninterrupted_file(folder, tmp_path):
     import os
     import signal
@@ -222,8 +226,10 @@ def test_a_killed_run_with_workers_leaves_whole_lines_and_resumes_to_the_uninter
     assert summary.already_done == 8 and out.read_bytes() == whole
 
 
+@pytest.mark.slow
 def test_ranks_each_with_their_own_workers_merge_into_the_file_of_ranks_without_workers(folder, tmp_path, monkeypatch):
     import accelerate
+
     from tests.helpers.launch_helpers import FakeState
 
     perception = tiny_perception(CONFIG)
@@ -358,6 +364,7 @@ def test_inputs_made_apart_equal_the_processors_batched_inputs_and_rfdetrs():
     assert perception.worker_preparer({"color"}) is not None  # on the CPU: made in the workers
 
 
+@pytest.mark.slow
 def test_rule_masks_only_leave_the_same_records_and_skip_an_unmeasurable_pair():
     from evaluator.verdict import decide_statements
 

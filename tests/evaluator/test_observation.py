@@ -4,11 +4,12 @@ instances statements use, and the drawing's rows for perception-made and hand-ma
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import supervision as sv
-from tests.helpers.perception_helpers import make_prompt, random_image, tiny_perception
 
 from evaluator.config import PRESETS
 from evaluator.observation import ImageObservation, ObjectObservation, best_instances
+from tests.helpers.perception_helpers import make_prompt, random_image, tiny_perception
 
 
 def detections() -> sv.Detections:
@@ -42,6 +43,7 @@ PROMPTS = [make_prompt("proximity", ["cup", "dog"]), make_prompt("color", ["bus"
 IMAGES = [random_image(21, (96, 80)), random_image(22, (88, 72))]
 
 
+@pytest.mark.slow
 def test_perception_keeps_the_used_instances_with_their_final_masks():
     for preset in ("current", "no_sam"):
         observations = tiny_perception(PRESETS[preset]).observe(IMAGES, PROMPTS)

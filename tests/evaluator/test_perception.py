@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tests.helpers.perception_helpers import VISIBLE_CLASSES, make_prompt, random_image, tiny_models, tiny_perception
 from PIL import Image
 
 from dataset_builder.vocabulary import CATEGORY_VOCABULARY, OBJECT_CLASSES
@@ -15,6 +14,7 @@ from evaluator.models.detector import COCO_TO_BENCHMARK_NAME, Detector, benchmar
 from evaluator.perception import ModelPerception, box_mask, load_hf
 from negt2ibench.core.errors import MissingWeightsError, UserError
 from negt2ibench.core.launch import select_device
+from tests.helpers.perception_helpers import VISIBLE_CLASSES, make_prompt, random_image, tiny_models, tiny_perception
 
 # -- class mapping ---------------------------------------------------------------------------
 
@@ -77,6 +77,7 @@ def _of_class(detections, name):
     return detections[detections["class_name"] == name]
 
 
+@pytest.mark.slow
 def test_detector_returns_only_prompt_classes_capped_and_in_bounds():
     images = [random_image(1, (90, 70)), random_image(2, (64, 120))]
     wanted = [["cup", "dog", "bicycle"], ["bus", "car"]]
@@ -103,6 +104,7 @@ def test_detector_returns_only_prompt_classes_capped_and_in_bounds():
     assert len(_of_class(results[0], "bicycle")) == 0  # the tiny detector never sees bicycles
 
 
+@pytest.mark.slow
 def test_detections_equal_rfdetr_predict_filtered_to_the_prompt_classes():
     detector, *_ = tiny_models()
     images = [random_image(1, (90, 70)), random_image(2, (64, 120))]
@@ -125,6 +127,7 @@ def test_detections_equal_rfdetr_predict_filtered_to_the_prompt_classes():
     assert compared >= 2
 
 
+@pytest.mark.slow
 def test_detector_cap_and_threshold_apply():
     image = [random_image(3)]
     uncapped = _detector(cap=100).detect(image, [list(VISIBLE_CLASSES)], with_masks=False)[0]
@@ -136,6 +139,7 @@ def test_detector_cap_and_threshold_apply():
     assert len(strict) == 0 and strict["class_name"].shape == (0,)
 
 
+@pytest.mark.slow
 def test_masks_need_the_logits_kept_by_detect():
     found = _detector().detect([random_image(3)], [list(VISIBLE_CLASSES)], with_masks=False)[0]
     assert "mask_logits" not in found.data
@@ -143,6 +147,7 @@ def test_masks_need_the_logits_kept_by_detect():
         _detector().masks(found, 80, 64)
 
 
+@pytest.mark.slow
 def test_detector_rejects_a_non_benchmark_class():
     with pytest.raises(ValueError, match="not a benchmark class"):
         _detector().detect([random_image(0)], [["person"]], with_masks=False)
@@ -181,6 +186,7 @@ def _assert_same_observations(first, second):
             assert np.allclose(a.disparity, b.disparity, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_observations_cover_each_prompt_object_with_the_right_extras():
     observations = tiny_perception().observe(IMAGES, PROMPTS)
     assert len(observations) == len(PROMPTS)
@@ -207,12 +213,14 @@ def test_observations_cover_each_prompt_object_with_the_right_extras():
     assert present >= 4
 
 
+@pytest.mark.slow
 def test_batched_observations_equal_unbatched_ones():
     batched = tiny_perception(batch_size=len(PROMPTS)).observe(IMAGES, PROMPTS)
     one_by_one = tiny_perception(batch_size=1).observe(IMAGES, PROMPTS)
     _assert_same_observations(batched, one_by_one)
 
 
+@pytest.mark.slow
 def test_no_sam_preset_uses_rfdetr_masks_without_loading_sam():
     detector, _, siglip, depth = tiny_models()
     perception = ModelPerception.from_models(PRESETS["no_sam"], detector=detector, siglip=siglip, depth=depth)
@@ -222,6 +230,7 @@ def test_no_sam_preset_uses_rfdetr_masks_without_loading_sam():
     assert masks and all(mask.dtype == bool and mask.any() for mask in masks)
 
 
+@pytest.mark.slow
 def test_models_a_prompt_does_not_need_are_not_loaded(monkeypatch, tmp_path):
     detector, sam, _, _ = tiny_models()
     perception = ModelPerception.from_models(PRESETS["current"], detector=detector, sam=sam)
@@ -323,6 +332,7 @@ def test_device_selection(monkeypatch):
         select_device("cuda")
 
 
+@pytest.mark.slow
 def test_corrupt_detector_weights_are_a_clear_user_error(monkeypatch, tmp_path):
     (tmp_path / "rf-detr-seg-xlarge.pt").write_bytes(b"not a checkpoint")
     monkeypatch.setenv("RF_HOME", str(tmp_path))
@@ -347,6 +357,7 @@ class _EmptySegmenter:
         return masks, [torch.from_numpy(mask) for mask in masks]
 
 
+@pytest.mark.slow
 def test_an_empty_sam_mask_stays_empty_and_attributes_use_the_box():
     from evaluator.verdict import decide_statements
 

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.helpers.launch_helpers import FakeState
-from tests.helpers.perception_helpers import make_prompt, random_image, tiny_perception
 from PIL import Image
 
 from dataset_builder.layout import rank_path
@@ -20,6 +18,8 @@ from evaluator.pipeline import resolve_source, score_image, score_images
 from evaluator.resultio import read_results
 from evaluator.results import ResultRecord
 from negt2ibench.core.errors import UserError
+from tests.helpers.launch_helpers import FakeState
+from tests.helpers.perception_helpers import make_prompt, random_image, tiny_perception
 
 CONFIG = PRESETS["current"]
 PROMPTS = [
@@ -45,6 +45,7 @@ def png(image: Image.Image) -> bytes:
     return buffer.getvalue()
 
 
+@pytest.mark.slow
 def test_folder_end_to_end_gives_valid_records_and_error_rows(tmp_path):
     keys = write_folder(tmp_path / "imgs", samples=1)
     (tmp_path / "imgs" / "color_pos1_neg0_000_1.png").write_bytes(b"corrupt")
@@ -165,6 +166,7 @@ def _by_key(path: Path) -> dict:
     return {record.key: record for record in read_results(path)}
 
 
+@pytest.mark.slow
 def test_batched_run_equals_unbatched_run(tmp_path):
     write_folder(tmp_path / "imgs", samples=1)
     perception = tiny_perception()
@@ -201,6 +203,7 @@ def test_batched_run_equals_unbatched_run(tmp_path):
             assert x.confidence == pytest.approx(y.confidence, abs=1e-5)
 
 
+@pytest.mark.slow
 def test_local_dataset_split_source(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -266,6 +269,7 @@ def test_single_image_source_and_bad_sources(tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_score_image_returns_record_and_observation():
     record, observation = score_image(
         png(random_image(3)), PROMPTS[0], tiny_perception(), config=CONFIG, model_key="upload", sample_index=2

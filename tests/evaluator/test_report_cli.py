@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.helpers.report_helpers import hand_results
 
 from negt2ibench.cli import main
+from tests.helpers.report_helpers import hand_results
 
 
 def write_jsonl(path: Path, records) -> Path:
@@ -144,6 +144,7 @@ def test_report_help_lists_flags(capsys):
         assert flag in text
 
 
+@pytest.mark.slow
 def test_a_report_replaces_its_folder_whole_and_keeps_the_users_other_files(
     result_files, tmp_path, capsys, monkeypatch
 ):

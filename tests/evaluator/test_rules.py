@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 import pytest
-from tests.helpers.mask_helpers import box, disc, pixel, random_blobs, reference_gap
 
 from evaluator.config import PRESETS
 from evaluator.rules import all_relation_predicates, attribute_values, axis_of, relation_predicates
+from tests.helpers.mask_helpers import box, disc, pixel, random_blobs, reference_gap
 
 CURRENT = PRESETS["current"]
 PREVIOUS = PRESETS["previous"]

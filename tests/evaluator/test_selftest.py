@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.helpers.perception_helpers import tiny_perception
 
 import evaluator.perception as perception_module
 from dataset_builder.vocabulary import CATEGORY_VOCABULARY
@@ -18,6 +17,7 @@ from evaluator.selftest import (
     spearman,
 )
 from negt2ibench.cli import main
+from tests.helpers.perception_helpers import tiny_perception
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +131,7 @@ def test_selftest_passes_when_the_models_see_what_is_known(photos, monkeypatch, 
     assert "ρ = 1.00 over" in out
 
 
+@pytest.mark.slow
 def test_selftest_fails_on_random_weights(monkeypatch, capsys):
     _perception_factory(monkeypatch, lambda config: tiny_perception(config, batch_size=1))
     assert main(["selftest", "--device", "cpu"]) == 1

@@ -6,12 +6,12 @@ import io
 from pathlib import Path
 
 import pytest
-from tests.helpers.generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, write_prompts_dataset
 from PIL import Image
 
 from dataset_builder.layout import split_files
 from generation.shards import existing_keys
 from negt2ibench.cli import main
+from tests.helpers.generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, write_prompts_dataset
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +31,7 @@ def png_file(path: Path, color=(200, 10, 10)) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_generate_from_a_local_diffusers_folder_resumes_and_merges(local_pipeline, dataset, capsys):
     argv = [
         "generate",
@@ -70,6 +71,7 @@ def exit_code(argv: list[str]) -> int:
         return exited.code
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
@@ -157,6 +159,7 @@ def test_merge_images_without_shards_is_a_clear_error(dataset, capsys):
     assert "no shards of split 'nothing_here'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_text_encoder_override_is_swapped_in(local_pipeline, tmp_path):
     """sd_1_5_negationclip's mechanism: a CLIPTextModel from another repo (here a full CLIPModel folder)."""
     import torch

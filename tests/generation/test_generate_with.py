@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from tests.helpers.generation_helpers import three_prompts, write_prompts_dataset
 from PIL import Image
 
 from dataset_builder.layout import split_files
@@ -17,6 +16,7 @@ from generation.backends import GeneratedImage
 from generation.work import image_seed
 from negt2ibench.core.errors import UsageError, UserError
 from negt2ibench.core.launch import Launch
+from tests.helpers.generation_helpers import three_prompts, write_prompts_dataset
 
 
 class SeededModel:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from tests.helpers.generation_helpers import tiny_janus
 
 from generation.backends import JanusGenerator, janus_chat_text, load_generator
 from generation.registry import ModelSpec
+from tests.helpers.generation_helpers import tiny_janus
 
 # The shape of the Hub processor's template (DeepSeek's SFT format), small enough to read here.
 JANUS_TEMPLATE = (
@@ -53,6 +53,7 @@ def janus():
     return RecordingModel(model), RecordingProcessor(processor)
 
 
+@pytest.mark.slow
 def test_prompt_goes_through_the_chat_template(janus):
     model, processor = janus
     processor.inner.chat_template = JANUS_TEMPLATE
@@ -67,6 +68,7 @@ def test_prompt_goes_through_the_chat_template(janus):
     assert generator.params["prompt_format"] == "chat_template"
 
 
+@pytest.mark.slow
 def test_processor_without_a_template_gets_the_raw_prompt(janus):
     model, processor = janus
     assert processor.inner.chat_template is None

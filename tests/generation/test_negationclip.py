@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pytest
 import torch
-from tests.helpers.generation_helpers import tiny_sd_pipeline
 
 from generation.backends import load_generator
 from generation.negationclip import (
@@ -20,6 +19,7 @@ from generation.negationclip import (
 )
 from generation.registry import REGISTRY, ModelSpec
 from negt2ibench.core.errors import MissingWeightsError, UserError
+from tests.helpers.generation_helpers import tiny_sd_pipeline
 
 
 def weight(model, suffix: str) -> torch.Tensor:
@@ -235,6 +235,7 @@ def _negationclip_spec(sd_folder, repo) -> ModelSpec:
     )
 
 
+@pytest.mark.slow
 def test_sd15_pipeline_gets_the_converted_text_encoder(tmp_path, monkeypatch):
     monkeypatch.setenv("NEGT2I_HOME", str(tmp_path / "home"))
     sd_folder = _sd_folder(tmp_path, text_width=64)

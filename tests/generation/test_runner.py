@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.helpers.generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, write_prompts_dataset, write_prompts_jsonl
 from PIL import Image
 
 from dataset_builder.layout import split_files
@@ -22,6 +21,13 @@ from generation.work import image_seed, plan_work, select_prompts
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.launch import Launch, contiguous_share
 from negt2ibench.core.registry import import_target
+from tests.helpers.generation_helpers import (
+    TINY_SIZE,
+    three_prompts,
+    tiny_sd_pipeline,
+    write_prompts_dataset,
+    write_prompts_jsonl,
+)
 
 TINY = ModelSpec(
     key="tiny",
@@ -210,6 +216,7 @@ def test_generate_writes_loadable_split_with_identical_pixels_per_seed(generator
     assert isinstance(split[0]["image"], Image.Image) and split[0]["image"].size == (TINY_SIZE, TINY_SIZE)
 
 
+@pytest.mark.slow
 def test_resume_after_interruption_loses_and_duplicates_nothing(generator, tmp_path):
     work = plan_work(three_prompts(), 2)
     with pytest.raises(RuntimeError, match="injected"):
@@ -251,6 +258,7 @@ def test_two_ranks_write_their_own_shards_and_merge_is_complete(generator, tmp_p
     assert any("missing 3 images" in line for line in incomplete.summary_lines())
 
 
+@pytest.mark.slow
 def test_merge_finds_and_drops_duplicates(generator, tmp_path):
     prompts = three_prompts()[:1]
     generate_images(generator, TINY, plan_work(prompts, 2), tmp_path, progress=False)
@@ -263,6 +271,7 @@ def test_merge_finds_and_drops_duplicates(generator, tmp_path):
     assert len(split_files(tmp_path, "tiny")) == 1
 
 
+@pytest.mark.slow
 def test_out_of_memory_halves_the_batch_then_gives_a_clear_error(generator, tmp_path):
     import torch
 
@@ -312,10 +321,10 @@ def test_black_safety_checker_images_are_flagged(tmp_path):
     assert all(row["nsfw_flagged"] for row in read_split(tmp_path, "tiny").values())
 
 
+@pytest.mark.slow
 def test_janus_image_mode_is_seeded_per_image_and_loads_from_a_folder(tmp_path):
-    from tests.helpers.generation_helpers import JANUS_IMAGE_SIZE, tiny_janus
-
     from generation.backends import JanusGenerator, load_generator
+    from tests.helpers.generation_helpers import JANUS_IMAGE_SIZE, tiny_janus
 
     model, processor = tiny_janus()
     janus = JanusGenerator(model, processor, "cpu")

@@ -91,10 +91,9 @@ def fingerprint() -> str:
 
 def score(preset: str, folder: Path, out: Path, num_workers: int = 0, perception=None) -> bytes:
     """The records of the scene's folder under `preset` (batch 4), as bytes."""
-    from tests.helpers.perception_helpers import tiny_perception
-
     from evaluator.config import PRESETS
     from evaluator.pipeline import score_images
+    from tests.helpers.perception_helpers import tiny_perception
 
     config = PRESETS[preset]
     prompts, _ = scene()

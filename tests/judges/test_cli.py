@@ -9,13 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.helpers.judge_helpers import tiny_qwen3_vl
 from PIL import Image
 
 import judges.transformers_judge as transformers_judge
 from dataset_builder.grammar import parse_prompt
 from evaluator.resultio import read_results
 from negt2ibench.cli import main
+from tests.helpers.judge_helpers import tiny_qwen3_vl
 
 REPO = Path(__file__).resolve().parents[2]
 PROMPT = parse_prompt("a photo of a red cup and a non-blue bowl").model_copy(
@@ -78,6 +78,7 @@ def test_help_explains_modes_and_wording(capsys):
         assert phrase in text
 
 
+@pytest.mark.slow
 def test_offline_without_weights_exits_2_with_one_line(workspace):
     tmp_path, prompts, folder = workspace
     out = tmp_path / "judge.jsonl"

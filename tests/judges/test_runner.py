@@ -15,7 +15,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-from tests.helpers.launch_helpers import FakeState
 from PIL import Image
 
 from dataset_builder.grammar import parse_prompt
@@ -26,6 +25,7 @@ from judges.registry import JUDGES_VERSION, REGISTRY
 from judges.runner import judge_images, mode_out_path
 from judges.sources import annotation_sample_items, judge_items
 from negt2ibench.core.errors import UserError
+from tests.helpers.launch_helpers import FakeState
 
 COLOR = parse_prompt("a photo of a red cup and a non-blue bowl").model_copy(
     update={"prompt_id": "color_pos1_neg1_000", "group_id": "color_load2_000"}

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from tests.helpers.judge_helpers import TINY_BUILDERS, solid_image, tiny_qwen2_vl, tiny_tokenizer, tiny_vocabulary
 
 from judges.registry import REGISTRY, custom_spec
 from judges.transformers_judge import TransformersJudge
 from judges.yesno import YesNoTokens, find_yes_no_tokens, yes_no_probabilities
 from negt2ibench.core.errors import UserError
+from tests.helpers.judge_helpers import TINY_BUILDERS, solid_image, tiny_qwen2_vl, tiny_tokenizer, tiny_vocabulary
 
 FAMILIES = list(TINY_BUILDERS)
 QUESTIONS = [
@@ -71,6 +71,7 @@ def test_probabilities_are_the_softmax_over_both_sides():
     assert torch.allclose(p_yes + p_no, torch.ones(2))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_real_forward_gives_probabilities_that_sum_to_one_and_batching_changes_nothing(family):
     judge = judge_of(family, batch_size=3)  # 5 pairs: a batch of 3 then 2, left-padded

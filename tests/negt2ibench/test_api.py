@@ -9,8 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-from tests.helpers.perception_helpers import make_prompt, random_image, tiny_perception
-from tests.helpers.space_helpers import RectanglePerception
 from PIL import Image
 
 import evaluator.perception as perception_module
@@ -21,6 +19,8 @@ from evaluator.resultio import read_results
 from negt2ibench import Evaluator, ScoreOutput, parse_prompt
 from negt2ibench.cli import main
 from negt2ibench.core.errors import MissingWeightsError, UsageError, UserError
+from tests.helpers.perception_helpers import make_prompt, random_image, tiny_perception
+from tests.helpers.space_helpers import RectanglePerception
 
 CONFIG = PRESETS["current"]
 PROMPTS = [
@@ -58,6 +58,7 @@ def test_import_is_light_and_exports_the_api():
         negt2ibench.Nope  # noqa: B018 - the attribute access is the test
 
 
+@pytest.mark.slow
 def test_score_gives_the_records_of_score_images_and_of_the_cli(folder, tmp_path, monkeypatch, capsys):
     # 1. the pipeline, as before the API
     out = tmp_path / "pipeline.jsonl"
@@ -88,6 +89,7 @@ def test_score_gives_the_records_of_score_images_and_of_the_cli(folder, tmp_path
     assert [as_json(record) for record in records] == [expected[p.prompt_id] for p in PROMPTS]
 
 
+@pytest.mark.slow
 def test_a_prompt_as_id_record_or_text_gives_the_same_record():
     corpus = load_prompts(None)
     ev = Evaluator(CONFIG, perception=tiny_perception(CONFIG), prompts=corpus)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Collection
 
 import pytest
 from PIL import Image
@@ -90,9 +91,15 @@ BAD_INPUT_MISTAKES = {
 }
 
 
-def _cases(table: dict, code: int):
+def _torch_mark(needed: bool) -> list[pytest.MarkDecorator]:
+    return [pytest.mark.torch] if needed else []
+
+
+def _cases(table: dict, code: int, loading_torch: Collection[str] = ()):
+    """The table's cases; those of the commands in `loading_torch` (they import the scorer, hence
+    torch, before they read their inputs) are marked `torch`."""
     return [
-        pytest.param(argv, message, code, id=f"{mistake}: {argv[0]}")
+        pytest.param(argv, message, code, id=f"{mistake}: {argv[0]}", marks=_torch_mark(argv[0] in loading_torch))
         for mistake, cases in table.items()
         for argv, message in cases
     ]
@@ -102,7 +109,10 @@ def _fill(argv: list[str], tmp_path, image) -> list[str]:
     return [part.format(tmp=tmp_path, image=image) for part in argv]
 
 
-@pytest.mark.parametrize(("argv", "message", "code"), _cases(USAGE_MISTAKES, 2) + _cases(BAD_INPUT_MISTAKES, 1))
+CASES = _cases(USAGE_MISTAKES, 2) + _cases(BAD_INPUT_MISTAKES, 1, loading_torch={"score", "explain"})
+
+
+@pytest.mark.parametrize(("argv", "message", "code"), CASES)
 def test_the_same_mistake_gets_the_same_code_everywhere(argv, message, code, tmp_path, image, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)  # commands that default to build/negt2ibench find nothing there
     got, _, err = run(_fill(argv, tmp_path, image), capsys)

@@ -16,8 +16,8 @@ from packaging.requirements import Requirement
 
 from space.deploy import normalized
 from tests.helpers.report_helpers import hand_results
-from tests.space.test_deploy import dependencies_of
 from tests.project.test_wheel import EVERY_COMMAND
+from tests.space.test_deploy import dependencies_of
 
 tomllib = pytest.importorskip("tomllib", reason="pyproject.toml is read with Python 3.11's tomllib")
 

@@ -30,7 +30,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tests.helpers.space_helpers import RectanglePerception, scene_png, write_results
 
 from dataset_builder.corpus import build_corpus
 from dataset_builder.hub import write_dataset_folder
@@ -42,6 +41,7 @@ from evaluator.resultio import read_results
 from generation.registry import table3_models
 from generation.shards import ImageRecord, ShardWriter
 from negt2ibench.core.atomic import recover_folder
+from tests.helpers.space_helpers import RectanglePerception, scene_png, write_results
 
 pytestmark = pytest.mark.slow
 

@@ -14,9 +14,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from tests.helpers.generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, write_prompts_dataset
-from tests.helpers.net import free_port
-from tests.helpers.perception_helpers import make_prompt, random_image
 
 from dataset_builder.layout import rank_path, split_files
 from evaluator.config import PRESETS
@@ -25,6 +22,9 @@ from evaluator.resultio import read_results
 from evaluator.results import ResultRecord
 from generation.work import image_seed
 from negt2ibench.core.errors import UserError
+from tests.helpers.generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, write_prompts_dataset
+from tests.helpers.net import free_port
+from tests.helpers.perception_helpers import make_prompt, random_image
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCH_TIMEOUT_S = 360  # one launch takes ~15-25 s on 2 idle cores, several times that under load; a hang must fail

@@ -13,9 +13,6 @@ from collections.abc import Sequence
 
 import pandas as pd
 import pytest
-from tests.helpers.annotate_helpers import answer_pattern, expected_record, images_dataset, sample_of
-from tests.helpers.net import launch_local
-from tests.helpers.space_helpers import scene_png
 from gradio_client import Client, handle_file
 
 from dataset_builder.loading import load_prompts
@@ -23,6 +20,9 @@ from dataset_builder.records import PromptIndex
 from judges.registry import JudgeSpec
 from space.app import build_app
 from space.store import SQLiteStore
+from tests.helpers.annotate_helpers import answer_pattern, expected_record, images_dataset, sample_of
+from tests.helpers.net import launch_local
+from tests.helpers.space_helpers import scene_png
 from validation.questions import prompt_questions
 
 PROMPT_IDS = ("color_pos0_neg1_000", "material_pos1_neg1_000", "comparative_pos1_neg0_000")
@@ -109,6 +109,7 @@ def test_three_distinct_annotators_per_image_through_the_api(app):
     assert eve[HEADER] == f"### Image 1\n\n**Prompt:** {index[sample[2].prompt_id].prompt}"
 
 
+@pytest.mark.slow
 def test_back_and_change_through_the_api(app):
     sample, index, store = app["sample"], app["index"], app["store"]
     session = app["client"]()
@@ -157,6 +158,7 @@ def test_judge_answers_beside_the_scorer(app):
     assert judge.asked[-2:] == ["Is there a laptop in the image?", "Is the laptop orange?"]
 
 
+@pytest.mark.slow
 def test_judge_panel_stays_empty_without_an_upload(app):
     summary, table = app["client"]().predict(None, "color_pos0_neg1_000", "", api_name="/judge")
     assert summary == "" and table["data"] == []

@@ -8,14 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.helpers.annotate_helpers import answer_pattern, expected_record, images_dataset, sample_of
-from tests.helpers.net import launch_local
 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from negt2ibench.cli import main
 from space.app import build_app
 from space.store import SQLiteStore
+from tests.helpers.annotate_helpers import answer_pattern, expected_record, images_dataset, sample_of
+from tests.helpers.net import launch_local
 from validation.annotations import read_annotations
 from validation.questions import prompt_questions
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from tests.helpers.annotate_helpers import SPLIT, answer_pattern, color_of, expected_record, images_dataset, sample_of
 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
@@ -16,6 +15,7 @@ from space.annotate_handlers import AnnotateHandlers, NameLimiter, Reservations
 from space.annotate_images import SampleImages
 from space.store import SQLiteStore
 from space.tabs.annotate import annotation_handlers
+from tests.helpers.annotate_helpers import SPLIT, answer_pattern, color_of, expected_record, images_dataset, sample_of
 from validation.sample import SampleItem, write_sample
 
 PROMPT_IDS = (

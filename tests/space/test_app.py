@@ -8,15 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.helpers.net import launch_local
-from tests.helpers.space_helpers import (
-    RectanglePerception,
-    ToggleImages,
-    scene_png,
-    wait_for,
-    write_images_dataset,
-    write_results,
-)
 from gradio_client import Client, handle_file
 
 from dataset_builder.loading import load_prompts
@@ -26,6 +17,15 @@ from space.app import build_app
 from space.leaderboard_view import PAPER_ROWS, REPORTED, leaderboard_frame, newest_entries
 from space.store import Entry, SQLiteStore
 from space.submissions import ImagesUnreachable, ParquetImages, SpotCheckPlan, SubmissionLimits
+from tests.helpers.net import launch_local
+from tests.helpers.space_helpers import (
+    RectanglePerception,
+    ToggleImages,
+    scene_png,
+    wait_for,
+    write_images_dataset,
+    write_results,
+)
 
 SPLIT = "toy_model"
 IMAGES_REPO = "org/toy-images"
@@ -116,6 +116,7 @@ def table(value) -> pd.DataFrame:
 # ------------------------------------------------------------------------ score
 
 
+@pytest.mark.slow
 def test_score_a_benchmark_prompt(app, data):
     # directional_pos1_neg0_000 is "a photo of a cat and skis, where the cat is below the skis"; the
     # double lays the objects side by side (the cat left of the skis), so the statement fails.
@@ -133,6 +134,7 @@ def test_score_a_benchmark_prompt(app, data):
     assert Path(image).suffix == ".png"
 
 
+@pytest.mark.slow
 def test_score_a_typed_prompt_pass_and_fail(app, data):
     client = app["client"]
     _, verdict, rows, _ = client.predict(
@@ -324,6 +326,7 @@ def test_a_space_with_login_refuses_anonymous_submissions(prompts, data, tmp_pat
         demo.close()
 
 
+@pytest.mark.slow
 def test_pending_spot_checks_are_retried_at_start_up_and_while_the_app_runs(prompts, data, tmp_path):
     from dataset_builder.records import PromptIndex
     from space.submissions import SubmissionForm, submit

@@ -21,8 +21,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from tests.helpers.net import launch_local
-from tests.helpers.space_helpers import RectanglePerception, scene_png, wait_for, write_images_dataset, write_results
 from gradio_client import Client, handle_file
 
 from dataset_builder.loading import load_prompts
@@ -30,6 +28,8 @@ from space.app import build_app
 from space.identity import address_identity
 from space.store import SQLiteStore
 from space.submissions import ImagesUnreachable, ParquetImages
+from tests.helpers.net import launch_local
+from tests.helpers.space_helpers import RectanglePerception, scene_png, wait_for, write_images_dataset, write_results
 
 SPLIT = "toy_model"
 IMAGES_REPO = "org/toy-images"

@@ -9,8 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.helpers.net import launch_local
-from tests.helpers.space_helpers import RectanglePerception, result_line, scene_png
 
 from dataset_builder.loading import load_prompts
 from evaluator.report import leaderboard_row
@@ -18,6 +16,8 @@ from evaluator.results import ResultRecord
 from space.app import build_app
 from space.store import Entry, SQLiteStore
 from space.submissions import model_detail
+from tests.helpers.net import launch_local
+from tests.helpers.space_helpers import RectanglePerception, result_line, scene_png
 
 CHROMIUM = Path("/usr/bin/chromium")
 WAIT_MS = 120_000  # for anything the server computes or sends

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests.helpers.net import free_port
 
 from negt2ibench.cli import main
 from space.deploy import assemble_space, deploy_space, space_requirements
+from tests.helpers.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,6 @@ from types import SimpleNamespace
 
 import gradio as gr
 import pytest
-from tests.helpers.space_helpers import RectanglePerception, write_results
 from PIL import Image
 
 from dataset_builder.loading import load_prompts
@@ -20,6 +19,7 @@ from space.names import clean, clip, confusable_key, csv_cell, http_link, name_k
 from space.resources import MAX_SCORE_PIXELS, bounded_image
 from space.store import SQLiteStore
 from space.submissions import SubmissionLimits, hub_images
+from tests.helpers.space_helpers import RectanglePerception, write_results
 
 
 def test_requester_is_the_account_or_the_hashed_peer_never_a_header():

@@ -7,8 +7,6 @@ from __future__ import annotations
 import re
 
 import pytest
-from tests.helpers.judge_helpers import solid_image, tiny_qwen2_vl
-from tests.helpers.space_helpers import scene_png
 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
@@ -16,6 +14,8 @@ from judges.registry import REGISTRY
 from judges.transformers_judge import TransformersJudge
 from negt2ibench.core.errors import UsageError, UserError
 from space.judge_panel import JUDGE_COLUMNS, judge_frame, judge_panel
+from tests.helpers.judge_helpers import solid_image, tiny_qwen2_vl
+from tests.helpers.space_helpers import scene_png
 
 PROMPT_ID = "directional_pos1_neg1_000"  # the cake is right of the tv and is not right of the zebra
 

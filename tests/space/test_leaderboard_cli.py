@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from tests.helpers.space_helpers import RectanglePerception, write_results
 
 import evaluator.perception as perception_module
 from dataset_builder.loading import load_prompts
 from evaluator.config import PRESETS
 from negt2ibench.cli import main
 from space.store import Entry, SQLiteStore
+from tests.helpers.space_helpers import RectanglePerception, write_results
 
 SPLIT = "toy_model"
 
@@ -32,6 +32,7 @@ def rectangle_models(monkeypatch):
     return made
 
 
+@pytest.mark.slow
 def test_recheck_advances_what_waits_and_says_what_it_did(tmp_path, prompts, rectangle_models, capsys):
     from evaluator.results import ResultRecord
 
@@ -80,9 +81,8 @@ def test_leaderboard_needs_an_action(capsys):
 def test_verify_full_rescores_every_image_and_ranks_the_projects_numbers(tmp_path, prompts, rectangle_models, capsys):
     """`leaderboard verify --full`: every image re-scored through `score`'s engine (resumable), the
     re-score's numbers ranked, the submitted ones kept apart, and a second run finds nothing to do."""
-    from tests.helpers.space_helpers import write_images_dataset
-
     from evaluator.results import ResultRecord
+    from tests.helpers.space_helpers import write_images_dataset
 
     home = tmp_path / "home"
     store = SQLiteStore(home / "leaderboard.sqlite")

@@ -14,12 +14,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from tests.helpers.net import free_port
-from tests.helpers.space_helpers import wait_for, write_results
 from gradio_client import Client, handle_file
 
 from dataset_builder.loading import load_prompts
 from space.store import SQLiteStore
+from tests.helpers.net import free_port
+from tests.helpers.space_helpers import wait_for, write_results
 
 SPLIT = "toy_model"
 CLIENTS, EACH = 8, 3

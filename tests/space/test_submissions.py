@@ -6,14 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.helpers.space_helpers import (
-    RectanglePerception,
-    ToggleImages,
-    png_bytes,
-    result_line,
-    write_images_dataset,
-    write_results,
-)
 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
@@ -36,6 +28,14 @@ from space.submissions import (
     spot_check,
     submit,
     transition,
+)
+from tests.helpers.space_helpers import (
+    RectanglePerception,
+    ToggleImages,
+    png_bytes,
+    result_line,
+    write_images_dataset,
+    write_results,
 )
 
 SPLIT = "toy_model"
@@ -102,6 +102,7 @@ def unreachable(repo_id, revision, split):
 # ------------------------------------------------------------------------ check_results
 
 
+@pytest.mark.slow
 def test_complete_results_pass_the_check(failing_results, index):
     assert check_results(failing_results, index.ids()) == ""
 
@@ -182,6 +183,7 @@ def test_valid_submission_is_verified(tmp_path, failing_results_file, images_fol
     assert len(store.get_results(entry.submission_id)) == 19200
 
 
+@pytest.mark.slow
 def test_spot_check_disagreement_rejects(tmp_path, prompts, index, images_folder):
     claims_all_pass = write_results(tmp_path / "cheat.jsonl", prompts, SPLIT, passed=True)
     store = SQLiteStore(tmp_path / "lb.sqlite")
@@ -198,6 +200,7 @@ def test_spot_check_disagreement_rejects(tmp_path, prompts, index, images_folder
     assert entry.reason.startswith("spot check: 16 of 16 re-scored images disagree, more than the 4 of 577 allowed")
 
 
+@pytest.mark.slow
 def test_unreachable_images_keep_the_entry_pending(tmp_path, failing_results_file, index):
     store = SQLiteStore(tmp_path / "lb.sqlite")
     entry = submit(
@@ -238,6 +241,7 @@ def test_a_partial_file_is_refused(tmp_path, prompts, index):
     assert store.list_entries() == []
 
 
+@pytest.mark.slow
 def test_limits_refuse_without_storing_and_only_stored_submissions_count(
     tmp_path, failing_results_file, prompts, index, images_folder
 ):
@@ -264,6 +268,7 @@ def test_limits_refuse_without_storing_and_only_stored_submissions_count(
     assert [e.submission_id for e in store.list_entries()] == [first.submission_id, later.submission_id]
 
 
+@pytest.mark.slow
 def test_another_submitters_model_name_is_refused(tmp_path, failing_results_file, index):
     store = SQLiteStore(tmp_path / "lb.sqlite")
     owned = store.add_submission(Entry(model_name="Toy Model", model_key="toy_model", submitter="alice"))
@@ -327,6 +332,7 @@ def zero_gpu_quota_error() -> Exception:
     return gr.Error("You have exceeded your free ZeroGPU quota (120s requested vs. 3s left). Try again in 0:41:12.")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "error, why",
     [
@@ -353,6 +359,7 @@ def test_a_spot_check_that_cannot_run_leaves_a_truthful_pending_entry(
     assert entry.reason.endswith("; it is retried automatically") and entry.row is not None
 
 
+@pytest.mark.slow
 def test_recheck_finishes_pending_and_half_done_submissions(
     tmp_path, failing_results_file, failing_results, index, images_folder
 ):
@@ -392,6 +399,7 @@ def test_recheck_finishes_pending_and_half_done_submissions(
         transition(store, settled[0], "pending", "no")
 
 
+@pytest.mark.slow
 def test_a_submission_of_another_config_waits_and_says_why(tmp_path, failing_results, index, images_folder):
     store = SQLiteStore(tmp_path / "lb.sqlite")
     old = Entry(model_name="Old", model_key="old", submitter="a", status="pending", config_hash="0badc0de", row={})
@@ -400,6 +408,7 @@ def test_a_submission_of_another_config_waits_and_says_why(tmp_path, failing_res
     assert entry.status == "pending" and "scored with config 0badc0de; this Space scores with" in entry.reason
 
 
+@pytest.mark.slow
 def test_a_store_that_fails_after_storing_is_reported_as_stored(tmp_path, failing_results_file, index):
     class FlakyStore(SQLiteStore):
         def update_status(self, *args, **kwargs):

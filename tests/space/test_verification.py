@@ -13,7 +13,6 @@ import math
 import random
 
 import pytest
-from tests.helpers.space_helpers import result_line
 from PIL import Image
 from scipy.stats import binom, hypergeom
 
@@ -22,6 +21,7 @@ from dataset_builder.records import PromptIndex
 from evaluator.results import ResultRecord
 from space.spotcheck import spot_check, submission_seed
 from space.verification import SpotCheckPlan, draw_sample, results_digest, sample_seed, spot_check_plan
+from tests.helpers.space_helpers import result_line
 
 
 @pytest.mark.parametrize("total", [19_200, 4_800, 1_000])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pandas as pd
-from tests.helpers.space_helpers import RectanglePerception, scene_png
 from PIL import Image
 
 from dataset_builder.loading import load_prompts
@@ -22,6 +21,7 @@ from space.leaderboard_view import (
 from space.scoring import gpu_scorer
 from space.store import Entry, SQLiteStore
 from space.views import error_markdown, verdict_frame
+from tests.helpers.space_helpers import RectanglePerception, scene_png
 
 
 def test_the_leaderboard_uses_table3_columns():

@@ -9,13 +9,13 @@ import json
 
 import numpy as np
 import pytest
-from tests.helpers.perception_helpers import make_prompt, random_image, tiny_perception
-from tests.helpers.validation_helpers import annotation, write_jsonl
 
 import evaluator.perception as perception_module
 from evaluator.config import PRESETS
 from evaluator.resultio import read_results
 from negt2ibench.cli import main
+from tests.helpers.perception_helpers import make_prompt, random_image, tiny_perception
+from tests.helpers.validation_helpers import annotation, write_jsonl
 from validation.ablate import perception_groups, run_ablation
 from validation.annotations import read_annotations
 from validation.labels import build_labels

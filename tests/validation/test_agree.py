@@ -198,6 +198,7 @@ def test_mixed_evaluators_in_one_file_is_an_error(tmp_path, capsys):
     assert "several evaluators/configs" in message
 
 
+@pytest.mark.slow
 def test_probe_hook_adds_a_section(tmp_path):
     annotations, results = study(tp=4, tn=4, fp=1, fn=1)
 

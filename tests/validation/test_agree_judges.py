@@ -116,6 +116,7 @@ def test_probe_uses_only_labelled_images_both_runs_scored(tmp_path):
     assert "accuracy_whole" not in probe
 
 
+@pytest.mark.slow
 def test_no_probe_without_both_runs_and_a_judge_given_twice_is_not_paired(tmp_path):
     report, markdown, _ = agree(tmp_path, {"pos": judge_records("pos"), "whole": judge_records("whole")})
     assert "probes" not in report and "Negation probe" not in markdown
@@ -137,6 +138,7 @@ def test_two_judges_are_probed_apart(tmp_path):
     assert {entry["flips"] for entry in report["probes"]["negation"].values()} == {4}
 
 
+@pytest.mark.slow
 def test_costs_flag_fills_table2_and_a_bad_record_is_one_line(tmp_path, capsys):
     import csv
 

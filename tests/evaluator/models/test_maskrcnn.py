@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tests.helpers.perception_helpers import VISIBLE_CLASSES, make_prompt, random_image, tiny_maskrcnn, tiny_models
 
 from dataset_builder.vocabulary import OBJECT_CLASSES
 from evaluator.config import PRESETS
@@ -25,6 +24,7 @@ from evaluator.models.maskrcnn import (
 from evaluator.observation import best_instances
 from evaluator.perception import ModelPerception
 from negt2ibench.core.errors import MissingWeightsError, UserError
+from tests.helpers.perception_helpers import VISIBLE_CLASSES, make_prompt, random_image, tiny_maskrcnn, tiny_models
 
 CPU = torch.device("cpu")
 
@@ -33,6 +33,7 @@ def _detector(cap: int = 16, threshold: float = 0.03) -> MaskRCNNDetector:
     return MaskRCNNDetector(tiny_maskrcnn(), presence_threshold=threshold, per_class_cap=cap, device=CPU)
 
 
+@pytest.mark.slow
 def test_coco_labels_map_to_the_benchmark_names_as_for_rfdetr():
     ids = coco_class_ids()
     assert list(ids) == list(OBJECT_CLASSES)
@@ -45,6 +46,7 @@ def test_only_the_c1_to_c4_presets_use_mask_rcnn():
     assert [name for name, config in PRESETS.items() if is_maskrcnn(config)] == ["c1", "c2", "c3", "c4"]
 
 
+@pytest.mark.slow
 def test_detections_keep_prompt_classes_capped_ordered_and_in_bounds():
     images = [random_image(1, (90, 70)), random_image(2, (64, 120))]
     wanted = [["cup", "zebra", "cat"], ["dog"]]
@@ -64,6 +66,7 @@ def test_detections_keep_prompt_classes_capped_ordered_and_in_bounds():
     assert len(found[0]) >= 1 and len(found[1]) >= 1
 
 
+@pytest.mark.slow
 def test_a_higher_threshold_keeps_fewer_and_an_unknown_class_is_refused():
     image = [random_image(3)]
     low = _detector().detect(image, [list(VISIBLE_CLASSES)], with_masks=False)[0]
@@ -75,6 +78,7 @@ def test_a_higher_threshold_keeps_fewer_and_an_unknown_class_is_refused():
         _detector().detect(image, [["person"]], with_masks=False)
 
 
+@pytest.mark.slow
 def test_masks_only_for_the_rows_asked_at_full_resolution():
     detector = _detector()
     image = random_image(4, (96, 72))

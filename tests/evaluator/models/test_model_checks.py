@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tests.helpers.perception_helpers import tiny_depth, tiny_models, tiny_sam, tiny_siglip
 
 from evaluator.config import PRESETS, EvaluatorConfig
 from evaluator.models.attributes import AttributeScorer
 from evaluator.models.detector import Detector, check_coco_checkpoint, select_class_detections
 from evaluator.perception import ModelPerception
 from negt2ibench.core.errors import UserError
+from tests.helpers.perception_helpers import tiny_depth, tiny_models, tiny_sam, tiny_siglip
 
 # -- RF-DETR ----------------------------------------------------------------------------------
 
@@ -32,6 +32,7 @@ def _fresh_nano():
     return RFDETRSegNano(pretrain_weights=None, resolution=96, device="cpu")
 
 
+@pytest.mark.slow
 def test_the_coco_head_is_accepted():
     detector, *_ = tiny_models()
     check_coco_checkpoint(detector)  # 91 logits and COCO's names: no error
@@ -40,6 +41,7 @@ def test_the_coco_head_is_accepted():
     )
 
 
+@pytest.mark.slow
 def test_a_checkpoint_with_another_class_count_is_refused():
     model = _fresh_nano()
     model.model.reinitialize_detection_head(5)
@@ -47,6 +49,7 @@ def test_a_checkpoint_with_another_class_count_is_refused():
         Detector(model, presence_threshold=0.03, per_class_cap=16, device=torch.device("cpu"))
 
 
+@pytest.mark.slow
 def test_a_checkpoint_with_other_class_names_is_refused():
     from rfdetr.assets.coco_classes import COCO_CLASS_NAMES
 

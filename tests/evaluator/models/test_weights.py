@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from tests.helpers.perception_helpers import tiny_depth, tiny_detector, tiny_sam, tiny_siglip
 from huggingface_hub.file_download import DryRunFileInfo
 
 import evaluator.perception as perception_module
 from evaluator.config import PRESETS
 from evaluator.models import weights
 from negt2ibench.cli import main
+from tests.helpers.perception_helpers import tiny_depth, tiny_detector, tiny_sam, tiny_siglip
 
 # facebook/sam2.1-hiera-small as the Hub lists it (model card, files and versions).
 SAM_REPO_FILES = [
@@ -145,6 +145,7 @@ def weights_dir(tmp_path_factory):
 TINY_CONFIG = PRESETS["current"].replace(detector="RFDETRSegNano", detector_weights="tiny.pt", detector_resolution=96)
 
 
+@pytest.mark.slow
 def test_every_model_loads_offline(weights_dir):
     results = weights.check(TINY_CONFIG, weights_dir)
     assert [(r.model.role, r.status) for r in results] == [
@@ -156,6 +157,7 @@ def test_every_model_loads_offline(weights_dir):
     assert weights.check_exit_code(results) == 0 and weights.check_lines(results)[-1] == "every model loads offline"
 
 
+@pytest.mark.slow
 def test_a_truncated_weights_file_is_broken_and_a_deleted_repo_missing(weights_dir, tmp_path):
     import shutil
 

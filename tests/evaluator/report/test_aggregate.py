@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import pytest
-from tests.helpers.report_helpers import hand_results, neg_ok, pos_ok, record, statement
 
 from dataset_builder.vocabulary import CATEGORIES, SETTINGS
 from evaluator.report import (
@@ -24,6 +23,7 @@ from evaluator.report import (
     table3_markdown,
 )
 from negt2ibench.core.bootstrap import mean_interval
+from tests.helpers.report_helpers import hand_results, neg_ok, pos_ok, record, statement
 
 FULL = 4800 * 4
 
@@ -124,6 +124,7 @@ def test_complete_run_is_flagged_complete_and_overall_equals_mean_of_categories(
     assert table["overall"] == pytest.approx(sum(table["categories"].values()) / 6)
 
 
+@pytest.mark.slow
 def test_missing_images_lower_coverage_and_mark_the_model_in_markdown():
     records = full_run()
     kept = [r for r in records if not (r.prompt_id.startswith("depth_") and r.sample_index == 3)]

@@ -6,7 +6,6 @@ import json
 import math
 
 import pytest
-from tests.helpers.report_helpers import hand_results
 
 from evaluator.report import (
     LEADERBOARD_COLUMNS,
@@ -19,6 +18,7 @@ from evaluator.report import (
 )
 from evaluator.report.plots import plot_accuracy_by_setting, plot_failure_causes, plot_statement_accuracy
 from negt2ibench.core.table import Column, Table, to_csv, to_frame, to_json, to_markdown
+from tests.helpers.report_helpers import hand_results
 
 NAN = math.nan
 COLUMNS = (
