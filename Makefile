@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 OUT ?= build/negt2ibench
 PORT ?= 7860
 
-.PHONY: install run test lint browser docs clean
+.PHONY: install run test test-py310 lint browser docs clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,15 +34,34 @@ run: install
 
 # ruff: lint (pyflakes, pycodestyle, isort, bugbear, pyupgrade to py310) and formatting;
 # deptry: every import of the product code declared in pyproject, nothing declared unused;
+# mypy: the product packages' types (pyproject's [tool.mypy]; the wheel ships py.typed);
 # mkdocs --strict: the manual builds with no broken link or anchor and no page left out of the nav.
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/deptry .
+	$(VENV)/bin/mypy
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 
 test: lint
 	$(PY) -m pytest -q
+
+# The Space's Python (3.10.13, as pyenv installs it): the fast tests in their own venv, pinned as
+# .ci/requirements_py310.py derives from requirements.txt (the Space's 3.10 releases, no torch: the
+# tests that need it are skipped there and run under 3.11). CI runs it after `make test`.
+PY310 ?= /root/.pyenv/versions/3.10.13/bin/python
+VENV310 ?= .venv310
+
+$(VENV310)/.installed: requirements.txt space/deploy.py .ci/requirements_py310.py | $(VENV)/.installed
+	test -x $(PY310) || { echo "no Python 3.10 at $(PY310) (set PY310=...)"; exit 1; }
+	test -x $(VENV310)/bin/python || $(PY310) -m venv $(VENV310)
+	$(VENV310)/bin/python -m pip install -q --upgrade pip
+	$(PY) .ci/requirements_py310.py > $(VENV310)/requirements.txt
+	$(VENV310)/bin/python -m pip install -q -r $(VENV310)/requirements.txt
+	touch $@
+
+test-py310: $(VENV310)/.installed
+	$(VENV310)/bin/python -m pytest -q -m "not slow"
 
 # The manual (docs/, mkdocs.yml) on http://127.0.0.1:8000, rebuilt on every change.
 docs: install
