@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "Evaluator": "negt2ibench.api:Evaluator",
     "ScoreOutput": "negt2ibench.api:ScoreOutput",
+    "GenEvalEvaluator": "negt2ibench.geneval_api:GenEvalEvaluator",
     "EvaluatorConfig": "evaluator.config:EvaluatorConfig",
     "PRESETS": "evaluator.config:PRESETS",
     "PromptRecord": "dataset_builder.records:PromptRecord",

@@ -23,6 +23,7 @@ from PIL import Image
 
 from evaluator.models.clip_colors import ColorClassifier, colour_crop
 from evaluator.models.mask2former import Instance, Mask2FormerDetector, mask_box
+from negt2ibench.core.errors import MissingWeightsError
 from negt2ibench.core.launch import select_device
 
 from .config import MASK2FORMER, GenEvalConfig
@@ -151,11 +152,20 @@ class GenEvalPerception:
         return self._colors
 
     def load_all(self) -> None:
-        """Load every model now (a missing weight fails here with `MissingWeightsError`)."""
-        self.detector  # noqa: B018 - each property loads its model on first access
-        if self.config.detector != MASK2FORMER and self.config.use_sam:
-            self.segmenter  # noqa: B018
-        self.colors  # noqa: B018
+        """Load every model now (a missing weight fails here with `MissingWeightsError`, which names
+        the `download-models --preset` that fetches this preset's weights)."""
+        try:
+            self.detector  # noqa: B018 - each property loads its model on first access
+            if self.config.detector != MASK2FORMER and self.config.use_sam:
+                self.segmenter  # noqa: B018
+            self.colors  # noqa: B018
+        except MissingWeightsError as error:
+            preset = self.config.name
+            how = (
+                f"Run `negt2ibench download-models --preset {preset}` on a machine with internet access (it prints "
+                "the HF_HUB_CACHE / RF_HOME lines to set here), or pass --weights-dir."
+            )
+            raise MissingWeightsError(error.model, error.detail, how_to_get=how) from None
 
     # -- observation -------------------------------------------------------------------------
     def instances(self, images: Sequence[Image.Image]) -> list[list[Instance]]:
