@@ -138,6 +138,20 @@ GENEVAL_FOLDER = re.compile(r"^\d+$")  # GenEval reads a folder whose name is di
 GENEVAL_SAMPLE = re.compile(r"^(?P<index>\d+)\.png$")  # and an image named digits + .png
 
 
+GENEVAL_PROMPT_ID = re.compile(r"^geneval_(?P<index>\d+)$")
+
+
+def geneval_prompt_id(index: int) -> str:
+    """`geneval_{index:05d}`: the prompt id of GenEval prompt INDEX (line INDEX of its metadata file)."""
+    return f"{GENEVAL_SPLIT_PREFIX}{index:05d}"
+
+
+def geneval_index(prompt_id: str) -> int | None:
+    """INDEX of `geneval_{INDEX}`, else None."""
+    match = GENEVAL_PROMPT_ID.match(prompt_id)
+    return int(match["index"]) if match else None
+
+
 def geneval_prompt_folder(root: str | Path, index: int) -> Path:
     """`ROOT/{index:05d}`: the folder of GenEval prompt INDEX."""
     return Path(root) / f"{index:05d}"

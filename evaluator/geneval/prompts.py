@@ -9,7 +9,6 @@ what GenEval writes in a result's `metadata` field and groups prompts by.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -17,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from dataset_builder.layout import geneval_index, geneval_prompt_id
 from negt2ibench.core.errors import UserError
 
 from .config import COLORS
@@ -24,7 +24,6 @@ from .rules import RELATIONS
 
 METADATA_FILE = "evaluation_metadata.jsonl"
 OBJECT_NAMES_FILE = "object_names.txt"
-PROMPT_ID = re.compile(r"^geneval_(?P<index>\d+)$")
 # summary_scores.py prints the tasks in the order they first appear; in GenEval's file it is this one.
 TASKS: tuple[str, ...] = ("single_object", "two_object", "counting", "colors", "position", "color_attr")
 
@@ -54,14 +53,8 @@ class GenEvalPrompt:
         return json.dumps(dict(self.metadata))
 
 
-def prompt_id(index: int) -> str:
-    return f"geneval_{index:05d}"
-
-
-def prompt_index(text: str) -> int | None:
-    """N of `geneval_N`, else None."""
-    match = PROMPT_ID.match(text)
-    return int(match["index"]) if match else None
+prompt_id = geneval_prompt_id  # the one naming of GenEval prompts (dataset_builder.layout)
+prompt_index = geneval_index
 
 
 def metadata_problem(metadata: Any) -> str | None:
