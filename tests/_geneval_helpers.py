@@ -6,6 +6,7 @@ mechanics (loading, selection, batching, resume, error rows), never what a real 
 
 from __future__ import annotations
 
+import io
 import json
 from functools import cache
 from pathlib import Path
@@ -133,3 +134,23 @@ def write_geneval_folder(root: Path, prompts, samples: int = 2, size: tuple[int,
         for sample in range(samples):
             random_image(100 * prompt.index + sample, size).save(folder / "samples" / f"{sample:04d}.png")
     return root
+
+
+def summary_scores_reference(text: str) -> dict:
+    """GenEval's summary_scores.py (djghosh13/geneval@af4902f, evaluation/summary_scores.py), line by line
+    with pandas as GenEval runs it: read_json(lines=True) (:22), the correct mean (:30), groupby metadata
+    .any() (:29, :31), groupby tag with sort=False and each task's mean (:40-42), np.mean of the task
+    scores (:45)."""
+    import numpy as np
+    import pandas as pd
+
+    df = pd.read_json(io.StringIO(text), orient="records", lines=True)
+    tasks = {tag: task_df["correct"].mean() for tag, task_df in df.groupby("tag", sort=False)}
+    return {
+        "images": len(df),
+        "prompts": len(df.groupby("metadata")),
+        "images_correct": df["correct"].mean(),
+        "prompts_correct": df.groupby("metadata")["correct"].any().mean(),
+        "tasks": tasks,
+        "overall": np.mean(list(tasks.values())),
+    }
