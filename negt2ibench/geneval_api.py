@@ -111,6 +111,7 @@ class GenEvalEvaluator:
 
         record = self.prompt(prompt)
         rgb = rgb_image(image, "image")
+        self.load()  # a missing weight: one error naming `download-models --preset`
         label = str(image) if isinstance(image, (str, Path)) else "upload"
         job = Job(Work(ImageItem(record.prompt_id, 0, lambda: rgb, label), record), model_key)
         step = geneval_step(self.perception, self.config)
