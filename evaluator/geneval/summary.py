@@ -108,6 +108,8 @@ class GenEvalSummary:
                 "duplicates": self.duplicates,
                 "unexpected": self.unexpected,
                 "provenance": self.provenance,
+                # Scored by this project's detectors (not GenEval's own scorer): say so with the numbers.
+                "detector_note": NOT_GENEVAL_CHECKPOINT if self.provenance.get("detector") else None,
                 "ots": self.ots,
                 "options": self.options,
             }
@@ -335,6 +337,8 @@ def summary_text(summary: GenEvalSummary) -> str:
         ("lines of other prompts", summary.unexpected),
     ):
         lines += _listed(title, entries)
+    if len(summary.provenance.get("config_hash", [])) > 1:
+        lines.append(f"WARNING: lines of several configurations ({', '.join(summary.provenance['config_hash'])})")
     if summary.provenance.get("detector"):
         lines.append(f"detector: {', '.join(summary.provenance['detector'])}: {NOT_GENEVAL_CHECKPOINT}")
     ots = summary.ots
