@@ -9,7 +9,8 @@ a machine without internet knows before a run which model is missing or broken.
 
 Each source is a `kind` with its entry in `SOURCES` (a `negt2ibench.core.registry.Registry`): how
 to download it and how to check it offline. The Mask R-CNN presets (c1–c4) fetch torchvision's
-COCO weights into TORCH_HOME instead of RF-DETR's.
+COCO weights into TORCH_HOME instead of RF-DETR's. A GenEval preset (`evaluator.geneval.config`)
+lists its detector (Mask2Former from the Hub, or RF-DETR, with SAM 2.1 when it uses it) and CLIP.
 """
 
 from __future__ import annotations
@@ -65,15 +66,44 @@ def detector_weights(config: EvaluatorConfig) -> ModelWeights:
     raise UserError(f"download-models does not know where the weights of detector {config.detector!r} come from")
 
 
-def preset_models(config: EvaluatorConfig) -> list[ModelWeights]:
-    """The models CONFIG uses, in the order perception loads them."""
+def geneval_models(config) -> list[ModelWeights]:
+    """The models of a GenEval preset: its detector (and SAM 2.1 when it uses it), then CLIP."""
+    from evaluator.geneval.config import MASK2FORMER
+
+    if config.detector == MASK2FORMER:
+        models = [
+            ModelWeights(
+                "detector",
+                "Mask2Former",
+                "hub",
+                config.detector_model_id,
+                "transformers.Mask2FormerForUniversalSegmentation",
+                "transformers.Mask2FormerImageProcessor",
+            )
+        ]
+    else:
+        models = [ModelWeights("detector", config.detector, "rfdetr", config.detector_weights)]
+        if config.use_sam:
+            models.append(_sam(config))
+    clip = ("transformers.CLIPModel", "transformers.CLIPProcessor")
+    models.append(ModelWeights("colors", "CLIP ViT-L/14", "hub", config.clip_model_id, *clip))
+    return models
+
+
+def _sam(config) -> ModelWeights:
+    return ModelWeights(
+        "masks", "SAM 2.1", "hub", config.sam_model_id, "transformers.Sam2Model", "transformers.Sam2Processor"
+    )
+
+
+def preset_models(config) -> list[ModelWeights]:
+    """The models CONFIG (an `EvaluatorConfig` or a GenEval preset's config) uses, in the order
+    perception loads them."""
+    if not isinstance(config, EvaluatorConfig):
+        return geneval_models(config)
     models = [detector_weights(config)]
     if config.use_sam:
-        models.append(
-            ModelWeights(
-                "masks", "SAM 2.1", "hub", config.sam_model_id, "transformers.Sam2Model", "transformers.Sam2Processor"
-            )
-        )
+        models.append(_sam(config))
     models.append(
         ModelWeights(
             "attributes",
