@@ -125,3 +125,38 @@ def rank_path(out_path: str | Path, rank: int) -> Path:
     """`results.jsonl` → `results.rank{rank}.jsonl`: the file one process writes under a launcher."""
     out_path = Path(out_path)
     return out_path.with_name(f"{out_path.stem}.rank{rank}{out_path.suffix or '.jsonl'}")
+
+
+# --------------------------------------------------------------------------- GenEval's image layout
+# GenEval's own folders (its README): `{N:05d}/metadata.jsonl` holds prompt N's metadata, one JSON
+# object, and `{N:05d}/samples/{i:04d}.png` its images; a dataset folder keeps GenEval images in the
+# splits named `geneval_{key}`, whose prompt ids are `geneval_{N:05d}`.
+GENEVAL_SPLIT_PREFIX = "geneval_"
+GENEVAL_METADATA = "metadata.jsonl"
+GENEVAL_SAMPLES = "samples"
+GENEVAL_FOLDER = re.compile(r"^\d+$")  # GenEval reads a folder whose name is digits
+GENEVAL_SAMPLE = re.compile(r"^(?P<index>\d+)\.png$")  # and an image named digits + .png
+
+
+GENEVAL_PROMPT_ID = re.compile(r"^geneval_(?P<index>\d+)$")
+
+
+def geneval_prompt_id(index: int) -> str:
+    """`geneval_{index:05d}`: the prompt id of GenEval prompt INDEX (line INDEX of its metadata file)."""
+    return f"{GENEVAL_SPLIT_PREFIX}{index:05d}"
+
+
+def geneval_index(prompt_id: str) -> int | None:
+    """INDEX of `geneval_{INDEX}`, else None."""
+    match = GENEVAL_PROMPT_ID.match(prompt_id)
+    return int(match["index"]) if match else None
+
+
+def geneval_prompt_folder(root: str | Path, index: int) -> Path:
+    """`ROOT/{index:05d}`: the folder of GenEval prompt INDEX."""
+    return Path(root) / f"{index:05d}"
+
+
+def geneval_sample_path(root: str | Path, index: int, sample_index: int) -> Path:
+    """`ROOT/{index:05d}/samples/{sample_index:04d}.png`."""
+    return geneval_prompt_folder(root, index) / GENEVAL_SAMPLES / f"{sample_index:04d}.png"

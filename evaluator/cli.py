@@ -11,10 +11,12 @@ from pathlib import Path
 
 from dataset_builder.grammar import GRAMMAR_HELP
 from evaluator.config import PRESET_HELP, PRESETS
+from evaluator.geneval.config import PRESETS as GENEVAL_PRESETS
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.options import device, non_negative_int, positive_int, split_name
 
 PRESET_NAMES = tuple(PRESETS)
+GENEVAL_PRESET_NAMES = tuple(GENEVAL_PRESETS)
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -161,11 +163,12 @@ def register(subparsers) -> None:
     )
     download.add_argument(
         "--preset",
-        choices=PRESET_NAMES,
+        choices=PRESET_NAMES + GENEVAL_PRESET_NAMES,
         default="current",
         metavar="PRESET",
         help="download the models of this preset (default: current, which uses all four; c1-c4 use "
-        f"Mask R-CNN instead of RF-DETR): {', '.join(PRESET_NAMES)}",
+        f"Mask R-CNN instead of RF-DETR; geneval: Mask2Former + CLIP for `negt2ibench geneval score`, "
+        f"geneval_rfdetr(_sam): RF-DETR (+ SAM 2.1) + CLIP): {', '.join(PRESET_NAMES + GENEVAL_PRESET_NAMES)}",
     )
     checking = download.add_mutually_exclusive_group()
     checking.add_argument(
@@ -289,7 +292,7 @@ def run_download_models(args: argparse.Namespace) -> int:
     from evaluator.models.maskrcnn import torch_home
     from evaluator.perception import detector_weights_path, weights_layout
 
-    config = get_preset(args.preset)
+    config = GENEVAL_PRESETS[args.preset] if args.preset in GENEVAL_PRESETS else get_preset(args.preset)
     if not args.check_only:
         weights.download(config, args.dir, echo=lambda line: print(line, flush=True))
         print("\nall weights are here. For offline runs set:")
@@ -303,7 +306,8 @@ def run_download_models(args: argparse.Namespace) -> int:
         print("  export HF_HUB_OFFLINE=1")
         if args.dir:
             print(f"(or pass --weights-dir {args.dir} to score / explain / selftest)")
-        print("then run `negt2ibench selftest` once: the models on real photographs, expected vs measured")
+        if args.preset not in GENEVAL_PRESETS:
+            print("then run `negt2ibench selftest` once: the models on real photographs, expected vs measured")
     if not (args.check or args.check_only):
         return 0
     print(f"\nloading each model of preset {config.name!r} offline ...", flush=True)

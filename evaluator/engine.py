@@ -63,7 +63,7 @@ class Job:
     """One image of a run: its work (item and prompt, or why it has none), the model key its records
     carry, and the outputs that still lack its record (set by `run_records`)."""
 
-    work: Work
+    work: Work[Any]  # the engine never reads the prompt: each step knows its own kind
     model_key: str
     needed: tuple[str, ...] = ()
 

@@ -23,7 +23,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -56,29 +56,37 @@ class ImageItemLike(Protocol):
     @property
     def fetch(self) -> Callable[[], ImageSource]: ...
 
+    @property
+    def label(self) -> str:
+        """Where the image came from, for error messages and result lines."""
+        ...
+
+
+P = TypeVar("P")  # a prompt: a `PromptRecord`, a GenEval prompt, ...
+
 
 @dataclass(frozen=True)
-class Work:
-    """One image of the work list: the item, its prompt record, or why it has none (the error row)."""
+class Work(Generic[P]):
+    """One image of the work list: the item, its prompt, or why it has none (the error row)."""
 
     item: ImageItemLike
-    prompt: PromptRecord | None
+    prompt: P | None
     problem: str | None = None
 
     @property
-    def record(self) -> PromptRecord:
-        """The prompt record of work that has one (the only work whose image reaches a forward)."""
+    def record(self) -> P:
+        """The prompt of work that has one (the only work whose image reaches a forward)."""
         if self.prompt is None:
-            raise ValueError(f"no prompt record for {self.item.prompt_id!r}: {self.problem}")
+            raise ValueError(f"no prompt for {self.item.prompt_id!r}: {self.problem}")
         return self.prompt
 
-    @classmethod
-    def look_up(cls, item: ImageItemLike, prompts: PromptIndex) -> Work:
-        """The item with its prompt from `prompts`; an unknown id keeps the index's message."""
+    @staticmethod
+    def look_up(item: ImageItemLike, prompts: PromptIndex) -> Work[PromptRecord]:
+        """The item with its prompt record from `prompts`; an unknown id keeps the index's message."""
         try:
-            return cls(item, prompts[item.prompt_id])
+            return Work(item, prompts[item.prompt_id])
         except PromptLookupError as error:
-            return cls(item, None, str(error))
+            return Work(item, None, str(error))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@
 real models (docs/scoring.md), each loaded on first need: the detector always (RF-DETR Seg XL, or
 Mask R-CNN for the presets c1–c4), SAM 2.1 only when the preset uses it, SigLIP 2 only for
 attribute prompts, Depth-Anything V2 only for depth prompts.
-Tests build it with `ModelPerception.from_models` from tiny random models.
+Tests build it with `ModelPerception.from_models` from tiny random models. What scoring asks of a
+perception (any object, a test double too) is in `evaluator.perception_types`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import dataclasses
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -34,6 +35,7 @@ from evaluator.observation import (
     detection_rows,
     instance_masks,
 )
+from evaluator.perception_types import MASKS, MaskChoice
 from negt2ibench.core.errors import MissingWeightsError, UserError
 from negt2ibench.core.launch import select_device, select_dtype
 from negt2ibench.core.options import DEVICE_CHOICES as DEVICE_CHOICES
@@ -42,50 +44,7 @@ from negt2ibench.core.options import check, positive_int
 if TYPE_CHECKING:
     import supervision as sv
 
-
-MaskChoice = Literal["all", "rules"]
-MASKS: tuple[MaskChoice, ...] = ("all", "rules")  # observe(masks=...): every present object's mask, or a rule's
-
-
-@runtime_checkable
-class Perception(Protocol):
-    """What scoring needs of perception: any object with this `observe` scores images (the Space, the
-    API, `score_images`), e.g. a test double or a user's own models."""
-
-    def observe(self, images: Sequence[Frame], prompts: Sequence[PromptRecord]) -> list[ImageObservation]:
-        """One observation per (image, prompt) pair, in order."""
-        ...
-
-
-@runtime_checkable
-class StreamingPerception(Perception, Protocol):
-    """A perception whose inputs the scoring loop's workers make (`ModelPerception`): the loop hands
-    it those inputs and asks only for the masks a rule reads (`evaluator.pipeline.scoring_step`)."""
-
-    def observe(
-        self,
-        images: Sequence[Frame],
-        prompts: Sequence[PromptRecord],
-        *,
-        prepared: Sequence[PreparedImage | None] | None = None,
-        masks: MaskChoice = "all",
-    ) -> list[ImageObservation]:
-        """One observation per (image, prompt) pair; `prepared`: the models' inputs per image (None
-        where missing), `masks="rules"`: only the masks a rule reads."""
-        ...
-
-    def worker_preparer(self, categories: Iterable[str]) -> InputPreparer | None:
-        """What makes the models' inputs in the loader's worker processes (None: made in `observe`)."""
-        ...
-
-
-@runtime_checkable
-class LoadablePerception(Perception, Protocol):
-    """A perception whose models can be loaded ahead of the first image (`Evaluator.load`)."""
-
-    def load_all(self, prompts: Sequence[PromptRecord] = ()) -> None:
-        """Load every model these prompts (all, when none given) need."""
-        ...
+    from evaluator.geneval.config import GenEvalConfig
 
 
 def weights_layout(weights_dir: str | Path) -> tuple[Path, Path]:
@@ -101,7 +60,7 @@ def _offline() -> bool:
     )
 
 
-def detector_weights_path(config: EvaluatorConfig, weights_dir: str | Path | None = None) -> Path:
+def detector_weights_path(config: EvaluatorConfig | GenEvalConfig, weights_dir: str | Path | None = None) -> Path:
     """The RF-DETR weights file: `weights_dir/rfdetr/` if given, else `$RF_HOME` (rfdetr's own cache)."""
     if Path(config.detector_weights).is_absolute():
         return Path(config.detector_weights)

@@ -27,7 +27,7 @@ from evaluator.images import ImageError, ImageSource, load_image
 from evaluator.loader import Loaded, Work, resolve_num_workers
 from evaluator.models.inputs import InputPreparer
 from evaluator.observation import ImageObservation
-from evaluator.perception import Perception, StreamingPerception
+from evaluator.perception_types import Perception, StreamingPerception
 from evaluator.results import ResultRecord
 from evaluator.verdict import decide_statements, error_record
 from negt2ibench.core.atomic import recover_folder
@@ -96,7 +96,7 @@ def folder_items(folder: Path, skipped: list[str] | None = None) -> list[ImageIt
     for path in sorted(folder.iterdir()):
         key = image_file_key(path.name)
         if key and path.is_file():
-            items.append(ImageItem(key[0], key[1], functools.partial(_same, path), str(path)))
+            items.append(ImageItem(key[0], key[1], fetch_path(path), str(path)))
         elif skipped is not None and not path.name.startswith("."):
             note = " (no sample index)" if lacks_sample_index(path.name) else "/" if path.is_dir() else ""
             skipped.append(path.name + note)
@@ -129,6 +129,11 @@ def _row_group_images(path: str, row_group: int) -> list:
 
 def _same(path: Path) -> Path:
     return path
+
+
+def fetch_path(path: Path) -> Callable[[], ImageSource]:
+    """An item's `fetch` that hands the loader the file's path (it reads the file)."""
+    return functools.partial(_same, path)
 
 
 def _row_image(dataset: Any, index: int) -> bytes:
@@ -206,7 +211,7 @@ def resolve_source(
             if not named:
                 raise UserError(f"{path.name} is not named {{prompt_id}}_{{sample_index}}.png: pass --prompt-id")
             prompt_id, sample_index = named
-        return [ImageItem(prompt_id, sample_index, functools.partial(_same, path), str(path))], "upload"
+        return [ImageItem(prompt_id, sample_index, fetch_path(path), str(path))], "upload"
     if path.is_dir():
         if has_images(path):
             key, items = local_dataset_items(path, split)

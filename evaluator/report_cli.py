@@ -17,8 +17,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Read one or more result JSONL files (from `negt2ibench score`), group the results by model, "
             "and write Table 3 (accuracy by setting, category and overall, with coverage), statement "
             "accuracy by polarity and category, failure causes (Figure 3) with the share of forbidden "
-            "content rendered, dead-zone passes (Table 19) and matched-group negated−positive deltas with "
-            "bootstrap 95% intervals. Table 3 is printed to stdout; the files go to --out, which is replaced "
+            "content rendered, dead-zone passes (Table 19), matched-group negated−positive deltas with "
+            "bootstrap 95% intervals, and the order-to-space diagnostic of OTS-Bench (Hom, Ali, Rev, Δ; "
+            "docs/scoring.md). Table 3 is printed to stdout; the files go to --out, which is replaced "
             "as a whole (other files there are kept). Images whose result has an error are not scored and "
             "lower the model's coverage; a model with missing images is marked, never averaged as if "
             "complete. Lines that cannot be reported (not a result record, a torn last line, an image that "
@@ -54,10 +55,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="K",
         help="images per prompt in a complete run, for coverage (default 4)",
     )
+    parser.add_argument(
+        "--prompts",
+        metavar="DIR",
+        help="prompt records the results were scored against, for the order-to-space diagnostic's objects "
+        "and sides (dataset folder, prompts.jsonl or parquet; default: the built-in corpus)",
+    )
     parser.set_defaults(handler=run_report)
 
 
 def run_report(args: argparse.Namespace) -> int:
+    from dataset_builder.loading import prompt_index
     from evaluator.report import build_report, read_report_inputs, report_tables, write_report
     from negt2ibench.core.table import to_markdown
 
@@ -71,6 +79,7 @@ def run_report(args: argparse.Namespace) -> int:
             seed=args.seed,
             expected_samples=args.samples,
             inputs=inputs.to_dict(),
+            prompts=prompt_index(args.prompts) if args.prompts else None,
         )
     except ValueError as error:
         raise UserError(str(error)) from None

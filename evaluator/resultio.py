@@ -6,6 +6,9 @@
   killed run is cut away (with a warning) instead of being merged with the next record.
 - `merge_results(paths, out)` joins the files of several processes, one record per key.
 
+Each takes `record_type`: the scorer's `ResultRecord` by default, or another pydantic record with
+a `key`, an `evaluator_version` and a `config_hash` (GenEval's lines, `evaluator.geneval.records`).
+
 A *torn* line is a last line without its trailing newline that is not a whole record (the
 writer ends every record with a newline in the same write, so only an interrupted write leaves
 one). A last line without a newline that is a whole record is kept. Lines are read by
@@ -25,7 +28,9 @@ import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
+
+from pydantic import BaseModel
 
 from negt2ibench.core.atomic import atomic_file
 from negt2ibench.core.jsonl import JsonlContents, JsonlError, parse_jsonl, read_jsonl, require_file
@@ -36,6 +41,23 @@ log = logging.getLogger(__name__)
 
 PathLike = str | Path
 Key = tuple[str, str, int]
+RecordType = type[BaseModel]
+
+
+class KeyedRecord(Protocol):
+    """What result files need of a record (`ResultRecord`, GenEval's lines): its key, the version
+    and config of the evaluator that wrote it, and its JSON line."""
+
+    @property
+    def key(self) -> Key: ...
+
+    @property
+    def evaluator_version(self) -> str: ...
+
+    @property
+    def config_hash(self) -> str: ...
+
+    def model_dump_json(self) -> str: ...
 
 
 class ResultFileError(JsonlError):
@@ -67,9 +89,9 @@ if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=_release_in_forked_child)
 
 
-def _parse(path: Path) -> JsonlContents[ResultRecord]:
+def _parse(path: Path, record_type: RecordType = ResultRecord) -> JsonlContents:
     return parse_jsonl(
-        path.read_bytes(), ResultRecord.model_validate_json, source=str(path), kind="result", error=ResultFileError
+        path.read_bytes(), record_type.model_validate_json, source=str(path), kind="result", error=ResultFileError
     )
 
 
@@ -77,20 +99,27 @@ def _require_file(path: Path) -> None:
     require_file(path, kind="result", error=ResultFileError)
 
 
-def read_results(path: PathLike, *, strict: bool = True) -> list[ResultRecord]:
+def read_results(path: PathLike, *, strict: bool = True, record_type: RecordType = ResultRecord) -> list:
     """All records of a JSONL result file, in file order (`negt2ibench.core.jsonl.read_jsonl`).
 
     A malformed line raises `ResultFileError` ("path:line: reason"). A torn last line (a killed
     writer) raises too when `strict`, else it is dropped with a warning.
     """
-    return read_jsonl(path, ResultRecord.model_validate_json, strict=strict, kind="result", error=ResultFileError)
+    return read_jsonl(path, record_type.model_validate_json, strict=strict, kind="result", error=ResultFileError)
 
 
-def _version(record: ResultRecord) -> tuple[str, str]:
+def _version(record: KeyedRecord) -> tuple[str, str]:
     return (record.evaluator_version, record.config_hash)
 
 
-def check_appendable(path: PathLike, evaluator_version: str, config_hash: str, *, what: str = "--out") -> Path:
+def check_appendable(
+    path: PathLike,
+    evaluator_version: str,
+    config_hash: str,
+    *,
+    what: str = "--out",
+    record_type: RecordType = ResultRecord,
+) -> Path:
     """PATH if results of this evaluator version and config can be appended to it, else a
     `ResultFileError` now (`score` checks before any model loads): a folder, a file with a
     malformed line, or a file holding other versions or configs. A torn last line is fine (the
@@ -103,7 +132,7 @@ def check_appendable(path: PathLike, evaluator_version: str, config_hash: str, *
         raise ResultFileError(f"{what} {path}: {path.parent} is not a folder")
     if not path.is_file():
         return path
-    versions = {_version(record) for record in read_results(path, strict=False)}
+    versions = {_version(record) for record in read_results(path, strict=False, record_type=record_type)}
     if len(versions) > 1:
         listed = ", ".join(f"evaluator {v} config {h}" for v, h in sorted(versions))
         raise ResultFileError(f"{what} {path} holds results of several evaluator configurations ({listed})")
@@ -126,9 +155,10 @@ class ResultWriter:
     version or config than the file's, and flushes each line (fsync too when asked).
     """
 
-    def __init__(self, path: PathLike, *, fsync: bool = False):
+    def __init__(self, path: PathLike, *, fsync: bool = False, record_type: RecordType = ResultRecord):
         self.path = Path(path)
         self.fsync = fsync
+        self.record_type = record_type
         self.done: set[Key] = set()
         self.version: tuple[str, str] | None = None  # (evaluator_version, config_hash) of the file
         self.written = 0
@@ -155,7 +185,7 @@ class ResultWriter:
             # filelock's native lock on the file itself (flock on POSIX): no lock file beside the results.
             if not lock_descriptor(handle.fileno(), blocking=False):
                 raise ResultFileError(f"{self.path}: another process is writing this result file")
-            parsed = _parse(self.path)
+            parsed = _parse(self.path, self.record_type)
             if parsed.torn:
                 log.warning("cutting away %s", parsed.torn)
                 handle.truncate(parsed.good_bytes)
@@ -176,7 +206,7 @@ class ResultWriter:
         self._handle = handle
         _OPEN_WRITERS.add(self)
 
-    def write(self, record: ResultRecord) -> bool:
+    def write(self, record: KeyedRecord) -> bool:
         """Append `record` unless its key is already in the file; True when written."""
         if self._handle is None:
             raise RuntimeError("ResultWriter is not open; use it as `with ResultWriter(path) as writer:`")
@@ -229,7 +259,12 @@ class MergeSummary:
 
 
 def merge_results(
-    paths: Iterable[PathLike], out: PathLike, *, strict: bool = True, overwrite: bool = False
+    paths: Iterable[PathLike],
+    out: PathLike,
+    *,
+    strict: bool = True,
+    overwrite: bool = False,
+    record_type: RecordType = ResultRecord,
 ) -> MergeSummary:
     """Join result files into `out`, one record per key, sorted by (model_key, prompt_id, sample_index).
 
@@ -246,11 +281,11 @@ def merge_results(
     if out.exists() and not overwrite and all(out.resolve() != p.resolve() for p in files):
         raise ResultFileError(f"{out} exists; choose another output or allow overwriting")
     summary = MergeSummary(inputs=[str(p) for p in files])
-    kept: dict[Key, tuple[ResultRecord, str]] = {}
+    kept: dict[Key, tuple[KeyedRecord, str]] = {}
     versions: dict[tuple[str, str], str] = {}
     for path in files:
         _require_file(path)
-        parsed = _parse(path)
+        parsed = _parse(path, record_type)
         if parsed.torn:
             if strict:
                 raise ResultFileError(parsed.torn + "; merge with strict=False to drop it")

@@ -9,7 +9,6 @@ pipeline through the same diffusers adapter.
 
 from __future__ import annotations
 
-import platform
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -239,15 +238,3 @@ def _bnb_4bit_config(spec: ModelSpec, dtype):
         quant_kwargs={"load_in_4bit": True, "bnb_4bit_quant_type": "nf4", "bnb_4bit_compute_dtype": dtype},
         components_to_quantize=list(spec.quantized_components),
     )
-
-
-def library_versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    versions = {"python": platform.python_version()}
-    for package in ("torch", "diffusers", "transformers", "accelerate", "negt2ibench"):
-        try:
-            versions[package] = version(package)
-        except PackageNotFoundError:
-            continue
-    return versions

@@ -56,7 +56,8 @@ def register(subparsers) -> None:
             "  negt2ibench generate --model sd_1_5 --out data --batch-size 8\n"
             "  accelerate launch --multi_gpu --num_processes 8 -m negt2ibench generate \\\n"
             "      --model flux_2_klein_9b --out data --batch-size 4\n"
-            "  negt2ibench generate --model-id stabilityai/sdxl-turbo --key sdxl_turbo --steps 1 --out data"
+            "  negt2ibench generate --model-id stabilityai/sdxl-turbo --key sdxl_turbo --steps 1 --out data\n"
+            "  negt2ibench generate --benchmark geneval --model sd_1_5 --out geneval/sd_1_5   # GenEval's layout"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -105,6 +106,22 @@ def register(subparsers) -> None:
         f"loses at most one unflushed shard",
     )
     generate.add_argument("--no-merge", action="store_true", help="skip the completeness check at the end")
+    generate.add_argument(
+        "--benchmark",
+        choices=("negt2ibench", "geneval"),
+        default="negt2ibench",
+        help="whose prompts: this benchmark's 4,800 (default) or GenEval's 553 (docs/geneval.md)",
+    )
+    generate.add_argument(
+        "--layout",
+        choices=("geneval", "dataset"),
+        default="geneval",
+        help="with --benchmark geneval: GenEval's folders OUT/00000/metadata.jsonl + samples/0000.png (default), "
+        "or the split geneval_KEY of the dataset folder OUT",
+    )
+    generate.add_argument(
+        "--metadata", metavar="FILE", help="with --benchmark geneval: another evaluation_metadata.jsonl"
+    )
     generate.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_selection(generate)
     generate.set_defaults(handler=run_generate)
@@ -194,6 +211,10 @@ def run_generate(args) -> int:
         load_generator(spec, "cpu")  # raises the clear "use import-images" message
     if args.out is None:
         raise UsageError("--out DIR is required (the dataset folder)")
+    if args.benchmark == "geneval":
+        return _run_geneval(args, spec)
+    if args.metadata:
+        raise UsageError("--metadata is for --benchmark geneval")
     prompts = select_prompts(prompts_for(args.out, args.prompts), args.categories, args.settings, args.limit)
     work = plan_work(prompts, args.num_images)
     launch = Launch.detect(cpu=args.device == "cpu")
@@ -222,6 +243,63 @@ def run_generate(args) -> int:
             report, card = finished
             print("\n".join(report.summary_lines()))
             print(card)
+    return 0
+
+
+def _run_geneval(args, spec) -> int:
+    """`generate --benchmark geneval`: GenEval's prompts, in its layout or as the split geneval_KEY."""
+    from dataset_builder.layout import GENEVAL_SPLIT_PREFIX
+    from evaluator.geneval.prompts import load_geneval_prompts
+    from generation.backends import load_generator
+    from negt2ibench.core.launch import Launch
+
+    from .geneval_layout import GenEvalFolderStore, geneval_completeness, plan_geneval_work
+    from .merge import refresh_card
+    from .runner import ShardStore, generate_images, resolve_device
+    from .shards import check_completeness
+
+    if args.categories or args.settings or args.prompts:
+        raise UsageError(
+            "--categories, --settings and --prompts are for this benchmark's prompts; GenEval has --metadata"
+        )
+    prompts = load_geneval_prompts(args.metadata)[: args.limit]
+    work = plan_geneval_work(prompts, args.num_images)
+    split = f"{GENEVAL_SPLIT_PREFIX}{spec.key}"
+    store = (
+        GenEvalFolderStore(args.out, prompts)
+        if args.layout == "geneval"
+        else ShardStore(args.out, split, args.shard_size)
+    )
+    launch = Launch.detect(cpu=args.device == "cpu")
+    device = resolve_device(args.device, launch)
+    generator = load_generator(spec, device)
+    summary = generate_images(
+        generator,
+        spec,
+        work,
+        args.out,
+        rank=launch,
+        batch_size=args.batch_size,
+        device=device,
+        progress=not args.quiet,
+        store=store,
+    )
+    print(
+        f"rank {summary.rank}: {summary.generated} generated, {summary.skipped} already done, "
+        f"{summary.nsfw_flagged} flagged NSFW",
+        file=sys.stderr,
+    )
+    if not args.no_merge:
+
+        def finish() -> list[str]:
+            if args.layout == "geneval":
+                return geneval_completeness(args.out, prompts, args.num_images)
+            expected = [(item.prompt_id, item.sample_index) for item in work]
+            return [*check_completeness(args.out, split, expected).summary_lines(), refresh_card(args.out)]
+
+        lines = launch.on_main(finish)
+        if lines is not None:
+            print("\n".join(lines))
     return 0
 
 

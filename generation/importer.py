@@ -10,8 +10,8 @@ from pathlib import Path
 
 from dataset_builder.layout import image_file_key, image_file_name, lacks_sample_index
 from dataset_builder.records import PromptRecord
-from generation.backends import library_versions
 from negt2ibench.core.errors import UserError
+from negt2ibench.core.versions import library_versions
 
 from .registry import validate_key
 from .shards import ImageKey, ImageRecord, ShardWriter, existing_keys

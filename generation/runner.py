@@ -16,17 +16,18 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dataset_builder.records import PromptRecord
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.launch import Launch
 from negt2ibench.core.options import check, positive_int
+from negt2ibench.core.versions import library_versions
 
-from .backends import CallableGenerator, GeneratedImage, ImageGenerator, library_versions
+from .backends import CallableGenerator, GeneratedImage, ImageGenerator
 from .registry import ModelSpec
-from .shards import CompletenessReport, ImageRecord, ShardWriter, existing_keys, png_bytes
+from .shards import CompletenessReport, ImageKey, ImageRecord, ShardWriter, existing_keys, png_bytes
 from .work import SEED_RULE, WorkItem, plan_work, prompts_for
 
 
@@ -59,10 +60,30 @@ def _free_accelerator_memory() -> None:
         torch.cuda.empty_cache()
 
 
+class ImageWriter(Protocol):
+    """Where one rank's images go, one record at a time (`ShardWriter`, `GenEvalFolderWriter`)."""
+
+    written: list[Path]
+
+    def add(self, record: ImageRecord) -> object: ...
+
+    def flush(self) -> object: ...
+
+
+class ImageStore(Protocol):
+    """A layout images are written in: what is there, whether a resume may add to it, its writer."""
+
+    def check_settings(self, spec: ModelSpec) -> None: ...
+
+    def done(self) -> set[ImageKey]: ...
+
+    def writer(self, rank: int) -> ImageWriter: ...
+
+
 class _BackgroundEncoder:
     """PNG-encodes images in worker threads and hands the records to the writer in order."""
 
-    def __init__(self, writer: ShardWriter, spec: ModelSpec, params: str, workers: int):
+    def __init__(self, writer: ImageWriter, spec: ModelSpec, params: str, workers: int):
         from concurrent.futures import ThreadPoolExecutor
 
         self.writer, self.spec, self.params = writer, spec, params
@@ -96,21 +117,39 @@ class _BackgroundEncoder:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def check_same_settings(dataset_dir: Path, spec: ModelSpec) -> None:
+def check_same_settings(dataset_dir: Path, spec: ModelSpec, key: str | None = None) -> None:
     """Resuming into a split made with other settings would mix two experiments in one split: refuse."""
     from .shards import read_params
 
     wanted = spec.settings()
-    for params in read_params(dataset_dir, spec.key):
+    for params in read_params(dataset_dir, key or spec.key):
         differing = sorted(name for name, value in wanted.items() if params.get(name, "(absent)") != value)
         if differing:
             shown = ", ".join(
                 f"{name}: {params.get(name, '(absent)')!r} there, {wanted[name]!r} now" for name in differing
             )
             raise UserError(
-                f"split {spec.key!r} in {dataset_dir} was made with other settings ({shown}); "
+                f"split {key or spec.key!r} in {dataset_dir} was made with other settings ({shown}); "
                 f"write to another --out or split name, or move its shards away"
             )
+
+
+@dataclass(frozen=True)
+class ShardStore:
+    """The image split KEY of a dataset folder: parquet shards (`generation.shards`)."""
+
+    dataset_dir: Path
+    key: str
+    shard_size: int = 128
+
+    def check_settings(self, spec: ModelSpec) -> None:
+        check_same_settings(self.dataset_dir, spec, self.key)
+
+    def done(self) -> set[ImageKey]:
+        return existing_keys(self.dataset_dir, self.key)
+
+    def writer(self, rank: int) -> ShardWriter:
+        return ShardWriter(self.dataset_dir, self.key, rank=rank, shard_size=self.shard_size)
 
 
 @dataclass
@@ -139,8 +178,10 @@ def generate_images(
     device: str = "cpu",
     progress: bool = True,
     encode_workers: int = 2,
+    store: ImageStore | None = None,
 ) -> RunSummary:
-    """Make this rank's share of WORK that is not on disk yet, and write it in shards.
+    """Make this rank's share of WORK that is not on disk yet, and write it in shards (or in the
+    layout of STORE: GenEval's folders, `generation.geneval_layout`).
 
     The full work list is split by rank first and filtered by what exists second, so every
     rank computes its share alone (no coordination) and a resumed run never duplicates.
@@ -153,14 +194,15 @@ def generate_images(
     batch_size = check("batch_size", batch_size, positive_int)
     rank = rank or Launch()  # alone: the whole work list
     mine = rank.share(work)
-    check_same_settings(dataset_dir, spec)
-    done = existing_keys(dataset_dir, spec.key)
+    store = store or ShardStore(Path(dataset_dir), spec.key, shard_size)
+    store.check_settings(spec)
+    done = store.done()
     todo = [item for item in mine if item.key not in done]
     summary = RunSummary(
         key=spec.key, rank=rank.rank, planned=len(mine), skipped=len(mine) - len(todo), batch_size=batch_size
     )
     params = json.dumps(run_params(spec, generator, device), sort_keys=True)
-    writer = ShardWriter(dataset_dir, spec.key, rank=rank.rank, shard_size=shard_size)
+    writer = store.writer(rank.rank)
     started = time.perf_counter()
     bar = tqdm(total=len(todo), unit="img", desc=f"{spec.key} r{rank.rank}", disable=not progress, file=sys.stderr)
     position = 0

@@ -8,6 +8,8 @@ The Python API (imported on first use, so `import negt2ibench` stays light):
     out = ev.score(image, "color_pos0_neg1_004")              # a prompt id, a PromptRecord or a text
     records = ev.score_many(images, prompts, batch_size=8)    # the records `negt2ibench score` writes
 
+    GenEvalEvaluator("geneval").score_source("geneval_images/", out="r.jsonl")  # GenEval (docs/geneval.md)
+
 See `negt2ibench.api` and the manual's docs/api.md.
 """
 
@@ -22,6 +24,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "Evaluator": "negt2ibench.api:Evaluator",
     "ScoreOutput": "negt2ibench.api:ScoreOutput",
+    "GenEvalEvaluator": "negt2ibench.geneval_api:GenEvalEvaluator",
     "EvaluatorConfig": "evaluator.config:EvaluatorConfig",
     "PRESETS": "evaluator.config:PRESETS",
     "PromptRecord": "dataset_builder.records:PromptRecord",

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     import numpy as np
     from PIL import Image
 
-    from evaluator.perception import Perception
+    from evaluator.perception_types import Perception
     from evaluator.pipeline import ScoreSummary
 
     ImageLike = Image.Image | str | Path | bytes | np.ndarray
@@ -202,7 +202,7 @@ class Evaluator:
         """Load every model these prompts need (all four when none are given) now, not on the first
         score: a missing weight then fails here, with `MissingWeightsError` saying how to get it."""
         records = [self.prompt(prompt) for prompt in prompts]
-        from evaluator.perception import LoadablePerception
+        from evaluator.perception_types import LoadablePerception
 
         perception = self.perception
         if isinstance(perception, LoadablePerception):  # a test double may have nothing to load

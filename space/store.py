@@ -316,11 +316,9 @@ def hub_uploader(repo_id: str, token: str | None = None) -> UploadFn:
     """An `UploadFn` that commits to a Hub dataset repo (token from HF_TOKEN; never printed)."""
 
     def upload(local_dir: Path, added: list[str], deleted: list[str], message: str) -> None:
-        from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
+        from huggingface_hub import CommitOperation, CommitOperationAdd, CommitOperationDelete, HfApi
 
-        operations: list[CommitOperationAdd | CommitOperationDelete] = [
-            CommitOperationAdd(path_in_repo=p, path_or_fileobj=str(local_dir / p)) for p in added
-        ]
+        operations: list[CommitOperation] = [CommitOperationAdd(p, str(local_dir / p)) for p in added]
         operations += [CommitOperationDelete(path_in_repo=p) for p in deleted]
         HfApi(token=token or os.environ.get("HF_TOKEN")).create_commit(
             repo_id=repo_id, repo_type="dataset", operations=operations, commit_message=message

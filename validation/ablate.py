@@ -26,7 +26,7 @@ from evaluator.config import EvaluatorConfig
 from evaluator.engine import BatchStep, Failed, Job, run_records
 from evaluator.loader import Loaded, Work
 from evaluator.observation import ImageObservation
-from evaluator.perception import Perception
+from evaluator.perception_types import Perception
 from evaluator.pipeline import ImageItem, resolve_source
 from evaluator.resultio import read_results
 from evaluator.results import ResultRecord

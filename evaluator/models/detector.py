@@ -57,17 +57,20 @@ COCO_TO_BENCHMARK_NAME: dict[str, str] = {
 }
 
 
-def benchmark_class_ids(coco_classes: dict[int, str] | None = None) -> dict[str, int]:
-    """Benchmark class name → RF-DETR's (sparse COCO) class id, for all 79 benchmark classes."""
+def benchmark_class_ids(
+    coco_classes: dict[int, str] | None = None, names: Sequence[str] = OBJECT_CLASSES
+) -> dict[str, int]:
+    """Benchmark class name → RF-DETR's (sparse COCO) class id, for NAMES (the 79 benchmark classes;
+    GenEval's 80, `person` too)."""
     if coco_classes is None:
         from rfdetr.assets.coco_classes import COCO_CLASSES
 
         coco_classes = COCO_CLASSES
     by_name = {COCO_TO_BENCHMARK_NAME.get(name, name): class_id for class_id, name in coco_classes.items()}
-    missing = [name for name in OBJECT_CLASSES if name not in by_name]
+    missing = [name for name in names if name not in by_name]
     if missing:
         raise ValueError(f"benchmark classes without a COCO id: {', '.join(missing)}")
-    return {name: by_name[name] for name in OBJECT_CLASSES}
+    return {name: by_name[name] for name in names}
 
 
 def select_class_detections(
@@ -171,6 +174,7 @@ class Detector:
         per_class_cap: int,
         device: torch.device,
         autocast_dtype: torch.dtype | None = None,
+        class_ids: dict[str, int] | None = None,
     ):
         check_coco_checkpoint(rfdetr_model)
         self.rfdetr = rfdetr_model
@@ -187,7 +191,7 @@ class Detector:
         self.stds = list(rfdetr_model.stds)
         # The input as rfdetr's predict makes it; picklable, so loader workers can make it too.
         self.inputs = DetectorInputs(self.resolution, tuple(self.means), tuple(self.stds))
-        self.class_ids = benchmark_class_ids()
+        self.class_ids = class_ids if class_ids is not None else benchmark_class_ids()  # GenEval's: 80
 
     def _preprocess(self, images: Sequence[Frame]) -> torch.Tensor:
         with one_thread(self.device):  # the floats of `InputPreparer`, whatever the thread count

@@ -9,7 +9,8 @@ a machine without internet knows before a run which model is missing or broken.
 
 Each source is a `kind` with its entry in `SOURCES` (a `negt2ibench.core.registry.Registry`): how
 to download it and how to check it offline. The Mask R-CNN presets (c1–c4) fetch torchvision's
-COCO weights into TORCH_HOME instead of RF-DETR's.
+COCO weights into TORCH_HOME instead of RF-DETR's. A GenEval preset (`evaluator.geneval.config`)
+lists its detector (Mask2Former from the Hub, or RF-DETR, with SAM 2.1 when it uses it) and CLIP.
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ from pathlib import Path
 from typing import Literal
 
 from evaluator.config import EvaluatorConfig
+from evaluator.geneval.config import GenEvalConfig
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.registry import Registry, import_target
+
+Preset = EvaluatorConfig | GenEvalConfig  # the scorer's presets and GenEval's (`download-models --preset`)
 
 HUB_FILES = ("*.json", "*.safetensors")  # configs, processor/tokenizer files, weights: what from_pretrained reads
 Status = Literal["ok", "missing", "broken"]
@@ -65,15 +69,44 @@ def detector_weights(config: EvaluatorConfig) -> ModelWeights:
     raise UserError(f"download-models does not know where the weights of detector {config.detector!r} come from")
 
 
-def preset_models(config: EvaluatorConfig) -> list[ModelWeights]:
-    """The models CONFIG uses, in the order perception loads them."""
+def geneval_models(config) -> list[ModelWeights]:
+    """The models of a GenEval preset: its detector (and SAM 2.1 when it uses it), then CLIP."""
+    from evaluator.geneval.config import MASK2FORMER
+
+    if config.detector == MASK2FORMER:
+        models = [
+            ModelWeights(
+                "detector",
+                "Mask2Former",
+                "hub",
+                config.detector_model_id,
+                "transformers.Mask2FormerForUniversalSegmentation",
+                "transformers.Mask2FormerImageProcessor",
+            )
+        ]
+    else:
+        models = [ModelWeights("detector", config.detector, "rfdetr", config.detector_weights)]
+        if config.use_sam:
+            models.append(_sam(config))
+    clip = ("transformers.CLIPModel", "transformers.CLIPProcessor")
+    models.append(ModelWeights("colors", "CLIP ViT-L/14", "hub", config.clip_model_id, *clip))
+    return models
+
+
+def _sam(config) -> ModelWeights:
+    return ModelWeights(
+        "masks", "SAM 2.1", "hub", config.sam_model_id, "transformers.Sam2Model", "transformers.Sam2Processor"
+    )
+
+
+def preset_models(config) -> list[ModelWeights]:
+    """The models CONFIG (an `EvaluatorConfig` or a GenEval preset's config) uses, in the order
+    perception loads them."""
+    if not isinstance(config, EvaluatorConfig):
+        return geneval_models(config)
     models = [detector_weights(config)]
     if config.use_sam:
-        models.append(
-            ModelWeights(
-                "masks", "SAM 2.1", "hub", config.sam_model_id, "transformers.Sam2Model", "transformers.Sam2Processor"
-            )
-        )
+        models.append(_sam(config))
     models.append(
         ModelWeights(
             "attributes",
@@ -120,7 +153,7 @@ def _one_line(error: BaseException) -> str:
 # -- download ----------------------------------------------------------------------------------
 
 
-def download_hub(model: ModelWeights, config: EvaluatorConfig, weights_dir: str | Path | None, echo: Echo) -> Path:
+def download_hub(model: ModelWeights, config: Preset, weights_dir: str | Path | None, echo: Echo) -> Path:
     """Fetch the repo's config and safetensors files into the (given) Hugging Face cache."""
     from huggingface_hub import snapshot_download
 
@@ -146,7 +179,7 @@ def _remote_size(url: str) -> int | None:
         return None
 
 
-def download_rfdetr(model: ModelWeights, config: EvaluatorConfig, weights_dir: str | Path | None, echo: Echo) -> Path:
+def download_rfdetr(model: ModelWeights, config: Preset, weights_dir: str | Path | None, echo: Echo) -> Path:
     """Fetch the RF-DETR weights file from rfdetr's storage (MD5-checked by rfdetr)."""
     from rfdetr.assets.model_weights import ModelWeights as RFWeights
     from rfdetr.assets.model_weights import download_pretrain_weights
@@ -167,12 +200,18 @@ def download_rfdetr(model: ModelWeights, config: EvaluatorConfig, weights_dir: s
     return path
 
 
-def download_torchvision(
-    model: ModelWeights, config: EvaluatorConfig, weights_dir: str | Path | None, echo: Echo
-) -> Path:
+def _scorer_preset(config: Preset) -> EvaluatorConfig:
+    """The scorer's preset (only its Mask R-CNN presets use torchvision weights)."""
+    if not isinstance(config, EvaluatorConfig):
+        raise TypeError(f"preset {config.name!r} uses no torchvision weights")
+    return config
+
+
+def download_torchvision(model: ModelWeights, config: Preset, weights_dir: str | Path | None, echo: Echo) -> Path:
     """Fetch torchvision's Mask R-CNN weights into TORCH_HOME (hash-checked by torch.hub)."""
     from evaluator.models.maskrcnn import download_maskrcnn_weights, maskrcnn_weights, maskrcnn_weights_path
 
+    config = _scorer_preset(config)
     path = maskrcnn_weights_path(config, weights_dir)
     size = path.stat().st_size if path.is_file() else _remote_size(maskrcnn_weights(config).url)
     echo(f"{model.label}: {format_size(size)}{' (already here)' if path.is_file() else ''}")
@@ -182,7 +221,7 @@ def download_torchvision(
         raise UserError(f"could not download {config.detector_weights}: {_one_line(error)}") from None
 
 
-def download(config: EvaluatorConfig, weights_dir: str | Path | None = None, *, echo: Echo = print) -> list[Path]:
+def download(config: Preset, weights_dir: str | Path | None = None, *, echo: Echo = print) -> list[Path]:
     """Fetch every model of CONFIG (the files its loaders read); where each went."""
     places = []
     for model in preset_models(config):
@@ -195,7 +234,7 @@ def download(config: EvaluatorConfig, weights_dir: str | Path | None = None, *, 
 # -- offline check -----------------------------------------------------------------------------
 
 
-def check_hub(model: ModelWeights, config: EvaluatorConfig, weights_dir: str | Path | None) -> CheckResult:
+def check_hub(model: ModelWeights, config: Preset, weights_dir: str | Path | None) -> CheckResult:
     """Load the model and its processor from the cache only, with perception's classes."""
     import torch
     from huggingface_hub import snapshot_download
@@ -231,7 +270,7 @@ def _loads(model: ModelWeights, path: Path, load: Callable[[], object]) -> Check
     return CheckResult(model, "ok", str(path))
 
 
-def check_rfdetr(model: ModelWeights, config: EvaluatorConfig, weights_dir: str | Path | None) -> CheckResult:
+def check_rfdetr(model: ModelWeights, config: Preset, weights_dir: str | Path | None) -> CheckResult:
     """The file is there, its MD5 is rfdetr's, and it builds the COCO model (no download is attempted)."""
     from rfdetr.assets.model_weights import validate_pretrain_weights
 
@@ -252,22 +291,23 @@ def check_rfdetr(model: ModelWeights, config: EvaluatorConfig, weights_dir: str 
     return _loads(model, path, load)
 
 
-def check_torchvision(model: ModelWeights, config: EvaluatorConfig, weights_dir: str | Path | None) -> CheckResult:
+def check_torchvision(model: ModelWeights, config: Preset, weights_dir: str | Path | None) -> CheckResult:
     """The Mask R-CNN weights file is in TORCH_HOME and loads into torchvision's model."""
     from evaluator.models.maskrcnn import load_maskrcnn, maskrcnn_weights_path
 
-    path = maskrcnn_weights_path(config, weights_dir)
+    scorer = _scorer_preset(config)
+    path = maskrcnn_weights_path(scorer, weights_dir)
     if not path.is_file():
         return CheckResult(model, "missing", f"{path} does not exist")
-    return _loads(model, path, lambda: load_maskrcnn(config, weights_dir))
+    return _loads(model, path, lambda: load_maskrcnn(scorer, weights_dir))
 
 
 @dataclass(frozen=True)
 class WeightSource:
     """Where one kind of weights comes from: how to fetch it, and how to check it offline."""
 
-    download: Callable[[ModelWeights, EvaluatorConfig, str | Path | None, Echo], Path]
-    check: Callable[[ModelWeights, EvaluatorConfig, str | Path | None], CheckResult]
+    download: Callable[[ModelWeights, Preset, str | Path | None, Echo], Path]
+    check: Callable[[ModelWeights, Preset, str | Path | None], CheckResult]
 
 
 SOURCES: Registry[WeightSource] = Registry(
@@ -281,7 +321,7 @@ SOURCES: Registry[WeightSource] = Registry(
 )
 
 
-def check(config: EvaluatorConfig, weights_dir: str | Path | None = None) -> list[CheckResult]:
+def check(config: Preset, weights_dir: str | Path | None = None) -> list[CheckResult]:
     """Load every model of CONFIG offline, one at a time; one result per model."""
     return [SOURCES[model.kind].check(model, config, weights_dir) for model in preset_models(config)]
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dataset_builder.records import PromptIndex
 from dataset_builder.vocabulary import CATEGORIES, PROMPTS_PER_SETTING, RELATION_CATEGORIES, SAMPLES_PER_PROMPT
 from evaluator.results import CAUSES, ResultRecord
 from negt2ibench.core.bootstrap import mean_interval
@@ -33,6 +34,7 @@ from .keys import (
     percent,
     scored_only,
 )
+from .ots import builtin_prompts, ots_by_model
 
 # ---------------------------------------------------------------------------------------------
 # Table 3: image accuracy by setting, by category, overall; coverage
@@ -270,6 +272,7 @@ class Report:
     options: dict[str, Any] = field(default_factory=dict)
     # What was read and left out (`inputs.ReportInputs.to_dict()`); empty when built from records.
     inputs: dict[str, Any] = field(default_factory=dict)
+    ots: dict[str, dict[str, Any]] = field(default_factory=dict)  # the order-to-space diagnostic (`ots`)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (NaN becomes None)."""
@@ -283,6 +286,7 @@ class Report:
                 "failure_causes": self.failure_causes,
                 "dead_zone": self.dead_zone,
                 "matched_deltas": self.matched_deltas,
+                "ots": self.ots,
                 **({"inputs": self.inputs} if self.inputs else {}),
             }
         )
@@ -294,12 +298,14 @@ def build_report(
     seed: int = 0,
     expected_samples: int = SAMPLES_PER_PROMPT,
     inputs: dict[str, Any] | None = None,
+    prompts: PromptIndex | None = None,
 ) -> Report:
     """Every table for every model in `results` (grouped by `model_key`).
 
     `results` must be reportable (a ValueError names the first record that is not); result files
     are read with `evaluator.report.read_report_inputs`, which leaves out and names what is not,
-    and whose `to_dict()` is passed as `inputs` so the report says what it left out."""
+    and whose `to_dict()` is passed as `inputs` so the report says what it left out. `prompts` (default:
+    the built-in corpus) gives the order-to-space diagnostic each relation statement's objects and side."""
     grouped = group_by_model(results)
     if not grouped:
         raise ValueError("no results to report")
@@ -319,4 +325,5 @@ def build_report(
         provenance={model: model_provenance(records) for model, records in grouped.items()},
         options={"bootstrap": n_resamples, "seed": seed, "expected_samples": expected_samples, "confidence": 0.95},
         inputs=dict(inputs or {}),
+        ots=ots_by_model(grouped, prompts or builtin_prompts(), resamples=n_resamples, seed=seed),
     )

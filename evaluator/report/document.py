@@ -22,6 +22,7 @@ CSV_TABLES: tuple[str, ...] = (
     "forbidden_share",
     "dead_zone",
     "matched_deltas",
+    "ots",
 )
 FAILURE_CAUSES_TITLE = "Failure causes (Figure 3)"
 FAILURE_CAUSES_CAPTION = "Each failed statement counted once under its cause; satisfied statements are not counted."
@@ -52,13 +53,14 @@ def report_markdown(report: Report, tables: dict[str, Table] | None = None) -> s
         parts += _section(tables[name], level=3)
     parts += _section(tables["dead_zone"])
     parts += _section(tables["matched_deltas"].where(pair=ALL))  # the pooled pair; the CSV has each pair
+    parts += _section(tables["ots"])
     parts += _section(tables["provenance"])
     if "inputs" in tables:
         parts += _section(tables["inputs"])
     return "\n".join(parts)
 
 
-PLOT_FILES: tuple[str, ...] = ("accuracy_by_setting.png", "statement_accuracy.png", "failure_causes.png")
+PLOT_FILES: tuple[str, ...] = ("accuracy_by_setting.png", "statement_accuracy.png", "failure_causes.png", "ots.png")
 # Every file `write_report` writes; anything else in the folder is the user's and is kept.
 REPORT_FILES: tuple[str, ...] = ("report.md", *(f"{name}.csv" for name in CSV_TABLES), "report.json", *PLOT_FILES)
 
@@ -72,6 +74,7 @@ def write_report(report: Report, out_dir: str | Path, tables: dict[str, Table] |
     from negt2ibench.core.atomic import atomic_folder, recover_folder
 
     from . import plots  # matplotlib only when files are written
+    from .ots_plot import plot_ots
 
     tables = tables or report_tables(report)
     out = Path(out_dir)
@@ -88,4 +91,5 @@ def write_report(report: Report, out_dir: str | Path, tables: dict[str, Table] |
         plots.plot_failure_causes(
             tables["failure_causes_by_setting"], tables["failure_causes_by_category"], staging / PLOT_FILES[2]
         )
+        plot_ots(tables["ots"], staging / PLOT_FILES[3])
     return [out / name for name in REPORT_FILES]

@@ -19,6 +19,7 @@ from negt2ibench.core.table import Column, Table
 
 from .aggregate import Report, table3
 from .keys import ALL, CATEGORY_TITLES, SETTING_LABELS, TABLE3_CATEGORIES
+from .ots import ots_table
 
 MODEL = Column("model", "Model", fmt=str)
 TEXT = str  # the `fmt` of a text column
@@ -312,6 +313,7 @@ def report_tables(report: Report, models: Mapping[str, tuple[str, str]] | None =
         dead_zone_table(report.dead_zone),
         matched_deltas_table(report.matched_deltas, report.options),
         provenance_table(report.provenance),
+        ots_table(report.ots),
     ]
     if report.inputs:
         tables.append(inputs_table(report.inputs))

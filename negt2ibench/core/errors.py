@@ -61,4 +61,4 @@ class MissingWeightsError(UserError):
             )
         message = f"model weights for {model} are not available offline{': ' + detail if detail else ''}. {how_to_get}"
         super().__init__(message)
-        self.model = model
+        self.model, self.detail = model, detail

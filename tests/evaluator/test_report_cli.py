@@ -35,7 +35,7 @@ def test_report_writes_markdown_csv_json_and_png(result_files, tmp_path, capsys)
     assert "| **Model** | **1:0** | **0:1** |" in captured.out
     assert "| *Other* |" in captured.out  # test models are not in the generation registry: family "Other"
     assert "| alpha † | 50.0 | 40.0 |" in captured.out
-    assert "wrote 12 files" in captured.out
+    assert "wrote 14 files" in captured.out
 
     names = {path.name for path in out.iterdir()}
     assert {
@@ -48,9 +48,11 @@ def test_report_writes_markdown_csv_json_and_png(result_files, tmp_path, capsys)
         "forbidden_share.csv",
         "dead_zone.csv",
         "matched_deltas.csv",
+        "ots.csv",
         "accuracy_by_setting.png",
         "statement_accuracy.png",
         "failure_causes.png",
+        "ots.png",
     } == names
     for png in out.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000

@@ -32,7 +32,7 @@ RANKS = {
     "shells": 7,
 }
 SHELLS = ("negt2ibench", "negt2ibench.cli", "negt2ibench.__main__")
-API = ("negt2ibench.api", "negt2ibench.inputs")
+API = ("negt2ibench.api", "negt2ibench.inputs", "negt2ibench.geneval_api")
 LAZY_TARGET = re.compile(r"^([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+):[A-Za-z_][A-Za-z0-9_]*$")
 
 

@@ -197,3 +197,27 @@ def test_the_mask_rcnn_presets_check_torchvisions_weights(tmp_path):
     path.write_bytes(b"not a checkpoint")
     result = weights.SOURCES["torchvision"].check(model, config, tmp_path)
     assert result.status == "broken" and "could not be loaded" in result.detail
+
+
+def test_the_geneval_presets_list_their_detector_and_clip():
+    from evaluator.geneval.config import PRESETS as GENEVAL_PRESETS
+
+    listed = {
+        name: [(m.role, m.kind, m.source) for m in weights.preset_models(c)] for name, c in GENEVAL_PRESETS.items()
+    }
+    clip = ("colors", "hub", "openai/clip-vit-large-patch14")
+    assert listed["geneval"] == [("detector", "hub", "facebook/mask2former-swin-small-coco-instance"), clip]
+    assert listed["geneval_rfdetr"] == [("detector", "rfdetr", "rf-detr-seg-xlarge.pt"), clip]
+    assert listed["geneval_rfdetr_sam"][1] == ("masks", "hub", "facebook/sam2.1-hiera-small")
+    mask2former = weights.preset_models(GENEVAL_PRESETS["geneval"])[0]
+    assert (mask2former.model_class, mask2former.processor_class) == (
+        "transformers.Mask2FormerForUniversalSegmentation",  # what evaluator.geneval.perception loads
+        "transformers.Mask2FormerImageProcessor",
+    )
+
+
+def test_download_models_check_only_for_geneval_offline_says_what_is_missing(capsys):
+    assert main(["download-models", "--preset", "geneval", "--check-only"]) == 2
+    out = capsys.readouterr().out
+    assert "missing Mask2Former (facebook/mask2former-swin-small-coco-instance)" in out
+    assert "missing CLIP ViT-L/14 (openai/clip-vit-large-patch14)" in out

@@ -107,6 +107,7 @@ def test_report_tables_are_the_source_of_markdown_csv_and_the_leaderboard_row():
         "dead_zone",
         "matched_deltas",
         "provenance",
+        "ots",
     ]
     table3 = tables["table3"]
     assert tuple(c.key for c in table3.columns) == LEADERBOARD_COLUMNS + ("errors", "complete")

@@ -1,0 +1,230 @@
+"""The order-to-space diagnostic of OTS-Bench (seed 003): does the first-mentioned object land left?
+
+From the detected boxes of two objects, the first mentioned (A) and the second (B):
+
+- **valid**: both were detected, and GenEval's position rule (box centres, dead zone
+  0.1·(size_A + size_B) per axis, ±0.5 cut on the offset's direction; `evaluator.geneval.rules`)
+  calls A either left of or right of B. Pairs whose centres are within the dead zone horizontally,
+  or whose offset is mostly vertical (more than 60° from horizontal), are not valid, as OTS-Bench's
+  judges leave out pairs that "primarily exhibit depth-based or vertical relationships";
+- **Hom** (homogenization) over *neutral* prompts, which name no side: p = % of valid images with A
+  left of B, Hom = |2p − 100| (0: no order bias, 100: A always on one side);
+- **Ali** / **Rev** over *directional* prompts asking for "left of" or "right of": the % of valid
+  images where A is on the side asked; Ali when the request agrees with mention order (A left of
+  B: the first-mentioned on the left), Rev when it contradicts it (A right of B); **Δ = Ali − Rev**.
+
+Intervals are percentile bootstrap intervals over prompts (a prompt's images are drawn together;
+`negt2ibench.core.bootstrap`), Ali and Rev drawn independently for Δ. Pure functions: observations
+in, numbers out; `result_observations` reads this project's relation prompts (the subject is
+mentioned first; neutral = proximity, comparative and depth statements, directional = positive
+left of / right of statements); GenEval's are read in `evaluator.geneval.summary`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from dataset_builder.records import PromptIndex
+from evaluator.geneval.rules import relative_position
+from evaluator.results import ResultRecord
+from negt2ibench.core.bootstrap import DEFAULT_CONFIDENCE, percentile_interval, resample_indices
+from negt2ibench.core.table import Column, Table
+
+NEUTRAL, ALIGNED, REVERSED = "neutral", "aligned", "reversed"
+NEUTRAL_CATEGORIES = ("proximity", "comparative", "depth")  # relations that name no side
+SIDES = ("left of", "right of")
+VALID_RULE = (
+    "valid: both objects detected and GenEval's position rule (dead zone 0.1·(size_A + size_B), ±0.5 cut) "
+    "calls the first-mentioned object left of or right of the second"
+)
+Box = Sequence[float]
+
+
+@dataclass(frozen=True)
+class OrderObservation:
+    """One image's pair: A (mentioned first) and B, their boxes (None: not detected), the prompt
+    (the bootstrap's unit), and for a directional prompt the side asked for A ("left of" / "right of")."""
+
+    prompt: str
+    first: Box | None
+    second: Box | None
+    requested: str | None = None
+
+    @property
+    def kind(self) -> str:
+        if self.requested is None:
+            return NEUTRAL
+        return ALIGNED if self.requested == "left of" else REVERSED
+
+
+def side(first: Box | None, second: Box | None, position_threshold: float = 0.1) -> str | None:
+    """ "left of" / "right of" when the pair is valid (see the module docstring), else None."""
+    if first is None or second is None:
+        return None
+    relations = relative_position(first, second, position_threshold)
+    return next((relation for relation in SIDES if relation in relations), None)
+
+
+def _interval(valid: np.ndarray, hits: np.ndarray, resamples: int, seed: int, transform) -> np.ndarray:
+    """Per resample of prompts: transform(100 × hits / valid), NaN where nothing valid was drawn."""
+    if valid.size == 0 or resamples < 1:
+        return np.full(max(resamples, 0), math.nan)
+    rows = resample_indices(valid.size, resamples=resamples, seed=seed)
+    drawn_valid, drawn_hits = valid[rows].sum(axis=1), hits[rows].sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return transform(np.where(drawn_valid > 0, 100.0 * drawn_hits / drawn_valid, math.nan))
+
+
+def _share(observations: Sequence[OrderObservation], hit, position_threshold: float) -> tuple:
+    """(images, valid, hits, per-prompt valid counts, per-prompt hits) for one kind of prompt."""
+    valid: dict[str, int] = defaultdict(int)
+    hits: dict[str, int] = defaultdict(int)
+    for observation in observations:
+        found = side(observation.first, observation.second, position_threshold)
+        valid[observation.prompt] += found is not None
+        hits[observation.prompt] += found is not None and hit(observation, found)
+    prompts = list(valid)
+    counts = np.array([valid[p] for p in prompts], dtype=float)
+    successes = np.array([hits[p] for p in prompts], dtype=float)
+    return len(observations), int(counts.sum()), int(successes.sum()), counts, successes
+
+
+def _percent(hits: int, valid: int) -> float:
+    return 100.0 * hits / valid if valid else math.nan
+
+
+def ots_statistics(
+    observations: Iterable[OrderObservation],
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = DEFAULT_CONFIDENCE,
+    position_threshold: float = 0.1,
+) -> dict[str, Any]:
+    """Hom over the neutral observations, Ali and Rev over the directional ones, Δ, their intervals
+    and the counts behind them (percentages; NaN where nothing is valid)."""
+    by_kind: dict[str, list[OrderObservation]] = {NEUTRAL: [], ALIGNED: [], REVERSED: []}
+    for observation in observations:
+        by_kind[observation.kind].append(observation)
+    images, valid, left, counts, lefts = _share(by_kind[NEUTRAL], lambda _, s: s == "left of", position_threshold)
+    p = _percent(left, valid)
+    hom_draws = _interval(counts, lefts, resamples, seed, lambda share: np.abs(2 * share - 100))
+    result: dict[str, Any] = {
+        "hom": abs(2 * p - 100) if not math.isnan(p) else math.nan,
+        "hom_ci": percentile_interval(hom_draws, confidence=confidence),
+        "first_left": p,
+        "neutral_images": images,
+        "neutral_valid": valid,
+    }
+    draws = {}
+    for kind, name, offset in ((ALIGNED, "ali", 1), (REVERSED, "rev", 2)):
+        images, valid, correct, counts, hits = _share(
+            by_kind[kind], lambda observation, s: s == observation.requested, position_threshold
+        )
+        draws[name] = _interval(counts, hits, resamples, seed + offset, lambda share: share)
+        result[name] = _percent(correct, valid)
+        result[f"{name}_ci"] = percentile_interval(draws[name], confidence=confidence)
+        result[f"{name}_images"], result[f"{name}_valid"] = images, valid
+    result["delta"] = result["ali"] - result["rev"]
+    result["delta_ci"] = percentile_interval(draws["ali"] - draws["rev"], confidence=confidence)
+    result["valid_rule"] = VALID_RULE
+    return result
+
+
+def result_observations(records: Iterable[ResultRecord], prompts: PromptIndex) -> list[OrderObservation]:
+    """The pairs of this project's relation prompts in scored records: each statement's subject
+    (mentioned first) and target; neutral for proximity, comparative and depth statements, directional
+    for positive left of / right of statements (negated ones ask for no side). Records whose prompt
+    is not in PROMPTS, or names other objects, are left out."""
+    observations = []
+    for record in records:
+        if record.error or record.prompt_id not in prompts:
+            continue
+        prompt = prompts[record.prompt_id]
+        if prompt.kind != "relation":
+            continue
+        boxes = {obj.name: obj.box for obj in record.objects if obj.present and obj.box}
+        named = {obj.name for obj in record.objects}
+        for statement in prompt.statements:
+            if not {statement.subject, statement.target} <= named:
+                continue
+            if prompt.category in NEUTRAL_CATEGORIES:
+                requested = None
+            elif prompt.category == "directional" and not statement.negated and statement.predicate in SIDES:
+                requested = statement.predicate
+            else:
+                continue
+            first = boxes.get(statement.subject)
+            second = boxes.get(statement.target) if statement.target is not None else None
+            observations.append(OrderObservation(record.prompt_id, first, second, requested))
+    return observations
+
+
+@cache
+def builtin_prompts() -> PromptIndex:
+    """The built-in corpus by id (built once per process)."""
+    from dataset_builder.loading import prompt_index
+
+    return prompt_index(None)
+
+
+def ots_by_model(
+    grouped: Mapping[str, Sequence[ResultRecord]], prompts: PromptIndex, *, resamples: int = 1000, seed: int = 0
+) -> dict[str, dict[str, Any]]:
+    """`ots_statistics` of each model's records (the report's `ots` section)."""
+    return {
+        model: ots_statistics(result_observations(records, prompts), resamples=resamples, seed=seed)
+        for model, records in grouped.items()
+    }
+
+
+def _ci(bounds: Any) -> str:
+    low, high = bounds if bounds is not None else (math.nan, math.nan)
+    return "–" if low is None or math.isnan(low) else f"[{low:.1f}, {high:.1f}]"
+
+
+OTS_COLUMNS: tuple[Column, ...] = (
+    Column("model", "Model", fmt=str),
+    Column("hom", "Hom ↓", higher_is_better=False, interval="hom_ci"),
+    Column("hom_ci", "Hom 95% CI", fmt=_ci, pair=True, in_markdown=False),
+    Column("first_left", "A left (%)"),
+    Column("neutral_valid", "Valid (neutral)", fmt="{:.0f}"),
+    Column("neutral_images", "Images (neutral)", fmt="{:.0f}", in_markdown=False),
+    Column("ali", "Ali ↑", higher_is_better=True, interval="ali_ci"),
+    Column("ali_ci", "Ali 95% CI", fmt=_ci, pair=True, in_markdown=False),
+    Column("rev", "Rev ↑", higher_is_better=True, interval="rev_ci"),
+    Column("rev_ci", "Rev 95% CI", fmt=_ci, pair=True, in_markdown=False),
+    Column("delta", "Δ ↓", higher_is_better=False, interval="delta_ci"),
+    Column("delta_ci", "Δ 95% CI", fmt=_ci, pair=True, in_markdown=False),
+    Column("ali_valid", "Valid (Ali)", fmt="{:.0f}"),
+    Column("rev_valid", "Valid (Rev)", fmt="{:.0f}"),
+)
+OTS_CAPTION = (
+    "Order-to-space bias (OTS-Bench): Hom = |2p − 100|, p = % of valid neutral pairs with the first-mentioned "
+    "object left; Ali / Rev = % of valid directional pairs on the side asked when it agrees / contradicts mention "
+    f"order; Δ = Ali − Rev; 95% bootstrap intervals over prompts. {VALID_RULE}."
+)
+
+
+def ots_table(by_model: Mapping[str, Mapping[str, Any]], caption: str = OTS_CAPTION) -> Table:
+    """One row per model of `ots_statistics`' numbers."""
+    rows = []
+    for model, stats in by_model.items():
+        row = {column.key: stats.get(column.key, math.nan) for column in OTS_COLUMNS[1:]}
+        rows.append({"model": model, **{key: _float(value) for key, value in row.items()}})
+    return Table("ots", "Order-to-space bias (OTS-Bench)", OTS_COLUMNS, rows, caption=caption)
+
+
+def _float(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(math.nan if bound is None else float(bound) for bound in value)
+    if value is None:
+        return math.nan
+    return float(value) if isinstance(value, (int, float)) else value

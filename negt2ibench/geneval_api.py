@@ -1,0 +1,179 @@
+"""The Python API of GenEval on this project's detectors, as `negt2ibench geneval` runs it.
+
+    >>> from negt2ibench import GenEvalEvaluator
+    >>> ev = GenEvalEvaluator("geneval", device="auto")        # models load lazily, on the first score
+    >>> line = ev.score("dog.png", 12)                          # doctest: +SKIP
+    >>> line.correct, line.reason                               # doctest: +SKIP
+    >>> ev.score_source("geneval_images/", out="results.jsonl")  # doctest: +SKIP
+
+A separate class from `Evaluator` (whose prompts, records and rules are NegT2IBench's): it holds one
+GenEval preset (`evaluator.geneval.config.PRESETS`, with GenEval's `--options` applied) and the
+perception built from it. Neither preset is GenEval's mmdet checkpoint (docs/geneval.md).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evaluator.geneval.config import PRESETS, GenEvalConfig
+from evaluator.geneval.prompts import GenEvalPrompt, load_geneval_prompts, metadata_problem, prompt_index
+from negt2ibench.core.errors import UserError
+
+from .inputs import positive, rgb_image
+
+if TYPE_CHECKING:
+    from evaluator.geneval.records import GenEvalRecord
+    from evaluator.geneval.summary import GenEvalSummary
+    from evaluator.pipeline import ScoreSummary
+
+
+class GenEvalEvaluator:
+    """GenEval's scorer on one preset: `geneval` (Mask2Former Swin-S COCO instance through
+    transformers), `geneval_rfdetr` (RF-DETR Seg XL) or `geneval_rfdetr_sam` (+ SAM 2.1), with CLIP
+    ViT-L/14 colours.
+
+    Args:
+        preset: a preset name or a `GenEvalConfig`.
+        options: GenEval's `--options` (`{"threshold": "0.25", "model": "path/to/mask2former"}`).
+        device: `auto`, `cpu`, `cuda`, `cuda:N` or `mps` (checked now).
+        weights_dir: the folder `negt2ibench download-models --preset geneval --dir DIR` filled.
+        batch_size: images per model batch.
+        perception: an object with `observe(images, prompts)` instead of the real models (tests).
+        metadata: another `evaluation_metadata.jsonl` (default: GenEval's 553 prompts, shipped).
+    """
+
+    def __init__(
+        self,
+        preset: str | GenEvalConfig = "geneval",
+        *,
+        options: Mapping[str, str] | None = None,
+        device: str = "auto",
+        weights_dir: str | Path | None = None,
+        batch_size: int = 8,
+        perception: Any = None,
+        metadata: str | Path | None = None,
+    ):
+        config = preset if isinstance(preset, GenEvalConfig) else PRESETS[preset]
+        self.config = config.with_options(options or {})
+        self.batch_size = positive("batch_size", batch_size)
+        if perception is None:
+            from negt2ibench.core.launch import select_device
+
+            select_device(device)  # an unknown or absent device fails here, before any model loads
+        elif device != "auto" or weights_dir is not None:
+            raise UserError("pass either perception or device/weights_dir: a given perception has its own")
+        self.device, self.weights_dir = device, weights_dir
+        self.prompts: list[GenEvalPrompt] = load_geneval_prompts(metadata)
+        self._perception = perception
+        self._lock = threading.RLock()
+
+    def __repr__(self) -> str:
+        return f"GenEvalEvaluator(preset={self.config.name!r}, config_hash={self.config.config_hash!r})"
+
+    @property
+    def perception(self):
+        """The models (`evaluator.geneval.perception.GenEvalPerception` unless one was given)."""
+        with self._lock:
+            if self._perception is None:
+                from evaluator.geneval.perception import GenEvalPerception
+
+                self._perception = GenEvalPerception(self.config, device=self.device, weights_dir=self.weights_dir)
+            return self._perception
+
+    def load(self) -> GenEvalEvaluator:
+        """Load every model now: a missing weight fails here (`MissingWeightsError`, exit 2 in the CLI)."""
+        load_all = getattr(self.perception, "load_all", None)
+        if load_all is not None:
+            load_all()
+        return self
+
+    def prompt(self, prompt: int | str | Mapping[str, Any]) -> GenEvalPrompt:
+        """A prompt from its index (12), its id (`geneval_00012`) or a metadata object."""
+        if isinstance(prompt, Mapping):
+            problem = metadata_problem(prompt)
+            if problem:
+                raise UserError(f"not GenEval metadata: {problem}")
+            return GenEvalPrompt(-1, dict(prompt))
+        index = prompt_index(prompt) if isinstance(prompt, str) else prompt
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.prompts):
+            raise UserError(f"unknown GenEval prompt {prompt!r}: give 0 … {len(self.prompts) - 1} or geneval_NNNNN")
+        return self.prompts[index]
+
+    def score(self, image, prompt: int | str | Mapping[str, Any], *, model_key: str = "upload") -> GenEvalRecord:
+        """GenEval's verdict on one image: the result line `negt2ibench geneval score` would write."""
+        from evaluator.engine import Job
+        from evaluator.geneval.scoring import geneval_step
+        from evaluator.loader import Loaded, Work
+        from evaluator.pipeline import ImageItem
+
+        record = self.prompt(prompt)
+        rgb = rgb_image(image, "image")
+        self.load()  # a missing weight: one error naming `download-models --preset`
+        label = str(image) if isinstance(image, (str, Path)) else "upload"
+        job = Job(Work(ImageItem(record.prompt_id, 0, lambda: rgb, label), record), model_key)
+        step = geneval_step(self.perception, self.config)
+        [outcome] = step.forward([(job, Loaded(0, image=rgb))])
+        [(_, line)] = step.records(job, outcome)
+        return line
+
+    def score_source(
+        self,
+        source: str | Path,
+        *,
+        out: str | Path,
+        model_key: str | None = None,
+        split: str | None = None,
+        limit: int | None = None,
+        batch_size: int | None = None,
+        progress: bool = True,
+        num_workers: int | None = None,
+    ) -> ScoreSummary:
+        """`negt2ibench geneval score`: every image of GenEval's layout (or of a dataset's `geneval_*`
+        split) into the JSONL `out`, resuming; `out` is checked and the models loaded before any work."""
+        from evaluator.geneval.config import GENEVAL_VERSION
+        from evaluator.geneval.records import GenEvalRecord
+        from evaluator.geneval.scoring import score_geneval
+        from evaluator.geneval.sources import resolve_geneval_source
+        from evaluator.resultio import check_appendable
+
+        found = resolve_geneval_source(source, self.prompts, split=split)
+        check_appendable(out, GENEVAL_VERSION, self.config.config_hash, record_type=GenEvalRecord)
+        self.load()
+        summary = score_geneval(
+            found,
+            self.perception,
+            out_path=out,
+            config=self.config,
+            model_key=model_key,
+            batch_size=self.batch_size if batch_size is None else batch_size,
+            limit=limit,
+            progress=progress,
+            num_workers=num_workers,
+        )
+        summary.skipped_files = found.skipped
+        return summary
+
+    def summary(self, results: str | Path, *, samples: int = 4, resamples: int = 1000, seed: int = 0) -> GenEvalSummary:
+        """`negt2ibench geneval summary` of a results file against this evaluator's prompts."""
+        return summarize_file(results, self.prompts, samples=samples, resamples=resamples, seed=seed)
+
+
+def summarize_file(
+    results: str | Path,
+    prompts: Sequence[GenEvalPrompt] | None = None,
+    *,
+    samples: int = 4,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> GenEvalSummary:
+    """GenEval's summary of a results file (written by this project or by GenEval's own scorer)."""
+    from evaluator.geneval.summary import read_lines, summarize
+
+    lines = read_lines(results)
+    if not lines:
+        raise UserError(f"{results} holds no GenEval result lines")
+    chosen = prompts if prompts is not None else load_geneval_prompts()
+    return summarize(lines, chosen, samples=positive("samples", samples), resamples=resamples, seed=seed)
