@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
 from evaluator.config import EvaluatorConfig
 from evaluator.observation import ImageObservation
+from evaluator.perception_types import LoadablePerception, Perception
 from evaluator.results import ResultRecord
 from negt2ibench.core.errors import UserError
 
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     import numpy as np
     from PIL import Image
 
-    from evaluator.perception_types import Perception
     from evaluator.pipeline import ScoreSummary
 
     ImageLike = Image.Image | str | Path | bytes | np.ndarray
@@ -144,7 +144,7 @@ class Evaluator:
         if perception is not None:
             if device != "auto" or weights_dir is not None:
                 raise UserError("pass either perception or device/weights_dir: a given perception has its own")
-            if not callable(getattr(perception, "observe", None)):
+            if not isinstance(perception, Perception):
                 raise TypeError("perception must have an observe(images, prompts) method (evaluator.perception)")
             own = getattr(perception, "config", None)
             if isinstance(own, EvaluatorConfig) and own.config_hash != self.config.config_hash:
@@ -202,8 +202,6 @@ class Evaluator:
         """Load every model these prompts need (all four when none are given) now, not on the first
         score: a missing weight then fails here, with `MissingWeightsError` saying how to get it."""
         records = [self.prompt(prompt) for prompt in prompts]
-        from evaluator.perception_types import LoadablePerception
-
         perception = self.perception
         if isinstance(perception, LoadablePerception):  # a test double may have nothing to load
             perception.load_all(records)
