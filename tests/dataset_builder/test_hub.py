@@ -53,6 +53,7 @@ def test_schema_matches_the_datasets_features(built):
     assert schema.metadata[b"huggingface"] == prompt_features().arrow_schema.metadata[b"huggingface"]
 
 
+@pytest.mark.slow
 def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path, built, corpus):
     again = write_dataset_folder(build_corpus(DEFAULT_SEED), tmp_path / "again")
     assert _files(again) == _files(built)
@@ -165,6 +166,7 @@ def test_card_lists_image_splits_that_load(tmp_path, corpus):
     assert len(images) == 3 and images[0]["image"].size == (8, 8)
 
 
+@pytest.mark.slow
 def test_existing_folder_needs_overwrite_and_keeps_images(tmp_path, corpus):
     folder = write_dataset_folder(corpus, tmp_path / "ds")
     with pytest.raises(UserError, match="--overwrite"):
@@ -373,6 +375,7 @@ def test_push_uploads_with_the_listed_paths(tmp_path, corpus, fake_hub):
     assert Path(upload_args["folder_path"]) == built
 
 
+@pytest.mark.slow
 def test_push_names_the_repo_in_the_card_and_rebuilds_keep_it(tmp_path, corpus, fake_hub):
     import huggingface_hub
 

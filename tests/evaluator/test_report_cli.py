@@ -77,6 +77,7 @@ def test_report_writes_markdown_csv_json_and_png(result_files, tmp_path, capsys)
     assert "## Dead-zone passes among negated relations (Table 19)" in markdown
 
 
+@pytest.mark.slow
 def test_report_is_deterministic_for_a_seed(result_files, tmp_path, capsys):
     outputs = []
     for name in ("one", "two"):
@@ -122,6 +123,7 @@ def test_missing_file_and_bad_flags(tmp_path, capsys):
     assert "must be a non-negative integer" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_unknown_prompt_ids_are_left_out_and_named_and_only_nothing_left_is_fatal(tmp_path, capsys):
     odd = hand_results()[0].model_copy(update={"prompt_id": "geneval_0001"})
     path = write_jsonl(tmp_path / "odd.jsonl", [odd])

@@ -272,6 +272,7 @@ def test_error_record():
         error_record("color_pos1_neg0_000", "toy", 1, " ")
 
 
+@pytest.mark.slow
 def test_invariants_over_real_corpus_prompts_with_random_observations():
     """Every category and setting of the built corpus, random perception: the record is always
     consistent (one cause exactly when failed, dead-zone passes only on passing negated

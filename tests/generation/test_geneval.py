@@ -18,6 +18,9 @@ from generation.work import image_seed
 from negt2ibench.cli import main
 from tests.helpers.generation_helpers import TINY_SIZE, tiny_sd_pipeline
 
+# A tiny diffusion pipeline built once (about 3 s here) and four runs of `generate --benchmark geneval`.
+pytestmark = pytest.mark.slow
+
 PROMPTS = load_geneval_prompts()
 
 

@@ -261,6 +261,7 @@ def test_annotation_sample_naming_a_missing_image(tmp_path):
         judge_items(sample)
 
 
+@pytest.mark.slow
 def test_report_reads_judge_records_of_every_mode_unchanged(tmp_path, capsys):
     from negt2ibench.cli import main
 

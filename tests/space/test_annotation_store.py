@@ -111,6 +111,7 @@ def test_cli_import_then_export(tmp_path, capsys):
     assert len(read_annotations(out)) == 2
 
 
+@pytest.mark.slow
 def test_cli_import_conflicts(tmp_path, capsys):
     home = tmp_path / "home"
     write_jsonl([annotation(PROMPT, "ann", True)], tmp_path / "first.jsonl")

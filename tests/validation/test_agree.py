@@ -23,6 +23,7 @@ def run_agree(tmp_path, annotations, results_files, *extra: str) -> dict:
     return json.loads((tmp_path / "out" / "agreement.json").read_text())
 
 
+@pytest.mark.slow
 def test_acceptance_600_images_known_confusion_matrix(tmp_path, capsys):
     # 600 images: TP 180, TN 330, FP 40, FN 50 (majority label of three annotators × evaluator verdict).
     # Worked out on paper:
@@ -170,6 +171,7 @@ def test_duplicate_annotator_lines_are_an_error(tmp_path, capsys):
     assert message.startswith("error: ") and "duplicate annotator line" in message and "line 1" in message
 
 
+@pytest.mark.slow
 def test_unknown_prompt_id_in_annotations_is_an_error(tmp_path, capsys):
     annotations, results = study(tp=2, tn=2, fp=0, fn=0)
     bad = annotations[0].model_copy(update={"prompt_id": "color_pos1_neg0_999"})

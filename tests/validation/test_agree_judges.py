@@ -127,6 +127,7 @@ def test_no_probe_without_both_runs_and_a_judge_given_twice_is_not_paired(tmp_pa
     assert "Not paired: tiny_judge: several pos or neg runs" in markdown
 
 
+@pytest.mark.slow
 def test_two_judges_are_probed_apart(tmp_path):
     runs = {
         f"{judge}_{mode}": judge_records(mode, judge=judge)

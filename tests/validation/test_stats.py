@@ -200,6 +200,7 @@ def test_batched_statistics_equal_the_plain_ones_on_every_resample(float32, monk
             assert ranks[name][b] == pytest.approx(expected, abs=1e-12, nan_ok=True)
 
 
+@pytest.mark.slow
 def test_paired_and_weighted_bootstrap_draw_the_same_resamples():
     rng = np.random.default_rng(0)
     ref, pred = rng.random(60) < 0.5, rng.random(60) < 0.5
@@ -214,6 +215,7 @@ def test_paired_and_weighted_bootstrap_draw_the_same_resamples():
     assert other != plain
 
 
+@pytest.mark.slow
 def test_bootstrap_interval_brackets_the_estimate_and_handles_degenerate_input():
     ref = [1] * 30 + [0] * 30
     pred = [1] * 25 + [0] * 5 + [0] * 25 + [1] * 5

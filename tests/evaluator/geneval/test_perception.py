@@ -37,6 +37,7 @@ def test_mask2bbox_is_tight_with_plus_one_and_zeros_when_empty():
     assert mask_box(np.zeros((5, 5), dtype=bool)) == (0.0, 0.0, 0.0, 0.0)
 
 
+@pytest.mark.slow
 def test_instances_follow_mmdets_instance_postprocess():
     found = detector()
     classes = 80

@@ -49,6 +49,7 @@ def geneval_folder(root: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_geneval_layout_end_to_end_resumes_and_writes_what_summary_scores_reads(models, tmp_path, capsys):
     images = geneval_folder(tmp_path / "geneval_images")
     out = tmp_path / "results.jsonl"
@@ -83,6 +84,7 @@ def test_geneval_layout_end_to_end_resumes_and_writes_what_summary_scores_reads(
     assert "0 new rows" in capsys.readouterr().out and out.read_text().splitlines() == lines
 
 
+@pytest.mark.slow
 def test_a_dataset_folders_geneval_split_is_scored_with_its_prompt_ids(models, tmp_path, capsys):
     data = tmp_path / "data"
     writer = ShardWriter(data, "geneval_tiny")

@@ -110,6 +110,7 @@ def test_attribute_dtype_is_float32_by_default_and_in_the_config_hash():
     assert "attribute_dtype" in EvaluatorConfig.__dataclass_fields__
 
 
+@pytest.mark.slow
 def test_siglip_runs_in_float32_unless_the_config_asks_for_bf16():
     # Models of its own: a cast to bf16 and back rounds the weights, and tiny_models() are shared.
     detector, sam, siglip, depth = tiny_models()[0], tiny_sam(), tiny_siglip(), tiny_depth()
