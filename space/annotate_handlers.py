@@ -229,7 +229,7 @@ class AnnotateHandlers:
         self,
         name: str | None,
         session: dict | None,
-        request: gr.Request = None,  # type: ignore[assignment]
+        request: gr.Request | None = None,
         profile: gr.OAuthProfile | None = None,
     ) -> tuple:
         """Sign in (a typed name, or the Hugging Face account) and show the first unanswered image."""

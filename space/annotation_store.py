@@ -15,7 +15,9 @@ from __future__ import annotations
 import hashlib
 import re
 import sqlite3
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from validation.annotations import AnnotationRecord, ImageKey
@@ -49,10 +51,13 @@ def _unique(records: Iterable[AnnotationRecord]) -> list[AnnotationRecord]:
 class SQLiteAnnotations:
     """Annotation methods of `SQLiteStore` (uses its `_lock` and `_connect`)."""
 
+    _lock: threading.Lock
+    _connect: Callable[[], AbstractContextManager[sqlite3.Connection]]
+
     def add_annotations(self, records: Iterable[AnnotationRecord]) -> int:
         """Store (or replace) records in one transaction; returns how many were written."""
         rows = [(*r.image_key, r.annotator, r.created_at.isoformat(), r.model_dump_json()) for r in _unique(records)]
-        with self._lock, self._connect() as connection:  # type: ignore[attr-defined]
+        with self._lock, self._connect() as connection:
             connection.executemany(_UPSERT, rows)
         return len(rows)
 
@@ -62,7 +67,7 @@ class SQLiteAnnotations:
 
     def _select(self, where: str = "", parameters: tuple = ()) -> list[AnnotationRecord]:
         query = f"SELECT record_json FROM annotations {where} ORDER BY model_key, prompt_id, sample_index, annotator"
-        with self._connect() as connection:  # type: ignore[attr-defined]
+        with self._connect() as connection:
             rows: list[sqlite3.Row] = connection.execute(query, parameters).fetchall()
         return [AnnotationRecord.model_validate_json(row[0]) for row in rows]
 
@@ -97,6 +102,9 @@ def _image_dir(image_key: ImageKey) -> str:
 class HubAnnotations:
     """Annotation methods of `HubStore` (uses its `local_dir`, `_lock` and `_commit`)."""
 
+    _lock: threading.Lock
+    _commit: Callable[[dict[str, bytes], list[str], str], None]
+
     local_dir: Path
 
     def _annotation_rel(self, record: AnnotationRecord) -> str:
@@ -110,8 +118,8 @@ class HubAnnotations:
         writes = {self._annotation_rel(r): r.model_dump_json(indent=1).encode("utf-8") for r in unique}
         who = sorted({r.annotator for r in unique})
         message = f"annotations: {len(unique)} by {', '.join(who[:3])}{' …' if len(who) > 3 else ''}"
-        with self._lock:  # type: ignore[attr-defined]
-            self._commit(writes, [], message)  # type: ignore[attr-defined]
+        with self._lock:
+            self._commit(writes, [], message)
         return len(unique)
 
     def add_annotation(self, record: AnnotationRecord) -> AnnotationRecord:

@@ -167,7 +167,7 @@ class Handlers:
         upload: str | None,
         prompt_id: str | None,
         custom_prompt: str | None,
-        request: gr.Request = None,  # type: ignore[assignment]
+        request: gr.Request | None = None,
         profile: gr.OAuthProfile | None = None,
     ):
         """Score an upload: one at a time per client (`ClientSlots`); the cache tidied afterwards."""

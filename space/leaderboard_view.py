@@ -213,7 +213,7 @@ def polarity_figure(entry: Entry | None):
 
     figure, axis = plt.subplots(figsize=(7, 3.2), layout="constrained")
     frame = polarity_frame(entry)
-    if frame.empty:
+    if entry is None or frame.empty:
         axis.text(0.5, 0.5, "no statement-level results for this model", ha="center", va="center")
         axis.set_axis_off()
         return figure
@@ -225,7 +225,7 @@ def polarity_figure(entry: Entry | None):
     axis.set_ylim(0, 100)
     axis.set_xlabel("")
     # A name is text, not mathtext: "$\frac{$" is drawn as typed, and cannot break the figure.
-    title = f"{entry.model_name}: positive vs negated statements"  # type: ignore[union-attr]
+    title = f"{entry.model_name}: positive vs negated statements"
     axis.set_title(title, parse_math=False)
     return figure
 

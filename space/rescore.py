@@ -207,7 +207,8 @@ def verify_full(
     store = open_store() if launch.is_main else None
 
     def plan() -> None:
-        jobs = plan_jobs(store, setup, limit)  # type: ignore[arg-type]
+        assert store is not None  # on_main runs this on the main process, which holds the store
+        jobs = plan_jobs(store, setup, limit)
         write_atomic(plan_path, json.dumps([asdict(job) for job in jobs]).encode("utf-8"))
 
     launch.on_main(plan)
@@ -246,8 +247,8 @@ def verify_full(
             if launch.is_main:
                 say(f"{job.submission_id[:8]}  {job.model_name}: skipped: {error}")
             continue
-        if launch.is_main:
-            entry = _finish(store, job, out, say)  # type: ignore[arg-type]
+        if store is not None:  # the main process
+            entry = _finish(store, job, out, say)
             if entry is not None:
                 written.append(entry)
     launch.barrier()

@@ -382,10 +382,11 @@ class HubStore(HubAnnotations):
             # Entries first, so a reader never sees an entry whose results are gone.
             for rel in sorted(backups, key=lambda r: not r.startswith("submissions/")):
                 path = self.local_dir / rel
-                if backups[rel] is None:
+                backup = backups[rel]
+                if backup is None:
                     path.unlink(missing_ok=True)
                 else:
-                    write_atomic(path, backups[rel])  # type: ignore[arg-type]
+                    write_atomic(path, backup)
             raise
 
     def add_submission(self, entry: Entry, results: Iterable[ResultRecord] = ()) -> Entry:

@@ -35,7 +35,9 @@ ElementBlock = Literal["object", "positive", "negated"]
 def element_blocks(prompt: PromptRecord) -> tuple[ElementBlock, ...]:
     """The kind of each element, in `element_verdicts` order: objects, then statements by polarity."""
     statements = sorted(prompt.statements, key=lambda s: s.index)
-    return ("object",) * len(prompt.objects) + tuple(s.polarity for s in statements)  # type: ignore[return-value]
+    blocks: list[ElementBlock] = ["object"] * len(prompt.objects)
+    blocks.extend(s.polarity for s in statements)
+    return tuple(blocks)
 
 
 @dataclass(frozen=True)

@@ -146,10 +146,12 @@ def _clause(clause: Any, kind: str) -> tuple[str, int]:
 
 
 def _colors_of(found: Sequence[GenEvalDetection], name: str) -> list[str]:
-    colors = [detection.color for detection in found]
-    if any(color is None for color in colors):
-        raise ValueError(f"a colour clause on {name!r} needs the colour of each of its top detections")
-    return colors  # type: ignore[return-value]
+    colors = []
+    for detection in found:
+        if detection.color is None:
+            raise ValueError(f"a colour clause on {name!r} needs the colour of each of its top detections")
+        colors.append(detection.color)
+    return colors
 
 
 def _color_failure(clause: Mapping[str, Any], name: str, count: int, found: Sequence[GenEvalDetection]) -> str | None:

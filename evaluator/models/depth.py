@@ -34,7 +34,7 @@ class DepthEstimator:
         made here where missing. The maps are resized to the images on the model's device (bicubic,
         as the processor's `post_process_depth_estimation`) and come to the host in one copy per size.
         """
-        results: list[np.ndarray | None] = [None] * len(images)
+        results: dict[int, np.ndarray] = {}  # image index → its depth map; every index is in one size group
         by_size: dict[tuple[int, int], list[int]] = defaultdict(list)
         for index, image in enumerate(images):
             by_size[frame_size(image)].append(index)
@@ -49,7 +49,7 @@ class DepthEstimator:
             maps = self._maps(inputs, height, width)
             for position, index in enumerate(indices):
                 results[index] = maps[position]
-        return results  # type: ignore[return-value]
+        return [results[index] for index in range(len(images))]
 
     def _maps(self, inputs: torch.Tensor, height: int, width: int) -> np.ndarray:
         """The model on a batch of one image size, its maps resized to that size (B × H × W float32),

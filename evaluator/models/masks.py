@@ -109,7 +109,7 @@ class BoxSegmenter:
         """Each image's masks (its `counts` boxes × H × W, bool) from its logits, the padding's left
         out: bilinear to its size and > 0, as the processor's `post_process_masks`, images of one
         size together (about UPSAMPLE_PLANES masks at a time)."""
-        results: list[torch.Tensor | None] = [None] * len(sizes)
+        results: dict[int, torch.Tensor] = {}  # image index → its masks; every index is in one chunk
         by_size: dict[tuple[int, int], list[int]] = defaultdict(list)
         for index, size in enumerate(sizes):
             by_size[size].append(index)
@@ -129,7 +129,7 @@ class BoxSegmenter:
                 masks = F.interpolate(logits, size, mode="bilinear", align_corners=False)[:, 0] > 0.0
                 for index, image_masks in zip(chunk, masks.split([counts[index] for index in chunk]), strict=True):
                     results[index] = image_masks
-        return results  # type: ignore[return-value]
+        return [results[index] for index in range(len(sizes))]
 
     @staticmethod
     def _to_host(masks: list[torch.Tensor]) -> list[np.ndarray]:

@@ -198,7 +198,7 @@ def test_a_killed_run_with_workers_leaves_whole_lines_and_resumes_to_the_uninter
     import sys
     import time
 
-    from tests.project.test_multiprocess import REPO, process_env
+    from tests.helpers.launch_helpers import REPO, process_env
 
     perception = tiny_perception(CONFIG)
     run(folder, tmp_path / "whole.jsonl", 0, perception=perception, batch_size=2)

@@ -172,11 +172,11 @@ def test_vqascore_without_t2v_metrics_is_one_clear_line(workspace, monkeypatch, 
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)  # two torchrun launches (LAUNCH_TIMEOUT_S each in tests/project/test_multiprocess)
+@pytest.mark.timeout(1200)  # two torchrun launches (LAUNCH_TIMEOUT_S each in tests/helpers/launch_helpers)
 def test_torchrun_two_cpu_processes_split_merge_and_resume(workspace):
     """A real two-process run (gloo on CPU) of a tiny Qwen2-VL saved to a folder, through --model-id."""
     from tests.helpers.judge_helpers import tiny_qwen2_vl
-    from tests.project.test_multiprocess import torchrun
+    from tests.helpers.launch_helpers import torchrun
 
     tmp_path, prompts, folder = workspace
     for sample in range(2, 4):  # four images: two per process

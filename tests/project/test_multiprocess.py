@@ -7,8 +7,6 @@ The other tests simulate ranks inside one process; these launch `python -m torch
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,60 +21,8 @@ from evaluator.results import ResultRecord
 from generation.work import image_seed
 from negt2ibench.core.errors import UserError
 from tests.helpers.generation_helpers import TINY_SIZE, three_prompts, tiny_sd_pipeline, write_prompts_dataset
-from tests.helpers.net import free_port
+from tests.helpers.launch_helpers import LAUNCH_TIMEOUT_S, process_env, run_checked, torchrun
 from tests.helpers.perception_helpers import make_prompt, random_image
-
-REPO = Path(__file__).resolve().parents[2]
-LAUNCH_TIMEOUT_S = 360  # one launch takes ~15-25 s on 2 idle cores, several times that under load; a hang must fail
-
-
-def process_env() -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_PORT")
-    }
-    env.update(
-        HF_HUB_OFFLINE="1",
-        HF_DATASETS_OFFLINE="1",
-        TRANSFORMERS_OFFLINE="1",
-        OMP_NUM_THREADS="1",
-        MASTER_ADDR="127.0.0.1",
-        PYTHONPATH=str(REPO),
-    )
-    env.pop("CUDA_VISIBLE_DEVICES", None)
-    return env
-
-
-def run_checked(command: list[str], env: dict[str, str]) -> str:
-    """Run COMMAND from the repository root; its combined output, or a failure showing the output's end."""
-    completed = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=LAUNCH_TIMEOUT_S)
-    output = completed.stdout + completed.stderr
-    assert completed.returncode == 0, f"{' '.join(command[:6])} ... exited {completed.returncode}:\n{output[-4000:]}"
-    return output
-
-
-def torchrun(*args: str, processes: int = 2) -> str:
-    """`python -m torch.distributed.run --nproc_per_node N ARGS...` on a free loopback port."""
-    env = process_env()
-    port = str(free_port())
-    env["MASTER_PORT"] = port
-    return run_checked(
-        [
-            sys.executable,
-            "-m",
-            "torch.distributed.run",
-            "--nproc_per_node",
-            str(processes),
-            "--master-addr",
-            "127.0.0.1",
-            "--master-port",
-            port,
-            *args,
-        ],
-        env,
-    )
-
 
 # -- generation ------------------------------------------------------------------------------
 

@@ -166,7 +166,7 @@ def test_bad_sources_and_outputs_are_one_line(tmp_path, capsys):
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_torchrun_two_cpu_processes_split_merge_and_match_one_process(models, tmp_path):
-    from test_multiprocess import process_env, run_checked, torchrun
+    from tests.helpers.launch_helpers import process_env, run_checked, torchrun
 
     images = write_geneval_folder(tmp_path / "imgs", CHOSEN, samples=1)
     detector, clip = models
