@@ -52,6 +52,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# The extra of pyproject's [project.optional-dependencies] that brings each optional library: a
+# wheel installed without it answers a command that needs one with the pip line, not a traceback.
+EXTRA_OF_MODULE = {
+    **dict.fromkeys(
+        ["torch", "torchvision", "transformers", "accelerate", "rfdetr", "supervision", "requests", "safetensors"],
+        "models",
+    ),
+    **dict.fromkeys(["diffusers", "sentencepiece", "skimage", "cv2"], "models"),
+    "bitsandbytes": "gpu",
+    **dict.fromkeys(["gradio", "spaces", "confusable_homoglyphs"], "space"),
+}
+
+
 def _quiet_library_noise() -> None:
     """Hide start-up chatter that users cannot act on (it buries our one-line errors)."""
     # bitsandbytes (4-bit FLUX.2-dev) looks for an optional CPU kernel package on import.
@@ -72,6 +85,15 @@ def main(argv: list[str] | None = None) -> int:
     except NegT2IError as error:
         print(f"error: {error.one_line()}", file=sys.stderr)
         return error.exit_code
+    except ModuleNotFoundError as error:
+        extra = EXTRA_OF_MODULE.get((error.name or "").split(".")[0])
+        if extra is None or os.environ.get("NEGT2I_DEBUG"):
+            raise
+        print(
+            f"error: this command needs {error.name}, which is not installed: pip install 'negt2ibench[{extra}]'",
+            file=sys.stderr,
+        )
+        return 2
     except KeyboardInterrupt:
         print("interrupted: finished work is kept; run the same command again to resume", file=sys.stderr)
         return 130

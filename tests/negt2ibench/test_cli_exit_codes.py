@@ -1,8 +1,9 @@
 """The same mistake gets the same exit code from every command (docs/cli.md, "Exit codes").
 
 0 done; 1 bad input (a missing file or folder, an unknown prompt id) or a failed check; 2 a usage
-error (a wrong, missing or conflicting option, argparse's own errors included) or missing model
-weights. Errors are one line `error: ...` (argparse's usage errors: its usage line, then the error).
+error (a wrong, missing or conflicting option, argparse's own errors included), missing model
+weights, or a missing optional library (the message names its extra). Errors are one line
+`error: ...` (argparse's usage errors: its usage line, then the error).
 """
 
 from __future__ import annotations
@@ -143,3 +144,24 @@ def test_a_failed_check_exits_1(tmp_path, capsys):
     code, out, _ = run(["validate", str(tmp_path / "ds")], capsys)
     assert code == 1 and out.strip().splitlines()[-1].startswith("INVALID: 3 violations")  # not 50 empty cells
     assert "corpus: no prompt records could be read from the folder" in out
+
+
+def test_a_missing_optional_library_names_its_extra(tmp_path):
+    """A wheel installed without `[models]`: `score` answers with the pip line and exit code 2, no traceback.
+
+    Its own process, with torch made unimportable (`sys.modules["torch"] = None` makes every
+    `import torch` raise ModuleNotFoundError, as in an environment without it)."""
+    image = tmp_path / "images" / "color_pos1_neg0_000_0.png"
+    image.parent.mkdir()
+    Image.new("RGB", (64, 64), (200, 10, 10)).save(image)
+    script = (
+        "import sys; sys.modules['torch'] = None\n"
+        "from negt2ibench.cli import main\n"
+        f"sys.exit(main(['score', '--images', {str(image.parent)!r}, '--out', {str(tmp_path / 'r.jsonl')!r}]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "error: this command needs torch, which is not installed: pip install 'negt2ibench[models]'"
+    )

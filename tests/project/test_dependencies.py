@@ -112,3 +112,10 @@ def test_the_version_is_written_once():
     assert "version" not in PROJECT and "version" in PROJECT["dynamic"]
     setuptools = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     assert setuptools["dynamic"]["version"] == {"attr": "negt2ibench.__version__"}
+
+
+def test_every_extra_the_cli_names_is_declared():
+    """The CLI's answer to a missing library (`pip install 'negt2ibench[EXTRA]'`) names real extras."""
+    from negt2ibench.cli import EXTRA_OF_MODULE
+
+    assert set(EXTRA_OF_MODULE.values()) <= set(PROJECT["optional-dependencies"])
