@@ -22,7 +22,7 @@ from typing import Any
 from dataset_builder.layout import has_images, image_file_key, image_splits, lacks_sample_index, rank_path
 from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EvaluatorConfig
-from evaluator.engine import BatchStep, Failed, Job, run_batches, run_records
+from evaluator.engine import BatchStep, Failed, Job, RecordRun, run_batches, run_records
 from evaluator.images import ImageError, ImageSource, load_image
 from evaluator.loader import Loaded, Work, resolve_num_workers
 from evaluator.models.inputs import InputPreparer
@@ -46,6 +46,9 @@ class ImageItem:
     label: str = ""  # where it came from, for error messages
 
 
+RESULTS = "results"  # the one output of a scoring run (and of a GenEval run)
+
+
 @dataclass
 class ScoreSummary:
     out_path: Path
@@ -59,6 +62,25 @@ class ScoreSummary:
     rank: int = 0  # this process, under a launcher
     world: int = 1  # processes in the run; each wrote its share to rank_path(out_path, rank)
     skipped_files: list[str] = field(default_factory=list)  # files of a folder source not named as images
+
+    @classmethod
+    def of_run(
+        cls, run: RecordRun, *, out_path: Path, total: int, started: float, output: str = RESULTS
+    ) -> ScoreSummary:
+        """What `run_records` did to `output`, as a summary; `started` is the run's `time.perf_counter()`."""
+        counts = run.outputs[output]
+        return cls(
+            out_path=out_path,
+            total=total,
+            already_done=counts.already_done,
+            scored=counts.written - counts.errors,
+            errors=counts.errors,
+            passed=counts.passed,
+            seconds=time.perf_counter() - started,
+            error_reasons=dict(counts.error_reasons),
+            rank=run.rank,
+            world=run.world,
+        )
 
     def skipped_line(self, show: int = 5) -> str:
         """The files of a folder source that were not scored, or "" when none were skipped."""
@@ -247,7 +269,6 @@ def score_image(
 
 
 ERROR_KINDS = ("unknown prompt id", "bad image", "perception failed", "verdict failed")
-RESULTS = "results"  # the one output of a scoring run
 
 
 def scoring_step(perception: Perception, config: EvaluatorConfig) -> BatchStep[ImageObservation, ResultRecord]:
@@ -356,16 +377,4 @@ def score_images(
         num_workers=num_workers,
         error_kinds=ERROR_KINDS,
     )
-    counts = run.outputs[RESULTS]
-    return ScoreSummary(
-        out_path=out,
-        total=len(items),
-        already_done=counts.already_done,
-        scored=counts.written - counts.errors,
-        errors=counts.errors,
-        passed=counts.passed,
-        seconds=time.perf_counter() - started,
-        error_reasons=dict(counts.error_reasons),
-        rank=run.rank,
-        world=run.world,
-    )
+    return ScoreSummary.of_run(run, out_path=out, total=len(items), started=started)

@@ -14,7 +14,7 @@ from typing import Any
 
 from evaluator.engine import BatchStep, Failed, Job, run_records
 from evaluator.loader import Loaded, resolve_num_workers
-from evaluator.pipeline import ScoreSummary
+from evaluator.pipeline import RESULTS, ScoreSummary
 from evaluator.resultio import check_appendable
 from negt2ibench.core.names import check_split_name
 from negt2ibench.core.options import check, non_negative_int, positive_int
@@ -27,7 +27,6 @@ from .records import GENEVAL_FILES, GenEvalRecord
 from .rules import geneval_verdict
 from .sources import GenEvalSource
 
-RESULTS = "results"
 ERROR_KINDS = ("unknown GenEval prompt", "bad metadata", "bad image", "perception failed", "verdict failed")
 VERSIONED = ("torch", "transformers", "rfdetr", "numpy", "negt2ibench")
 
@@ -113,16 +112,4 @@ def score_geneval(
         error_kinds=ERROR_KINDS,
         files=GENEVAL_FILES,
     )
-    counts = run.outputs[RESULTS]
-    return ScoreSummary(
-        out_path=out,
-        total=len(work),
-        already_done=counts.already_done,
-        scored=counts.written - counts.errors,
-        errors=counts.errors,
-        passed=counts.passed,
-        seconds=time.perf_counter() - started,
-        error_reasons=dict(counts.error_reasons),
-        rank=run.rank,
-        world=run.world,
-    )
+    return ScoreSummary.of_run(run, out_path=out, total=len(work), started=started)
