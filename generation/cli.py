@@ -196,11 +196,9 @@ def _spec_from_args(args):
 
 def run_generate(args) -> int:
     from generation.backends import load_generator
-    from negt2ibench.core.launch import Launch
 
     from .merge import finish_split
     from .registry import registry_lines
-    from .runner import generate_images, resolve_device
     from .work import plan_work, prompts_for, select_prompts
 
     if args.list:
@@ -217,20 +215,7 @@ def run_generate(args) -> int:
         raise UsageError("--metadata is for --benchmark geneval")
     prompts = select_prompts(prompts_for(args.out, args.prompts), args.categories, args.settings, args.limit)
     work = plan_work(prompts, args.num_images)
-    launch = Launch.detect(cpu=args.device == "cpu")
-    device = resolve_device(args.device, launch)
-    generator = load_generator(spec, device)
-    summary = generate_images(
-        generator,
-        spec,
-        work,
-        args.out,
-        rank=launch,
-        batch_size=args.batch_size,
-        shard_size=args.shard_size,
-        device=device,
-        progress=not args.quiet,
-    )
+    summary, launch = _generate(args, spec, work)
     rate = summary.generated / summary.seconds if summary.seconds > 0 else 0.0
     print(
         f"rank {summary.rank}: {summary.generated} generated ({rate:.2f} img/s), {summary.skipped} already done, "
@@ -246,16 +231,40 @@ def run_generate(args) -> int:
     return 0
 
 
+def _generate(args, spec, work, store=None):
+    """The run both `generate` paths share: this process's device under the launcher, the model
+    loaded on it, then its share of `work` (into `store`, or the dataset's shards); (summary, launch)."""
+    from generation.backends import load_generator
+    from negt2ibench.core.launch import Launch
+
+    from .runner import generate_images, resolve_device
+
+    launch = Launch.detect(cpu=args.device == "cpu")
+    device = resolve_device(args.device, launch)
+    generator = load_generator(spec, device)
+    summary = generate_images(
+        generator,
+        spec,
+        work,
+        args.out,
+        rank=launch,
+        batch_size=args.batch_size,
+        shard_size=args.shard_size,  # used when no store is given
+        device=device,
+        progress=not args.quiet,
+        store=store,
+    )
+    return summary, launch
+
+
 def _run_geneval(args, spec) -> int:
     """`generate --benchmark geneval`: GenEval's prompts, in its layout or as the split geneval_KEY."""
     from dataset_builder.layout import GENEVAL_SPLIT_PREFIX
     from evaluator.geneval.prompts import load_geneval_prompts
-    from generation.backends import load_generator
-    from negt2ibench.core.launch import Launch
 
     from .geneval_layout import GenEvalFolderStore, geneval_completeness, plan_geneval_work
     from .merge import refresh_card
-    from .runner import ShardStore, generate_images, resolve_device
+    from .runner import ShardStore
     from .shards import check_completeness
 
     if args.categories or args.settings or args.prompts:
@@ -270,20 +279,7 @@ def _run_geneval(args, spec) -> int:
         if args.layout == "geneval"
         else ShardStore(args.out, split, args.shard_size)
     )
-    launch = Launch.detect(cpu=args.device == "cpu")
-    device = resolve_device(args.device, launch)
-    generator = load_generator(spec, device)
-    summary = generate_images(
-        generator,
-        spec,
-        work,
-        args.out,
-        rank=launch,
-        batch_size=args.batch_size,
-        device=device,
-        progress=not args.quiet,
-        store=store,
-    )
+    summary, launch = _generate(args, spec, work, store)
     print(
         f"rank {summary.rank}: {summary.generated} generated, {summary.skipped} already done, "
         f"{summary.nsfw_flagged} flagged NSFW",
