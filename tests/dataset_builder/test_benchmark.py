@@ -132,9 +132,7 @@ def test_a_missing_or_unreadable_file_is_one_problem(built, tmp_path):
     [problem] = eval_yaml_check(folder)
     assert problem.startswith("unreadable: ")
     (folder / "eval.yaml").write_text("- just a list\n", encoding="utf-8")
-    assert eval_yaml_check(folder) == [
-        "is not a YAML mapping with name, description, evaluation_framework and tasks"
-    ]
+    assert eval_yaml_check(folder) == ["is not a YAML mapping with name, description, evaluation_framework and tasks"]
 
 
 class _RecordingApi:
