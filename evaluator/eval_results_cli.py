@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 
 from negt2ibench.core.errors import UsageError, UserError
@@ -14,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "eval-results",
         help="write a model's scores as the Hub's .eval_results YAML (optionally as a pull request)",
-        description=(
+        description=textwrap.fill(
             "Read one model's result files (from `negt2ibench score`) as `report` reads them and write the "
             "YAML the Hub reads from a model repo's .eval_results/ folder: one entry per task of the "
             "benchmark's eval.yaml (overall, then each category), each value exactly the number `report` "
@@ -22,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "preset and config hash. A file with several models, missing images or mixed evaluator "
             "configurations is refused. With --model-repo and --create-pr, opens a pull request on that "
             "model repo adding .eval_results/negt2ibench.yaml (token: `hf auth login` or HF_TOKEN) and "
-            "prints its URL. docs/hub.md explains the Hub side."
+            "prints its URL. docs/hub.md explains the Hub side.",
+            width=100,
         ),
         epilog=(
             "examples:\n"
