@@ -216,7 +216,7 @@ def push_dataset(
     card.write_card(Path(dataset_dir), repo_id=repo_id)  # the card's loading code names this repo
     if images is None:
         write_eval_yaml(dataset_dir)  # an older build's folder becomes a benchmark too
-    with hub_errors(f"the push to {repo_id}"):
+    with hub_errors(f"push to {repo_id}"):
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
         api.upload_folder(
             repo_id=repo_id,
@@ -241,16 +241,16 @@ def require_token(action: str) -> str:
 @contextlib.contextmanager
 def hub_errors(what: str) -> Iterator[None]:
     """Hub calls inside the block fail with one `UserError` line: offline mode, the Hub's refusal
-    (its HTTP status and first line), or an unreachable Hub. WHAT names the call ("the push to X")."""
+    (its HTTP status and first line), or an unreachable Hub. WHAT says the call ("push to ORG/NAME")."""
     from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
 
     try:
         yield
     except OfflineModeIsEnabled:
-        raise UserError(f"cannot do {what} while HF_HUB_OFFLINE=1 is set; unset it and try again") from None
+        raise UserError(f"cannot {what} while HF_HUB_OFFLINE=1 is set; unset it and try again") from None
     except HfHubHTTPError as error:
         status = getattr(getattr(error, "response", None), "status_code", None)
-        raise UserError(f"the Hub refused {what} (HTTP {status}): {str(error).splitlines()[0]}") from None
+        raise UserError(f"could not {what}: the Hub answered HTTP {status} ({str(error).splitlines()[0]})") from None
     except Exception as error:  # noqa: BLE001 - network failures come from httpx, OSError, ...
         if is_network_error(error):
             raise UserError(

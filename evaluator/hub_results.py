@@ -185,7 +185,7 @@ def open_pull_request(
         api = HfApi(token=require_token("open the pull request"))
     from huggingface_hub import CommitOperationAdd
 
-    with hub_errors(f"the pull request on {model_repo}"):
+    with hub_errors(f"open a pull request on {model_repo}"):
         commit = api.create_commit(
             repo_id=model_repo,
             repo_type="model",

@@ -82,7 +82,7 @@ def _hub_check(args: argparse.Namespace) -> int:
     entries = open_store(args.home).list_entries()
     from huggingface_hub import HfApi
 
-    with hub_errors(f"reading the Hub leaderboard of {dataset}"):
+    with hub_errors(f"read the Hub leaderboard of {dataset}"):
         rows = read_hub_rows(HfApi(), dataset)
     print(f"the Hub's leaderboard of {dataset} (task overall), against {len(entries)} submission(s) here:")
     for line in hub_check_lines(hub_matches(rows, entries)):

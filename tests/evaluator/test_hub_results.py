@@ -223,7 +223,7 @@ def test_the_pull_request_fails_in_one_line(files, hub_api, monkeypatch):
         eval_result_entries(scores_of_file([files["planted"]]).values, dataset_id="o/n", notes="n")
     )
     hub_api.error = http_error(403, "403 Forbidden: you cannot open pull requests here")
-    with pytest.raises(UserError, match=r"the Hub refused the pull request on org/m \(HTTP 403\)"):
+    with pytest.raises(UserError, match=r"could not open a pull request on org/m: the Hub answered HTTP 403"):
         open_pull_request(text, "org/m")
     monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)
     with pytest.raises(UserError, match="no Hugging Face token"):

@@ -220,7 +220,7 @@ def test_hub_check_prints_each_row_with_its_outcome(home, hub_api, entries, caps
     ]
     hub_api.error = http_error(404, "404 Client Error: Not Found")
     code, _, err = run(["leaderboard", "hub-check", "--dataset-id", DATASET, "--home", str(home)], capsys)
-    assert code == 1 and "the Hub refused reading the Hub leaderboard of org/NegT2IBench (HTTP 404)" in err
+    assert code == 1 and "could not read the Hub leaderboard of org/NegT2IBench: the Hub answered HTTP 404" in err
     code, _, err = run(["leaderboard", "hub-check", "--home", str(home)], capsys)
     assert code == 2 and "--dataset-id ORG/NAME (or set NEGT2I_HUB_DATASET)" in err
 
