@@ -31,8 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="build the 4,800 prompts into a Hub-ready dataset folder",
         description=(
             "Build the NegT2IBench corpus (6 categories x 8 polarity settings x 100 prompts) and write a "
-            "Hub-ready dataset folder: prompts/test-00000-of-00001.parquet, prompts.jsonl and README.md "
-            "(the dataset card). The same seed gives byte-identical files. The folder is written to a "
+            "Hub-ready dataset folder: prompts/test-00000-of-00001.parquet, prompts.jsonl, README.md "
+            "(the dataset card) and eval.yaml (what makes the repo a Hub Benchmark: one task per number "
+            "ranked, docs/hub.md). The same seed gives byte-identical files. The folder is written to a "
             "temporary folder next to the target and renamed, so an interrupted build leaves nothing half-written."
         ),
         epilog=f"example: negt2ibench build --out {DEFAULT_DIR} --overwrite",
@@ -59,7 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="check every corpus invariant on a built dataset folder",
         description=(
             "Check a built dataset folder: file layout and parquet schema, JSONL = parquet, the card's "
-            "configs and corpus version, and every corpus invariant (counts, ids, matched groups, shared object "
+            "configs and corpus version, eval.yaml (every task's config and split declared by the card), "
+            "and every corpus invariant (counts, ids, matched groups, shared object "
             "draws across the categories of a kind, class and value balance, unique texts, text <-> metadata, "
             "grammar). Lists each violation by prompt id; exits 1 if any. With --out FIGDIR, also writes the "
             "paper's Figures 5 and 6 for the folder's prompts (figure5.png, figure6.png and their numbers as CSV, "
@@ -89,8 +91,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "push",
         help="publish the dataset folder to the Hugging Face Hub",
         description=(
-            "Upload a built dataset folder as a Hub dataset repo (created if missing). The token comes "
-            "from `hf auth login` or HF_TOKEN. With --images, only those image splits and README.md are "
+            "Upload a built dataset folder as a Hub dataset repo (created if missing), with its eval.yaml "
+            "(written again first), which makes the repo a Hub Benchmark once the Hub allow-lists it "
+            "(docs/hub.md). The token comes from `hf auth login` or HF_TOKEN. With --images, only those "
+            "image splits and README.md are "
             "uploaded. --dry-run lists the files and needs neither a token nor the network."
         ),
         epilog="example: negt2ibench push --repo-id my-org/NegT2IBench --dry-run",
@@ -138,7 +142,7 @@ def run_build(args: argparse.Namespace) -> int:
         f"{len(records)} prompts in {groups} matched groups, corpus version {CORPUS_VERSION}, seed {args.seed}; "
         f"corpus {built - started:.2f} s, files {finished - built:.2f} s"
     )
-    print(f"wrote {out}/ (README.md, prompts/test-00000-of-00001.parquet, prompts.jsonl)")
+    print(f"wrote {out}/ (README.md, eval.yaml, prompts/test-00000-of-00001.parquet, prompts.jsonl)")
     return 0
 
 
@@ -173,6 +177,10 @@ def run_validate(args: argparse.Namespace) -> int:
         f"{', '.join(row['categories'])}: {row['shared']}/{row['positions']}" for row in shared_draw_summary(records)
     )
     print(f"shared object draws (prompt k of a setting names the same objects in every category listed): {shared}")
+    from .benchmark import EVAL_TASKS
+
+    on = sorted({f"config {task.config}, split {task.split}" for task in EVAL_TASKS})
+    print(f"eval.yaml: {len(EVAL_TASKS)} tasks ({', '.join(t.id for t in EVAL_TASKS)}) on {'; '.join(on)}")
     print(
         f"OK: {root} holds {len(records)} valid prompts (corpus version {CORPUS_VERSION}); every invariant holds "
         f"({elapsed:.2f} s)"

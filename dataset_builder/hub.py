@@ -5,9 +5,10 @@ The folder's layout (file names, image splits, atomic writes) is `dataset_builde
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,13 +20,23 @@ from negt2ibench.core.options import check
 from negt2ibench.core.options import repo_id as repo_id_option
 
 from . import card
-from .layout import CARD_FILE, IMAGES_DIR, PROMPTS_DIR, PROMPTS_JSONL, PROMPTS_PARQUET, RESULTS_DIR, image_splits
+from .benchmark import write_eval_yaml
+from .layout import (
+    CARD_FILE,
+    EVAL_FILE,
+    IMAGES_DIR,
+    PROMPTS_DIR,
+    PROMPTS_JSONL,
+    PROMPTS_PARQUET,
+    RESULTS_DIR,
+    image_splits,
+)
 from .records import PromptRecord
 
 # Entries a rebuild may find in an existing folder. Generated images and results cost GPU hours,
 # so `--overwrite` carries them over instead of deleting them; anything else means the folder is
 # not ours and is left alone.
-_BUILD_OUTPUTS = frozenset({CARD_FILE, PROMPTS_DIR, PROMPTS_JSONL})
+_BUILD_OUTPUTS = frozenset({CARD_FILE, EVAL_FILE, PROMPTS_DIR, PROMPTS_JSONL})
 _KEPT_ON_REBUILD = frozenset({IMAGES_DIR, RESULTS_DIR, ".gitattributes", ".huggingface", ".cache"})
 
 # The `datasets` features of the prompts config as they appear in the parquet schema metadata.
@@ -144,6 +155,7 @@ def write_dataset_folder(records: Sequence[PromptRecord], out_dir: str | Path, *
     repo_id = card.published_repo_id(out) if previous else None  # a rebuilt card keeps naming its Hub repo
     with atomic_folder(out, keep=_KEPT_ON_REBUILD) as staging:
         write_prompt_files(records, staging)
+        write_eval_yaml(staging)
         # The kept image splits are still in the old folder: the card lists them from there.
         card.write_card(staging, records=records, repo_id=repo_id, images_from=previous)
     return out
@@ -153,7 +165,8 @@ def write_dataset_folder(records: Sequence[PromptRecord], out_dir: str | Path, *
 
 
 def upload_paths(dataset_dir: str | Path, images: Iterable[str] | None = None) -> list[str]:
-    """Repo paths a push uploads: everything, or with `images` only those splits plus README.md."""
+    """Repo paths a push uploads: everything (eval.yaml included: a push writes it), or with `images`
+    only those splits plus README.md."""
     root = Path(dataset_dir)
     if not (root / CARD_FILE).is_file() or not (root / PROMPTS_PARQUET).is_file():
         raise UserError(f"{root} is not a built dataset folder (run `negt2ibench build --out {root}` first)")
@@ -171,6 +184,8 @@ def upload_paths(dataset_dir: str | Path, images: Iterable[str] | None = None) -
         results = root / RESULTS_DIR
         if results.is_dir():
             files += sorted(p for p in results.rglob("*") if p.is_file())
+        listed = [path.relative_to(root).as_posix() for path in files if path.is_file()]
+        return listed[:1] + [EVAL_FILE] + listed[1:]
     return [path.relative_to(root).as_posix() for path in files if path.is_file()]
 
 
@@ -195,15 +210,13 @@ def push_dataset(
     if dry_run:
         return paths
 
-    from huggingface_hub import HfApi, get_token
-    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+    from huggingface_hub import HfApi
 
-    token = get_token()
-    if not token:
-        raise UserError("no Hugging Face token: run `hf auth login` or set HF_TOKEN, then push again")
-    api = HfApi(token=token)
+    api = HfApi(token=require_token("push"))
     card.write_card(Path(dataset_dir), repo_id=repo_id)  # the card's loading code names this repo
-    try:
+    if images is None:
+        write_eval_yaml(dataset_dir)  # an older build's folder becomes a benchmark too
+    with hub_errors(f"push to {repo_id}"):
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
         api.upload_folder(
             repo_id=repo_id,
@@ -212,23 +225,42 @@ def push_dataset(
             allow_patterns=paths,
             commit_message=f"Upload NegT2IBench ({'images: ' + ', '.join(images) if images else 'prompts and card'})",
         )
+    return paths
+
+
+def require_token(action: str) -> str:
+    """The Hugging Face token from the usual places (`hf auth login`, HF_TOKEN), or a one-line UserError."""
+    from huggingface_hub import get_token
+
+    token = get_token()
+    if not token:
+        raise UserError(f"no Hugging Face token: run `hf auth login` or set HF_TOKEN, then {action} again")
+    return token
+
+
+@contextlib.contextmanager
+def hub_errors(what: str) -> Iterator[None]:
+    """Hub calls inside the block fail with one `UserError` line: offline mode, the Hub's refusal
+    (its HTTP status and first line), or an unreachable Hub. WHAT says the call ("push to ORG/NAME")."""
+    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
+
+    try:
+        yield
     except OfflineModeIsEnabled:
-        raise UserError("cannot push while HF_HUB_OFFLINE=1 is set; unset it and try again") from None
+        raise UserError(f"cannot {what} while HF_HUB_OFFLINE=1 is set; unset it and try again") from None
     except HfHubHTTPError as error:
         status = getattr(getattr(error, "response", None), "status_code", None)
-        raise UserError(
-            f"the Hub refused the push to {repo_id} (HTTP {status}): {str(error).splitlines()[0]}"
-        ) from None
+        raise UserError(f"could not {what}: the Hub answered HTTP {status} ({str(error).splitlines()[0]})") from None
     except Exception as error:  # noqa: BLE001 - network failures come from httpx, OSError, ...
-        if _is_network_error(error):
+        if is_network_error(error):
             raise UserError(
                 f"cannot reach the Hugging Face Hub ({type(error).__name__}); check the connection"
             ) from None
         raise
-    return paths
 
 
-def _is_network_error(error: BaseException) -> bool:
+def is_network_error(error: BaseException) -> bool:
+    """Whether ERROR says the Hub could not be reached (an OSError, or the HTTP client's own error)."""
     if isinstance(error, OSError):
         return True
     return isinstance(error, _http_error())

@@ -3,6 +3,7 @@
 A dataset folder is a Hugging Face dataset repo as it will be pushed:
 
     README.md                                 the dataset card (rendered from dataset_builder/dataset_card.md)
+    eval.yaml                                 the Hub's benchmark definition (dataset_builder/benchmark.py)
     prompts/test-00000-of-00001.parquet       config "prompts", split "test"
     prompts.jsonl                             the same records for people who do not use `datasets`
     images/{key}-r{rank:03d}-{n:05d}.parquet  config "images", one split per model key (generation)
@@ -22,6 +23,7 @@ from pathlib import Path
 from negt2ibench.core.names import SPLIT_NAME
 
 CARD_FILE = "README.md"
+EVAL_FILE = "eval.yaml"  # makes the dataset repo a Hub Benchmark (dataset_builder.benchmark)
 PROMPTS_DIR = "prompts"
 PROMPTS_PARQUET = f"{PROMPTS_DIR}/test-00000-of-00001.parquet"
 PROMPTS_JSONL = "prompts.jsonl"

@@ -4,7 +4,8 @@ Among them the shared object draws (`shared_draw_violations`): prompt k of a set
 same objects in all four relation categories, and in color and material.
 
 `find_violations` is pure (records in, violations out); `validate_folder` adds the file-level
-checks (layout, parquet schema, JSONL = parquet, card configs).
+checks (layout, parquet schema, JSONL = parquet, card configs, and `eval.yaml`: its tasks' configs
+and splits declared by the card, `dataset_builder.benchmark`).
 """
 
 from __future__ import annotations
@@ -317,6 +318,10 @@ def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[V
             violations.append(
                 Violation(CARD_FILE, f"states {found}; this code builds version {CORPUS_VERSION} (rebuild the folder)")
             )
+    from .benchmark import eval_yaml_check
+    from .layout import EVAL_FILE
+
+    violations += [Violation(EVAL_FILE, problem) for problem in eval_yaml_check(root)]
     if records:
         violations += find_violations(records)
     else:  # one line, not one per empty cell of the corpus (the file violations above say why)

@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "generation.cli",
     "evaluator.cli",
     "evaluator.report_cli",
+    "evaluator.eval_results_cli",
     "evaluator.geneval.cli",
     "judges.cli",
     "validation.cli",

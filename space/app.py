@@ -29,6 +29,8 @@ from negt2ibench.api import Evaluator
 from negt2ibench.core.errors import UsageError
 
 from .handlers import Handlers, Rechecker, WorkDir
+from .hub_check import HUB_REFRESH_SECONDS, HubLeaderboard, default_api
+from .hub_results import hub_dataset_id, space_base_url
 from .identity import FORWARDED_ENV, check_forwarded_allow_ips, default_forwarded_allow_ips
 from .judge_panel import judge_panel
 from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SWEEP_SECONDS, blocks_cache
@@ -69,6 +71,7 @@ class SpaceBlocks(gr.Blocks):
         self.forwarded_allow_ips = forwarded_allow_ips
         self.rechecker: Rechecker | None = None
         self.sweeper: Rechecker | None = None
+        self.hub_reader: Rechecker | None = None
 
     def launch(self, *args: Any, **kwargs: Any):
         """`gr.Blocks.launch`, with uvicorn trusting X-Forwarded-For from `forwarded_allow_ips` only
@@ -92,7 +95,7 @@ class SpaceBlocks(gr.Blocks):
         try:
             super().close(verbose)
         finally:
-            for thread in (self.rechecker, self.sweeper):
+            for thread in (self.rechecker, self.sweeper, self.hub_reader):
                 if thread is not None:
                     thread.stop()
             self.work_dir.cleanup()
@@ -118,6 +121,10 @@ def build_app(
     forwarded_allow_ips: str | None = None,
     cache_bytes: int = CACHE_BYTES,
     verify_secret: bytes | None = None,
+    hub_dataset: str | None = None,
+    space_url: str | None = None,
+    hub_api: Any = None,
+    hub_refresh_every: float = HUB_REFRESH_SECONDS,
 ) -> gr.Blocks:
     """The Space.
 
@@ -146,6 +153,13 @@ def build_app(
             (FORWARDED_ALLOW_IPS, else the Spaces proxy's network on a Space, else none).
         cache_bytes: the bound on the app's files on disk (uploads, outputs, its temporary folder).
         verify_secret: the spot check's sample secret (default: NEGT2I_VERIFY_SECRET, else one per process).
+        hub_dataset: the benchmark's Hub dataset repo (default NEGT2I_HUB_DATASET, else the repo the
+            dataset folder's card names after a push): verified entries get `.eval_results` YAML
+            naming it, and the board a `hub` column from its Hub leaderboard (docs/hub.md).
+        space_url: the Space's public address, the base of an entry's page (default
+            NEGT2I_SPACE_URL, else the Space's Hub page on a Space, else the request's address).
+        hub_api: a factory of the `HfApi` that reads the Hub's leaderboard (default `HfApi()`; a test double).
+        hub_refresh_every: seconds between readings of the Hub's leaderboard (one at start-up).
     """
     if evaluator is not None and perception is not None:
         raise UsageError("pass evaluator or perception to build_app, not both")
@@ -165,6 +179,8 @@ def build_app(
         preload_models(evaluator)
     config = evaluator.config
     work_dir = WorkDir()
+    benchmark = hub_dataset_id(hub_dataset, dataset)
+    hub_board = HubLeaderboard(benchmark, hub_api or default_api) if benchmark else None
     on = Handlers(
         prompts=prompts,
         index=index,
@@ -194,12 +210,14 @@ def build_app(
         )
         explore.build(demo, ExploreHandlers(prompts, index), prompt_choices)
         score.build(on, prompt_choices, judging)
-        leaderboard.build(demo, LeaderboardHandlers(store, work_dir))
+        leaderboard.build(demo, LeaderboardHandlers(store, work_dir, hub_board, benchmark, space_base_url(space_url)))
         submit.build(demo, on, login_button=login_button)
         annotate.build(demo, annotating, login_button=login_button)
     demo.queue(max_size=QUEUE_SIZE)
     on.cache = blocks_cache(demo, cache_bytes, work_dir.existing)
     demo.sweeper = Rechecker(on.cache.enforce, SWEEP_SECONDS, name="negt2i-cache").start()
+    if hub_board is not None:  # read at start-up, then hourly; the board shows the last reading
+        demo.hub_reader = Rechecker(hub_board.refresh, hub_refresh_every, name="negt2i-hub").start()
     if recheck_every is not None:
         demo.rechecker = Rechecker(on.recheck, recheck_every).start()
         on.on_stored = demo.rechecker.wake

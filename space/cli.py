@@ -1,4 +1,5 @@
-"""`negt2ibench serve`, `negt2ibench deploy-space` and `negt2ibench leaderboard list|verify|recheck`."""
+"""`negt2ibench serve`, `negt2ibench deploy-space` and `negt2ibench leaderboard list|verify|recheck`
+(and `publish|hub-check`, `space.hub_cli`)."""
 
 from __future__ import annotations
 
@@ -215,12 +216,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     board = subparsers.add_parser(
         "leaderboard",
-        help="list the leaderboard's submissions, or verify those waiting (a sample, or a full re-score)",
+        help="list the leaderboard's submissions, verify those waiting, publish them to the Hub, check the Hub's",
         description=(
             "The leaderboard store the Space uses (SQLite under NEGT2I_HOME, or the Hub dataset repo named by "
             "NEGT2I_RESULTS_REPO). A submission whose spot check could not run (images unreachable, no GPU) is "
             "pending; the Space retries it at start-up and every 30 minutes. `verify` runs the spot check here, "
-            "and `verify --full` re-scores every image with this machine's models (docs/leaderboard.md)."
+            "and `verify --full` re-scores every image with this machine's models (docs/leaderboard.md); `publish` "
+            "proposes a verified entry's .eval_results to its model repo and `hub-check` compares the Hub's "
+            "leaderboard with the entries verified here (docs/hub.md)."
         ),
     )
     actions = board.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -296,6 +299,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --full: image-decoding processes per model process (as `score --num-workers`)",
     )
     verify.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from .hub_cli import register_hub_actions
+
+    register_hub_actions(actions)
     listing.set_defaults(handler=_leaderboard_list)
     verify.set_defaults(handler=_leaderboard_verify)
     again.set_defaults(handler=_leaderboard_verify)

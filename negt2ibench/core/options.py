@@ -27,6 +27,8 @@ DEVICE_CHOICES: tuple[str, ...] = ("auto", "cpu", "cuda", "mps")
 _CUDA_INDEX = re.compile(r"^cuda:\d+$")
 # A Hub repo id: ORG/NAME.
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+COMMIT_SHA = re.compile(r"^[0-9a-f]{7,40}$")  # a git commit, full or abbreviated
+MAX_URL = 2000
 
 
 def _parse(value: Any, kind: type[int] | type[float], rule: str) -> Any:
@@ -104,6 +106,25 @@ def repo_id(value: Any) -> str:
     if isinstance(value, str) and REPO_ID.match(value):
         return value
     raise OptionError(f"must look like ORG/NAME, got {value!r}")
+
+
+def commit_sha(value: Any) -> str:
+    """A git commit hash: 7 to 40 lower-case hex digits."""
+    if isinstance(value, str) and COMMIT_SHA.match(value):
+        return value
+    raise OptionError(f"must be a commit hash (7 to 40 hex digits), got {value!r}")
+
+
+def http_url(value: Any) -> str:
+    """An http(s) address with a host, without spaces, at most 2,000 characters."""
+    from urllib.parse import urlsplit
+
+    text = value if isinstance(value, str) else ""
+    parts = urlsplit(text) if text and len(text) <= MAX_URL and not any(c.isspace() for c in text) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        shown = text[:80] + ("..." if len(text) > 80 else "") if text else value
+        raise OptionError(f"must be an http(s) address, got {shown!r}")
+    return text
 
 
 def one_of(choices: tuple[str, ...], what: str = "value") -> Callable[[Any], str]:

@@ -4,6 +4,11 @@ and failure causes per category), and the submissions awaiting verification, lis
 API names (for gradio_client): ``leaderboard`` (→ the board, the CSV, the model picker, the
 awaiting list) and ``model_detail`` (a model name → its status, plot and causes). The frames and
 the figure come from `space.leaderboard_view`.
+
+The Hub (`space.hub_check`, `space.hub_results`; docs/hub.md): with a benchmark dataset set, the
+board gains a `hub` column and ``hub_status`` (→ the line under it) says what the Hub's own
+leaderboard holds; ``eval_results`` (a model name → a note, the `.eval_results` YAML of its verified
+entry, the file) issues the YAML. `?entry=<submission id>` in the address opens that entry's detail.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from dataclasses import dataclass
 import gradio as gr
 
 from ..handlers import WorkDir
+from ..hub_check import HubLeaderboard, hub_cells, hub_status_markdown
+from ..hub_results import ENTRY_PARAM, entry_eval_results, entry_page_url, no_yaml_reason
 from ..leaderboard_view import (
     AWAITING_COLUMNS,
     CAUSE_COLUMNS,
@@ -39,17 +46,57 @@ class LeaderboardHandlers:
 
     store: LeaderboardStore
     work_dir: WorkDir
+    hub: HubLeaderboard | None = None  # the Hub's leaderboard of the benchmark, cached
+    hub_dataset: str | None = None  # the benchmark's dataset repo, for the .eval_results YAML
+    space_url: str | None = None  # the Space's public address (None: the request's)
 
-    def leaderboard(self):
-        """The ranked board (verified and the paper's rows), its CSV, the model picker, and the
-        submissions awaiting verification, listed apart."""
+    def leaderboard(self, request: gr.Request | None = None):
+        """The ranked board (verified and the paper's rows, and the Hub's word on each when a
+        benchmark is set), its CSV, the model picker (on the `?entry=` entry's model when the address
+        names one), and the submissions awaiting verification, listed apart."""
         entries = self.store.list_entries()
         frame = leaderboard_frame(entries)
+        if self.hub is not None:
+            frame["hub"] = hub_cells(list(frame["model"]), list(frame["status"]), entries, self.hub.snapshot)
         csv_path = self.work_dir.path / "negt2ibench_leaderboard.csv"
         csv_frame(frame).to_csv(csv_path, index=False)
         models = [e.model_name for e in newest_entries(entries)]
-        picker = gr.update(choices=models, value=models[0] if models else None)
+        wanted = _query(request).get(ENTRY_PARAM, "")
+        named = next((e.model_name for e in entries if wanted and e.submission_id == wanted), None)
+        chosen = named if named in models else (models[0] if models else None)
+        picker = gr.update(choices=models, value=chosen)
         return frame, str(csv_path), picker, awaiting_frame(entries)
+
+    def hub_status(self) -> str:
+        """The line under the board: what the Hub's leaderboard of the benchmark holds."""
+        return hub_status_markdown(self.hub.snapshot if self.hub else None, self.store.list_entries())
+
+    def eval_results(self, model_name: str | None, request: gr.Request | None = None):
+        """The model's verified entry's `.eval_results` YAML: a note, the YAML, the file (none for an
+        entry that is not verified)."""
+        entry = next((e for e in newest_entries(self.store.list_entries()) if e.model_name == model_name), None)
+        if entry is None:
+            return "", "", None
+        reason = no_yaml_reason(entry)
+        if reason:
+            return f"No `.eval_results` file: {reason}.", "", None
+        if not self.hub_dataset:
+            return "No `.eval_results` file: set NEGT2I_HUB_DATASET to the benchmark's dataset repo.", "", None
+        base = self.space_url or _base_url(request)
+        page = entry_page_url(base, entry.submission_id)
+        try:
+            text = entry_eval_results(entry, dataset_id=self.hub_dataset, page_url=page)
+        except ValueError as error:  # a stored row without a task's number
+            return f"No `.eval_results` file: {error}.", "", None
+        path = self.work_dir.path / f"eval_results_{entry.submission_id[:8]}" / "negt2ibench.yaml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        note = (
+            f"Add it to the model repo as `.eval_results/negt2ibench.yaml` (a pull request: "
+            f"`negt2ibench leaderboard publish {entry.submission_id[:8]} --model-repo ORG/MODEL`); "
+            f"its source is this entry's page: {page}"
+        )
+        return note, text, str(path)
 
     def model_details(self, model_name: str | None):
         entry = next((e for e in newest_entries(self.store.list_entries()) if e.model_name == model_name), None)
@@ -66,9 +113,31 @@ class LeaderboardHandlers:
         return model_status(entry), figure, causes_frame(entry)
 
 
+def _query(request: gr.Request | None) -> dict[str, str]:
+    try:
+        return dict(request.query_params) if request is not None else {}
+    except Exception:  # noqa: BLE001 - a request without parameters (an API call) names no entry
+        return {}
+
+
+def _base_url(request: gr.Request | None) -> str:
+    """The app's own address, from the request (when no public address is configured)."""
+    url = getattr(request, "url", None) if request is not None else None
+    scheme, netloc = getattr(url, "scheme", ""), getattr(url, "netloc", "")
+    return f"{scheme}://{netloc}/" if scheme and netloc else "http://127.0.0.1:7860/"
+
+
+# An entry's page (`?entry=ID`, the source of its .eval_results) opens this tab.
+OPEN_ENTRY_JS = f"""() => {{
+  if (new URLSearchParams(window.location.search).get("{ENTRY_PARAM}")) {{
+    document.getElementById("leaderboard-tab-button")?.click();
+  }}
+}}"""
+
+
 def build(demo: gr.Blocks, on: LeaderboardHandlers) -> None:
     """The Leaderboard tab, filled on load and on Refresh."""
-    with gr.Tab("Leaderboard", id="leaderboard"):
+    with gr.Tab("Leaderboard", id="leaderboard", elem_id="leaderboard-tab"):
         gr.Markdown(f"Accuracy (%) of images passing every statement. {PAPER_ROWS_NOTE} `polarity_gap` = 0:1 − 1:0.")
         board = gr.Dataframe(
             headers=LEADERBOARD_HEADERS,
@@ -78,6 +147,7 @@ def build(demo: gr.Blocks, on: LeaderboardHandlers) -> None:
             label="Leaderboard",
             elem_id="leaderboard",
         )
+        hub_md = gr.Markdown()
         with gr.Row():
             refresh = gr.Button("Refresh")
             csv_file = gr.File(label="CSV")
@@ -87,6 +157,9 @@ def build(demo: gr.Blocks, on: LeaderboardHandlers) -> None:
         causes = gr.Dataframe(
             headers=CAUSE_COLUMNS, interactive=False, label="Failure causes by category (failed statements)"
         )
+        eval_note = gr.Markdown()
+        eval_yaml = gr.Code(language="yaml", label=".eval_results YAML (verified entries)", interactive=False)
+        eval_file = gr.File(label=".eval_results/negt2ibench.yaml")
         gr.Markdown("Submissions awaiting verification are not ranked; they are retried automatically.")
         awaiting = gr.Dataframe(
             headers=AWAITING_COLUMNS, interactive=False, wrap=True, label="Awaiting verification (not ranked)"
@@ -94,4 +167,8 @@ def build(demo: gr.Blocks, on: LeaderboardHandlers) -> None:
         board_outputs = [board, csv_file, model_pick, awaiting]
         refresh.click(on.leaderboard, None, board_outputs, api_name="leaderboard")
         model_pick.change(on.model_details, model_pick, [model_status_md, plot, causes], api_name="model_detail")
+        model_pick.change(on.eval_results, model_pick, [eval_note, eval_yaml, eval_file], api_name="eval_results")
+        refresh.click(on.hub_status, None, hub_md, api_name="hub_status")
     demo.load(on.leaderboard, None, board_outputs, api_name="internal", api_visibility="private")
+    demo.load(on.hub_status, None, hub_md, api_name="internal_hub", api_visibility="private")
+    demo.load(None, None, None, js=OPEN_ENTRY_JS)

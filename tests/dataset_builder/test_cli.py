@@ -114,7 +114,7 @@ def test_push_dry_run(built, capsys, monkeypatch):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     assert main(["push", "--repo-id", "org/NegT2IBench", "--dir", str(built), "--dry-run"]) == 0
     printed = capsys.readouterr().out
-    assert "would upload 3 files to https://huggingface.co/datasets/org/NegT2IBench" in printed
+    assert "would upload 4 files to https://huggingface.co/datasets/org/NegT2IBench" in printed
     assert "prompts/test-00000-of-00001.parquet" in printed
 
 

@@ -41,7 +41,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 
 def test_layout(built):
-    assert sorted(_files(built)) == sorted(["README.md", PROMPTS_PARQUET, "prompts.jsonl"])
+    assert sorted(_files(built)) == sorted(["README.md", "eval.yaml", PROMPTS_PARQUET, "prompts.jsonl"])
     assert not list(built.parent.glob(".*tmp*"))  # no staging folder left behind
 
 
@@ -60,7 +60,10 @@ def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path, built, corpus):
     other = write_dataset_folder(build_corpus(DEFAULT_SEED + 1), tmp_path / "other")
     other_files, built_files = _files(other), _files(built)
     for name in built_files:
-        assert other_files[name] != built_files[name], name
+        if name == "eval.yaml":  # the benchmark's definition names no prompt: the same for every seed
+            assert other_files[name] == built_files[name]
+        else:
+            assert other_files[name] != built_files[name], name
 
 
 def test_files_hold_the_corpus(built, corpus):
@@ -279,6 +282,7 @@ def test_validate_folder_accepts_a_build_and_reports_damage(built, tmp_path, cor
         f"{corpus[-1].prompt_id}: prompts.jsonl lacks this prompt of the parquet split",
         "README.md: no YAML `configs:` declaring the prompts config",
         "README.md: states no corpus version; this code builds version 2 (rebuild the folder)",
+        "eval.yaml: README.md declares no `configs`: no task's config and split can be found",
     ]
 
 
@@ -308,7 +312,7 @@ def test_validate_names_the_prompt_an_edited_jsonl_changes_and_a_broken_parquet_
 def test_push_dry_run_lists_files_without_network_or_token(built, monkeypatch):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     paths = push_dataset(built, "org/negt2ibench", dry_run=True)
-    assert paths == ["README.md", "prompts.jsonl", PROMPTS_PARQUET]
+    assert paths == ["README.md", "eval.yaml", "prompts.jsonl", PROMPTS_PARQUET]
 
 
 def test_push_images_only_that_split(tmp_path, corpus):

@@ -142,7 +142,7 @@ def test_a_failed_check_exits_1(tmp_path, capsys):
     (tmp_path / "ds").mkdir()
     (tmp_path / "ds" / "prompts.jsonl").write_text("")
     code, out, _ = run(["validate", str(tmp_path / "ds")], capsys)
-    assert code == 1 and out.strip().splitlines()[-1].startswith("INVALID: 3 violations")  # not 50 empty cells
+    assert code == 1 and out.strip().splitlines()[-1].startswith("INVALID: 4 violations")  # not 50 cells
     assert "corpus: no prompt records could be read from the folder" in out
 
 

@@ -1,0 +1,108 @@
+"""The `.eval_results` YAML the Space issues for a verified entry, and where the Hub settings come from.
+
+A verified entry's file is `evaluator.hub_results`'s (one `EvalResultEntry` per `eval.yaml` task,
+values from the entry's ranked row by `task_values`, the report's rounding), with `source.url` the
+entry's own page in the Space (`entry_page_url`: the Space's address with `?entry=<submission id>`;
+a Space page passes its query string on to the app, which opens that entry's detail) and `notes`
+saying how it was verified (`verification_note`). A pending, validated, received or rejected entry
+has none (`no_yaml_reason` says why).
+
+Settings: the benchmark's Hub dataset (`hub_dataset_id`: NEGT2I_HUB_DATASET, else the repo an
+earlier `push` wrote into the dataset folder's card) and the Space's address (`space_base_url`:
+NEGT2I_SPACE_URL, else `https://huggingface.co/spaces/$SPACE_ID` on a Space).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from evaluator.hub_results import eval_result_entries, eval_results_yaml, scorer_note, task_values
+
+from .store import Entry
+
+HUB_DATASET_ENV = "NEGT2I_HUB_DATASET"
+SPACE_URL_ENV = "NEGT2I_SPACE_URL"
+ENTRY_PARAM = "entry"  # the query parameter of an entry's page
+SOURCE_NAME = "NegT2IBench Space (verified entry)"
+HUB_HOSTS = ("huggingface.co", "hf.co", "www.huggingface.co")
+# First path segments of huggingface.co pages that are not a model repo.
+_NOT_MODELS = frozenset(
+    {"datasets", "spaces", "docs", "papers", "collections", "models", "organizations", "blog", "posts", "settings"}
+)
+
+
+def hub_dataset_id(explicit: str | None = None, dataset_folder: str | Path | None = None) -> str | None:
+    """The benchmark's dataset repo: EXPLICIT, NEGT2I_HUB_DATASET, or the repo the folder's card names."""
+    if explicit:
+        return explicit
+    if os.environ.get(HUB_DATASET_ENV):
+        return os.environ[HUB_DATASET_ENV]
+    if dataset_folder is not None:
+        from dataset_builder.card import published_repo_id
+
+        return published_repo_id(Path(dataset_folder))
+    return None
+
+
+def space_base_url(explicit: str | None = None) -> str | None:
+    """The Space's public address: EXPLICIT, NEGT2I_SPACE_URL, or the Hub page of $SPACE_ID."""
+    if explicit:
+        return explicit
+    if os.environ.get(SPACE_URL_ENV):
+        return os.environ[SPACE_URL_ENV]
+    space_id = os.environ.get("SPACE_ID")
+    return f"https://huggingface.co/spaces/{space_id}" if space_id else None
+
+
+def entry_page_url(base: str, submission_id: str) -> str:
+    """BASE with `?entry=SUBMISSION_ID` (any query BASE had is replaced)."""
+    parts = urlsplit(base)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", f"{ENTRY_PARAM}={submission_id}", ""))
+
+
+def model_repo_of(entry: Entry) -> str | None:
+    """ORG/NAME when the entry's link is a model page on the Hub (`https://huggingface.co/ORG/NAME...`),
+    else None: the Hub's rows are matched to entries by it."""
+    parts = urlsplit(entry.link or "")
+    segments = [segment for segment in parts.path.split("/") if segment]
+    if parts.netloc.lower() not in HUB_HOSTS or len(segments) < 2 or segments[0] in _NOT_MODELS:
+        return None
+    return f"{segments[0]}/{segments[1]}"
+
+
+def verification_note(entry: Entry) -> str:
+    """How the entry was verified: `sampled n=577, d=0 (...)` or `full re-score (...)`."""
+    check = entry.verification
+    if check is None:
+        return "verified by the NegT2IBench Space"
+    if check.method == "full":
+        return f"verified by the NegT2IBench Space: full re-score of {check.total:,} images"
+    allowed = f"; at most {check.allowed} may" if check.allowed is not None else ""
+    return (
+        f"verified by the NegT2IBench Space: sampled n={check.checked}, d={check.disagreements} "
+        f"({check.checked} of {check.total:,} images re-scored, {check.disagreements} disagreed{allowed})"
+    )
+
+
+def no_yaml_reason(entry: Entry) -> str:
+    """Why the entry has no `.eval_results` YAML ("" when it has one)."""
+    if entry.status != "verified":
+        return f"only verified entries get an .eval_results file; this one is {entry.status}"
+    if not entry.row:
+        return "this entry has no ranked numbers"
+    return ""
+
+
+def entry_eval_results(entry: Entry, *, dataset_id: str, page_url: str) -> str:
+    """The `.eval_results` YAML of a verified entry (a ValueError for any other, with the reason)."""
+    reason = no_yaml_reason(entry)
+    if reason:
+        raise ValueError(reason)
+    notes = f"{scorer_note(entry.evaluator_version, entry.config_hash)}; {verification_note(entry)}"
+    entries = eval_result_entries(
+        task_values(entry.row or {}), dataset_id=dataset_id, notes=notes, source_url=page_url, source_name=SOURCE_NAME
+    )
+    title = f"NegT2IBench scores of {entry.model_name}, entry {entry.submission_id[:8]} of the NegT2IBench Space"
+    return eval_results_yaml(entries, title=title)

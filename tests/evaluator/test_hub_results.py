@@ -1,0 +1,243 @@
+"""`negt2ibench eval-results`: the `.eval_results` YAML parses with huggingface_hub, its values are
+the ones `report` prints for the same file, bad files are refused, and the pull request goes through
+an `HfApi` double that records what would be sent.
+
+Hand-derived numbers (`_planted`): every image fails except the 4 samples of color_pos1_neg0_000 to
+color_pos1_neg0_011 (12 prompts × 4 = 48 images of 19,200). Overall = 100 × 48 / 19,200 = 0.25
+exactly, printed as 0.2 by `format(0.25, ".1f")` (ties to even); color's 1:0 setting = 48 / 400 = 12%,
+its other 7 settings 0%, so color = 12 / 8 = 1.5; every other category 0.0 (Table 3: a category is
+the mean of its 8 settings' accuracies).
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from huggingface_hub import parse_eval_result_entries
+
+from dataset_builder.benchmark import EVAL_TASKS
+from dataset_builder.loading import load_prompts
+from evaluator.hub_results import (
+    EVAL_RESULTS_PATH,
+    eval_result_entries,
+    eval_results_yaml,
+    open_pull_request,
+    scores_of_file,
+    task_values,
+)
+from evaluator.report import TABLE3_COLUMNS
+from negt2ibench.cli import main
+from negt2ibench.core.errors import UserError
+from tests.helpers.hub_helpers import RecordingHfApi, http_error
+from tests.helpers.space_helpers import write_results
+
+PLANTED = {f"color_pos1_neg0_{k:03d}" for k in range(12)}
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    return load_prompts(None)
+
+
+@pytest.fixture(scope="module")
+def files(prompts, tmp_path_factory):
+    root = tmp_path_factory.mktemp("eval_results")
+    return {
+        "planted": write_results(root / "planted.jsonl", prompts, "toy", passed=lambda p, s: p.prompt_id in PLANTED),
+        # passes depend on prompt and sample: values with decimals in every column
+        "mixed": write_results(
+            root / "mixed.jsonl", prompts, "toy", passed=lambda p, s: (int(p.prompt_id[-3:]) * 7 + s * 3) % 10 < 3
+        ),
+        "part": write_results(root / "part.jsonl", prompts[:100], "toy", passed=True),
+        "other_model": write_results(root / "other.jsonl", prompts[:10], "other", passed=True),
+        "other_config": write_results(root / "cfg.jsonl", prompts[100:110], "toy", passed=True, config_hash="0" * 16),
+    }
+
+
+def run(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exited:
+        code = exited.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def test_every_task_publishes_a_ranked_table3_column():
+    columns = {column.key: column for column in TABLE3_COLUMNS}
+    assert [task.id for task in EVAL_TASKS][0] == "overall"
+    assert all(columns[task.column].higher_is_better for task in EVAL_TASKS)
+
+
+def test_hand_derived_values_and_the_rounding_rule(files):
+    scores = scores_of_file([files["planted"]])
+    assert scores.values == {
+        "overall": 0.2,  # 0.25 exactly: ties to even
+        "color": 1.5,
+        "material": 0.0,
+        "directional": 0.0,
+        "proximity": 0.0,
+        "comparative": 0.0,
+        "depth": 0.0,
+    }
+    assert scores.numbers["overall"] == 0.25 and scores.numbers["categories"]["color"] == 1.5
+    row = {task.column: 1.0 for task in EVAL_TASKS} | {"overall": 14.35, "color": 14.25}
+    # 14.35 is stored as 14.3499…, so it prints 14.3; 14.25 is exact, a tie, and goes to the even 14.2.
+    assert (task_values(row)["overall"], task_values(row)["color"]) == (14.3, 14.2)
+    with pytest.raises(ValueError, match="task 'overall': no value"):
+        task_values({"overall": float("nan")})
+
+
+def _report_row(out: str) -> dict[str, str]:
+    """Table 3's printed row of the one model: Markdown label → cell (bold marks removed)."""
+    lines = [line for line in out.splitlines() if line.startswith("|")]
+    header = next(line for line in lines if "**Overall**" in line)
+    row = next(line for line in lines if line.startswith("| toy |"))
+    labels = [cell.strip().strip("*") for cell in header.strip("|").split("|")]
+    cells = [cell.strip().strip("*") for cell in row.strip("|").split("|")]
+    return dict(zip(labels, cells, strict=True))
+
+
+@pytest.mark.parametrize("name", ["planted", "mixed"])
+def test_the_yaml_parses_and_its_values_are_what_report_prints(files, name, tmp_path, capsys):
+    out_yaml = tmp_path / "toy.yaml"
+    code, printed, _ = run(
+        ["eval-results", str(files[name]), "--dataset-id", "org/NegT2IBench", "--out", str(out_yaml)], capsys
+    )
+    assert code == 0 and "wrote 7 entries (overall, color, material" in printed
+    entries = parse_eval_result_entries(yaml.safe_load(out_yaml.read_text(encoding="utf-8")))
+    assert [e.task_id for e in entries] == [task.id for task in EVAL_TASKS]
+    assert {e.dataset_id for e in entries} == {"org/NegT2IBench"}
+    assert all("negt2ibench evaluator" in e.notes and "preset current, config" in e.notes for e in entries)
+    assert all(e.source_url is None and e.dataset_revision is None for e in entries)
+
+    code, report_out, _ = run(["report", str(files[name]), "--out", str(tmp_path / "rep"), "--bootstrap", "0"], capsys)
+    assert code == 0
+    printed_row = _report_row(report_out)
+    labels = {column.key: column.label for column in TABLE3_COLUMNS}
+    assert {e.task_id: e.value for e in entries} == {
+        task.id: float(printed_row[labels[task.column]]) for task in EVAL_TASKS
+    }
+
+
+def test_printed_yaml_is_pipeable_and_options_reach_every_entry(files, capsys):
+    code, out, err = run(
+        [
+            "eval-results",
+            str(files["planted"]),
+            "--dataset-id",
+            "org/NegT2IBench",
+            "--source-url",
+            "https://example.org/logs",
+            "--dataset-revision",
+            "a" * 40,
+        ],
+        capsys,
+    )
+    assert code == 0 and "read 19200 results" in err  # stdout holds only the YAML
+    entries = parse_eval_result_entries(yaml.safe_load(out))
+    assert {(e.source_url, e.dataset_revision) for e in entries} == {("https://example.org/logs", "a" * 40)}
+
+
+@pytest.mark.parametrize(
+    "which, message",
+    [
+        ("part", "model 'toy' is incomplete: 400 of 19,200 images scored (2.1%"),
+        ("two_models", "the results hold 2 models (other, toy)"),
+        ("two_configs", "was scored by different evaluator configurations"),
+    ],
+)
+def test_bad_files_are_refused_as_report_refuses_them(files, which, message, capsys, tmp_path):
+    paths = {
+        "part": [files["part"]],
+        "two_models": [files["planted"], files["other_model"]],
+        "two_configs": [files["part"], files["other_config"]],  # other images, another configuration
+    }[which]
+    code, out, err = run(["eval-results", *map(str, paths), "--dataset-id", "org/NegT2IBench"], capsys)
+    assert code == 1 and message in err and err.startswith("error: ") and err.count("\n") == 1
+    if which == "two_configs":  # the very line `report` prints for it
+        _, _, report_err = run(["report", *map(str, paths), "--out", str(tmp_path / "report")], capsys)
+        assert err == report_err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--create-pr"], "--create-pr needs --model-repo"),
+        (["--source-url", "ftp://x"], "must be an http(s) address"),
+        (["--dataset-revision", "main"], "must be a commit hash"),
+        (["--model-repo", "no-slash"], "must look like ORG/NAME"),
+    ],
+)
+def test_usage_errors_exit_2(files, argv, message, capsys):
+    code, _, err = run(["eval-results", str(files["planted"]), "--dataset-id", "org/NegT2IBench", *argv], capsys)
+    assert code == 2 and message in err
+
+
+@pytest.fixture
+def hub_api(monkeypatch):
+    """`huggingface_hub.HfApi` replaced by a recording double (the token is a fake one)."""
+    import huggingface_hub
+
+    api = RecordingHfApi()
+    made = []
+    monkeypatch.setattr(huggingface_hub, "HfApi", lambda token=None: made.append(token) or api)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_test")
+    api.made = made
+    return api
+
+
+def test_create_pr_sends_the_yaml_to_the_model_repo(files, hub_api, capsys):
+    code, out, _ = run(
+        [
+            "eval-results",
+            str(files["planted"]),
+            "--dataset-id",
+            "org/NegT2IBench",
+            "--model-repo",
+            "org/toy-model",
+            "--create-pr",
+        ],
+        capsys,
+    )
+    assert code == 0
+    assert out.rstrip().endswith(
+        f"opened a pull request adding {EVAL_RESULTS_PATH} to org/toy-model: "
+        "https://huggingface.co/org/toy-model/discussions/1"
+    )
+    [(name, sent)] = hub_api.calls
+    assert name == "create_commit" and hub_api.made == ["hf_test"]
+    assert sent["repo_id"] == "org/toy-model" and sent["repo_type"] == "model" and sent["create_pr"] is True
+    [(path, content)] = sent["files"].items()
+    assert path == ".eval_results/negt2ibench.yaml"
+    entries = parse_eval_result_entries(yaml.safe_load(content.decode("utf-8")))
+    assert [(e.task_id, e.value) for e in entries][:2] == [("overall", 0.2), ("color", 1.5)]
+    assert content.decode("utf-8") in out  # what was sent is what was printed
+
+
+def test_the_pull_request_fails_in_one_line(files, hub_api, monkeypatch):
+    import huggingface_hub
+
+    text = eval_results_yaml(
+        eval_result_entries(scores_of_file([files["planted"]]).values, dataset_id="o/n", notes="n")
+    )
+    hub_api.error = http_error(403, "403 Forbidden: you cannot open pull requests here")
+    with pytest.raises(UserError, match=r"could not open a pull request on org/m: the Hub answered HTTP 403"):
+        open_pull_request(text, "org/m")
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: None)
+    with pytest.raises(UserError, match="no Hugging Face token"):
+        open_pull_request(text, "org/m")
+
+
+def test_entries_follow_the_hub_spec_field_names(files):
+    values = scores_of_file([files["planted"]]).values
+    entries = eval_result_entries(values, dataset_id="org/N", notes="n", source_url="https://s", source_name="S")
+    data = yaml.safe_load(eval_results_yaml(entries, title="t"))
+    # eval_results.yaml (huggingface/hub-docs): dataset.{id, task_id, revision?}, value, source.{url, name?}, notes
+    assert data[0] == {
+        "dataset": {"id": "org/N", "task_id": "overall"},
+        "value": 0.2,
+        "source": {"url": "https://s", "name": "S"},
+        "notes": "n",
+    }
