@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "evaluator.report_cli",
     "evaluator.geneval.cli",
     "judges.cli",
+    "judges.negvqa.cli",
     "validation.cli",
     "validation.ablate_cli",
     "space.cli",
