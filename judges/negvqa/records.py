@@ -11,7 +11,8 @@ seen.
 
 One record per question and form: the negated question in ``OUT.jsonl``, its affirmative original
 in ``OUT.original.jsonl`` (`--original`). Files are appended to, resumed and merged by
-`evaluator.resultio` (`NEGVQA_FILES` is their `evaluator.engine.RecordFiles`).
+`evaluator.resultio` (`runner.NEGVQA_FILES` is their `evaluator.engine.RecordFiles`); this module
+imports no model library, so `negvqa summary` and `agree --negvqa` run without torch.
 """
 
 from __future__ import annotations
@@ -20,14 +21,12 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from evaluator.engine import RecordFiles
-from evaluator.resultio import ResultWriter, merge_results, read_results
+from evaluator.resultio import read_results
 
 from ..registry import JudgeSpec
 from ..yesno import LETTER_SPELLINGS
@@ -125,20 +124,6 @@ class NegVQARecord(BaseModel):
     def disagrees(self) -> bool | None:
         """Whether the written reply names another letter than the scores (None without a reply)."""
         return None if self.generated is None else self.generated_letter != self.letter
-
-
-def _keys(path: Path) -> frozenset:
-    # Read-only (no writer lock): every rank reads the merged file at once.
-    if not path.exists():
-        return frozenset()
-    return frozenset(record.key for record in read_results(path, strict=False, record_type=NegVQARecord))
-
-
-NEGVQA_FILES = RecordFiles(
-    partial(ResultWriter, record_type=NegVQARecord),
-    _keys,
-    lambda inputs, out: merge_results(inputs, out, record_type=NegVQARecord),
-)
 
 
 def read_negvqa_records(path: str | Path, *, strict: bool = True) -> list[NegVQARecord]:

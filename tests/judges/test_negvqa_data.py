@@ -129,6 +129,18 @@ def test_malformed_rows_are_left_out_one_line_each_by_row_number(tmp_path):
     ]
 
 
+def test_a_tsv_record_of_the_wrong_width_is_malformed(tmp_path):
+    path = write_tsv(tmp_path / "NegVQA.tsv", negvqa_rows())
+    lines = path.read_text().splitlines(keepends=True)
+    lines[2] = lines[2].rstrip("\n") + "\textra\n"  # data row 2: one cell too many
+    path.write_text("".join(lines))
+    data = read_questions(path)
+    assert [q.question_id for q in data.questions] == ["0", "2", "3", "4", "5"]
+    header = len(lines[0].split("\t"))
+    assert data.malformed == [f"{path} row 2: {header + 1} cells, the header has {header}"]
+    assert load_image(data.questions[4].fetch()).size == (64, 32)  # rows after it still find their image
+
+
 def test_a_missing_column_is_one_error_for_the_source_not_a_line_per_row(tmp_path):
     rows = [{key: value for key, value in row.items() if key != "negated_answer"} for row in negvqa_rows()]
     path = write_jsonl(tmp_path / "x.jsonl", rows)

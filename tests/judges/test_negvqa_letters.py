@@ -13,7 +13,7 @@ import torch
 from judges.negvqa.records import PROMPT, generated_letter, likelier, prompt_text
 from judges.yesno import ChoiceTokens, YesNoTokens, choice_probabilities, yes_no_probabilities
 from tests.helpers.judge_helpers import TINY_BUILDERS, solid_image, tiny_vocabulary
-from tests.helpers.negvqa_helpers import scripted_judge
+from tests.helpers.negvqa_doubles import scripted_judge
 
 
 def test_choice_probabilities_sum_each_answers_spellings_then_softmax():

@@ -53,7 +53,7 @@ REPLIES = dict(zip(NEGATED, ["A", "B.", "B", "(A)", "I think", "text"], strict=T
 @pytest.fixture
 def scripted_in_cli(monkeypatch):
     """The CLI loads weights through load_pretrained: hand it the letter double and a tiny processor."""
-    from tests.helpers.negvqa_helpers import scripted_judge
+    from tests.helpers.negvqa_doubles import scripted_judge
 
     def fake_load(spec, *, dtype, device):
         judge = scripted_judge(LOGITS, REPLIES)
@@ -295,3 +295,28 @@ def test_original_records_alone_are_refused(tmp_path):
     judge = FixedLetters(dict.fromkeys(NEGATED + ORIGINAL, (0.9, 0.1)))
     run_negvqa(data, judge, out_path=tmp_path / "a.jsonl", original=True, progress=False)
     assert main(["negvqa", "summary", str(tmp_path / "a.original.jsonl")]) == 1
+
+
+def test_the_cli_lists_malformed_rows_one_line_each_and_goes_on_with_a_real_tiny_model(tmp_path, monkeypatch, capsys):
+    from tests.helpers.judge_helpers import tiny_qwen3_vl
+
+    monkeypatch.setattr(transformers_judge, "load_pretrained", lambda spec, *, dtype, device: tiny_qwen3_vl())
+    rows = negvqa_rows()
+    rows[1]["negated_answer"] = "C"
+    rows[3]["category"] = ""
+    data = write_jsonl(tmp_path / "n.jsonl", rows)
+    out = tmp_path / "q3.jsonl"
+    argv = ["negvqa", "--judge", "qwen3_vl_8b", "--data", str(data), "--out", str(out), "--device", "cpu"]
+    assert main([*argv, "--no-progress", "--limit", "3"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        f"malformed: {data} row 2: answer 'C' is not A or B",
+        f"malformed: {data} row 4: no source (column source or category)",
+    ]
+    assert "negated: 3 new (" in captured.out and "6 questions" not in captured.out
+    assert "3 questions, 2 malformed rows left out" in captured.out
+    records = read_negvqa_records(out)
+    assert [r.question_id for r in records] == ["0", "2", "4"]  # the first 3 well-formed questions
+    assert all(sum(r.probabilities.values()) == pytest.approx(1.0) and r.letter in "AB" for r in records)
+    run = json.loads((tmp_path / "q3.run.json").read_text())
+    assert run["malformed_rows"] == 2 and run["malformed"][0].endswith("row 2: answer 'C' is not A or B")
