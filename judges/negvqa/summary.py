@@ -320,6 +320,11 @@ def _number(value: float | None) -> str:
     return "–" if value is None or math.isnan(value) else f"{100 * value:.1f}"
 
 
+def _percent(value: float | None) -> str:
+    text = _number(value)
+    return text if text == "–" else f"{text}%"
+
+
 def _bounds(bounds: Interval | None) -> str:
     if bounds is None or any(math.isnan(b) for b in bounds):
         return ""
@@ -331,19 +336,19 @@ def headline(summary: Mapping[str, Any]) -> list[str]:
     errors = f", {summary['error_rows']} error rows not scored" if summary["error_rows"] else ""
     lines = [
         f"{summary['judge']} ({summary['params']}): {summary['questions']} negated questions{errors}; "
-        f"accuracy {_number(summary['accuracy'])}%{_bounds(summary['accuracy_ci'])} (chance: 50%)"
+        f"accuracy {_percent(summary['accuracy'])}{_bounds(summary['accuracy_ci'])} (chance: 50%)"
     ]
     original = summary["original"]
     if original and original["pairs"]:
         lines.append(
             f"  originals: {original['pairs']} questions answered in both forms; original "
-            f"{_number(original['accuracy_original'])}%, negated {_number(original['accuracy_negated'])}%, "
+            f"{_percent(original['accuracy_original'])}, negated {_percent(original['accuracy_negated'])}, "
             f"drop {_number(original['drop'])} points{_bounds(original.get('drop_ci'))}"
         )
     letters = summary["letters"]
     lines.append(
-        f"  letters: A chosen in {_number(letters['chosen']['A'])}% of answers, A is right in "
-        f"{_number(letters['key']['A'])}% (bias toward A: {_number(letters['bias_A'])} points)"
+        f"  letters: A chosen in {_percent(letters['chosen']['A'])} of answers, A is right in "
+        f"{_percent(letters['key']['A'])} (bias toward A: {_number(letters['bias_A'])} points)"
     )
     generated = summary["generated"]
     if generated:
