@@ -2,7 +2,9 @@
 
 An adapter knows nothing of prompts, modes or records: it answers yes/no questions about
 images. `judges.runner` turns prompts into questions and answers into records, so a new backend
-(another library, an API) is one class with two methods.
+(another library, an API) is one class with two methods. A backend that can also answer a
+multiple-choice question by its option letter (`letter_probabilities`, and `generate` for the
+text it would write) runs NegVQA (`judges.negvqa`); the others say so in one line.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from PIL import Image
+
+from negt2ibench.core.errors import UserError
 
 from .registry import JudgeSpec
 
@@ -39,6 +43,17 @@ class JudgeAdapter(ABC):
     @abstractmethod
     def yes_probability(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[float]:
         """P("yes") for each (image, question) pair, in order (pairs are batched internally)."""
+
+    def letter_probabilities(
+        self, images: Sequence[Image.Image], questions: Sequence[str], letters: Sequence[str] = ("A", "B")
+    ) -> list[tuple[float, ...]]:
+        """For each (image, question) pair, each option letter's probability as the answer's first
+        token, over LETTERS only (each tuple sums to 1). Adapters that answer yes/no only refuse."""
+        raise UserError(f"judge {self.spec.key} answers yes/no questions only: it cannot read an option letter")
+
+    def generate(self, images: Sequence[Image.Image], questions: Sequence[str], max_new_tokens: int = 8) -> list[str]:
+        """The text the model writes for each pair, greedily (deterministic)."""
+        raise UserError(f"judge {self.spec.key} cannot generate free text")
 
     def reset_peak_memory(self) -> None:
         """Start a fresh peak-memory count (GPU only: a process's peak RSS cannot be reset)."""

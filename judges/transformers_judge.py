@@ -3,13 +3,16 @@
 The model is loaded with `AutoModelForImageTextToText` and `AutoProcessor`; each question is
 wrapped by the processor's own chat template (one user turn: the image, then the question; the
 generation prompt appended), the batch is left-padded so the last position of every row is the
-next token, and one forward pass gives P("yes") for the whole batch. bf16 on GPU, fp32 on CPU.
+next token, and one forward pass gives the next-token logits of the whole batch: P("yes") against
+"no" for the yes/no questions, each option letter against the others for NegVQA's questions
+(`judges.yesno.choice_probabilities`, one path for both). `generate` writes the greedy answer (the
+same inputs through `model.generate`). bf16 on GPU, fp32 on CPU.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from PIL import Image
@@ -18,7 +21,14 @@ from negt2ibench.core.errors import MissingWeightsError, UserError
 
 from .adapters import JudgeAdapter, pairs_in_batches
 from .registry import JudgeSpec
-from .yesno import YesNoTokens, find_yes_no_tokens, yes_no_probabilities
+from .yesno import (
+    LETTER_SPELLINGS,
+    ChoiceTokens,
+    YesNoTokens,
+    choice_probabilities,
+    find_choice_tokens,
+    find_yes_no_tokens,
+)
 
 
 def how_to_get(hub_id: str) -> str:
@@ -68,6 +78,7 @@ class TransformersJudge(JudgeAdapter):
         self.model: Any = None
         self.processor: Any = None
         self.tokens: YesNoTokens | None = None
+        self._letter_tokens: dict[tuple[str, ...], ChoiceTokens] = {}
         self._keeps_last_logits = False
 
     @classmethod
@@ -99,25 +110,64 @@ class TransformersJudge(JudgeAdapter):
         conversation = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]
         return self.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
 
-    def yes_probability(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[float]:
+    def _inputs(self, images: Sequence[Image.Image], questions: Sequence[str]) -> Any:
+        """The processor's batch for these pairs: chat texts, RGB images, left-padded, on the device."""
+        return self.processor(
+            text=[self.chat_text(question) for question in questions],
+            images=[image.convert("RGB") for image in images],
+            padding=True,
+            padding_side="left",
+            return_tensors="pt",
+        ).to(device=self.device, dtype=self.torch_dtype)
+
+    def _next_token_logits(self, images: Sequence[Image.Image], questions: Sequence[str]) -> Iterator[Any]:
+        """The logits of the answer's first token, (batch, vocab), one batch of pairs at a time."""
         import torch
 
         self.load()
-        tokens = self.tokens
-        if tokens is None:  # `load` finds them or raises
-            raise RuntimeError(f"{self.spec.key}: no yes/no tokens after loading")
-        probabilities: list[float] = []
+        extra = {"logits_to_keep": 1} if self._keeps_last_logits else {}
         for batch_images, batch_questions in pairs_in_batches(images, questions, self.batch_size):
-            inputs = self.processor(
-                text=[self.chat_text(question) for question in batch_questions],
-                images=[image.convert("RGB") for image in batch_images],
-                padding=True,
-                padding_side="left",
-                return_tensors="pt",
-            ).to(device=self.device, dtype=self.torch_dtype)
-            extra = {"logits_to_keep": 1} if self._keeps_last_logits else {}
             with torch.inference_mode():
-                logits = self.model(**inputs, **extra).logits[:, -1, :]
-            p_yes, _ = yes_no_probabilities(logits, tokens)
-            probabilities.extend(float(p) for p in p_yes.cpu())
+                yield self.model(**self._inputs(batch_images, batch_questions), **extra).logits[:, -1, :]
+
+    def yes_probability(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[float]:
+        probabilities: list[float] = []
+        for logits in self._next_token_logits(images, questions):
+            if self.tokens is None:  # `load` finds them or raises
+                raise RuntimeError(f"{self.spec.key}: no yes/no tokens after loading")
+            probabilities.extend(float(p) for p in choice_probabilities(logits, self.tokens.choices)[:, 0].cpu())
         return probabilities
+
+    def letter_tokens(self, letters: Sequence[str]) -> ChoiceTokens:
+        """The single-token spellings of each option letter ("A", " A", ...), found once per letter set."""
+        self.load()
+        key = tuple(letters)
+        if key not in self._letter_tokens:
+            spellings = {letter: LETTER_SPELLINGS.get(letter, (letter, " " + letter)) for letter in key}
+            needs = "a multiple-choice answer needs each option letter as a token"
+            self._letter_tokens[key] = find_choice_tokens(
+                self.processor.tokenizer, spellings, model=self.spec.hub_id, needs=needs
+            )
+        return self._letter_tokens[key]
+
+    def letter_probabilities(
+        self, images: Sequence[Image.Image], questions: Sequence[str], letters: Sequence[str] = ("A", "B")
+    ) -> list[tuple[float, ...]]:
+        tokens = self.letter_tokens(letters)
+        found: list[tuple[float, ...]] = []
+        for logits in self._next_token_logits(images, questions):
+            found.extend(tuple(float(p) for p in row) for row in choice_probabilities(logits, tokens).cpu())
+        return found
+
+    def generate(self, images: Sequence[Image.Image], questions: Sequence[str], max_new_tokens: int = 8) -> list[str]:
+        import torch
+
+        self.load()
+        texts: list[str] = []
+        for batch_images, batch_questions in pairs_in_batches(images, questions, self.batch_size):
+            inputs = self._inputs(batch_images, batch_questions)
+            with torch.inference_mode():
+                output = self.model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
+            new_tokens = output[:, inputs["input_ids"].shape[1] :]
+            texts.extend(self.processor.tokenizer.batch_decode(new_tokens, skip_special_tokens=True))
+        return texts

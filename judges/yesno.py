@@ -1,14 +1,18 @@
-"""P("yes") from a model's next-token logits, restricted to its yes/no tokens (docs/validation.md).
+"""An answer's probability from a model's next-token logits, restricted to its answers' tokens
+(docs/validation.md): P("yes") against "no" for the yes/no judges, P("A") against "B" for NegVQA.
 
-A chat model may start its answer with "Yes", "yes", " Yes", "YES", ...; which of these are
-single tokens depends on the tokenizer. `find_yes_no_tokens` keeps every variant that encodes to
-exactly one token (and decodes back to the word), and `yes_no_probabilities` sums each side's
-probability: p_yes = Σ exp(l_yes) / (Σ exp(l_yes) + Σ exp(l_no)), computed with log-sum-exp in
-float32 so bf16 logits neither overflow nor lose the small side.
+A chat model may start its answer with "Yes", "yes", " Yes", "YES", ... (or "A", " A"); which of
+these are single tokens depends on the tokenizer. `find_choice_tokens` keeps every spelling of
+each answer that encodes to exactly one token (and decodes back to the word), and
+`choice_probabilities` sums each answer's probability over its spellings:
+p_k = Σ exp(l_k) / Σ_j Σ exp(l_j), computed with log-sum-exp in float32 so bf16 logits neither
+overflow nor lose the small side. Yes/no is the two-answer case (`find_yes_no_tokens`,
+`yes_no_probabilities`); NegVQA's two letters are another (`LETTER_SPELLINGS`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +23,17 @@ if TYPE_CHECKING:
 
 YES_VARIANTS: tuple[str, ...] = ("yes", "Yes", "YES", " yes", " Yes", " YES")
 NO_VARIANTS: tuple[str, ...] = ("no", "No", "NO", " no", " No", " NO")
+# An option letter, bare or after a space; lower case is left out ("a" is the article).
+LETTER_SPELLINGS: Mapping[str, tuple[str, ...]] = {"A": ("A", " A"), "B": ("B", " B")}
+
+
+@dataclass(frozen=True)
+class ChoiceTokens:
+    """The single-token spellings of each answer in one tokenizer, in the answers' order."""
+
+    answers: tuple[str, ...]  # ("yes", "no") or ("A", "B")
+    ids: tuple[tuple[int, ...], ...]  # per answer, the token ids of its spellings
+    variants: tuple[tuple[str, ...], ...]  # per answer, the spellings found
 
 
 @dataclass(frozen=True)
@@ -30,8 +45,13 @@ class YesNoTokens:
     yes_variants: tuple[str, ...]
     no_variants: tuple[str, ...]
 
+    @property
+    def choices(self) -> ChoiceTokens:
+        """The same tokens as the two answers ("yes", "no") of `choice_probabilities`."""
+        return ChoiceTokens(("yes", "no"), (self.yes_ids, self.no_ids), (self.yes_variants, self.no_variants))
 
-def _single_tokens(tokenizer: Any, variants: tuple[str, ...]) -> tuple[list[int], list[str]]:
+
+def _single_tokens(tokenizer: Any, variants: Sequence[str]) -> tuple[list[int], list[str]]:
     ids: list[int] = []
     found: list[str] = []
     for variant in variants:
@@ -46,19 +66,42 @@ def _single_tokens(tokenizer: Any, variants: tuple[str, ...]) -> tuple[list[int]
     return ids, found
 
 
+def find_choice_tokens(
+    tokenizer: Any, spellings: Mapping[str, Sequence[str]], *, model: str = "this model", needs: str = "answers"
+) -> ChoiceTokens:
+    """Every single-token spelling of each answer of SPELLINGS ({answer: spellings}); a `UserError`
+    when an answer has none, or when two answers share a token. NEEDS ends the message ("a judge
+    needs a yes/no vocabulary")."""
+    ids, found = [], []
+    for answer, variants in spellings.items():
+        answer_ids, answer_found = _single_tokens(tokenizer, variants)
+        if not answer_ids:
+            tried = ", ".join(map(repr, variants))
+            raise UserError(f"the tokenizer of {model} has no single token for {answer!r} (tried {tried}): {needs}")
+        ids.append(tuple(answer_ids))
+        found.append(tuple(answer_found))
+    shared = [set(a) & set(b) for position, a in enumerate(ids) for b in ids[position + 1 :]]
+    if any(shared):
+        raise UserError(f"the tokenizer of {model} maps two of the answers {', '.join(spellings)} to the same token")
+    return ChoiceTokens(tuple(spellings), tuple(ids), tuple(found))
+
+
 def find_yes_no_tokens(tokenizer: Any, *, model: str = "this model") -> YesNoTokens:
     """Every single-token yes/no variant of `tokenizer`; a `UserError` when a side has none."""
-    yes_ids, yes_found = _single_tokens(tokenizer, YES_VARIANTS)
-    no_ids, no_found = _single_tokens(tokenizer, NO_VARIANTS)
-    if not yes_ids or not no_ids:
-        missing = "yes" if not yes_ids else "no"
-        raise UserError(
-            f"the tokenizer of {model} has no single token for {missing!r} (tried {', '.join(map(repr, YES_VARIANTS))} "
-            f"and the same for no): a judge needs a yes/no vocabulary"
-        )
-    if set(yes_ids) & set(no_ids):
-        raise UserError(f"the tokenizer of {model} maps 'yes' and 'no' to the same token")
-    return YesNoTokens(tuple(yes_ids), tuple(no_ids), tuple(yes_found), tuple(no_found))
+    needs = "a judge needs a yes/no vocabulary"
+    tokens = find_choice_tokens(tokenizer, {"yes": YES_VARIANTS, "no": NO_VARIANTS}, model=model, needs=needs)
+    (yes_ids, no_ids), (yes_found, no_found) = tokens.ids, tokens.variants
+    return YesNoTokens(yes_ids, no_ids, yes_found, no_found)
+
+
+def choice_probabilities(logits: torch.Tensor, tokens: ChoiceTokens) -> torch.Tensor:
+    """A float32 tensor (batch, answers) of each answer's probability from next-token logits (batch,
+    vocab): the softmax over the answers' tokens only, so every row sums to 1."""
+    import torch
+
+    logits = logits.float()
+    sides = [torch.logsumexp(logits[:, list(ids)], dim=-1) for ids in tokens.ids]
+    return torch.softmax(torch.stack(sides, dim=-1), dim=-1)
 
 
 def yes_no_probabilities(logits: torch.Tensor, tokens: YesNoTokens) -> tuple[torch.Tensor, torch.Tensor]:
@@ -66,10 +109,5 @@ def yes_no_probabilities(logits: torch.Tensor, tokens: YesNoTokens) -> tuple[tor
 
     The softmax is over the yes/no tokens only, so p_yes + p_no = 1 for every row.
     """
-    import torch
-
-    logits = logits.float()
-    yes = torch.logsumexp(logits[:, list(tokens.yes_ids)], dim=-1)
-    no = torch.logsumexp(logits[:, list(tokens.no_ids)], dim=-1)
-    both = torch.softmax(torch.stack([yes, no], dim=-1), dim=-1)
+    both = choice_probabilities(logits, tokens.choices)
     return both[:, 0], both[:, 1]

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "evaluator.eval_results_cli",
     "evaluator.geneval.cli",
     "judges.cli",
+    "judges.negvqa.cli",
     "validation.cli",
     "validation.ablate_cli",
     "space.cli",

@@ -14,7 +14,8 @@ ones are NaN here (``null`` in the JSON file).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -235,11 +236,13 @@ def compute_agreement(
     seed: int = 0,
     confidence: float = 0.95,
     progress: Callable[[str], None] | None = None,
+    probe_inputs: Mapping[str, Any] | None = None,
 ) -> dict:
     """The whole agreement report: ``{"n_images", "options", "human", "evaluators", ["probes"]}``.
 
     `resamples` = 0 skips the intervals (no ``*_ci`` keys). `progress` is called with each
-    evaluator's name before it is computed (the CLI's progress bar).
+    evaluator's name before it is computed (the CLI's progress bar). `probe_inputs` reach the
+    probes as `ProbeInput.extra` (``{"negvqa": ...}``).
     """
     names = [run.name for run in runs]
     if len(set(names)) != len(names):
@@ -257,7 +260,14 @@ def compute_agreement(
         "evaluators": evaluators,
     }
     probes = run_probes(
-        ProbeInput(labels=labels, runs=tuple(runs), evaluators=evaluators, resamples=resamples, seed=seed)
+        ProbeInput(
+            labels=labels,
+            runs=tuple(runs),
+            evaluators=evaluators,
+            resamples=resamples,
+            seed=seed,
+            extra=dict(probe_inputs or {}),
+        )
     )
     if probes:
         report["probes"] = probes

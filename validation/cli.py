@@ -145,6 +145,18 @@ def _names(runs_records: list[tuple[Path, list]]) -> list[str]:
     return unique
 
 
+def _negvqa_records(paths) -> list:
+    """The NegVQA records of `agree --negvqa FILE...`, by judge (each file's originals read beside it)."""
+    if not paths:
+        return []
+    from judges.negvqa.records import original_path, read_negvqa_records
+    from judges.negvqa.summary import group_by_judge
+
+    files = list(dict.fromkeys(Path(p) for p in paths))
+    files += [original_path(p) for p in list(files) if original_path(p).is_file() and original_path(p) not in files]
+    return group_by_judge([(str(path), read_negvqa_records(path, strict=False)) for path in files])
+
+
 def _agree(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
@@ -164,6 +176,7 @@ def _agree(args: argparse.Namespace) -> int:
             f"{args.annotations}: no image has three annotators yet ({len(labels.under_annotated)} have fewer)"
         )
     files = [(Path(p), read_results(p)) for p in args.results]
+    negvqa = _negvqa_records(args.negvqa or ())  # before any statistic: a bad file fails fast
     costs = gather_costs(args.results, args.costs or ())  # before any statistic: a bad record fails fast
     runs = [
         check_results(records, prompts, name=name, source=str(path))
@@ -182,10 +195,15 @@ def _agree(args: argparse.Namespace) -> int:
             seed=args.seed,
             confidence=args.confidence,
             progress=progress,
+            probe_inputs={"negvqa": negvqa} if negvqa else None,
         )
         bar.update(len(runs))
     written = write_report(report, args.out, costs)
     print(section_markdown(main_table(report)))
+    if "negvqa" in report.get("probes", {}):
+        from .negvqa_probe import negvqa_markdown
+
+        print(negvqa_markdown(report["probes"]["negvqa"]))
     if labels.under_annotated:
         print(f"note: {len(labels.under_annotated)} annotated image(s) have fewer than 3 annotators and are not used")
     for name, block in report["evaluators"].items():
@@ -299,6 +317,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help='cost records for Table 2 (a judge\'s OUT.run.json, or JSON {"evaluator", "params", '
         '"peak_memory_gib", "seconds_per_image"}); default: the run records beside the results',
+    )
+    agree.add_argument(
+        "--negvqa",
+        nargs="+",
+        metavar="FILE",
+        help="NegVQA records of the judges (`negt2ibench negvqa --out FILE`): each judge's NegVQA accuracy is "
+        "printed beside its Table 2 and Table 10 figures (docs/judges.md)",
     )
     add_interval_options(agree)
     agree.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP)

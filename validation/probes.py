@@ -17,13 +17,15 @@ Register eagerly with the decorator, or lazily (nothing imported until `agree` r
 The VLM negation probe of Table 10 (flip rate, complement error and called-correct, from a
 judge's ``pos`` and ``neg`` runs: `judges.probe.negation_probe`) is registered that way at the
 end of this module; `validation.negation_probe` picks the runs and imports the judges package
-only when `agree` runs.
+only when `agree` runs. So is NegVQA beside Tables 2 and 10 (`validation.negvqa_probe`, from the
+records `agree --negvqa` passes in `ProbeInput.extra`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from negt2ibench.core.registry import Registry
 
@@ -33,13 +35,16 @@ from .runs import EvaluatorRun
 
 @dataclass(frozen=True)
 class ProbeInput:
-    """What a probe sees: the labels, the runs (by file order) and their computed agreement blocks."""
+    """What a probe sees: the labels, the runs (by file order) and their computed agreement blocks, and
+    the inputs some probes take beyond them, by name (`extra`: ``agree --negvqa FILE...`` gives the
+    ``negvqa`` probe its judges' NegVQA records as {"negvqa": [judges.negvqa.summary.JudgeRecords]})."""
 
     labels: LabelSet
     runs: tuple[EvaluatorRun, ...]
     evaluators: Mapping[str, dict]
     resamples: int
     seed: int
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -108,3 +113,5 @@ def probe_markdown(name: str, result: dict) -> str | None:
 
 # Table 10: a judge's pos and neg runs, when both are given (see validation.negation_probe).
 register_probe("negation", target="validation.negation_probe:NEGATION_PROBE")
+# NegVQA beside Tables 2 and 10, when `agree --negvqa FILE...` gives a judge's NegVQA records.
+register_probe("negvqa", target="validation.negvqa_probe:NEGVQA_PROBE")

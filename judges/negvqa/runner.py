@@ -1,0 +1,290 @@
+"""`negt2ibench negvqa`: a judge answers NegVQA's questions, one record per question and form, as one more
+user of the engine (`evaluator.engine.run_records`: resume by key, ranks and their merge, batches with
+per-image isolation into error rows, the verdict/write thread, progress).
+
+Each question's image is read once; its negated question (``OUT.jsonl``) and, with `original`, its
+affirmative original (``OUT.original.jsonl``) are asked in the same batched call of
+`JudgeAdapter.letter_probabilities` (and of `generate`, with `generate`). Questions already in an
+output are not asked again, so rerunning resumes, and a later run with `original` asks only the
+originals. The run's summary is written beside the results as ``OUT.run.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, cast
+
+from evaluator.engine import BatchStep, Failed, Job, RecordFiles, run_records
+from evaluator.loader import Loaded, Work
+from evaluator.resultio import ResultWriter, check_appendable, merge_results, read_results
+from negt2ibench.core.atomic import write_atomic
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.options import check, non_negative_int
+
+from ..adapters import JudgeAdapter
+from ..summary import run_record_path
+from .data import NegVQAData, NegVQAQuestion
+from .records import (
+    LETTERS,
+    MAX_NEW_TOKENS,
+    NEGVQA_VERSION,
+    Form,
+    Letter,
+    NegVQARecord,
+    generated_letter,
+    likelier,
+    negvqa_config_hash,
+    original_path,
+    prompt_text,
+)
+
+ERROR_KINDS = ("bad image", "judge failed")
+
+
+def _keys(path: Path) -> frozenset:
+    # Read-only (no writer lock): every rank reads the merged file at once.
+    if not path.exists():
+        return frozenset()
+    return frozenset(record.key for record in read_results(path, strict=False, record_type=NegVQARecord))
+
+
+NEGVQA_FILES = RecordFiles(
+    partial(ResultWriter, record_type=NegVQARecord),
+    _keys,
+    lambda inputs, out: merge_results(inputs, out, record_type=NegVQARecord),
+)
+Answer = tuple[tuple[float, ...], str | None]  # the letters' probabilities, the written reply
+
+
+@dataclass
+class FormCounts:
+    path: Path
+    already_done: int = 0
+    answered: int = 0  # new records with an answer
+    errors: int = 0  # new error records
+    correct: int = 0
+
+
+@dataclass
+class NegVQARun:
+    """What one run did and cost."""
+
+    judge: str
+    hub_id: str
+    params: str
+    device: str
+    dtype: str
+    data: str
+    forms: dict[str, FormCounts]
+    questions: int = 0  # questions of the source (after --limit)
+    malformed: list[str] = field(default_factory=list)
+    asked: int = 0  # (image, prompt) pairs asked in this run
+    load_seconds: float = 0.0
+    seconds: float = 0.0
+    peak_memory_bytes: int = 0
+    memory_kind: str = ""
+    error_reasons: dict[str, int] = field(default_factory=dict)
+    rank: int = 0
+    world: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "judge": self.judge,
+            "hub_id": self.hub_id,
+            "params": self.params,
+            "device": self.device,
+            "dtype": self.dtype,
+            "data": self.data,
+            "rank": self.rank,
+            "world": self.world,
+            "questions_in_source": self.questions,
+            "malformed_rows": len(self.malformed),
+            "malformed": self.malformed,
+            "prompts_asked": self.asked,
+            "load_seconds": round(self.load_seconds, 3),
+            "seconds": round(self.seconds, 3),
+            "seconds_per_prompt": self.seconds / self.asked if self.asked else None,
+            "peak_memory_gib": round(self.peak_memory_bytes / 2**30, 3),
+            "memory_kind": self.memory_kind,
+            "forms": {
+                form: {
+                    "out": str(c.path),
+                    "answered": c.answered,
+                    "errors": c.errors,
+                    "correct": c.correct,
+                    "already_done": c.already_done,
+                }
+                for form, c in self.forms.items()
+            },
+            "error_reasons": dict(sorted(self.error_reasons.items())),
+        }
+
+    def line(self) -> str:
+        prefix = f"[rank {self.rank}/{self.world}] " if self.world > 1 else ""
+        forms = "; ".join(
+            f"{form}: {c.answered + c.errors} new ({c.correct} correct, {c.errors} errors), "
+            f"{c.already_done} already done → {c.path}"
+            for form, c in self.forms.items()
+        )
+        rate = f", {self.seconds / self.asked:.3g} s/prompt" if self.asked else ""
+        memory = f"{self.peak_memory_bytes / 2**30:.2f} GiB {'GPU' if self.memory_kind == 'cuda' else 'peak RSS'}"
+        return (
+            f"{prefix}{self.judge} on {self.device} ({self.dtype}): {forms}. {self.questions} questions, "
+            f"{len(self.malformed)} malformed rows left out; {self.asked} prompts in {self.seconds:.1f} s{rate}; "
+            f"model load {self.load_seconds:.1f} s (apart); {memory}"
+        )
+
+
+def _prompts(question: NegVQAQuestion, forms: Sequence[str]) -> list[tuple[str, str]]:
+    """(form, prompt) for each form a question has among FORMS."""
+    asked = []
+    for form in forms:
+        if form == "negated":
+            asked.append((form, prompt_text(question.question, question.choices)))
+        elif question.original_question is not None:
+            asked.append((form, prompt_text(question.original_question, question.choices)))
+    return asked
+
+
+def negvqa_step(
+    adapter: JudgeAdapter, config_hash: str, run: NegVQARun, *, generate: bool
+) -> BatchStep[dict[str, Answer], NegVQARecord]:
+    """The judge's part of the engine: every needed form of the batch's questions in one call, then a
+    record per question and form (the engine's output names are the forms)."""
+
+    def forward(pairs: Sequence[tuple[Job, Loaded]]) -> list[dict[str, Answer]]:
+        asked = [_prompts(job.work.record, job.needed) for job, _ in pairs]
+        images = [entry.rgb() for (_, entry), prompts in zip(pairs, asked, strict=True) for _ in prompts]
+        texts = [text for prompts in asked for _, text in prompts]
+        if not texts:
+            return [{} for _ in pairs]
+        scores = adapter.letter_probabilities(images, texts, LETTERS)
+        replies: Sequence[str | None] = (
+            adapter.generate(images, texts, MAX_NEW_TOKENS) if generate else [None] * len(texts)
+        )
+        run.asked += len(texts)
+        answers, start = [], 0
+        for prompts in asked:
+            end = start + len(prompts)
+            chunk = zip(prompts, scores[start:end], replies[start:end], strict=True)
+            answers.append({form: (tuple(score), reply) for (form, _), score, reply in chunk})
+            start = end
+        return answers
+
+    def record(job: Job, form: str, answer: Answer | None, error: str | None = None) -> NegVQARecord:
+        question: NegVQAQuestion = job.work.record
+        original = form == "original"
+        text = question.original_question if original else question.question
+        key = question.original_answer if original else question.answer
+        if text is None or key is None:  # `_prompts` asks only the forms a question has
+            raise ValueError(f"question {question.question_id} has no {form} form")
+        fields: dict[str, Any] = {"probabilities": None, "letter": None, "correct": None}
+        if answer is not None:
+            scores, reply = answer
+            letter = likelier(scores)
+            fields = {
+                "probabilities": dict(zip(LETTERS, scores, strict=True)),
+                "letter": letter,
+                "correct": letter == key,
+                "generated": reply,
+                "generated_letter": generated_letter(reply, question.choices) if reply is not None else None,
+            }
+        return NegVQARecord(
+            judge=adapter.spec.key,
+            params=adapter.spec.params,
+            question_id=question.question_id,
+            form=cast(Form, form),  # one of FORMS: the engine's output names
+            source=question.source,
+            domain=question.domain,
+            question=text,
+            choices=list(question.choices),
+            answer=cast(Letter, key),  # the data's reader admits A or B only
+            label=question.label,
+            evaluator_version=NEGVQA_VERSION,
+            config_hash=config_hash,
+            error=error,
+            **fields,
+        )
+
+    def records(job: Job, outcome: dict[str, Answer] | Failed) -> list[tuple[str, NegVQARecord]]:
+        forms = [form for form, _ in _prompts(job.work.record, job.needed)]
+        if isinstance(outcome, Failed):
+            return [(form, record(job, form, None, outcome.reason)) for form in forms]
+        return [(form, record(job, form, outcome[form])) for form in forms]
+
+    return BatchStep(forward, records, failure="judge failed")
+
+
+def run_negvqa(
+    data: NegVQAData,
+    adapter: JudgeAdapter,
+    *,
+    out_path: str | Path,
+    original: bool = False,
+    generate: bool = False,
+    limit: int | None = None,
+    progress: bool = True,
+    num_workers: int = 0,
+) -> NegVQARun:
+    """Ask ADAPTER every question of DATA (the first LIMIT) into OUT_PATH (and its originals, with
+    ORIGINAL, into `original_path(OUT_PATH)`), skipping those already there.
+
+    The outputs are checked before the model loads (another version or configuration is refused);
+    the model is loaded apart (a missing weight raises `MissingWeightsError` before any image is read).
+    """
+    if type(adapter).letter_probabilities is JudgeAdapter.letter_probabilities:
+        raise UserError(f"judge {adapter.spec.key} answers yes/no questions only: NegVQA needs an option letter")
+    if limit is not None:
+        limit = check("limit", limit, non_negative_int)
+    questions = data.questions[:limit] if limit is not None else data.questions
+    paths = {"negated": Path(out_path)} | ({"original": original_path(out_path)} if original else {})
+    config_hash = negvqa_config_hash(adapter.spec, dtype=adapter.dtype_name, generate=generate)
+    for path in paths.values():
+        check_appendable(path, NEGVQA_VERSION, config_hash, record_type=NegVQARecord)
+    run = NegVQARun(
+        judge=adapter.spec.key,
+        hub_id=adapter.spec.hub_id,
+        params=adapter.spec.params,
+        device=str(adapter.device),
+        dtype=adapter.dtype_name,
+        data=data.source,
+        forms={form: FormCounts(path) for form, path in paths.items()},
+        questions=len(questions),
+        malformed=list(data.malformed),
+    )
+    adapter.reset_peak_memory()
+    started = time.perf_counter()
+    adapter.load()
+    run.load_seconds = time.perf_counter() - started
+
+    started = time.perf_counter()
+    result = run_records(
+        [Job(Work(question, question), adapter.spec.key) for question in questions],
+        paths,
+        negvqa_step(adapter, config_hash, run, generate=generate),
+        batch_size=max(1, adapter.batch_size),
+        desc=f"negvqa {adapter.spec.key}",
+        progress=progress,
+        num_workers=num_workers,
+        error_kinds=ERROR_KINDS,
+        files=NEGVQA_FILES,
+    )
+    for form, counts in result.outputs.items():
+        run.forms[form].path = counts.path
+        run.forms[form].already_done = counts.already_done
+        run.forms[form].answered = counts.written - counts.errors
+        run.forms[form].errors = counts.errors
+        run.forms[form].correct = counts.passed
+    run.error_reasons = dict(result.error_reasons)
+    run.rank, run.world = result.rank, result.world
+    run.seconds = time.perf_counter() - started
+    run.peak_memory_bytes, run.memory_kind = adapter.peak_memory()
+    if run.asked:  # a rerun with nothing left keeps the record of the run that did the work
+        path = run_record_path(out_path, rank=run.rank, world=run.world)
+        write_atomic(path, json.dumps(run.to_dict(), indent=2, allow_nan=False) + "\n")
+    return run

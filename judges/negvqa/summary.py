@@ -1,0 +1,359 @@
+"""`negt2ibench negvqa summary`: NegVQA records → one judge's accuracy, and several judges side by side. Pure:
+records in, numbers and `Table`s out.
+
+As NegVQA reports it (the seed's Table 1; VLMEvalKit's `vmcbench.report_vmc_acc`, which its authors
+ran): the overall accuracy is the share of questions answered right; a source dataset's accuracy is
+the share of its questions; a **domain's accuracy is the mean of its source datasets' accuracies**
+(each dataset counts once, however many questions it has). Error rows (no answer) are counted and
+left out of every figure.
+
+Intervals: the seeded percentile bootstrap of `negt2ibench.core.bootstrap`, questions resampled
+within each source dataset (`resample_indices`, the seed offset by the dataset's place in the sorted
+names, so two judges on the same questions get the same draws), every figure recomputed from the same
+draws. With the originals (`OUT.original.jsonl`), the drop is original − negated accuracy over the
+questions answered in both forms, paired: a resample draws a question with both its answers.
+
+Letter bias: the share of answers that are A, beside the share of A in the answer key (NegVQA
+shuffles the two choices, so about half); a judge that answers A whatever is asked shows 100% against
+about 50%. With `--generate`, the share of written replies that name another letter than the scores
+(or none).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from negt2ibench.core.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, percentile_interval, resample_indices
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.table import Column, Table
+
+from .data import DOMAINS
+from .records import LETTERS, NegVQARecord
+
+NAN = math.nan
+Interval = tuple[float, float]
+
+
+@dataclass
+class JudgeRecords:
+    """One judge's records: its negated answers, and its originals when they were asked."""
+
+    judge: str
+    params: str
+    negated: list[NegVQARecord] = field(default_factory=list)
+    original: list[NegVQARecord] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+
+def group_by_judge(files: Sequence[tuple[str, Sequence[NegVQARecord]]]) -> list[JudgeRecords]:
+    """Records of several files, by judge (in first-seen order) and form; a judge's form given in two
+    files is refused (which answers to count is not knowable)."""
+    judges: dict[str, JudgeRecords] = {}
+    seen: dict[tuple[str, str], str] = {}
+    for name, records in files:
+        for record in records:
+            entry = judges.setdefault(record.judge, JudgeRecords(record.judge, record.params))
+            where = seen.setdefault((record.judge, record.form), name)
+            if where != name:
+                raise UserError(f"{record.judge}'s {record.form} answers are in both {where} and {name}: pass one")
+            (entry.negated if record.form == "negated" else entry.original).append(record)
+            if name not in entry.files:
+                entry.files.append(name)
+    for entry in judges.values():
+        if not entry.negated:
+            given = ", ".join(entry.files)
+            raise UserError(f"{entry.judge}: only original answers given ({given}); pass its OUT.jsonl too")
+    return list(judges.values())
+
+
+def _share(part: int, whole: int) -> float:
+    return part / whole if whole else NAN
+
+
+def _by_source(records: Sequence[NegVQARecord]) -> dict[str, list[NegVQARecord]]:
+    grouped: dict[str, list[NegVQARecord]] = {}
+    for record in records:
+        grouped.setdefault(record.source, []).append(record)
+    return dict(sorted(grouped.items()))
+
+
+def _draw_sums(values: Mapping[str, np.ndarray], resamples: int, seed: int) -> dict[str, np.ndarray]:
+    """Per source: the sums of its values (questions, or question pairs) in each resample of its questions."""
+    sums = {}
+    for offset, source in enumerate(sorted(values)):
+        rows = resample_indices(len(values[source]), resamples=resamples, seed=seed + offset)
+        sums[source] = values[source][rows].sum(axis=1)
+    return sums
+
+
+def _interval(draws: np.ndarray | None, confidence: float) -> Interval:
+    return (NAN, NAN) if draws is None else percentile_interval(draws, confidence=confidence)
+
+
+def _domains(sources: Mapping[str, str]) -> dict[str, list[str]]:
+    """Domain → its sources, NegVQA's domains first in the paper's order, then any other."""
+    order = list(DOMAINS) + sorted(set(sources.values()) - set(DOMAINS))
+    return {d: sorted(s for s, of in sources.items() if of == d) for d in order if d in sources.values()}
+
+
+def _accuracies(records: Sequence[NegVQARecord], resamples: int, seed: int, confidence: float) -> dict[str, Any]:
+    """Overall (all questions), by source, by domain (mean of its sources), with intervals."""
+    by_source = _by_source(records)
+    domain_of = {source: group[0].domain for source, group in by_source.items()}
+    correct = {source: np.array([float(bool(r.correct)) for r in group]) for source, group in by_source.items()}
+    sums = _draw_sums(correct, resamples, seed) if resamples > 0 else {}
+    n = {source: len(values) for source, values in correct.items()}
+    total = sum(n.values())
+    sources = {
+        source: {
+            "domain": domain_of[source],
+            "questions": n[source],
+            "correct": int(values.sum()),
+            "accuracy": float(values.mean()),
+            "accuracy_ci": _interval(sums[source] / n[source] if sums else None, confidence),
+        }
+        for source, values in correct.items()
+    }
+    domains = {}
+    for domain, members in _domains(domain_of).items():
+        draws = np.mean([sums[s] / n[s] for s in members], axis=0) if sums else None
+        domains[domain] = {
+            "sources": members,
+            "questions": sum(n[s] for s in members),
+            "correct": sum(int(correct[s].sum()) for s in members),
+            "accuracy": float(np.mean([correct[s].mean() for s in members])),
+            "accuracy_ci": _interval(draws, confidence),
+        }
+    overall = np.sum(list(sums.values()), axis=0) / total if sums and total else None
+    right = sum(int(values.sum()) for values in correct.values())
+    return {
+        "questions": total,
+        "correct": right,
+        "accuracy": _share(right, total),
+        "accuracy_ci": _interval(overall, confidence),
+        "by_domain": domains,
+        "by_source": sources,
+    }
+
+
+def _drop(
+    negated: Sequence[NegVQARecord], original: Sequence[NegVQARecord], resamples: int, seed: int, confidence: float
+) -> dict[str, Any]:
+    """Original − negated accuracy over the questions answered in both forms, paired."""
+    originals = {r.question_id: r for r in original if r.error is None}
+    pairs = [(r, originals[r.question_id]) for r in negated if r.question_id in originals]
+    grouped: dict[str, list[tuple[NegVQARecord, NegVQARecord]]] = {}
+    for pair in pairs:
+        grouped.setdefault(pair[0].source, []).append(pair)
+    values = {s: np.array([[float(bool(n.correct)), float(bool(o.correct))] for n, o in g]) for s, g in grouped.items()}
+    sums = _draw_sums(values, resamples, seed) if resamples > 0 and values else {}
+    n = {source: len(v) for source, v in values.items()}
+    total = sum(n.values())
+
+    def figures(members: Sequence[str], macro: bool) -> dict[str, Any]:
+        if macro:  # a domain: the mean of its sources' accuracies
+            means = np.mean([values[s].mean(axis=0) for s in members], axis=0)
+            draws = np.mean([sums[s] / n[s] for s in members], axis=0) if sums else None
+        else:  # overall: every pair once
+            means = np.sum([values[s].sum(axis=0) for s in members], axis=0) / total
+            draws = np.sum([sums[s] for s in members], axis=0) / total if sums else None
+        return {
+            "pairs": sum(n[s] for s in members),
+            "accuracy_original": float(means[1]),
+            "accuracy_negated": float(means[0]),
+            "drop": float(means[1] - means[0]),
+            "accuracy_original_ci": _interval(None if draws is None else draws[:, 1], confidence),
+            "drop_ci": _interval(None if draws is None else draws[:, 1] - draws[:, 0], confidence),
+        }
+
+    if not total:
+        return {"pairs": 0, "accuracy_original": NAN, "accuracy_negated": NAN, "drop": NAN, "by_domain": {}}
+    block = figures(list(values), macro=False)
+    domain_of = {source: group[0][0].domain for source, group in grouped.items()}
+    block["by_domain"] = {domain: figures(members, macro=True) for domain, members in _domains(domain_of).items()}
+    block["chosen_A"] = _share(sum(o.letter == "A" for _, o in pairs), total)
+    return block
+
+
+def summarize_judge(
+    records: JudgeRecords,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> dict[str, Any]:
+    """Every figure of one judge (fractions; intervals as (low, high)); see the module's docstring."""
+    answered = [r for r in records.negated if r.error is None]
+    errors = Counter((r.error or "").split(":", 1)[0] for r in records.negated if r.error is not None)
+    summary: dict[str, Any] = {"judge": records.judge, "params": records.params, "files": list(records.files)}
+    summary["error_rows"] = sum(errors.values())
+    summary["error_kinds"] = dict(sorted(errors.items()))
+    summary |= _accuracies(answered, resamples, seed, confidence)
+    chosen = Counter(str(r.letter) for r in answered)
+    key = Counter(str(r.answer) for r in answered)
+    summary["letters"] = {
+        "chosen": {letter: _share(chosen[letter], len(answered)) for letter in LETTERS},
+        "key": {letter: _share(key[letter], len(answered)) for letter in LETTERS},
+        "bias_A": _share(chosen["A"] - key["A"], len(answered)),
+    }
+    summary["original"] = _drop(answered, records.original, resamples, seed, confidence) if records.original else None
+    replies = [r for r in answered if r.generated is not None]
+    summary["generated"] = (
+        {
+            "replies": len(replies),
+            "disagree": sum(bool(r.disagrees) for r in replies),
+            "disagree_share": _share(sum(bool(r.disagrees) for r in replies), len(replies)),
+            "unread": sum(r.generated_letter is None for r in replies),
+        }
+        if replies
+        else None
+    )
+    summary["options"] = {"bootstrap": resamples, "seed": seed, "confidence": confidence}
+    return summary
+
+
+# -- tables (percentages, one decimal) ----------------------------------------------------------------
+
+
+def _pct(value: float | None) -> float:
+    return NAN if value is None else 100.0 * value
+
+
+def _pct_ci(bounds: Interval | None) -> Interval:
+    return (NAN, NAN) if bounds is None else (_pct(bounds[0]), _pct(bounds[1]))
+
+
+def _with_interval(key: str, label: str) -> list[Column]:
+    return [
+        Column(key, label, higher_is_better=True, interval=f"{key}_ci"),
+        Column(f"{key}_ci", f"{label} interval", in_markdown=False, pair=True),
+    ]
+
+
+def judges_table(summaries: Sequence[Mapping[str, Any]]) -> Table:
+    """One row per judge: parameters, questions, accuracy overall and by domain, the original's
+    accuracy and the drop, the share of A answers (the seed's Table 1 and its Figure 3 by size)."""
+    domains = list(dict.fromkeys(d for s in summaries for d in s["by_domain"]))
+    columns = [Column("judge", "Judge", str), Column("params", "Params", str), Column("questions", "n", "{}")]
+    columns += _with_interval("accuracy", "NegVQA")
+    columns += [Column(f"domain:{d}", d, higher_is_better=True) for d in domains]
+    columns += [Column("original", "Original", higher_is_better=True), Column("drop", "Drop", interval="drop_ci")]
+    columns += [Column("drop_ci", "Drop interval", in_markdown=False, pair=True)]
+    columns += [Column("chosen_A", "A chosen"), Column("key_A", "A in key")]
+    rows = []
+    for s in summaries:
+        original = s["original"] or {}
+        row = {
+            "judge": s["judge"],
+            "params": s["params"],
+            "questions": s["questions"],
+            "accuracy": _pct(s["accuracy"]),
+            "accuracy_ci": _pct_ci(s["accuracy_ci"]),
+            "original": _pct(original.get("accuracy_original")),
+            "drop": _pct(original.get("drop")),
+            "drop_ci": _pct_ci(original.get("drop_ci")),
+            "chosen_A": _pct(s["letters"]["chosen"]["A"]),
+            "key_A": _pct(s["letters"]["key"]["A"]),
+        }
+        row |= {f"domain:{d}": _pct(s["by_domain"].get(d, {}).get("accuracy")) for d in domains}
+        rows.append(row)
+    notes = (
+        "Accuracy on the negated questions (%), 95% bootstrap interval (questions resampled within each source "
+        "dataset). A domain is the mean of its source datasets' accuracies, as NegVQA reports it. Original: the "
+        "affirmative questions' accuracy over the questions answered in both forms; Drop: original − negated over "
+        "those pairs. A chosen / A in key: the share of answers that are A, and of A in the answer key.",
+    )
+    return Table("negvqa", "NegVQA accuracy by judge", columns, rows, notes=notes, bold_best=len(rows) > 1)
+
+
+def domain_table(summary: Mapping[str, Any]) -> Table:
+    """One judge by domain: questions, accuracy [interval], the original's accuracy and the drop."""
+    columns = [Column("domain", "Domain", str), Column("sources", "Source datasets", str), Column("n", "n", "{}")]
+    columns += _with_interval("accuracy", "NegVQA")
+    columns += [Column("original", "Original"), Column("drop", "Drop", interval="drop_ci")]
+    columns += [Column("drop_ci", "Drop interval", in_markdown=False, pair=True)]
+    drops = (summary["original"] or {}).get("by_domain", {})
+    rows = []
+    for domain, block in summary["by_domain"].items():
+        drop = drops.get(domain, {})
+        rows.append(
+            {
+                "domain": domain,
+                "sources": str(len(block["sources"])),
+                "n": block["questions"],
+                "accuracy": _pct(block["accuracy"]),
+                "accuracy_ci": _pct_ci(block["accuracy_ci"]),
+                "original": _pct(drop.get("accuracy_original")),
+                "drop": _pct(drop.get("drop")),
+                "drop_ci": _pct_ci(drop.get("drop_ci")),
+            }
+        )
+    title = f"NegVQA by domain: {summary['judge']}"
+    return Table("negvqa_domains", title, columns, rows, notes=("A domain: the mean of its source datasets.",))
+
+
+def source_table(summary: Mapping[str, Any]) -> Table:
+    """One judge by source dataset: its domain, questions, correct answers and accuracy [interval]."""
+    columns = [Column("source", "Source dataset", str), Column("domain", "Domain", str), Column("n", "n", "{}")]
+    columns += [Column("correct", "Correct", "{}"), *_with_interval("accuracy", "NegVQA")]
+    rows = [
+        {
+            "source": source,
+            "domain": block["domain"],
+            "n": block["questions"],
+            "correct": block["correct"],
+            "accuracy": _pct(block["accuracy"]),
+            "accuracy_ci": _pct_ci(block["accuracy_ci"]),
+        }
+        for source, block in summary["by_source"].items()
+    ]
+    return Table("negvqa_sources", f"NegVQA by source dataset: {summary['judge']}", columns, rows)
+
+
+def _number(value: float | None) -> str:
+    return "–" if value is None or math.isnan(value) else f"{100 * value:.1f}"
+
+
+def _percent(value: float | None) -> str:
+    text = _number(value)
+    return text if text == "–" else f"{text}%"
+
+
+def _bounds(bounds: Interval | None) -> str:
+    if bounds is None or any(math.isnan(b) for b in bounds):
+        return ""
+    return f" [{100 * bounds[0]:.1f}, {100 * bounds[1]:.1f}]"
+
+
+def headline(summary: Mapping[str, Any]) -> list[str]:
+    """One judge's figures in a few lines (what the tables do not say at a glance)."""
+    errors = f", {summary['error_rows']} error rows not scored" if summary["error_rows"] else ""
+    lines = [
+        f"{summary['judge']} ({summary['params']}): {summary['questions']} negated questions{errors}; "
+        f"accuracy {_percent(summary['accuracy'])}{_bounds(summary['accuracy_ci'])} (chance: 50%)"
+    ]
+    original = summary["original"]
+    if original and original["pairs"]:
+        lines.append(
+            f"  originals: {original['pairs']} questions answered in both forms; original "
+            f"{_percent(original['accuracy_original'])}, negated {_percent(original['accuracy_negated'])}, "
+            f"drop {_number(original['drop'])} points{_bounds(original.get('drop_ci'))}"
+        )
+    letters = summary["letters"]
+    lines.append(
+        f"  letters: A chosen in {_percent(letters['chosen']['A'])} of answers, A is right in "
+        f"{_percent(letters['key']['A'])} (bias toward A: {_number(letters['bias_A'])} points)"
+    )
+    generated = summary["generated"]
+    if generated:
+        lines.append(
+            f"  written replies: {generated['disagree']} of {generated['replies']} name another letter than the "
+            f"scores ({generated['unread']} name neither)"
+        )
+    return lines

@@ -1,0 +1,137 @@
+"""`judges.negvqa.summary` on hand-made records: NegVQA's domain rule (the mean of its datasets), the
+paired drop, the letter bias, seeded bootstrap intervals, several judges in one table.
+
+Eight negated answers, worked by hand:
+
+    source    domain     questions  right   accuracy
+    VQAv2     General    3          3       1.0
+    OKVQA     General    1          0       0.0      General = (1.0 + 0.0) / 2 = 0.5 (not 3/4)
+    GQA       Reasoning  2          1       0.5      Reasoning = 0.5
+    TextVQA   OCR        2          2       1.0      OCR = 1.0
+                         8          6       overall 6/8 = 0.75
+
+Originals for the four VQAv2/OKVQA questions, all right: drop over those pairs = 4/4 − 3/4 = 0.25;
+General's drop = mean(VQAv2 1 − 1, OKVQA 1 − 0) = 0.5. Letters: A chosen 5 times of 8 (v1 v3 o1 g1 t2),
+A in the key 5 times (v1 v3 g1 g2 t2): no bias. A ninth record, an error row, is counted apart.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from judges.negvqa.records import NegVQARecord
+from judges.negvqa.summary import JudgeRecords, group_by_judge, judges_table, summarize_judge
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.table import to_markdown
+
+# (question id, source, domain, key, chosen)
+NEGATED = [
+    ("v1", "VQAv2", "General", "A", "A"),
+    ("v2", "VQAv2", "General", "B", "B"),
+    ("v3", "VQAv2", "General", "A", "A"),
+    ("o1", "OKVQA", "General", "B", "A"),
+    ("g1", "GQA", "Reasoning", "A", "A"),
+    ("g2", "GQA", "Reasoning", "A", "B"),
+    ("t1", "TextVQA", "OCR", "B", "B"),
+    ("t2", "TextVQA", "OCR", "A", "A"),
+]
+ORIGINAL = [("v1", "B", "B"), ("v2", "A", "A"), ("v3", "B", "B"), ("o1", "A", "A")]
+
+
+def record(question_id, source, domain, key, chosen, *, form="negated", judge="j", error=None) -> NegVQARecord:
+    probabilities = {"A": 0.7, "B": 0.3} if chosen == "A" else {"A": 0.2, "B": 0.8}
+    return NegVQARecord(
+        judge=judge,
+        params="2B",
+        question_id=question_id,
+        form=form,
+        source=source,
+        domain=domain,
+        question="?",
+        choices=["x", "y"],
+        answer=key,
+        probabilities=None if error else probabilities,
+        letter=None if error else chosen,
+        correct=None if error else chosen == key,
+        evaluator_version="negvqa-1.0.0",
+        config_hash="h",
+        error=error,
+    )
+
+
+def judge_records(judge: str = "j") -> JudgeRecords:
+    negated = [record(*row, judge=judge) for row in NEGATED]
+    negated.append(record("x1", "TextVQA", "OCR", "A", "A", judge=judge, error="bad image: truncated"))
+    by_id = {row[0]: row for row in NEGATED}
+    original = [
+        record(q, by_id[q][1], by_id[q][2], key, chosen, form="original", judge=judge) for q, key, chosen in ORIGINAL
+    ]
+    return JudgeRecords(judge, "2B", negated, original, ["j.jsonl"])
+
+
+def test_figures_by_hand():
+    summary = summarize_judge(judge_records(), resamples=200, seed=3)
+    assert (summary["questions"], summary["correct"], summary["accuracy"]) == (8, 6, 0.75)
+    assert summary["error_rows"] == 1 and summary["error_kinds"] == {"bad image": 1}
+    assert {d: b["accuracy"] for d, b in summary["by_domain"].items()} == {"General": 0.5, "Reasoning": 0.5, "OCR": 1.0}
+    assert summary["by_domain"]["General"] | {"accuracy_ci": None} == {
+        "sources": ["OKVQA", "VQAv2"],
+        "questions": 4,
+        "correct": 3,
+        "accuracy": 0.5,
+        "accuracy_ci": None,
+    }
+    assert summary["by_source"]["GQA"]["accuracy"] == 0.5
+    original = summary["original"]
+    assert (original["pairs"], original["accuracy_original"], original["accuracy_negated"]) == (4, 1.0, 0.75)
+    assert original["drop"] == pytest.approx(0.25)
+    assert original["by_domain"]["General"]["drop"] == pytest.approx(0.5)
+    # Chosen A: v1 v3 o1 g1 t2 = 5 of 8; A in the key: v1 v3 g1 g2 t2 = 5 of 8; bias 0.
+    assert summary["letters"] == {"chosen": {"A": 5 / 8, "B": 3 / 8}, "key": {"A": 5 / 8, "B": 3 / 8}, "bias_A": 0.0}
+    assert summary["generated"] is None
+
+
+def test_intervals_are_seeded_hold_the_estimate_and_vanish_without_resamples():
+    first = summarize_judge(judge_records(), resamples=300, seed=1)
+    again = summarize_judge(judge_records(), resamples=300, seed=1)
+    assert first == again  # the same seed: the same draws, the same intervals
+    low, high = first["accuracy_ci"]
+    assert low <= 0.75 <= high
+    assert first["by_domain"]["OCR"]["accuracy_ci"] == (1.0, 1.0)  # both TextVQA answers right in every draw
+    low, high = first["original"]["drop_ci"]
+    assert 0.0 <= low <= 0.25 <= high <= 1.0
+    bare = summarize_judge(judge_records(), resamples=0)
+    assert all(math.isnan(bound) for bound in bare["accuracy_ci"] + bare["original"]["drop_ci"])
+    assert bare["accuracy"] == first["accuracy"]
+
+
+def test_two_judges_on_the_same_questions_get_the_same_draws():
+    # Same questions, same per-question correctness: the same intervals (the draws depend on n and the seed).
+    one = summarize_judge(judge_records("a"), resamples=100, seed=0)
+    two = summarize_judge(judge_records("b"), resamples=100, seed=0)
+    assert one["accuracy_ci"] == two["accuracy_ci"]
+
+
+def test_judges_table_one_row_per_judge_with_parameters_and_domains():
+    summaries = [summarize_judge(judge_records(name), resamples=0) for name in ("small", "large")]
+    table = judges_table(summaries)
+    assert [row["judge"] for row in table.rows] == ["small", "large"]
+    row = table.rows[0]
+    assert (row["params"], row["questions"], row["accuracy"], row["domain:General"]) == ("2B", 8, 75.0, 50.0)
+    assert (row["original"], row["drop"], row["chosen_A"], row["key_A"]) == (100.0, 25.0, 62.5, 62.5)
+    markdown = to_markdown(table)
+    assert markdown.splitlines()[0] == (
+        "| Judge | Params | n | NegVQA | General | Reasoning | OCR | Original | Drop | A chosen | A in key |"
+    )
+
+
+def test_grouping_reads_forms_by_judge_and_refuses_originals_alone():
+    records = judge_records()
+    grouped = group_by_judge([("n.jsonl", records.negated), ("o.jsonl", records.original)])
+    assert [(g.judge, len(g.negated), len(g.original), g.files) for g in grouped] == [
+        ("j", 9, 4, ["n.jsonl", "o.jsonl"])
+    ]
+    with pytest.raises(UserError, match="only original answers given"):
+        group_by_judge([("o.jsonl", records.original)])
