@@ -7,11 +7,14 @@ each object's presence and each statement's verdict, cause and dead-zone flag. E
 in a record (confidences, boxes, measurements, the observed values, the continuous `score`)
 moves with the hardware at every score and is never compared.
 
-So the Space shows only numbers computed from `compared_fields(record)`: the record with every
-other field emptied. `shown_numbers(results)` is the leaderboard row (Table 3's columns) and the
-model detail (statement accuracy, failure causes) of a submission, computed from those only; a
-view added later builds on `compared_fields` the same way, and tests/space/test_compared.py
-fails when a view reads a field the spot check does not compare.
+So the Space shows only numbers computed from those fields. `compared_fields(record)` is the
+record with every other field emptied (what the comparison sees). `shown_numbers(results)` is the
+leaderboard row (Table 3's columns) and the model detail (statement accuracy, failure causes) of
+a submission: it reads only compared fields, which tests/space/test_compared.py holds it to (it
+runs `numbers_of` on records that write down every field read, and fails on one that is not
+compared); a number added to the detail is added in `numbers_of`, under that test. (It reads the
+records as they are: building the compared copy of 19,200 records costs more than reading the
+file, benchmarks/RESULTS.md.)
 
 `CHECKED_FIELDS` are checked for every record when the file is submitted
 (`space.submissions.check_results`: one model key, this Space's evaluator version and config
@@ -113,8 +116,9 @@ def disagreement(submitted: ResultRecord, rescored: ResultRecord) -> str:
 
 def numbers_of(records: Sequence[ResultRecord]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The leaderboard row (keys `evaluator.report.LEADERBOARD_COLUMNS`) and the model detail
-    (`statement_accuracy`, `failure_causes` by category) of one model's records. Callers pass
-    compared records (`shown_numbers`); a number added to the detail is added here."""
+    (`statement_accuracy`, `failure_causes` by category) of one model's records, from the fields
+    the spot check compares only (tests/space/test_compared.py); a number added to the detail is
+    added here."""
     from evaluator.report import failure_causes, leaderboard_row, statement_accuracy
 
     row = dict(leaderboard_row(records, records[0].model_key))
@@ -127,9 +131,9 @@ def numbers_of(records: Sequence[ResultRecord]) -> tuple[dict[str, Any], dict[st
 
 def shown_numbers(results: Sequence[ResultRecord]) -> tuple[dict[str, Any], dict[str, Any]]:
     """What the Space shows of a submission (its leaderboard row, its model detail), computed from
-    the fields the spot check compares only. Raises ValueError for inconsistent records (e.g. a
-    failed statement without a cause)."""
-    return numbers_of([compared_fields(record) for record in results])
+    the fields the spot check compares only (`numbers_of`). Raises ValueError for inconsistent
+    records (e.g. a failed statement without a cause)."""
+    return numbers_of(results)
 
 
 def model_detail(results: Sequence[ResultRecord]) -> dict[str, Any]:

@@ -113,7 +113,7 @@ class Rechecker:
 def error_reply(message: str) -> str:
     """A failed event's answer: a toast with its first line, and the message as the status Markdown
     (each cut to a length that keeps its last clause); the whole message goes to the log."""
-    log.info("answered with an error: %s", message)
+    log.warning("answered with an error: %s", message)  # the whole text, whatever the reply shows of it
     first = message.splitlines()[0] if message else "error"
     gr.Warning(html.escape(shorten(first, QUOTE_LIMIT + 100)))  # the toast renders HTML
     return views.error_markdown(message)
