@@ -41,7 +41,7 @@ FULL_RESCORE_NEXT = (
 
 
 def caught(entries: Iterable[Entry], submitter: str) -> list[Entry]:
-    """The submitter's submissions that a spot check (or a full re-score) rejected, oldest first."""
+    """The submitter's submissions that a spot check rejected (they carry its `verification`), oldest first."""
     found = [e for e in entries if e.submitter == submitter and e.status == "rejected" and e.verification is not None]
     return sorted(found, key=lambda e: e.created_at)
 
