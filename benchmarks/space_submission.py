@@ -4,7 +4,8 @@
 
 A complete synthetic results file (4,800 prompts × 4 samples, random verdicts, fixed seed) goes
 through each step of `space.submissions.submit`: reading (evaluator.resultio), the coverage /
-version check, the leaderboard row and detail (evaluator.report), and storing with its results in
+version check, the leaderboard row and detail (evaluator.report; and both together on the fields
+the spot check compares, `space.compared.shown_numbers`, as submit runs them), and storing with its results in
 each backend (SQLite; the Hub backend's local clone with a no-op upload). Also the leaderboard
 page build (`leaderboard_frame` over 50 entries). Prints a Markdown table; nothing is asserted.
 """
@@ -39,8 +40,9 @@ def main() -> None:
 
     from dataset_builder.loading import load_prompts
     from dataset_builder.records import PromptIndex
-    from evaluator.report import leaderboard_row
+    from evaluator.report import failure_causes, leaderboard_row, statement_accuracy
     from evaluator.resultio import read_results
+    from space.compared import compared_fields, shown_numbers
     from space.leaderboard_view import leaderboard_frame
     from space.store import Entry, HubStore, SQLiteStore
     from space.submissions import check_results, model_detail
@@ -74,7 +76,9 @@ def main() -> None:
         "read 19,200 records (resultio)": lambda: read_results(path),
         "coverage/version check": lambda: check_results(results, index.ids()),
         "leaderboard row (report)": lambda: leaderboard_row(results, "toy"),
-        "detail: statement accuracy + causes": lambda: model_detail(results),
+        "detail: statement accuracy + causes (report)": lambda: (statement_accuracy(results), failure_causes(results)),
+        "the compared fields of every record (compared_fields)": lambda: [compared_fields(r) for r in results],
+        "row + detail (shown_numbers, what submit runs)": lambda: shown_numbers(results),
         "store: SQLite (entry + results)": lambda: sqlite.add_submission(entry(), results),
         "store: Hub clone (entry + results, no upload)": lambda: hub.add_submission(entry(), results),
     }

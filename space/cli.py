@@ -233,8 +233,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="verify waiting submissions here: their spot check, or with --full every image re-scored",
         description=(
             "Without --full: validate received submissions and run the spot check of validated and pending ones "
-            "with this machine's models (the Space's policy: 577 of 19,200 images, at most 4 may disagree). "
-            "With --full: re-score every image of each submission that waits or was verified by a sample, through "
+            "with this machine's models (the Space's policy: 652 of 19,200 images, at most 5 may disagree). "
+            "With --full: re-score every image of each submission that is held (taken first), waits, or was "
+            "verified by a sample, through "
             "the engine of `negt2ibench score` (resumable: rerun the same command after an interruption; "
             "multi-GPU: `accelerate launch -m negt2ibench leaderboard verify --full`), and write this re-score's "
             "numbers as the entry's ranked ones: verified (full re-score). Prints each submission's new status."

@@ -1,8 +1,10 @@
 """The handlers of the Score and Submit tabs and the state they share (the store, the scorer, the
-upload cache, one scoring event per client), the app's temporary folder and its background passes.
+upload cache, one scoring and one submitting event per client, the uploads each client had refused
+as invalid in the last hour), the app's temporary folder and its background passes.
 
 Each handler reads the inputs, calls the store, the scorer or the pure views (`views`), and turns
-bad input into a status message, never a stack trace (`error_reply`). The tabs (`space.tabs`)
+bad input into a status message, never a stack trace (`error_reply`: the message shown keeps its
+last clause, and the whole of it goes to the log). The tabs (`space.tabs`)
 wire them to their components; the Explore and Leaderboard tabs, which share none of this state,
 keep their handlers beside their layout."""
 
@@ -28,12 +30,14 @@ from negt2ibench.core.errors import MissingWeightsError, UserError
 
 from . import views
 from .identity import requester
-from .names import clip
-from .resources import CacheBudget, ClientSlots, bounded_image
+from .names import QUOTE_LIMIT, shorten
+from .resources import CacheBudget, ClientSlots, RecentEvents, bounded_image
 from .scoring import RescoreOnGpu, ScoreOnGpu
 from .store import LeaderboardStore
 from .submissions import (
+    NOT_COUNTED,
     ImageSourceFactory,
+    InvalidFileError,
     SpotCheckSetup,
     SubmissionError,
     SubmissionForm,
@@ -107,8 +111,11 @@ class Rechecker:
 
 
 def error_reply(message: str) -> str:
-    """A failed event's answer: a toast with its first line, and the message as the status Markdown."""
-    gr.Warning(html.escape(clip(message.splitlines()[0] if message else "error")))  # the toast renders HTML
+    """A failed event's answer: a toast with its first line, and the message as the status Markdown
+    (each cut to a length that keeps its last clause); the whole message goes to the log."""
+    log.warning("answered with an error: %s", message)  # the whole text, whatever the reply shows of it
+    first = message.splitlines()[0] if message else "error"
+    gr.Warning(html.escape(shorten(first, QUOTE_LIMIT + 100)))  # the toast renders HTML
     return views.error_markdown(message)
 
 
@@ -125,6 +132,8 @@ class Handlers:
     work_dir: WorkDir
     rescore_on_gpu: RescoreOnGpu | None = None  # the spot check's batch scorer (None: none here)
     slots: ClientSlots = field(default_factory=ClientSlots)  # scoring events per client at once
+    submit_slots: ClientSlots = field(default_factory=ClientSlots)  # submitting events per client at once
+    invalid_uploads: RecentEvents = field(default_factory=RecentEvents)  # refused as invalid, per client, last hour
     cache: CacheBudget | None = None  # the upload cache, kept under its bound after each upload
     secret: bytes | None = None  # the spot check's sample secret (None: `spotcheck.verification_secret()`)
     on_stored: Callable[[], None] | None = None  # a submission was stored: start its spot check
@@ -241,24 +250,34 @@ class Handlers:
         request: gr.Request,
         profile: gr.OAuthProfile | None = None,
     ):
-        try:
-            return self._submit(results_file, model_name, link, images_repo, revision, request, profile)
-        finally:
-            self._tidy()
+        client = requester(request, profile)
+        with self.submit_slots.hold(client) as held:  # one at a time per client (`ClientSlots`)
+            try:
+                if not held:
+                    message = "you already have a submission being checked here; wait for its answer, then submit"
+                    return error_reply(f"{message}; {NOT_COUNTED}"), self.submissions()
+                return self._submit(results_file, model_name, link, images_repo, revision, client, profile)
+            finally:
+                self._tidy()
 
-    def _submit(self, results_file, model_name, link, images_repo, revision, request, profile):
+    def _submit(self, results_file, model_name, link, images_repo, revision, client: str, profile):
         if self.require_login and profile is None:
             return error_reply(
                 "sign in with Hugging Face (button above) to submit: limits are per account"
             ), self.submissions()
         if not results_file:
             return error_reply("upload the results JSONL written by `negt2ibench score`"), self.submissions()
+        now, limit = time.time(), self.limits.invalid_per_hour
+        if self.invalid_uploads.count(client, now) >= limit:
+            again = time.strftime("%H:%M UTC", time.gmtime(self.invalid_uploads.free_at(client, now, limit)))
+            message = f"{limit} of your uploads in the last hour were refused as invalid files; try again after {again}"
+            return error_reply(f"not submitted: {message}; {NOT_COUNTED}"), self.submissions()
         form = SubmissionForm(
             model_name=model_name or "",
             link=link or "",
             images_repo=images_repo or "",
             images_revision=revision or "",
-            submitter=requester(request, profile),
+            submitter=client,
         )
         try:
             entry = submit(
@@ -273,7 +292,9 @@ class Handlers:
                 secret=self.secret,
                 check=False,  # the background thread spot-checks it (hundreds of images take minutes)
             )
-        except SubmissionError as error:  # refused: nothing stored, not counted
+        except SubmissionError as error:  # refused: nothing stored, not counted toward the day
+            if isinstance(error, InvalidFileError):  # ... but toward the hour's invalid uploads
+                self.invalid_uploads.add(client, now)
             return error_reply(f"not submitted: {error}"), self.submissions()
         except SubmissionStoredError as error:  # stored, then stuck: say what the store holds
             log.exception("submission stored but not advanced")
@@ -284,7 +305,7 @@ class Handlers:
                 f"submission failed before it was stored: {type(error).__name__}: {error}"
             ), self.submissions()
         if entry.status == "rejected":
-            gr.Warning(html.escape(f"submission rejected: {clip(entry.reason)}"))
+            gr.Warning(html.escape(f"submission rejected: {shorten(entry.reason, QUOTE_LIMIT)}"))
         elif self.on_stored is not None:
             self.on_stored()
         return views.submission_message(entry), self.submissions()

@@ -4,7 +4,9 @@ The leaderboard is a `Table` (negt2ibench.core.table) whose columns are Table 3'
 (`evaluator.report.TABLE3_COLUMNS`: the same keys, labels and directions as the report), between
 the Space's own `status` and `link`; each stored row is the `leaderboard_row` of a submission.
 The paper's reported rows (`PAPER_ROWS`) carry the paper's citation in `link` and are explained by
-`PAPER_ROWS_NOTE` (measured on the paper's corpus draw, not this one).
+`PAPER_ROWS_NOTE` (measured on the paper's corpus draw, not this one). The model detail of an
+entry that is not verified is its file's claim: its plot and its table say so in themselves
+(`UNVERIFIED`). Every number comes from the fields the spot check compares (`space.compared`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from .names import csv_cell, plain_markdown
 from .store import Entry
 
 REPORTED = "reported (paper)"
+UNVERIFIED = "claimed, not verified"  # on the plot and in the table of an entry that is not verified
 # The paper's rows cite the paper (no address is published yet, so none is invented).
 PAPER_CITATION = "Elfatairy, Bravo, Bader, Akata (2026), NegT2IBench, Table 3"
 # Shown above the leaderboard: what the reported rows are, and why they are not quite comparable.
@@ -120,8 +123,8 @@ def ranked_entries(entries: Sequence[Entry]) -> list[Entry]:
 
 
 def awaiting_frame(entries: Sequence[Entry]) -> pd.DataFrame:
-    """Submissions not verified yet and not rejected (received, validated, pending), newest first:
-    listed apart from the ranking, with the reason they wait."""
+    """Submissions not verified yet and not rejected (received, validated, pending, held), newest
+    first: listed apart from the ranking, with the reason they wait."""
     import time
 
     rows = [
@@ -134,7 +137,7 @@ def awaiting_frame(entries: Sequence[Entry]) -> pd.DataFrame:
             "id": e.submission_id[:8],
         }
         for e in sorted(entries, key=lambda e: e.created_at, reverse=True)
-        if e.status in ("received", "validated", "pending")
+        if e.status in ("received", "validated", "pending", "held")
     ]
     return pd.DataFrame(rows, columns=AWAITING_COLUMNS)
 
@@ -204,8 +207,14 @@ def polarity_frame(entry: Entry | None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=POLARITY_COLUMNS)
 
 
+def claimed(entry: Entry | None) -> bool:
+    """Whether the entry's numbers are only its file's claim: not verified (by a sample or in full)."""
+    return entry is not None and entry.status != "verified"
+
+
 def polarity_figure(entry: Entry | None):
-    """Positive vs negated statement accuracy per category of one model (a matplotlib figure)."""
+    """Positive vs negated statement accuracy per category of one model (a matplotlib figure); an
+    entry that is not verified gets `UNVERIFIED` in its title and across the bars."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -226,15 +235,25 @@ def polarity_figure(entry: Entry | None):
     axis.set_xlabel("")
     # A name is text, not mathtext: "$\frac{$" is drawn as typed, and cannot break the figure.
     title = f"{entry.model_name}: positive vs negated statements"
+    if claimed(entry):
+        title += f" ({UNVERIFIED})"
+        axis.text(0.5, 0.5, UNVERIFIED, transform=axis.transAxes, ha="center", va="center", fontsize=28)
+        axis.texts[-1].set(color="#b91c1c", alpha=0.35, rotation=20)  # a watermark across the bars
     axis.set_title(title, parse_math=False)
     return figure
 
 
 def causes_frame(entry: Entry | None) -> pd.DataFrame:
-    """Failed statements per category and cause of one model."""
+    """Failed statements per category and cause of one model; the category cells of an entry that
+    is not verified say `UNVERIFIED`."""
     causes = (entry.detail or {}).get("failure_causes", {}) if entry else {}
+    mark = f" ({UNVERIFIED})" if claimed(entry) else ""
     rows = [
-        {"category": c, **{k: int(causes[c].get(k, 0)) for k in CAUSES}, "failed": int(causes[c].get("failed", 0))}
+        {
+            "category": c + mark,
+            **{k: int(causes[c].get(k, 0)) for k in CAUSES},
+            "failed": int(causes[c].get("failed", 0)),
+        }
         for c in CATEGORIES
         if c in causes
     ]

@@ -6,16 +6,20 @@ Model names, links, revisions and annotator names come from strangers. Here:
   bidi overrides and isolates, the BOM, soft hyphens), runs of white space as one space.
 - `name_key(text)`: `clean` and case-folded: "alice", "Alice" and "alice" + U+200B are one name.
 - `skeleton(text)`: the Unicode TR39 skeleton (NFD, each confusable character replaced by its
-  prototype, NFD again), so "Fіrst" with a Cyrillic і and "First" get the same one;
-  `confusable_key(text)` is the skeleton of the cleaned name, case-folded, with runs of other
-  characters than letters and digits as one "_" (as `model_key_of`), for uniqueness checks.
+  prototype, NFD again), so "Fіrst" with a Cyrillic і and "First" get the same one.
   The confusables are Unicode's confusables.txt as the `confusable-homoglyphs` package ships it
   (its JSON holds each pair in both directions; `_prototypes` recovers source → prototype).
+- `confusable_key(text)`: what names that look alike share, for uniqueness checks ("one name,
+  one model"): the skeleton, case-folded, marks removed, Latin letters in small capitals or with
+  a stroke, hook or other addition as their base letter (TR39 leaves many: ʀ, ᴅ, ø), the vertical
+  strokes i, l, 1, I and | as one, and only letters and digits kept: "First Model", "FirstModel",
+  "first_model", "FIRST MODEL", "First Modeӏ", "Fiʀst Model" and "F1rst Mode|" are one name.
 - `plain_markdown(text)`: text that Markdown shows as it is (every ASCII punctuation escaped,
   `&`, `<`, `>` as entities, so no link, emphasis, code span, autolink or HTML survives).
 - `csv_cell(value)`: a cell a spreadsheet will not run as a formula.
 - `http_link(text)`, `revision_name(text)`, `clip(text)`: checks of a link and a revision, and
-  the most of a stranger's text a message may quote.
+  the most of a stranger's text a message may quote; `shorten(message)`: a message cut to a
+  length that keeps its last clause ("...; nothing was stored").
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ QUOTE_LIMIT = 200  # characters of a stranger's text a message may quote
 MAX_NAME = 100  # characters of a model or annotator name
 MAX_LINK = 500
 _SPACES = re.compile(r"\s+")
-_NOT_ALNUM = re.compile(r"[^0-9a-z]+")
 _REVISION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
 # The generator of confusable-homoglyphs' JSON kept the direction marks of its comments around RTL letters.
 _DIRECTION_MARKS = "\u200e\u200f"
@@ -94,11 +97,42 @@ def skeleton(text: str) -> str:
     return current
 
 
+# A Latin letter with an addition or in another form: its Unicode name says which letter it is drawn as.
+_LATIN_LETTER = re.compile(
+    r"(?:LATIN|MODIFIER) (?:SMALL |CAPITAL )?(?:LETTER|CAPITAL LETTER) "
+    r"(?:SMALL CAPITAL |CAPITAL |SMALL |DOTLESS )?([A-Z])(?: WITH .+)?"
+)
+# Vertical strokes: TR39 draws I, 1 and | as l, but keeps i (and maps ı, і, ӏ, ɩ, ι to it).
+_STROKES = str.maketrans({"i": "l", "1": "l", "|": "l"})
+
+
+@lru_cache(maxsize=4096)
+def _base_letter(character: str) -> str:
+    """ʀ (small capital R), ø (o with stroke), ɾ (r with fishhook) ... → r, o, r; anything else as it is."""
+    if character.isascii():
+        return character
+    match = _LATIN_LETTER.fullmatch(unicodedata.name(character, ""))
+    return match.group(1).lower() if match else character
+
+
+def _look(text: str) -> str:
+    """One pass of `confusable_key`'s folding (before the non-alphanumerics go)."""
+    folded = unicodedata.normalize("NFD", skeleton(text).casefold())
+    unmarked = "".join(c for c in folded if unicodedata.category(c) not in ("Mn", "Me"))
+    return "".join(_base_letter(c) for c in unmarked).translate(_STROKES)
+
+
 def confusable_key(text: str) -> str:
-    """What two names that look alike share, whatever their case: the skeleton of the cleaned name,
-    case-folded and skeletonised again ("I" looks like "l", "M" in lower case like "rn"), with every
-    run of other characters than a-z and 0-9 as one "_"."""
-    return _NOT_ALNUM.sub("_", skeleton(skeleton(clean(text)).casefold())).strip("_")
+    """What two names that look alike share, whatever their case, spaces and punctuation: the
+    cleaned name folded (`_look`) until it stays the same ("M" in lower case is "rn" once more),
+    then only its letters and digits."""
+    current = clean(text)
+    for _ in range(6):
+        folded = _look(current)
+        if folded == current:
+            break
+        current = folded
+    return "".join(c for c in current if c.isalnum())
 
 
 def plain_markdown(text: object) -> str:
@@ -120,6 +154,17 @@ def clip(text: object, limit: int = QUOTE_LIMIT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def shorten(message: str, limit: int = 600) -> str:
+    """At most about `limit` characters of a message: when cut, its start and, whole, its last
+    clause (after the last "; "), which says what became of the request; "…" marks the cut."""
+    if len(message) <= limit:
+        return message
+    start, separator, last = message.rpartition("; ")
+    if not separator or len(last) > limit // 2:
+        return clip(message, limit)
+    return f"{start[: limit - len(last) - 3]}…; {last}"
 
 
 def http_link(text: str) -> str:

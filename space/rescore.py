@@ -3,8 +3,8 @@ Leaderboard's backend: a machine with a GPU pulls the waiting submissions from t
 
 - `verify_sampled`: the spot check of every submission that waits, with this machine's models:
   `submissions.recheck`, the Space's own state machine and policy (`space.verification`).
-- `verify_full`: every image of each submission not fully re-scored yet (waiting, or verified by
-  a sample), through `Evaluator.score_source`, the engine of `negt2ibench score`: resumable (one
+- `verify_full`: every image of each submission not fully re-scored yet (held first, then
+  waiting, or verified by a sample), through `Evaluator.score_source`, the engine of `negt2ibench score`: resumable (one
   results file per submission under the work folder; a rerun scores only what is missing, and
   images that failed are tried again), and split over the processes of `accelerate launch`. The
   project's records then replace the submitted numbers (`row`, `detail`; the submitted ones are
@@ -24,9 +24,10 @@ from evaluator.results import ResultRecord
 from negt2ibench.core.atomic import write_atomic
 from negt2ibench.core.errors import UserError
 
-from .spotcheck import ImagesUnreachable, ParquetImages, disagreement, hub_images
+from .compared import disagreement, shown_numbers
+from .spotcheck import ImagesUnreachable, ParquetImages, hub_images
 from .store import Entry, LeaderboardStore, Verification
-from .submissions import AWAITING, SpotCheckSetup, advance, awaiting, model_detail, recheck, transition
+from .submissions import AWAITING, SpotCheckSetup, advance, awaiting, recheck, transition
 
 Say = Callable[[str], None]
 
@@ -55,7 +56,7 @@ def verify_sampled(store: LeaderboardStore, setup: SpotCheckSetup, say: Say = pr
     """Spot-check every waiting submission here; prints each one's change."""
     before = {entry.submission_id: entry.status for entry in awaiting(store.list_entries())}
     if not before:
-        say(f"nothing to verify: every submission in {store!r} is verified or rejected")
+        say(f"nothing to verify: every submission in {store!r} is verified, rejected or held for a full re-score")
         return []
     say(f"spot-checking {len(before)} submission(s) in {store!r} ...")
     entries = recheck(store, setup)
@@ -68,14 +69,16 @@ def verify_sampled(store: LeaderboardStore, setup: SpotCheckSetup, say: Say = pr
 
 
 def full_candidates(entries: Sequence[Entry]) -> list[Entry]:
-    """Entries a full re-score would change: not rejected and not fully re-scored, oldest first."""
+    """Entries a full re-score would change: not rejected and not fully re-scored; held ones
+    first (only a full re-score ranks them, `space.holds`), each group oldest first."""
     chosen = [
         e
         for e in entries
         if e.status in AWAITING
+        or e.status == "held"
         or (e.status == "verified" and (e.verification is None or e.verification.method != "full"))
     ]
-    return sorted(chosen, key=lambda e: e.created_at)
+    return sorted(chosen, key=lambda e: (e.status != "held", e.created_at))
 
 
 def plan_jobs(store: LeaderboardStore, setup: SpotCheckSetup, limit: int | None) -> list[Job]:
@@ -138,13 +141,11 @@ def record_full(
     store: LeaderboardStore, entry: Entry, submitted: Sequence[ResultRecord], rescored: Sequence[ResultRecord]
 ) -> Entry:
     """Write a complete re-score's numbers into the entry: verified (full re-score)."""
-    from evaluator.report import leaderboard_row
-
     ours = {(r.prompt_id, r.sample_index): r for r in rescored}
     differing = [
         why for theirs in submitted if (why := disagreement(theirs, ours[theirs.prompt_id, theirs.sample_index]))
     ]
-    row = dict(leaderboard_row(list(rescored), rescored[0].model_key))
+    row, detail = shown_numbers(rescored)
     row["model"] = entry.model_name
     share = 100 * len(differing) / len(submitted)
     reason = (
@@ -160,7 +161,7 @@ def record_full(
         "verified",
         reason,
         row=row,
-        detail=model_detail(list(rescored)),
+        detail=detail,
         claimed_row=entry.claimed_row or entry.row,
         verification=verification,
     )

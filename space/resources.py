@@ -5,10 +5,12 @@
   first out, after every event that took an upload and every `SWEEP_SECONDS` in the background
   (an upload never handed to an event counts too). Gradio's own `delete_cache` (`DELETE_CACHE`)
   removes what is older than an hour, and everything when the server stops.
-- `ClientSlots`: at most `per_client` scoring events of one client (`space.identity.requester`)
-  run at once; the event's `concurrency_limit` and the queue's `max_size` bound the rest
-  (`QUEUE_SIZE`, `SCORE_CONCURRENCY`), so one client's burst is answered at once with a refusal
-  instead of queueing in front of everyone.
+- `ClientSlots`: at most `per_client` scoring (or submitting) events of one client
+  (`space.identity.requester`) run at once; the event's `concurrency_limit` and the queue's
+  `max_size` bound the rest (`QUEUE_SIZE`, `SCORE_CONCURRENCY`, `SUBMIT_CONCURRENCY`), so one
+  client's burst is answered at once with a refusal instead of queueing in front of everyone.
+- `RecentEvents`: per client, the times of recent events of a kind (uploads refused as invalid
+  files) within a window, for a per-client hourly limit; in memory (a restart forgets them).
 - `bounded_image`: an upload above `MAX_SCORE_PIXELS` is downscaled before the models: each model
   resizes to its own input size anyway (RF-DETR, SAM 2.1 at 1024, SigLIP 2, Depth-Anything V2 at
   518), and the rules read relative geometry; the 2048 x 2048 images of the largest generators
@@ -33,6 +35,7 @@ DELETE_CACHE = (600, 3600)  # gradio's delete_cache: every 10 minutes, files old
 SWEEP_SECONDS = 30.0
 QUEUE_SIZE = 64  # events waiting in the queue, at most
 SCORE_CONCURRENCY = 2  # scoring events running at once (a second client is not stuck behind the first)
+SUBMIT_CONCURRENCY = 2  # submit events validating at once: one per client, so another client is never queued
 MAX_SCORE_PIXELS = 2048 * 2048
 
 
@@ -69,6 +72,37 @@ class ClientSlots:
                     self._running[client] -= 1
                     if not self._running[client]:
                         del self._running[client]
+
+
+class RecentEvents:
+    """Per client, when its recent events happened: `count` within the last `window` seconds."""
+
+    def __init__(self, window: float = 3600.0):
+        self.window = window
+        self._times: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, client: str, now: float) -> list[float]:
+        recent = [t for t in self._times.get(client, []) if t > now - self.window]
+        if recent:
+            self._times[client] = recent
+        else:
+            self._times.pop(client, None)  # clients with nothing recent take no memory
+        return recent
+
+    def count(self, client: str, now: float) -> int:
+        with self._lock:
+            return len(self._recent(client, now))
+
+    def add(self, client: str, now: float) -> None:
+        with self._lock:
+            self._times[client] = [*self._recent(client, now), now]
+
+    def free_at(self, client: str, now: float, limit: int) -> float:
+        """When the client will have fewer than `limit` events in the window again (now if it has)."""
+        with self._lock:
+            recent = self._recent(client, now)
+        return now if len(recent) < limit else recent[len(recent) - limit] + self.window
 
 
 class CacheBudget:

@@ -4,7 +4,8 @@ How many images, and how many may disagree, is the policy of `space.verification
 (`spot_check_plan`, with its guarantee); which images is drawn with `sample_seed`, from the
 server's secret (`verification_secret`), the stored submission id and its results, so nobody
 knows the sample before submitting. `spot_check` re-scores the sample in batches (`ScoreFn`:
-the same `Evaluator.score_many` as `negt2ibench score`) and compares the verdicts;
+the same `Evaluator.score_many` as `negt2ibench score`) and compares the fields of each record
+that `space.compared` names (verdicts, causes, objects, error state);
 `spot_check_failure` says in one line why a spot check could not run at all (images unreachable,
 the models missing here, a GPU quota or memory error), so the submission can wait, truthfully,
 for the next attempt (`space.submissions`).
@@ -26,6 +27,7 @@ from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.results import ResultRecord
 from negt2ibench.core.errors import MissingWeightsError, NegT2IError, UserError
 
+from .compared import disagreement
 from .verification import SpotCheckPlan, draw_sample, results_digest, sample_seed
 
 SECRET_ENV = "NEGT2I_VERIFY_SECRET"
@@ -136,24 +138,6 @@ def submission_seed(submission_id: str, results: Sequence[ResultRecord], secret:
     """The seed of a stored submission's sample (`space.verification.sample_seed`)."""
     digest = results_digest(record.model_dump_json() for record in results)
     return sample_seed(secret or verification_secret(), submission_id, digest)
-
-
-def disagreement(submitted: ResultRecord, rescored: ResultRecord) -> str:
-    """Why two verdicts of one image differ ("" when they agree): the image's or any statement's."""
-    ours = [s.satisfied for s in rescored.statements]
-    theirs = [s.satisfied for s in submitted.statements]
-    if rescored.error is None and submitted.error is None and rescored.passed == submitted.passed and ours == theirs:
-        return ""
-    if rescored.error is not None and submitted.error is not None:
-        return ""  # both could not score it: they agree it is a failed image
-
-    def verdict(record: ResultRecord, satisfied: list[bool]) -> str:
-        return f"error ({record.error[:80]})" if record.error else f"{'pass' if record.passed else 'fail'} {satisfied}"
-
-    return (
-        f"{submitted.prompt_id} sample {submitted.sample_index}: submitted {verdict(submitted, theirs)}, "
-        f"re-scored {verdict(rescored, ours)}"
-    )
 
 
 @dataclass

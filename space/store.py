@@ -7,7 +7,7 @@
   uploaded as one Hub commit; if the upload fails the local files are removed again.
 
 An entry is one submission: who sent it, for which model, its status with the reason
-(`space.submissions` moves it: received → validated → verified | rejected | pending), its
+(`space.submissions` moves it: received → validated → verified | rejected | pending | held), its
 leaderboard row once validated, and its spot-check attempts. Results are stored beside it.
 """
 
@@ -38,8 +38,9 @@ from .annotation_store import ANNOTATIONS_SCHEMA, HubAnnotations, SQLiteAnnotati
 from .names import confusable_key
 
 # received: stored with its results; validated: its leaderboard row computed, the spot check next;
-# verified / rejected: final; pending: the spot check could not run yet (the reason says why).
-Status = Literal["received", "validated", "verified", "rejected", "pending"]
+# verified / rejected: final; pending: the spot check could not run yet (the reason says why);
+# held: ranked only after a full re-score (`space.holds`: the reason says why).
+Status = Literal["received", "validated", "verified", "rejected", "pending", "held"]
 STATUSES: tuple[str, ...] = get_args(Status)
 DEFAULT_HOME = Path("~/.cache/negt2ibench")
 
@@ -123,17 +124,9 @@ class LeaderboardStore(Protocol):
         """Store an entry with its results atomically; nothing earlier is removed (the leaderboard
         shows each model's newest entry). Another submitter's model raises OwnershipError."""
 
-    def update_status(
-        self,
-        submission_id: str,
-        status: Status,
-        reason: str = "",
-        *,
-        row: dict | None = None,
-        detail: dict | None = None,
-        **fields: Any,
-    ) -> Entry:
-        """Set an entry's status and reason, and the other fields given (`with_status`); one write."""
+    def update_status(self, submission_id: str, status: Status, reason: str = "", **fields: Any) -> Entry:
+        """Set an entry's status and reason, and the other fields given (`with_status`: `row`,
+        `detail`, `attempts` ...); one write."""
 
     def get_entry(self, submission_id: str) -> Entry: ...
 
@@ -258,18 +251,9 @@ class SQLiteStore(SQLiteAnnotations):
             connection.execute("INSERT INTO results VALUES (?, ?)", (entry.submission_id, _results_blob(results)))
         return entry
 
-    def update_status(
-        self,
-        submission_id: str,
-        status: Status,
-        reason: str = "",
-        *,
-        row: dict | None = None,
-        detail: dict | None = None,
-        **fields: Any,
-    ) -> Entry:
+    def update_status(self, submission_id: str, status: Status, reason: str = "", **fields: Any) -> Entry:
         with self._lock, self._connect() as connection:
-            entry = with_status(self._get(connection, submission_id), status, reason, row=row, detail=detail, **fields)
+            entry = with_status(self._get(connection, submission_id), status, reason, **fields)
             connection.execute(
                 "UPDATE entries SET status = ?, entry_json = ? WHERE submission_id = ?",
                 (status, entry.model_dump_json(), submission_id),
@@ -312,15 +296,22 @@ class SQLiteStore(SQLiteAnnotations):
 UploadFn = Callable[[Path, list[str], list[str], str], None]
 
 
-def hub_uploader(repo_id: str, token: str | None = None) -> UploadFn:
-    """An `UploadFn` that commits to a Hub dataset repo (token from HF_TOKEN; never printed)."""
+def hub_api(token: str | None = None) -> Any:
+    """A `huggingface_hub.HfApi` with `token`, else HF_TOKEN (never printed), else the login's."""
+    from huggingface_hub import HfApi
+
+    return HfApi(token=token or os.environ.get("HF_TOKEN"))
+
+
+def hub_uploader(repo_id: str, token: str | None = None, *, api: Any = None) -> UploadFn:
+    """An `UploadFn` that commits to a Hub dataset repo through `api` (default: `hub_api(token)`)."""
 
     def upload(local_dir: Path, added: list[str], deleted: list[str], message: str) -> None:
-        from huggingface_hub import CommitOperation, CommitOperationAdd, CommitOperationDelete, HfApi
+        from huggingface_hub import CommitOperation, CommitOperationAdd, CommitOperationDelete
 
         operations: list[CommitOperation] = [CommitOperationAdd(p, str(local_dir / p)) for p in added]
         operations += [CommitOperationDelete(path_in_repo=p) for p in deleted]
-        HfApi(token=token or os.environ.get("HF_TOKEN")).create_commit(
+        (api or hub_api(token)).create_commit(
             repo_id=repo_id, repo_type="dataset", operations=operations, commit_message=message
         )
 
@@ -339,14 +330,13 @@ class HubStore(HubAnnotations):
         self._lock = threading.Lock()
 
     @classmethod
-    def from_repo(cls, repo_id: str, local_dir: str | Path, token: str | None = None) -> HubStore:
-        """Download the repo into `local_dir` (creating it if missing) and commit back to it."""
-        from huggingface_hub import HfApi, snapshot_download
-
-        token = token or os.environ.get("HF_TOKEN")
-        HfApi(token=token).create_repo(repo_id, repo_type="dataset", private=True, exist_ok=True)
-        snapshot_download(repo_id, repo_type="dataset", local_dir=str(local_dir), token=token)
-        return cls(local_dir, hub_uploader(repo_id, token))
+    def from_repo(cls, repo_id: str, local_dir: str | Path, token: str | None = None, *, api: Any = None) -> HubStore:
+        """Create the private repo if missing, download it into `local_dir` and commit back to it,
+        all through one `HfApi` (`api`, default `hub_api(token)`: the token is HF_TOKEN unless given)."""
+        api = api or hub_api(token)
+        api.create_repo(repo_id, repo_type="dataset", private=True, exist_ok=True)
+        api.snapshot_download(repo_id, repo_type="dataset", local_dir=str(local_dir))
+        return cls(local_dir, hub_uploader(repo_id, api=api))
 
     def __repr__(self) -> str:
         return f"HubStore({str(self.local_dir)!r})"
@@ -400,18 +390,9 @@ class HubStore(HubAnnotations):
             self._commit(writes, [], f"submission {entry.model_name} ({entry.status})")
         return entry
 
-    def update_status(
-        self,
-        submission_id: str,
-        status: Status,
-        reason: str = "",
-        *,
-        row: dict | None = None,
-        detail: dict | None = None,
-        **fields: Any,
-    ) -> Entry:
+    def update_status(self, submission_id: str, status: Status, reason: str = "", **fields: Any) -> Entry:
         with self._lock:
-            entry = with_status(self.get_entry(submission_id), status, reason, row=row, detail=detail, **fields)
+            entry = with_status(self.get_entry(submission_id), status, reason, **fields)
             rel = f"submissions/{submission_id}.json"
             self._commit({rel: entry.model_dump_json(indent=1).encode("utf-8")}, [], f"{entry.model_name}: {status}")
         return entry

@@ -8,14 +8,18 @@ submission (malformed lines, other evaluator version or config, missing or extra
 A valid file is stored, and from then on every state is what the store holds:
 
     received ──→ validated ──→ verified   (the spot check agrees)        ranked
+        │            ├───────→ held       (it agrees, but see below)     not ranked
         │            ├───────→ rejected   (the spot check disagrees)     not listed
-        └→ rejected  └───────→ pending ──→ verified | rejected | pending
+        └→ rejected  └───────→ pending ──→ verified | held | rejected | pending
     (inconsistent                (the spot check could not run: images unreachable, the models
      results)                     missing here, a GPU quota or memory error; the reason says which)
 
-The spot check re-scores `space.verification.spot_check_plan(images)` images (577 of 19,200),
-drawn with a seed nobody knows before submitting; while it runs the entry is pending with a
-reason that says so ("spot check running ..."), so a crash mid-check leaves an honest entry.
+held: the account had a submission rejected by a spot check, or the file has error rows
+(`space.holds`, the guarantee per account; a rejection also holds the account's sampled
+verifications). `space.rescore`'s full re-score makes held entries "verified (full re-score)".
+
+The spot check re-scores `space.verification.spot_check_plan(images)` images (652 of 19,200),
+drawn with a seed nobody knows before submitting; while it runs the entry is pending, saying so.
 
 `advance()` moves one entry as far as it can go; `recheck()` advances every entry that is not
 final (at the Space's start-up, periodically while it runs, and by `negt2ibench leaderboard
@@ -29,7 +33,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,8 +43,11 @@ from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from evaluator.config import EVALUATOR_VERSION, PRESETS, EvaluatorConfig
 from evaluator.results import ResultRecord
 from negt2ibench.core.errors import NegT2IError, UserError
+from negt2ibench.core.jsonl import parse_jsonl
 from negt2ibench.core.options import REPO_ID
 
+from .compared import model_detail, shown_numbers
+from .holds import FULL_RESCORE_NEXT, held_again_reason, hold_reason, to_hold_after
 from .names import MAX_NAME, clean, clip, http_link, revision_name
 from .spotcheck import (
     ImageSource,
@@ -62,6 +69,7 @@ __all__ = [
     "ImageSource",
     "ImageSourceFactory",
     "ImagesUnreachable",
+    "InvalidFileError",
     "ParquetImages",
     "ScoreFn",
     "SpotCheckSetup",
@@ -82,12 +90,14 @@ __all__ = [
 log = logging.getLogger(__name__)
 DAY_SECONDS = 24 * 60 * 60
 # The state machine: what each status may become. rejected is final; verified stays verified (a
-# maintainer's full re-score replaces a sampled verification's numbers with the project's own).
+# maintainer's full re-score replaces a sampled verification's numbers with the project's own),
+# or, verified by a sample, is held when its account is caught; held waits for the full re-score.
 TRANSITIONS: dict[str, frozenset[str]] = {
     "received": frozenset({"validated", "rejected"}),
-    "validated": frozenset({"verified", "rejected", "pending"}),
-    "pending": frozenset({"verified", "rejected", "pending"}),
-    "verified": frozenset({"verified"}),
+    "validated": frozenset({"verified", "held", "rejected", "pending"}),
+    "pending": frozenset({"verified", "held", "rejected", "pending"}),
+    "verified": frozenset({"verified", "held"}),
+    "held": frozenset({"verified"}),
     "rejected": frozenset(),
 }
 AWAITING: tuple[str, ...] = ("received", "validated", "pending")  # not final: `recheck` picks them up
@@ -96,6 +106,11 @@ NOT_COUNTED = "nothing was stored, and this attempt does not count toward the da
 
 class SubmissionError(UserError, ValueError):
     """A submission refused before anything was stored (limits, ownership, fields, an invalid file)."""
+
+
+class InvalidFileError(SubmissionError):
+    """The upload was read and is not a valid submission (too big, malformed, incomplete, another
+    evaluator version): refused, and counted toward the client's hourly limit of such uploads."""
 
 
 class SubmissionStoredError(NegT2IError, RuntimeError):
@@ -111,6 +126,7 @@ class SubmissionStoredError(NegT2IError, RuntimeError):
 class SubmissionLimits:
     max_bytes: int = 200 * 1024 * 1024  # 19,200 result lines are ~30-60 MB
     per_day: int = 5  # stored submissions per submitter per 24 hours (refused uploads do not count)
+    invalid_per_hour: int = 10  # uploads refused as invalid files per client per hour (the Space's handler)
     # None: `spot_check_plan(images)`, the stated guarantee; a fixed plan only for tests of other things.
     spot_check: SpotCheckPlan | None = None
 
@@ -154,14 +170,15 @@ def check_results(
         return "the results file holds no records"
     keys = sorted({r.model_key for r in results})
     if len(keys) != 1:
-        return f"the results mix {len(keys)} model keys ({', '.join(keys[:5])}); submit one model per file"
+        shown = ", ".join(clip(key, 40) for key in keys[:5])
+        return f"the results mix {len(keys)} model keys ({shown}); submit one model per file"
     versions = Counter(r.evaluator_version for r in results)
     if set(versions) != {EVALUATOR_VERSION}:
-        found = ", ".join(f"{v} ({n} records)" for v, n in versions.most_common(3))
+        found = ", ".join(f"{clip(v, 40)} ({n} records)" for v, n in versions.most_common(3))
         return f"evaluator version {found} does not match this Space's {EVALUATOR_VERSION}; re-score with it"
     hashes = Counter(r.config_hash for r in results)
     if set(hashes) != {config.config_hash}:
-        found = ", ".join(hashes)
+        found = ", ".join(clip(h, 40) for h in list(hashes)[:3])
         return (
             f"config hash {found} does not match this Space's {config.config_hash} "
             f"(preset {config.name!r}); re-score with `negt2ibench score --preset {config.name}`"
@@ -171,7 +188,7 @@ def check_results(
     unknown = sorted(k for k in seen if k not in expected)
     if unknown:
         pid, s = unknown[0]
-        return f"{len(unknown)} records are not benchmark images (e.g. prompt {pid!r} sample {s})"
+        return f"{len(unknown)} records are not benchmark images (e.g. prompt {clip(pid, 60)!r} sample {s})"
     duplicated = sorted(k for k, n in seen.items() if n > 1)
     if duplicated:
         pid, s = duplicated[0]
@@ -186,20 +203,11 @@ def check_results(
     return ""
 
 
-def model_detail(results: Sequence[ResultRecord]) -> dict[str, Any]:
-    """The per-model detail view: statement accuracy by category × polarity, failure causes by category."""
-    from evaluator.report import failure_causes, statement_accuracy
-
-    return {
-        "statement_accuracy": statement_accuracy(results),
-        "failure_causes": failure_causes(results)["by_category"],
-    }
-
-
 # -- the state machine ---------------------------------------------------------------------------------
 
 _busy: set[str] = set()  # entries being advanced in this process (a submit and the rechecker never race)
 _busy_lock = threading.Lock()
+_verdict_lock = threading.Lock()  # an account's verdicts are decided one at a time (`space.holds`)
 
 
 def transition(store: LeaderboardStore, entry: Entry, status: Status, reason: str, **fields: Any) -> Entry:
@@ -210,20 +218,26 @@ def transition(store: LeaderboardStore, entry: Entry, status: Status, reason: st
 
 
 def _validate(store: LeaderboardStore, entry: Entry, results: list[ResultRecord]) -> Entry:
-    """received → validated (its leaderboard row and detail computed) or rejected."""
-    from evaluator.report import leaderboard_row
-
+    """received → validated (its leaderboard row and detail computed from the compared fields) or rejected."""
     try:
-        row = dict(leaderboard_row(results, results[0].model_key))
-        detail = model_detail(results)
+        row, detail = shown_numbers(results)
     except ValueError as error:  # e.g. a failed statement without a cause
         return transition(store, entry, "rejected", f"inconsistent results: {error}")
     row["model"] = entry.model_name
     return transition(store, entry, "validated", "validated; its spot check comes next", row=row, detail=detail)
 
 
+def _reject(store: LeaderboardStore, entry: Entry, reason: str, **fields: Any) -> Entry:
+    """The spot check rejects `entry`: what its account had ranked on a sample is held (`space.holds`)."""
+    with _verdict_lock:
+        rejected = transition(store, entry, "rejected", reason, **fields)
+        for other in to_hold_after(store.list_entries(), rejected):
+            transition(store, other, "held", held_again_reason(rejected))
+    return rejected
+
+
 def _spot_check(store: LeaderboardStore, entry: Entry, results: list[ResultRecord], setup: SpotCheckSetup) -> Entry:
-    """validated | pending → verified, rejected, or pending with the reason the check could not run.
+    """validated | pending → verified, held, rejected, or pending with the reason the check could not run.
 
     While the images are re-scored the entry is pending, saying so: a check of hundreds of images
     takes minutes on a Space, and a crash in between leaves a truthful entry that `recheck` retries."""
@@ -260,12 +274,16 @@ def _spot_check(store: LeaderboardStore, entry: Entry, results: list[ResultRecor
                     f"spot check: {found} of {outcome.checked} re-scored images disagree, more than the "
                     f"{plan.max_disagreements} of {plan.sample_size} allowed ({shown})"
                 )
-                return transition(store, entry, "rejected", reason, **fields)
+                return _reject(store, entry, reason, **fields)
             reason = (
                 f"spot check: {outcome.checked - found} of {outcome.checked} re-scored images agree "
                 f"({found} disagree; at most {plan.max_disagreements} may)"
             )
-            return transition(store, entry, "verified", reason, **fields)
+            with _verdict_lock:  # the account's state read and the verdict written as one step
+                held = hold_reason(store.list_entries(), entry, results)
+                if held:
+                    return transition(store, entry, "held", f"{reason}; held: {held}; {FULL_RESCORE_NEXT}", **fields)
+                return transition(store, entry, "verified", reason, **fields)
     reason = f"spot check waits (attempt {attempts}): {why}; it is retried automatically"
     return transition(store, entry, "pending", reason, attempts=attempts, checked_at=time.time())
 
@@ -323,13 +341,19 @@ def recheck(store: LeaderboardStore, setup: SpotCheckSetup) -> list[Entry]:
 
 
 def _load_results(path: Path) -> list[ResultRecord]:
-    from evaluator.resultio import read_results
+    """The upload's records. A malformed line, or a torn last line, is a ValueError that says so
+    in words for the Space (the file's name, not where the server keeps it)."""
+    contents = parse_jsonl(path.read_bytes(), ResultRecord.model_validate_json, source=path.name, kind="result")
+    if contents.torn:
+        raise ValueError(
+            f"{contents.torn}: the file ends in the middle of a record, as when `negt2ibench score` is "
+            "interrupted; finish the run (the same command resumes it) or remove that line"
+        )
+    return contents.records
 
-    return list(read_results(path, strict=True))
 
-
-def _refused(reason: str) -> SubmissionError:
-    return SubmissionError(f"{reason}; {NOT_COUNTED}")
+def _refused(reason: str, error: type[SubmissionError] = SubmissionError) -> SubmissionError:
+    return error(f"{reason}; {NOT_COUNTED}")
 
 
 def submit(
@@ -351,7 +375,8 @@ def submit(
     http(s), the revision a branch, tag or commit, the images repo an ORG/NAME.
 
     Raises:
-        SubmissionError: refused, nothing stored, not counted toward the daily limit.
+        SubmissionError: refused, nothing stored, not counted toward the daily limit
+            (`InvalidFileError` when the file itself was the reason).
         SubmissionStoredError: stored, then the store could not be updated; the stored entry
             (named by its id) is what holds, and `recheck` continues it.
     """
@@ -372,7 +397,8 @@ def submit(
         raise _refused("upload the results JSONL written by `negt2ibench score`")
     size = path.stat().st_size
     if size > limits.max_bytes:
-        raise _refused(f"the results file is {size / 2**20:.1f} MB; the limit is {limits.max_bytes / 2**20:.0f} MB")
+        limit = f"the limit is {limits.max_bytes / 2**20:.0f} MB"
+        raise _refused(f"the results file is {size / 2**20:.1f} MB; {limit}", InvalidFileError)
     recent = store.count_recent(form.submitter, now - DAY_SECONDS)
     if recent >= limits.per_day:
         raise SubmissionError(
@@ -390,10 +416,10 @@ def submit(
     try:
         results = _load_results(path)
     except ValueError as error:
-        raise _refused(f"malformed results file: {str(error).replace(str(path), path.name)}") from None
+        raise _refused(f"malformed results file: {error}", InvalidFileError) from None
     problem = check_results(results, prompts.ids(), config=config)
     if problem:
-        raise _refused(f"invalid results file: {problem}")
+        raise _refused(f"invalid results file: {problem}", InvalidFileError)
 
     entry = Entry(
         model_name=model_name,

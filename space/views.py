@@ -14,7 +14,7 @@ from dataset_builder.vocabulary import SETTINGS, setting_label, setting_name
 from evaluator.results import ResultRecord
 
 from .identity import shown_identity
-from .names import clip, plain_markdown
+from .names import clip, plain_markdown, shorten
 from .store import Entry
 
 ANY = "any"
@@ -146,11 +146,11 @@ def verdict_summary(prompt: PromptRecord, result: ResultRecord) -> str:
 
 def error_markdown(message: str) -> str:
     """A one-line error in bold, as plain text (it may quote a stranger's input: at most a few
-    hundred characters of it); further lines (e.g. the grammar) below it as an indented code block,
-    which no Markdown or HTML inside can leave."""
+    hundred characters of it, its last clause kept whole: `names.shorten`); further lines (e.g. the
+    grammar) below it as an indented code block, which no Markdown or HTML inside can leave."""
     first, *rest = message.splitlines() or [""]
     block = "\n".join("    " + clip(line, 300) for line in rest[:40])
-    return f"**Error:** {plain_markdown(clip(first, 600))}" + (f"\n\n{block}" if rest else "")
+    return f"**Error:** {plain_markdown(shorten(first, 600))}" + (f"\n\n{block}" if rest else "")
 
 
 # -- Submit --------------------------------------------------------------------------------------------
@@ -178,6 +178,7 @@ STATUS_MEANING: dict[str, str] = {
     "verified": "stored, verified, and ranked on the leaderboard",
     "rejected": "stored as rejected; not on the leaderboard (it counts toward the daily limit)",
     "pending": "stored; listed apart from the ranking until its spot check runs (retried automatically)",
+    "held": "stored and listed apart: ranked only after a maintainer's full re-score (the reason says why)",
 }
 
 
@@ -191,7 +192,14 @@ def submission_message(entry: Entry) -> str:
 
 
 def submit_help(
-    *, version: str, config_hash: str, sample: int, tolerance: int, max_megabytes: int, per_day: int
+    *,
+    version: str,
+    config_hash: str,
+    sample: int,
+    tolerance: int,
+    max_megabytes: int,
+    per_day: int,
+    invalid_per_hour: int = 10,
 ) -> str:
     """The Submit tab's instructions: what to upload, where the images go, what happens, the limits."""
     return (
@@ -201,14 +209,18 @@ def submit_help(
         "`negt2ibench push --repo-id ORG/NAME --images KEY`, where KEY, the images split, is the `model_key` "
         "of your results (`score --model-key KEY`); enter ORG/NAME and its revision below.\n\n"
         f"After you submit, {sample} of your images, drawn with a seed nobody knows in advance, are re-scored "
-        f"here: at most {tolerance} may disagree with your file → **verified (sampled)** and ranked; more → "
-        "**rejected**. A file that disagrees with a re-score on 2% of its images or more gets through with "
-        "probability at most 1%; an honest one (0.2% of verdicts flipped by hardware) is rejected with "
+        f"here: an image disagrees when its pass or fail, a statement's verdict or cause, an object's presence "
+        f"or whether it could be scored differs; at most {tolerance} may → **verified (sampled)** and ranked; "
+        "more → **rejected**. A file that disagrees with a re-score on 2% of its images or more gets through "
+        "with probability at most 1%, per account however often it tries: after a rejection, your later "
+        "submissions (and those verified by a sample) are **held**, ranked only after a full re-score, as is "
+        "a file with error rows. An honest file (0.26% of images flipped by hardware) is rejected with "
         "probability at most 1%. While the check runs, or when it cannot run now (images unreachable, no GPU "
         "time here), the submission is **pending**: stored, listed apart, and retried automatically. "
         "A maintainer's full re-score (`negt2ibench leaderboard verify --full`) replaces your numbers with "
         "the project's own: **verified (full re-score)**.\n\n"
         f"Limits: {max_megabytes} MB per file; {per_day} stored submissions per user per 24 hours, whatever "
-        "their outcome. A file refused as invalid (malformed, incomplete, another evaluator version) is not "
-        "stored and does not count."
+        "their outcome; one submission at a time. A file refused as invalid (malformed, incomplete, another "
+        f"evaluator version) is not stored and does not count toward the day's, but at most {invalid_per_hour} "
+        "are taken per hour."
     )

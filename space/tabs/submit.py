@@ -14,6 +14,7 @@ from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from evaluator.config import EVALUATOR_VERSION
 
 from ..handlers import Handlers
+from ..resources import SUBMIT_CONCURRENCY
 from ..views import SUBMISSION_COLUMNS, submit_help
 
 
@@ -29,6 +30,7 @@ def build(demo: gr.Blocks, on: Handlers, *, login_button: bool) -> None:
                 tolerance=plan.max_disagreements,
                 max_megabytes=on.limits.max_bytes // 2**20,
                 per_day=on.limits.per_day,
+                invalid_per_hour=on.limits.invalid_per_hour,
             )
         )
         if login_button:
@@ -53,5 +55,6 @@ def build(demo: gr.Blocks, on: Handlers, *, login_button: bool) -> None:
             [results_upload, model_name, link, images_repo, revision],
             [submit_status, submissions],
             api_name="submit",
+            concurrency_limit=SUBMIT_CONCURRENCY,  # one slot per client (`Handlers.submit`), so never all of them
         )
     demo.load(on.submissions, None, submissions, api_name="internal", api_visibility="private")

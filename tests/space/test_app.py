@@ -77,7 +77,7 @@ def server(prompts, data, tmp_path_factory):
         store=store,
         perception=perception,
         open_images=open_images,
-        limits=SubmissionLimits(per_day=3),  # the spot check of the stated guarantee: 577 images
+        limits=SubmissionLimits(per_day=3),  # the spot check of the stated guarantee: 652 images
         verify_secret=b"test secret",  # a fixed sample per submission, so each test has one outcome
     )
     client = Client(launch_local(demo), verbose=False)
@@ -209,10 +209,10 @@ def test_submissions_and_leaderboard(app, data, prompts):
         handle_file(str(data["good"])), "Toy Model", "https://example.org", IMAGES_REPO, "main", api_name="/submit"
     )
     assert "status **validated** (stored and validated; its spot check runs next, in the background" in status
-    toy = settled(store, "Toy Model")  # the background thread re-scores 577 of the 19,200 images
+    toy = settled(store, "Toy Model")  # the background thread re-scores 652 of the 19,200 images
     assert (
         toy.status == "verified"
-        and toy.reason == "spot check: 577 of 577 re-scored images agree (0 disagree; at most 4 may)"
+        and toy.reason == "spot check: 652 of 652 re-scored images agree (0 disagree; at most 5 may)"
     )
 
     status, _ = client.predict(
@@ -248,7 +248,7 @@ def test_submissions_and_leaderboard(app, data, prompts):
     assert set(frame["model"]) == {"Toy Model", "Third", "SD 1.5", "SD 1.5 + NegationCLIP"}
     statuses = dict(zip(frame["model"], frame["status"], strict=False))
     assert statuses["SD 1.5"] == REPORTED
-    assert statuses["Toy Model"] == "verified (sampled, n=577, 0 disagreements)"
+    assert statuses["Toy Model"] == "verified (sampled, n=652, 0 disagreements)"
     assert dict(zip(frame["model"], frame["polarity_gap"], strict=False))["SD 1.5"] == pytest.approx(8.0)
     assert list(frame["overall"][:2]) == [14.9, 14.5]  # sorted by overall, best first
     assert pd.read_csv(csv_path)["model"].tolist() == frame["model"].tolist()
@@ -257,7 +257,7 @@ def test_submissions_and_leaderboard(app, data, prompts):
     assert waiting["attempts"][0] >= 1  # each stored submission wakes the rechecks: it may be tried again
 
     status_md, plot, causes = client.predict("Toy Model", api_name="/model_detail")
-    assert status_md.startswith("**Toy Model**: verified \\(sampled\\, n\\=577\\, 0 disagreements\\)")
+    assert status_md.startswith("**Toy Model**: verified \\(sampled\\, n\\=652\\, 0 disagreements\\)")
     causes_frame = table(causes)
     # The file says no object was found: every statement of every image fails for its subject.
     statements = {c: 4 * sum(len(p.statements) for p in prompts if p.category == c) for c in causes_frame["category"]}

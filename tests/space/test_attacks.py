@@ -10,6 +10,10 @@ on 127.0.0.1, the tests' perception double, a local images repo, the default lim
   shown as typed; a name that is a spreadsheet formula is neutralised in the CSV; links are http(s).
 - Bounded resources: the cache stays under its bound after 50 refused 10 MB uploads; one client
   scores one image at a time while another client is served.
+- Issue 30: a file whose causes are rewritten is rejected; look-alikes of a ranked name (the
+  Cyrillic palochka, a small capital R, no space) are refused; a try after a rejection is held,
+  not ranked on its sample, and its detail is marked "claimed, not verified"; a flood of malformed
+  uploads from one client does not delay another's valid submission.
 """
 
 from __future__ import annotations
@@ -143,16 +147,16 @@ def test_fabricated_inflations_are_rejected_and_honest_flips_verified(behind_pro
     five, quarter, honest = (final(app.store, n) for n in ("Inflated Five", "Inflated Quarter", "Honest Model"))
     for cheat in (five, quarter):
         assert cheat.status == "rejected", cheat.reason
-        assert cheat.reason.startswith("spot check: ") and "more than the 4 of 577 allowed" in cheat.reason
+        assert cheat.reason.startswith("spot check: ") and "more than the 5 of 652 allowed" in cheat.reason
     assert honest.status == "verified", honest.reason
-    assert honest.verification.checked == 577 and honest.verification.disagreements <= 4
+    assert honest.verification.checked == 652 and honest.verification.disagreements <= 5
     board, _, _, _ = app.client().predict(api_name="/leaderboard")
     frame = pd.DataFrame(board["data"], columns=board["headers"])
     label = dict(zip(frame["model"], frame["status"], strict=True))
     assert set(label) == {"Honest Model", "SD 1.5", "SD 1.5 + NegationCLIP"}  # the cheats are not ranked
     plural = "" if honest.verification.disagreements == 1 else "s"
     assert (
-        label["Honest Model"] == f"verified (sampled, n=577, {honest.verification.disagreements} disagreement{plural})"
+        label["Honest Model"] == f"verified (sampled, n=652, {honest.verification.disagreements} disagreement{plural})"
     )
 
 
@@ -277,3 +281,96 @@ def test_one_client_scores_one_image_at_a_time(prompts, files, tmp_path):
     finally:
         perception.release.set()
         app.close()
+
+
+# -- issue 30: what the spot check compares, look-alike names, tries, a flood of malformed uploads ------
+
+
+def settled(store, name: str, statuses=("verified", "rejected", "held")):
+    wait_for(
+        lambda: any(e.model_name == name and e.status in statuses for e in store.list_entries()),
+        f"the spot check of {name}",
+        timeout=300,
+    )
+    return next(e for e in store.list_entries() if e.model_name == name and e.status in statuses)
+
+
+@pytest.fixture(scope="module")
+def causes_rewritten(files, tmp_path_factory):
+    """The issue's file: the true records, every `subject_missing` rewritten to `forbidden_rendered`."""
+    path = tmp_path_factory.mktemp("causes") / "causes.jsonl"
+    text = files["true"].read_text(encoding="utf-8")
+    path.write_text(text.replace('"subject_missing"', '"forbidden_rendered"'), encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+def test_rewritten_causes_lookalike_names_and_retries_get_nothing(behind_proxy, files, causes_rewritten):
+    app = behind_proxy
+    owner, mallory = app.client("198.51.100.50"), app.client("198.51.100.51")
+    assert "status **validated**" in submit(owner, files["true"], "First Model")
+    assert settled(app.store, "First Model").status == "verified"
+    # 1. every cause rewritten (verdicts kept): each re-scored image disagrees on its causes
+    assert "status **validated**" in submit(mallory, causes_rewritten, "Cause Model")
+    caught = settled(app.store, "Cause Model")
+    assert caught.status == "rejected" and "failed (forbidden_rendered)" in caught.reason, caught.reason
+    assert "re-scored positive 0 failed (subject_missing)" in caught.reason or "re-scored negated" in caught.reason
+    # 2. the issue's look-alikes that got through, refused for another account and for the owner
+    for lookalike in ("First Mode\u04cf", "Fi\u0280st Model", "FirstModel", "F1RST MODE|"):
+        for client in (mallory, owner):
+            refused = shown(submit(client, files["true"], lookalike))
+            assert refused.startswith("**Error:** not submitted"), (ascii(lookalike), refused)
+            assert "looks like the model 'First Model'" in refused or "submitted by another user" in refused
+    # 3. a second try after the rejection: its sample agrees (the true file), yet it is not ranked on it
+    assert "status **validated**" in submit(mallory, files["true"], "Second Try")
+    retry = settled(app.store, "Second Try")
+    assert retry.status == "held" and retry.verification.disagreements == 0
+    assert f"a spot check rejected another submission of this account ({caught.submission_id[:8]})" in retry.reason
+    assert "ranked only after a full re-score" in retry.reason and "verify --full" in retry.reason
+    viewer = app.client()
+    board, _, picker, waiting = viewer.predict(api_name="/leaderboard")
+    ranked = {row[0] for row in board["data"]}
+    assert "Second Try" not in ranked and "Cause Model" not in ranked and "First Model" in ranked
+    held = [row for row in waiting["data"] if row[0] == "Second Try"]
+    assert held and held[0][1] == "held" and "held: a spot check rejected" in held[0][2]
+    # 4. its detail: the claimed numbers are marked in the table itself
+    status, _, causes = viewer.predict("Second Try", api_name="/model_detail")
+    assert "held" in shown(status) and causes["data"]
+    assert all(row[0].endswith("(claimed, not verified)") for row in causes["data"])
+
+
+@pytest.mark.slow
+def test_a_flood_of_malformed_uploads_does_not_delay_another_client(behind_proxy, files, tmp_path, monkeypatch):
+    """One client's six malformed files (the issue's 100 MB ones, small here: the first one's reading
+    is held open instead) while another client submits a valid file: the other's is validated while
+    the flooder's first is still being read, and the flooder's other five are refused unread."""
+    import space.submissions as submissions_module
+
+    entered, release, reads = threading.Event(), threading.Event(), []
+    original = submissions_module._load_results
+
+    def load(path):
+        reads.append(path.name)
+        if path.name.startswith("flood"):
+            entered.set()
+            assert release.wait(120)
+        return original(path)
+
+    monkeypatch.setattr(submissions_module, "_load_results", load)
+    app = behind_proxy
+    flooder = app.client("198.51.100.60")
+    floods = []
+    for k in range(6):
+        path = tmp_path / f"flood{k}.jsonl"
+        path.write_text("{not json\n")
+        floods.append(flooder.submit(handle_file(str(path)), f"Flood {k}", "", IMAGES_REPO, "main", api_name="/submit"))
+    try:
+        assert entered.wait(120)  # one flood file is being read, holding the flooder's slot
+        status = submit(app.client("198.51.100.61"), files["true"], "Patient Model")
+        assert "status **validated**" in status and not release.is_set()
+    finally:
+        release.set()
+    answers = [shown(job.result(timeout=120)[0]) for job in floods]
+    assert sum("malformed results file" in answer for answer in answers) == 1
+    assert sum("you already have a submission being checked here" in answer for answer in answers) == 5
+    assert len([name for name in reads if name.startswith("flood")]) == 1 and "true.jsonl" in reads

@@ -73,6 +73,14 @@ def test_help_texts(capsys):
             main([command, "--help"])
         text = capsys.readouterr().out
         assert "--dry-run" in text if command == "deploy-space" else "--port" in text and "NEGT2I_HOME" in text
+    from space.verification import spot_check_plan
+
+    plan = spot_check_plan(19_200)  # the help states the policy's plan, and that held entries go first
+    with pytest.raises(SystemExit):
+        main(["leaderboard", "verify", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"{plan.sample_size} of 19,200 images, at most {plan.max_disagreements} may disagree" in text
+    assert "is held (taken first)" in text
 
 
 @pytest.mark.slow

@@ -66,6 +66,110 @@ def test_names_are_cleaned_and_lookalikes_share_a_key():
     assert clip("x" * 1000, 10) == "xxxxxxxxxx… (1,000 characters)"
 
 
+# Look-alikes of three names, each with the code points that make it so (the issue's three first).
+LOOKALIKES = {
+    "First Model": [
+        "First Mode\u04cf",  # Cyrillic palochka, which the confusables map to "i"
+        "Fi\u0280st Model",  # LATIN LETTER SMALL CAPITAL R: not in TR39's table
+        "FirstModel",  # no space
+        "first_model",  # case and punctuation
+        "FIRST MODEL",  # TR39 draws I as l but keeps i
+        "First-Model.",
+        "F1rst Model",
+        "First ModeI",
+        "First Mode|",
+        "First Mode\u0131",  # dotless i
+        "F\u0131rst Model",
+        "F\u00edrst Model",  # i with acute
+        "Fi\u0433st Model",  # Cyrillic ghe
+        "First \u041codel",  # Cyrillic EM
+        "F\u026arst Model",  # LATIN LETTER SMALL CAPITAL I
+        "First Mo\u1d05el",  # LATIN LETTER SMALL CAPITAL D
+        "First M\u1d0fdel",  # LATIN LETTER SMALL CAPITAL O
+        "Fi\u027est Model",  # r with fishhook
+        "First M\u00f8del",  # o with stroke
+        "First Mode\u2113",  # script small l
+        "First Mode\u01c0",  # dental click
+        "First Mode\u0399",  # Greek capital iota
+        "First Mode\u0269",  # Latin iota
+        "\uff26\uff49\uff52\uff53\uff54 \uff2d\uff4f\uff44\uff45\uff4c",  # fullwidth
+        "First Mode\u217c",  # roman numeral fifty (small)
+        "First Mod\u0113l",  # e with macron
+        "F\u0456rst Model",  # Cyrillic і
+        "Fir\u200bst Model",  # zero-width space
+        "First  Model ",
+        "First Mo\u0501el",  # Cyrillic komi de
+    ],
+    "Toy Model": ["T\u043ey Model", "ToyModel", "toy-model", "T0y Model", "\u1d1boy Model", "Toy M\u1d0fdel"],
+    "Pixel Lite": [
+        "PIXEL LITE",
+        "Pixe1 Lite",
+        "P\u0131xel L\u0131te",
+        "Pixel_Lite",
+        "P\u026axel \u029fite",
+        "Pixel Llte",
+    ],
+}
+DISTINCT = [
+    "First Model",
+    "Second Model",
+    "Toy Model",
+    "Toy Model 2",
+    "Pixel Lite",
+    "Pixel Pro",
+    "SD 1.5",
+    "SD 2.1",
+    "SDXL",
+    "SD 3 Medium",
+    "FLUX.1 dev",
+    "FLUX.1 schnell",
+    "Kandinsky 3",
+    "PixArt Sigma",
+    "PixArt Alpha",
+    "Playground v2.5",
+    "DALL-E 3",
+    "Imagen 3",
+    "Model A",
+    "Model B",
+    "Alice",
+    "Alicia",
+    "Stable Cascade",
+    "Lumina Next",
+    "Hunyuan DiT",
+    "Sana 1.6B",
+    "Sana 0.6B",
+    "模型 A",
+    "图像 A",
+]
+
+
+def test_lookalike_names_are_one_name_and_distinct_names_stay_distinct():
+    count = 0
+    for name, lookalikes in LOOKALIKES.items():
+        for lookalike in lookalikes:
+            assert lookalike != name and confusable_key(lookalike) == confusable_key(name), ascii(lookalike)
+            count += 1
+    assert count >= 30
+    keys = [confusable_key(name) for name in DISTINCT]
+    assert len(set(keys)) == len(DISTINCT) and all(keys)
+
+
+def test_a_lookalike_of_a_model_name_is_refused_for_everyone(tmp_path):
+    from space.store import Entry, OwnershipError, model_key_of, name_conflict
+
+    store = SQLiteStore(tmp_path / "lb.sqlite")
+    store.add_submission(Entry(model_name="First Model", model_key="first_model", submitter="alice"))
+    for lookalike in LOOKALIKES["First Model"]:
+        key = model_key_of(clean(lookalike)) if any(c.isascii() and c.isalnum() for c in lookalike) else "x"
+        for who in ("alice", "mallory"):
+            problem = name_conflict(store.list_entries(), clean(lookalike), key, who)
+            same_model = key == "first_model" and who == "alice"  # the owner's own model, resubmitted
+            assert bool(problem) is not same_model, (ascii(lookalike), who, problem)
+    with pytest.raises(OwnershipError, match="looks like the model 'First Model'"):
+        store.add_submission(Entry(model_name="First Mode\u04cf", model_key="first_mode", submitter="mallory"))
+    assert [e.model_name for e in store.list_entries()] == ["First Model"]
+
+
 def test_signed_in_submitters_are_their_account(tmp_path):
     """The submit handler as gradio calls it on a Space: the request and a `gr.OAuthProfile`."""
     prompts = load_prompts(None)[:10]

@@ -202,11 +202,70 @@ def test_hub_uploader_makes_one_dataset_commit_with_the_env_token(tmp_path, monk
     assert "hf_secret_value" not in captured.out + captured.err + repr(hub)
 
 
-def test_open_store_uses_the_hub_repo_when_configured(tmp_path, monkeypatch):
-    calls = []
+class HubDouble:
+    """`huggingface_hub.HfApi` at its boundary: one remote dataset repo as a folder (created private,
+    downloaded as a snapshot, changed by commits of add and delete operations)."""
+
+    instances: list[HubDouble] = []
+
+    def __init__(self, remote: Path, token: str | None = None):
+        self.remote, self.token, self.calls = remote, token, []
+        HubDouble.instances.append(self)
+
+    def create_repo(self, repo_id, *, repo_type=None, private=None, exist_ok=False):
+        self.calls.append(("create_repo", repo_id, repo_type, private, exist_ok))
+        if self.remote.exists() and not exist_ok:
+            raise FileExistsError(repo_id)
+        self.remote.mkdir(parents=True, exist_ok=True)
+
+    def snapshot_download(self, repo_id, *, repo_type=None, local_dir=None, **kwargs):
+        import shutil
+
+        self.calls.append(("snapshot_download", repo_id, repo_type, kwargs.get("token")))
+        shutil.copytree(self.remote, local_dir, dirs_exist_ok=True)
+        return str(local_dir)
+
+    def create_commit(self, *, repo_id, repo_type, operations, commit_message):
+        from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+        self.calls.append(("create_commit", repo_id, repo_type, commit_message))
+        for operation in operations:
+            target = self.remote / operation.path_in_repo
+            if isinstance(operation, CommitOperationAdd):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(Path(operation.path_or_fileobj).read_bytes())
+            elif isinstance(operation, CommitOperationDelete):
+                target.unlink()
+
+
+def test_open_store_runs_from_repo_against_the_hub(tmp_path, monkeypatch, capsys):
+    """`open_store` with NEGT2I_RESULTS_REPO: `HubStore.from_repo` for real, through a double of
+    `HfApi` (the token from HF_TOKEN; a private dataset repo; the snapshot; each write one commit),
+    and a second Space started on another machine sees what the first one stored."""
+    import huggingface_hub
+
+    remote = tmp_path / "remote"
+    monkeypatch.setattr(huggingface_hub, "HfApi", lambda token=None: HubDouble(remote, token))
     monkeypatch.setenv("NEGT2I_RESULTS_REPO", "org/results")
-    monkeypatch.setattr(
-        HubStore, "from_repo", classmethod(lambda cls, repo, local: calls.append((repo, local)) or "hub")
-    )
-    assert open_store(tmp_path) == "hub"
-    assert calls == [("org/results", tmp_path / "results_repo")]
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_value")
+    HubDouble.instances.clear()
+    first = open_store(tmp_path / "space_a")
+    assert isinstance(first, HubStore) and first.local_dir == tmp_path / "space_a" / "results_repo"
+    [api] = HubDouble.instances
+    assert api.token == "hf_secret_value"
+    assert api.calls[:2] == [
+        ("create_repo", "org/results", "dataset", True, True),
+        ("snapshot_download", "org/results", "dataset", None),  # the api's own token
+    ]
+    added = first.add_submission(entry(), records(3))
+    first.update_status(added.submission_id, "validated", "validated")
+    assert [call[0] for call in api.calls[2:]] == ["create_commit", "create_commit"]
+    assert sorted(p.relative_to(remote).as_posix() for p in remote.rglob("*") if p.is_file()) == [
+        f"results/{added.submission_id}.jsonl.gz",
+        f"submissions/{added.submission_id}.json",
+    ]
+    second = open_store(tmp_path / "space_b")  # another machine: the repo exists, its snapshot is read
+    assert [e.status for e in second.list_entries()] == ["validated"]
+    assert second.get_results(added.submission_id) == records(3)
+    captured = capsys.readouterr()
+    assert "hf_secret_value" not in captured.out + captured.err + repr(first) + repr(second)

@@ -170,12 +170,12 @@ def test_valid_submission_is_verified(tmp_path, failing_results_file, images_fol
         open_images=local_images(images_folder),
         secret=b"test",
     )
-    assert entry.status == "verified", entry.reason  # the default plan: 577 of the 19,200 images
-    assert entry.reason == "spot check: 577 of 577 re-scored images agree (0 disagree; at most 4 may)"
-    assert len(calls) == 577 == len(set(calls))
+    assert entry.status == "verified", entry.reason  # the default plan: 652 of the 19,200 images
+    assert entry.reason == "spot check: 652 of 652 re-scored images agree (0 disagree; at most 5 may)"
+    assert len(calls) == 652 == len(set(calls))
     assert (entry.verification.method, entry.verification.checked, entry.verification.disagreements) == (
         "sampled",
-        577,
+        652,
         0,
     )
     assert entry.row["model"] == "Toy Model" and entry.row["overall"] == 0.0 and entry.row["images"] == 19200
@@ -197,7 +197,7 @@ def test_spot_check_disagreement_rejects(tmp_path, prompts, index, images_folder
         secret=b"test",
     )
     assert entry.status == "rejected"  # stopped after the first batch: 16 disagree, more than 4 may
-    assert entry.reason.startswith("spot check: 16 of 16 re-scored images disagree, more than the 4 of 577 allowed")
+    assert entry.reason.startswith("spot check: 16 of 16 re-scored images disagree, more than the 5 of 652 allowed")
 
 
 @pytest.mark.slow

@@ -83,3 +83,39 @@ def test_error_markdown_and_empty_verdict_frame():
     assert len(long) < 700 and long.endswith("\\(1\\,000\\,014 characters\\)")
     empty = verdict_frame(None, None)
     assert isinstance(empty, pd.DataFrame) and empty.empty and list(empty.columns)[:2] == ["item", "text"]
+
+
+def figure_texts(figure) -> list[str]:
+    """Every text drawn in a matplotlib figure: its axes' titles and texts."""
+    texts = []
+    for axis in figure.axes:
+        texts += [axis.get_title(), *(text.get_text() for text in axis.texts)]
+    return texts
+
+
+def test_numbers_that_are_not_verified_say_so_where_they_are_drawn():
+    """The issue's pending entry whose detail drew its claimed 100%: its plot and its causes table
+    say "claimed, not verified" in themselves, for every status but verified."""
+    import matplotlib.pyplot as plt
+
+    from evaluator.results import ResultRecord
+    from space.compared import shown_numbers
+    from space.leaderboard_view import UNVERIFIED, causes_frame, polarity_figure
+    from tests.helpers.space_helpers import result_line
+
+    prompts = load_prompts(None)[::100]
+    records = [ResultRecord.model_validate(result_line(p, 0, "toy", passed=True)) for p in prompts]
+    records += [ResultRecord.model_validate(result_line(p, 1, "toy", passed=False)) for p in prompts]
+    row, detail = shown_numbers(records)
+    for status in ("received", "validated", "pending", "held", "verified"):
+        entry = Entry(model_name="Claims", model_key="claims", submitter="a", status=status, row=row, detail=detail)
+        figure = polarity_figure(entry)
+        marked = [text for text in figure_texts(figure) if UNVERIFIED in text]
+        causes = causes_frame(entry)
+        assert not causes.empty
+        if status == "verified":
+            assert marked == [] and not causes["category"].str.contains(UNVERIFIED, regex=False).any()
+        else:
+            assert len(marked) == 2, status  # the title and the watermark across the bars
+            assert causes["category"].str.endswith(f"({UNVERIFIED})").all()
+        plt.close(figure)
