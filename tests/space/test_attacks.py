@@ -31,7 +31,7 @@ from dataset_builder.loading import load_prompts
 from space.app import build_app
 from space.identity import address_identity
 from space.store import SQLiteStore
-from space.submissions import ImagesUnreachable, ParquetImages
+from space.submissions import ImagesUnreachable, ParquetImages, SubmissionLimits
 from tests.helpers.net import launch_local
 from tests.helpers.space_helpers import RectanglePerception, scene_png, wait_for, write_images_dataset, write_results
 
@@ -228,6 +228,7 @@ def test_the_cache_stays_under_its_bound_after_fifty_refused_uploads(prompts, fi
         perception=RectanglePerception(),
         open_images=images_of(files),
         cache_bytes=bound,
+        limits=SubmissionLimits(invalid_per_hour=50),  # each upload reaches the parser (the hourly limit is tested apart)
     )
     app = Launched(demo, None)
     try:
