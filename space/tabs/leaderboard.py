@@ -29,6 +29,7 @@ from ..leaderboard_view import (
 )
 from ..store import LeaderboardStore
 from ..views import error_markdown
+from . import leaderboard_figures
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,7 @@ def build(demo: gr.Blocks, on: LeaderboardHandlers) -> None:
         causes = gr.Dataframe(
             headers=CAUSE_COLUMNS, interactive=False, label="Failure causes by category (failed statements)"
         )
+        leaderboard_figures.build(model_pick, leaderboard_figures.DetailFigures(on.store, on.work_dir))
         gr.Markdown("Submissions awaiting verification are not ranked; they are retried automatically.")
         awaiting = gr.Dataframe(
             headers=AWAITING_COLUMNS, interactive=False, wrap=True, label="Awaiting verification (not ranked)"

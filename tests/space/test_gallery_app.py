@@ -8,6 +8,7 @@ cause, so what each filter must return is known from the records themselves."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,6 +17,8 @@ from PIL import Image
 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
+from evaluator.report import leaderboard_row
+from evaluator.results import CAUSES
 from space import gallery_view as view
 from space.app import build_app
 from space.resources import CacheBudget
@@ -227,3 +230,26 @@ def test_compare_shows_every_verified_model_and_no_pending_one(world):
 def test_compare_of_an_unknown_prompt_is_an_error(world):
     header, *_ = world["client"].predict("color_pos9_neg9_000", api_name="/compare")
     assert header.startswith("**Error:**") and "unknown prompt id" in header
+
+
+def test_model_figures_come_with_their_data_as_csv(world):
+    world["client"].predict(api_name="/leaderboard")  # fills the model picker, as opening the app does
+    setting_plot, causes_plot, files = world["client"].predict("Model A", api_name="/model_figures")
+    assert setting_plot is not None and causes_plot is not None
+    data = {Path(served(f)).name: pd.read_csv(served(f)) for f in files}
+    assert sorted(data) == [
+        "model_a_accuracy_by_setting.csv",
+        "model_a_failure_causes.csv",
+        "model_a_statement_accuracy.csv",
+    ]
+    records = world["records"]["Model A"]
+    row = leaderboard_row(records, "model_a")
+    accuracy = data["model_a_accuracy_by_setting.csv"]
+    assert dict(zip(accuracy["key"], accuracy["accuracy"], strict=True)) == pytest.approx(
+        {k: row[k] for k in ("1:0", "0:1", "2:0", "1:1", "0:2", "2:1", "1:2", "2:2")}
+    )
+    causes = data["model_a_failure_causes.csv"]
+    failed = [s.cause for r in records for s in r.statements if not s.satisfied]
+    assert causes.groupby("cause")["count"].sum().to_dict() == {c: failed.count(c) for c in CAUSES}
+    _, _, files = world["client"].predict("Waiting", api_name="/model_figures")  # a pending entry: its claims
+    assert sorted(Path(served(f)).name for f in files)[0] == "waiting_accuracy_by_setting.csv"
