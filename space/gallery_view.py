@@ -146,12 +146,15 @@ def page_of(rows: Sequence[GalleryRow], number: float | int | None, size: int = 
 
 
 def caption(row: GalleryRow, reason: str = "", model: str = "") -> str:
-    """A thumbnail's caption: (model,) prompt id and sample, verdict, causes, and why the image is
-    missing when it is."""
-    parts = [clip(model, 60)] if model else []
-    parts += [f"{row.prompt_id} #{row.sample_index}", row.verdict.upper()]
-    if row.causes:
-        parts.append(", ".join(row.causes))
+    """A thumbnail's caption, what matters first (a narrow thumbnail shows only its start): the
+    verdict and causes, then the model and sample (Compare) or the prompt id and sample (Gallery),
+    and why the image is missing when it is."""
+    verdict = row.verdict.upper() + (f": {', '.join(row.causes)}" if row.causes else "")
+    parts = (
+        [verdict, clip(model, 60), f"#{row.sample_index}"]
+        if model
+        else [verdict, f"{row.prompt_id} #{row.sample_index}"]
+    )
     if reason:
         parts.append(f"image unavailable: {clip(reason, 160)}")
     return " · ".join(parts)

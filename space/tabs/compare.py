@@ -18,7 +18,7 @@ from typing import Any
 import gradio as gr
 
 from dataset_builder.records import PromptLookupError, PromptRecord
-from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES, setting_label
+from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES, SAMPLES_PER_PROMPT, setting_label
 
 from .. import gallery_view as view
 from .. import views
@@ -55,7 +55,7 @@ class CompareHandlers:
         except PromptLookupError as error:
             return error_reply(str(error)), gr.update(choices=[], value=None), "", [], empty, []
         group = [p for p in self.prompts if p.group_id == record.group_id]
-        choices = [(f"{setting_label(p.num_pos, p.num_neg)}  {p.prompt_id}", p.prompt_id) for p in group]
+        choices = [(f"{setting_label(p.num_pos, p.num_neg)} {p.prompt_id}", p.prompt_id) for p in group]
         entries = self.looking.verified()
         thumbnails: list[tuple[str, str]] = []
         shown: list[tuple[str, view.GalleryRow | None, str]] = []
@@ -69,15 +69,21 @@ class CompareHandlers:
                 log.exception("reading the records of %s failed", entry.submission_id)
                 rows, reason = [], f"its records could not be read: {type(error).__name__}: {error}"
             if reason:
-                thumbnails.append((self.looking.images.placeholder(reason), f"{entry.model_name} · {reason}"))
+                slot = (self.looking.images.placeholder(reason), f"{reason} · {entry.model_name}")
+                thumbnails += [slot] * SAMPLES_PER_PROMPT
                 shown.append((entry.model_name, None, reason))
-                keys.append(None)
+                keys += [None] * SAMPLES_PER_PROMPT
                 continue
             drawn = self.looking.images.thumbnails(entry, indexed.split, [indexed.record(r.key) for r in rows])
             for row, image in zip(rows, drawn, strict=True):
                 thumbnails.append((image.path, view.caption(row, image.reason, entry.model_name)))
                 shown.append((entry.model_name, row, image.reason))
                 keys.append([entry.model_name, *row.key])
+            present = {row.sample_index for row in rows}
+            for sample in (s for s in range(SAMPLES_PER_PROMPT) if s not in present):  # rows stay aligned
+                missing = f"no sample {sample} in its results file"
+                thumbnails.append((self.looking.images.placeholder(missing), f"{missing} · {entry.model_name}"))
+                keys.append(None)
         summary = (
             f"{len(entries)} verified model{'' if len(entries) == 1 else 's'}, one row each (best overall first); "
             "the same content in its other polarities: pick one above."
@@ -121,7 +127,7 @@ def build(on: CompareHandlers, prompt_choices: Sequence[tuple[str, str]]) -> Non
         summary = gr.Markdown(elem_id="compare-summary")
         thumbnails = gr.Gallery(
             label="Images (one row per model)",
-            columns=4,
+            columns=SAMPLES_PER_PROMPT,  # one row per model
             height="auto",
             object_fit="contain",
             allow_preview=False,

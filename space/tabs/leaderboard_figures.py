@@ -73,7 +73,7 @@ class DetailFigures:
 def build(model_pick: gr.Dropdown, on: DetailFigures) -> None:
     """The two figures side by side and the CSV files, filled when a model is picked."""
     with gr.Row():
-        setting_plot = gr.Plot(label="Accuracy by setting")
-        causes_plot = gr.Plot(label="Failure causes by category")
+        setting_plot = gr.Plot(label="Accuracy by setting", show_label=False)  # the title says it
+        causes_plot = gr.Plot(label="Failure causes by category", show_label=False)
     data = gr.File(label="The figures' data (CSV)", file_count="multiple", interactive=False)
     model_pick.change(on.figures, model_pick, [setting_plot, causes_plot, data], api_name="model_figures")

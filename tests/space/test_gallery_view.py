@@ -74,11 +74,9 @@ def test_pages_are_clamped(number, expected):
 
 def test_captions():
     row = view.GalleryRow("color_pos0_neg1_000", 2, "fail", ("forbidden_rendered",))
-    assert view.caption(row) == "color_pos0_neg1_000 #2 · FAIL · forbidden_rendered"
-    assert (
-        view.caption(row, "offline", model="M")
-        == "M · color_pos0_neg1_000 #2 · FAIL · forbidden_rendered · image unavailable: offline"
-    )
+    assert view.caption(row) == "FAIL: forbidden_rendered · color_pos0_neg1_000 #2"
+    assert view.caption(row, "offline", model="M") == "FAIL: forbidden_rendered · M · #2 · image unavailable: offline"
+    assert view.caption(view.GalleryRow("p", 0, "pass", ())) == "PASS · p #0"
 
 
 def test_a_record_is_drawn_with_its_boxes_and_banner_shrunk_to_a_thumbnail(corpus):
