@@ -237,8 +237,10 @@ def placeholder(reason: str, side: int = THUMB_SIDE) -> Image.Image:
     """A grey square that says the image is unavailable, and why."""
     image = Image.new("RGB", (side, side), (229, 231, 235))
     draw = ImageDraw.Draw(image)
-    title, body = ImageFont.load_default(size=max(12, side // 14)), ImageFont.load_default(size=max(10, side // 22))
+    body_size = max(10, side // 22)
+    title, body = ImageFont.load_default(size=max(12, side // 14)), ImageFont.load_default(size=body_size)
     draw.text((side // 12, side // 10), "image unavailable", fill=(55, 65, 81), font=title)
-    lines = textwrap.wrap(clip(reason, 400), width=max(16, side // 11))[:10]
+    per_line = max(12, int(side * 0.8 / (0.6 * body_size)))  # a character is at most ~0.6 of the font size wide
+    lines = textwrap.wrap(clip(reason, 400), width=per_line, break_long_words=True)[:10]
     draw.multiline_text((side // 12, side // 4), "\n".join(lines), fill=(75, 85, 99), font=body, spacing=4)
     return image

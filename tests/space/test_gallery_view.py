@@ -121,6 +121,10 @@ def test_a_hostile_box_never_breaks_the_drawing(corpus, box):
     assert len(obj.name) < 100
 
 
-def test_placeholder_says_why():
-    image = view.placeholder("images not reachable: org/x " * 40, side=200)
-    assert image.size == (200, 200) and len(np.unique(np.asarray(image).reshape(-1, 3), axis=0)) > 2  # text on grey
+@pytest.mark.parametrize("side", [200, 320, 512])
+def test_placeholder_says_why_inside_its_square(side):
+    reason = "images not reachable: OfflineModeIsEnabled: Cannot reach https://huggingface.co/api/datasets/x " * 3
+    image = view.placeholder(reason, side=side)
+    pixels = np.asarray(image)
+    assert image.size == (side, side) and len(np.unique(pixels.reshape(-1, 3), axis=0)) > 2  # text on grey
+    assert (pixels[:, -side // 20 :] == pixels[0, -1]).all()  # nothing runs off the right edge
