@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 OUT ?= build/negt2ibench
 PORT ?= 7860
 
-.PHONY: install run test test-py310 lint browser docs clean
+.PHONY: install run test test-py310 lint browser docs screenshots clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -66,6 +66,13 @@ test-py310: $(VENV310)/.installed
 # The manual (docs/, mkdocs.yml) on http://127.0.0.1:8000, rebuilt on every change.
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
+
+# The pictures of the README and the manual (docs/img/): every tab of the Space in headless Chromium
+# (the two browser tests; `make browser` first), the corpus figures, Table 3's paper rows and a verdict
+# drawn on a synthetic scene (tests/project/test_doc_pictures.py), each PNG palette-reduced under 200 KB.
+screenshots: install
+	NEGT2I_DOC_IMAGES=$(CURDIR)/docs/img $(PY) -m pytest -q tests/space/test_browser.py \
+	  tests/space/test_annotate_browser.py tests/project/test_doc_pictures.py
 
 clean:
 	rm -rf build .pytest_cache

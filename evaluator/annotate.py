@@ -22,7 +22,9 @@ def annotate(image: Image.Image, observation: ImageObservation, result: ResultRe
     import supervision as sv
 
     detections = observation.as_detections()
-    scene = np.array(image.convert("RGB"))
+    # supervision draws on OpenCV's BGR arrays (its colours are written as BGR): an RGB array would
+    # get red and blue swapped (a FAIL banner drawn blue).
+    scene = np.array(image.convert("RGB"))[:, :, ::-1].copy()
     if len(detections):
         by_object = sv.ColorLookup.INDEX  # every object its own color, even two of one class
         if detections.mask is not None:
@@ -46,7 +48,7 @@ def annotate(image: Image.Image, observation: ImageObservation, result: ResultRe
             text_scale=0.6,
             background_color=sv.Color.GREEN if passed else sv.Color.RED,
         )
-    return Image.fromarray(scene)
+    return Image.fromarray(np.ascontiguousarray(scene[:, :, ::-1]))
 
 
 def _format_value(value: Any) -> str:

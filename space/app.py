@@ -1,7 +1,8 @@
-"""The NegT2IBench Space: explore the prompts, score an upload, the leaderboard, submissions, annotation.
+"""The NegT2IBench Space: explore the prompts, score an upload, the leaderboard, a verified model's
+images (gallery, compare), submissions, annotation.
 
 `build_app()` makes the shared state and handlers and calls each tab's module (`space.tabs`:
-`explore`, `score`, `leaderboard`, `submit`, `annotate`), which lays its tab out and wires its
+`explore`, `score`, `leaderboard`, `gallery`, `compare`, `submit`, `annotate`), which lays its tab out and wires its
 events to small handlers that call pure view builders (`views`, `leaderboard_view`). The models
 are an `Evaluator` passed in (or built here, lazily); the scoring function runs under
 `spaces.GPU` (`scoring`: a no-op off ZeroGPU) and only CPU objects cross it. The app's temporary folder is removed when
@@ -37,8 +38,9 @@ from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SWEEP_SECONDS, blo
 from .scoring import gpu_batch_scorer, gpu_scorer, on_zero_gpu, preload_models
 from .store import LeaderboardStore, open_store
 from .submissions import ImageSourceFactory, SubmissionLimits, hub_images
-from .tabs import annotate, explore, leaderboard, score, submit
+from .tabs import annotate, compare, explore, gallery, leaderboard, score, submit
 from .tabs.annotate import annotation_handlers
+from .tabs.compare import CompareHandlers
 from .tabs.explore import ExploreHandlers
 from .tabs.leaderboard import LeaderboardHandlers
 from .views import prompt_label
@@ -199,6 +201,7 @@ def build_app(
         store=store, prompts=index, sample=annotation_sample, images=annotation_images, require_login=require_login
     )
     judging = judge_panel(judge, judge_mode, on.prompt_of, preload=preload)
+    looking = gallery.gallery_handlers(store=store, prompts=index, open_images=open_images, work_dir=work_dir)
     # Off a Space gradio mocks the OAuth routes with the local HF token (and a whoami call): no button there.
     login_button = bool(require_login and os.environ.get("SPACE_ID"))
 
@@ -211,6 +214,8 @@ def build_app(
         explore.build(demo, ExploreHandlers(prompts, index), prompt_choices)
         score.build(on, prompt_choices, judging)
         leaderboard.build(demo, LeaderboardHandlers(store, work_dir, hub_board, benchmark, space_base_url(space_url)))
+        gallery.build(looking)
+        compare.build(CompareHandlers(looking, prompts), prompt_choices)
         submit.build(demo, on, login_button=login_button)
         annotate.build(demo, annotating, login_button=login_button)
     demo.queue(max_size=QUEUE_SIZE)

@@ -20,6 +20,7 @@ from dataset_builder.corpus import CORPUS_VERSION
 from dataset_builder.vocabulary import CATEGORIES
 from evaluator.report import LEADERBOARD_COLUMNS, TABLE3_COLUMNS
 from evaluator.results import CAUSES
+from negt2ibench.core import palette
 from negt2ibench.core.table import Column, Table, to_frame
 
 from .identity import shown_identity
@@ -229,7 +230,9 @@ def polarity_figure(entry: Entry | None):
     wide = frame.pivot(index="category", columns="polarity", values="accuracy").reindex(
         [c for c in CATEGORIES if c in set(frame["category"])]
     )
-    wide[["positive", "negated"]].plot.bar(ax=axis, color={"positive": "#2563eb", "negated": "#f97316"}, rot=0)
+    wide[["positive", "negated"]].plot.bar(
+        ax=axis, color={"positive": palette.POSITIVE, "negated": palette.NEGATED}, rot=0
+    )
     axis.set_ylabel("statements satisfied (%)")
     axis.set_ylim(0, 100)
     axis.set_xlabel("")

@@ -12,16 +12,18 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from evaluator.results import CAUSES
+from negt2ibench.core import palette
 from negt2ibench.core.table import Table
 
 from .keys import ALL, CATEGORY_TITLES, POOLED, SETTING_LABELS, TABLE3_CATEGORIES
 
+# The five causes in the colour-blind-safe palette (the Space's model detail draws them too).
 CAUSE_COLORS = {
-    "subject_missing": "#4c72b0",
-    "target_missing": "#8172b2",
-    "forbidden_rendered": "#c44e52",
-    "wrong_value": "#dd8452",
-    "dead_zone": "#8c8c8c",
+    "subject_missing": palette.SKY_BLUE,
+    "target_missing": palette.BLUE,
+    "forbidden_rendered": palette.VERMILLION,
+    "wrong_value": palette.ORANGE,
+    "dead_zone": palette.GREY,
 }
 
 
@@ -42,10 +44,11 @@ def plot_accuracy_by_setting(table3: Table, path: str | Path) -> Path:
     x = np.arange(len(SETTING_LABELS))
     for start, stop in ((-0.5, 1.5), (4.5, 6.5)):  # loads 1 and 3, alternating bands
         axes.axvspan(start, stop, color="0.93", zorder=0)
-    for row in table3.rows:
+    for number, row in enumerate(table3.rows):
         model = row["model"]
         label = model if row["complete"] else f"{model} (coverage {row['coverage']:.1f}%)"
-        axes.plot(x, [row[s] for s in SETTING_LABELS], marker="o", label=label)
+        values = [row[s] for s in SETTING_LABELS]
+        axes.plot(x, values, marker="o", label=label, color=palette.series_color(number))
     axes.set_xticks(x, SETTING_LABELS)
     axes.set_xlabel("setting P:N (loads 1 | 2 | 3 | 4)")
     axes.set_ylabel("image accuracy (%)")
@@ -68,8 +71,12 @@ def plot_statement_accuracy(statement_accuracy: Table, path: str | Path) -> Path
     for position, model in enumerate(models, start=1):
         axes = figure.add_subplot(rows, columns, position)
         table = {row["category"]: row for row in statement_accuracy.rows if row["model"] == model}
-        axes.bar(x - width / 2, [table[c]["positive"] for c in categories], width, label="positive", color="#4c72b0")
-        axes.bar(x + width / 2, [table[c]["negated"] for c in categories], width, label="negated", color="#c44e52")
+        axes.bar(
+            x - width / 2, [table[c]["positive"] for c in categories], width, label="positive", color=palette.POSITIVE
+        )
+        axes.bar(
+            x + width / 2, [table[c]["negated"] for c in categories], width, label="negated", color=palette.NEGATED
+        )
         axes.set_xticks(x, [CATEGORY_TITLES.get(c, "All") for c in categories], rotation=30, fontsize="small")
         axes.set_ylim(0, 100)
         axes.set_ylabel("statements satisfied (%)")

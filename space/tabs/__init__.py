@@ -1,4 +1,5 @@
-"""The Space's tabs, one module each: `explore`, `score`, `leaderboard`, `submit`, `annotate`.
+"""The Space's tabs, one module each: `explore`, `score`, `leaderboard` (its model detail's figures in
+`leaderboard_figures`), `gallery`, `compare`, `submit`, `annotate`.
 
 Each module's `build(...)` opens its `gr.Tab` inside the open Blocks, lays it out from the pure
 view builders, and wires its events (and the `demo.load` that fills it) to the handlers it is

@@ -36,6 +36,7 @@ from ..leaderboard_view import (
 )
 from ..store import LeaderboardStore
 from ..views import error_markdown
+from . import leaderboard_figures
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +158,7 @@ def build(demo: gr.Blocks, on: LeaderboardHandlers) -> None:
         causes = gr.Dataframe(
             headers=CAUSE_COLUMNS, interactive=False, label="Failure causes by category (failed statements)"
         )
+        leaderboard_figures.build(model_pick, leaderboard_figures.DetailFigures(on.store, on.work_dir))
         eval_note = gr.Markdown()
         eval_yaml = gr.Code(language="yaml", label=".eval_results YAML (verified entries)", interactive=False)
         eval_file = gr.File(label=".eval_results/negt2ibench.yaml")

@@ -94,6 +94,21 @@ def test_atomic_file_is_whole_or_absent_with_usual_permissions(tmp_path):
     assert sorted(p.name for p in target.parent.iterdir()) == ["card.md"]  # no temp file left
 
 
+def test_a_write_that_need_not_be_durable_skips_only_the_fsync(tmp_path, monkeypatch):
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    target = tmp_path / "cache" / "thumb.png"
+    write_atomic(target, b"png", durable=False)
+    assert target.read_bytes() == b"png" and synced == []
+    with pytest.raises(RuntimeError, match="disk full"), atomic_file(target, durable=False) as handle:
+        handle.write(b"half")
+        raise RuntimeError("disk full")
+    assert target.read_bytes() == b"png" and sorted(p.name for p in target.parent.iterdir()) == ["thumb.png"]
+    write_atomic(target, b"again")
+    assert len(synced) == 1  # durable by default
+
+
 def test_atomic_folder_keeps_entries_and_restores_on_failure(tmp_path):
     out = tmp_path / "ds"
     with atomic_folder(out) as staging:

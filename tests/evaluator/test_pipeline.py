@@ -410,6 +410,20 @@ def test_annotate_draws_masks_boxes_labels_and_the_statement_table():
     assert np.array_equal(np.asarray(empty), np.asarray(image))
 
 
+@pytest.mark.parametrize("passed, channel", [(False, 0), (True, 1)])
+def test_the_verdict_banner_is_red_for_fail_and_green_for_pass(passed, channel):
+    from evaluator.annotate import annotate
+    from evaluator.verdict import error_record
+
+    image = Image.new("RGB", (200, 120), (128, 128, 128))
+    record = error_record(PROMPTS[1].prompt_id, "m", 0, "x").model_copy(update={"passed": passed, "error": None})
+    drawn = np.asarray(annotate(image, ImageObservation(width=200, height=120), record)).astype(int)
+    banner = drawn[:40, :120][np.abs(drawn[:40, :120] - 128).sum(axis=-1) > 60]  # the banner's pixels
+    assert len(banner) > 100
+    # supervision's RED is (255, 0, 0) and GREEN (0, 255, 0) in RGB: the banner must be that, not BGR-swapped
+    assert np.median(banner[:, channel]) > 150 and np.median(banner[:, 2]) < 100
+
+
 def test_summary_line_names_the_rank_file_under_a_launcher(tmp_path):
     from dataset_builder.layout import rank_path
     from evaluator.pipeline import ScoreSummary

@@ -1,7 +1,8 @@
 """The Annotate tab in a real headless browser: an annotator answers three images with the
 keyboard, goes back to check one, the server restarts (a new app on the same store), and the
 annotator resumes on the fourth image; `negt2ibench annotations export` then gives exactly the
-answers given. Screenshots go to the test's tmp dir."""
+answers given. Screenshots go to the test's tmp dir (and, with NEGT2I_DOC_IMAGES set by `make
+screenshots`, the first to docs/img/space_annotate.png)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from negt2ibench.cli import main
 from space.app import build_app
 from space.store import SQLiteStore
 from tests.helpers.annotate_helpers import answer_pattern, expected_record, images_dataset, sample_of
+from tests.helpers.doc_pictures import doc_images_dir, small_png
 from tests.helpers.net import launch_local
 from validation.annotations import read_annotations
 from validation.questions import prompt_questions
@@ -90,6 +92,8 @@ def test_annotator_answers_three_restarts_and_resumes_on_the_fourth(tmp_path):
                     page.keyboard.press(value[0])  # "y" / "n": the first unanswered question
                     expect(radio(slot, value)).to_be_checked()
                 page.screenshot(path=str(tmp_path / f"annotate_{k + 1}.png"), full_page=True)
+                if k == 0 and doc_images_dir() is not None:  # `make screenshots`: the manual's picture of the tab
+                    small_png(tmp_path / "annotate_1.png", doc_images_dir() / "space_annotate.png")
                 page.keyboard.press("Enter")
                 given[prompt.prompt_id] = answers
             expect(header).to_contain_text("Image 4", timeout=30_000)

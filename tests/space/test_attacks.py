@@ -228,7 +228,7 @@ def test_the_cache_stays_under_its_bound_after_fifty_refused_uploads(prompts, fi
         perception=RectanglePerception(),
         open_images=images_of(files),
         cache_bytes=bound,
-        limits=SubmissionLimits(invalid_per_hour=50),  # each upload reaches the parser (the hourly limit is tested apart)
+        limits=SubmissionLimits(invalid_per_hour=50),  # each one reaches the parser (the hourly limit: tested apart)
     )
     app = Launched(demo, None)
     try:

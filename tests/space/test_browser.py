@@ -1,5 +1,11 @@
-"""One real headless-browser pass over the Space: open it, upload an image, see the verdict table
-and the leaderboard. Screenshots of every tab go to the test's tmp dir.
+"""One real headless-browser pass over the Space: open it, upload an image, see the verdict table,
+the leaderboard, a verified model's gallery and one prompt compared across models. Screenshots of
+every tab go to the test's tmp dir, and with NEGT2I_DOC_IMAGES set (`make screenshots`) to the
+manual's pictures, docs/img/space_*.png.
+
+The models are made up and say so: "Toy model (hand-written records)" has records written by
+`result_line` and no images; "Synthetic scenes (rectangle double)" has synthetic scenes scored by
+the real rules on the rectangle double's detections (`tests.helpers.synthetic_scenes`).
 
 Every wait is on state (a component's value in the DOM, a result the server sent), with generous
 timeouts: the suite runs on a busy 2-core machine."""
@@ -15,18 +21,23 @@ from evaluator.report import leaderboard_row
 from evaluator.results import ResultRecord
 from space.app import build_app
 from space.store import Entry, SQLiteStore
-from space.submissions import model_detail
+from space.submissions import ImagesUnreachable, ParquetImages, model_detail
+from tests.helpers.doc_pictures import doc_images_dir, small_png
+from tests.helpers.gallery_helpers import some_prompts
 from tests.helpers.net import launch_local
 from tests.helpers.space_helpers import RectanglePerception, result_line, scene_png
+from tests.helpers.synthetic_scenes import SYNTHETIC_KEY, SYNTHETIC_MODEL, scored_scenes, write_scene_repo
 
 CHROMIUM = Path("/usr/bin/chromium")
 WAIT_MS = 120_000  # for anything the server computes or sends
+TOY = "Toy model (hand-written records)"
+SCENES_REPO = "demo/synthetic-scenes"
 
 
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_browser_scores_an_upload_and_shows_the_leaderboard(tmp_path):
+def test_browser_scores_an_upload_and_shows_the_leaderboard_gallery_and_compare(tmp_path):
     assert CHROMIUM.exists(), "install Debian's chromium (`make browser`) to run the browser test"
     from playwright.sync_api import expect, sync_playwright
 
@@ -38,20 +49,45 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard(tmp_path):
     ]
     store.add_submission(
         Entry(
-            model_name="Toy Model",
+            model_name=TOY,
             model_key="toy_model",
             submitter="alice",
             status="verified",
             reason="spot check: 8 of 8 re-scored images agree",
-            row={**leaderboard_row(results, "toy_model"), "model": "Toy Model"},
+            row={**leaderboard_row(results, "toy_model"), "model": TOY},
             detail=model_detail(results),
         ),
         results,
     )
-    demo = build_app(prompts=prompts, store=store, perception=RectanglePerception())
+    # A second verified model with images: synthetic scenes of 48 prompts, scored by the real rules.
+    scored = scored_scenes(some_prompts(prompts, per_setting=1))
+    scenes = [record for record, _ in scored]
+    repo = write_scene_repo(tmp_path / "scenes", scored, SYNTHETIC_KEY)
+    store.add_submission(
+        Entry(
+            model_name=SYNTHETIC_MODEL,
+            model_key=SYNTHETIC_KEY,
+            submitter="bob",
+            status="verified",
+            reason="synthetic: scored here, by the rules, on the test double's detections",
+            images_repo=SCENES_REPO,
+            images_revision="main",
+            row={**leaderboard_row(scenes, SYNTHETIC_KEY), "model": SYNTHETIC_MODEL},
+            detail=model_detail(scenes),
+        ),
+        scenes,
+    )
+
+    def open_images(repo_id: str, revision: str, split: str):
+        if repo_id != SCENES_REPO:
+            raise ImagesUnreachable(f"images not reachable: {repo_id} (offline test)")
+        return ParquetImages.from_folder(repo, split)
+
+    demo = build_app(prompts=prompts, store=store, perception=RectanglePerception(), open_images=open_images)
     url = launch_local(demo)
     image = scene_png(tmp_path / "scene.png")
     screens: list[Path] = []
+    docs = doc_images_dir()
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
@@ -78,6 +114,8 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard(tmp_path):
                 path = tmp_path / f"{name}.png"
                 page.screenshot(path=str(path), full_page=True)
                 screens.append(path)
+                if docs is not None:
+                    small_png(path, docs / f"space_{name.split('_', 1)[1]}.png")
 
             shot("1_explore")
 
@@ -105,16 +143,54 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard(tmp_path):
             board = page.get_by_role("grid", name="Leaderboard")
             expect(board.get_by_text("SD 1.5 + NegationCLIP").filter(visible=True).first).to_be_visible(timeout=WAIT_MS)
             expect(board.get_by_text("reported (paper)").filter(visible=True).first).to_be_visible(timeout=WAIT_MS)
-            expect(board.get_by_text("Toy Model").filter(visible=True).first).to_be_visible(timeout=WAIT_MS)
+            expect(board.get_by_text(TOY).filter(visible=True).first).to_be_visible(timeout=WAIT_MS)
             expect(
-                page.get_by_text("Toy Model: verified (spot check: 8 of 8 re-scored images agree); submitted by alice")
+                page.get_by_text(f"{TOY}: verified (spot check: 8 of 8 re-scored images agree); submitted by alice")
             ).to_be_visible(timeout=WAIT_MS)
+            # the detail's figures beside its tables, and their data as CSV
+            expect(page.get_by_role("cell", name="toy_model_accuracy_by_setting.csv")).to_be_visible(timeout=WAIT_MS)
             shot("3_leaderboard")
+
+            page.get_by_role("tab", name="Gallery").click()
+            picker = page.get_by_label("Verified model")
+            expect(page.locator("#gallery-summary")).to_contain_text("verified", timeout=WAIT_MS)  # opened: filled
+            picker.click()
+            page.get_by_role("option", name=SYNTHETIC_MODEL).click()
+            summary = page.locator("#gallery-summary")
+            expect(summary).to_contain_text(f"{SYNTHETIC_MODEL} (verified): 192 of 192 images match", timeout=WAIT_MS)
+            thumbnails = page.locator("#gallery-thumbnails img")
+            expect(thumbnails).to_have_count(24, timeout=WAIT_MS)
+            expect(thumbnails.first).to_be_visible()
+            thumbnails.nth(1).click()  # color_pos1_neg0_000 #1: its only object missing
+            verdict = page.locator("#gallery-verdict")
+            expect(verdict).to_contain_text("Image verdict: FAIL", timeout=WAIT_MS)
+            expect(page.locator("#gallery-image img")).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_text("subject_missing").filter(visible=True).first).to_be_visible(timeout=WAIT_MS)
+            shot("5_gallery")
+
+            page.get_by_role("tab", name="Compare").click()
+            expect(page.locator("#compare-summary")).to_contain_text("2 verified models", timeout=WAIT_MS)
+            expect(page.locator("#compare-prompt")).to_contain_text("color_pos1_neg0_000", timeout=WAIT_MS)
+            # one click to the same content negated: the group's 0:1 prompt
+            page.get_by_label("0:1 color_pos0_neg1_000").check()
+            expect(page.locator("#compare-prompt")).to_contain_text("color_pos0_neg1_000", timeout=WAIT_MS)
+            compared = page.locator("#compare-thumbnails img")
+            # one row per model: the toy model's one sample (no images repo) and 3 it lacks, then 4 scenes
+            expect(compared).to_have_count(8, timeout=WAIT_MS)
+            expect(compared.first).to_be_visible()
+            shot("6_compare")
 
             page.get_by_role("tab", name="Submit").click()
             expect(page.get_by_role("button", name="Submit")).to_be_visible(timeout=WAIT_MS)
-            shot("4_submit")
+            shot("7_submit")
             browser.close()
     finally:
         demo.close()
-    assert [p.name for p in screens] == ["1_explore.png", "2_score.png", "3_leaderboard.png", "4_submit.png"]
+    assert [p.name for p in screens] == [
+        "1_explore.png",
+        "2_score.png",
+        "3_leaderboard.png",
+        "5_gallery.png",
+        "6_compare.png",
+        "7_submit.png",
+    ]
