@@ -67,11 +67,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_report(args: argparse.Namespace) -> int:
     from dataset_builder.loading import prompt_index
     from evaluator.report import build_report, read_report_inputs, report_tables, write_report
+    from negt2ibench.core.jsonl import gc_paused
     from negt2ibench.core.table import to_markdown
 
     if args.out.exists() and not args.out.is_dir():
         raise UserError(f"--out {args.out} exists and is not a folder")
-    inputs = read_report_inputs(args.results, expected_samples=args.samples)  # what it can, the rest named
+    with gc_paused(freeze=True):  # the records stay to the end: out of the garbage collector's way
+        inputs = read_report_inputs(args.results, expected_samples=args.samples)  # what it can, the rest named
     try:
         report = build_report(
             inputs.records,
