@@ -59,6 +59,8 @@ def record_facts(records: Iterable[ResultRecord]) -> Facts:
     per_record: list[tuple[int, int, int, bool]] = []
     per_statement: list[tuple[int, int, int, int, bool, bool, int, bool]] = []
     places: dict[str, tuple[int, int, int]] = {}
+    causes: dict[str | None, int] = {None: NO_CAUSE}
+    causes.update(CAUSE_INDEX)
     for record in records:
         if record.error is not None:
             continue
@@ -70,20 +72,19 @@ def record_facts(records: Iterable[ResultRecord]) -> Facts:
         position = len(scored)
         scored.append(record)
         per_record.append((*place, record.passed))
-        for statement in record.statements:
-            cause = NO_CAUSE if statement.cause is None else CAUSE_INDEX[statement.cause]
-            per_statement.append(
-                (
-                    position,
-                    statement.index,
-                    category,
-                    setting,
-                    statement.polarity == "negated",
-                    statement.satisfied,
-                    cause,
-                    statement.dead_zone_pass,
-                )
+        per_statement.extend(
+            (
+                position,
+                s.index,
+                category,
+                setting,
+                s.polarity == "negated",
+                s.satisfied,
+                causes[s.cause],
+                s.dead_zone_pass,
             )
+            for s in record.statements
+        )
     records_array = np.array(per_record, dtype=np.int64).reshape(-1, 4)
     statements = np.array(per_statement, dtype=np.int64).reshape(-1, 8)
     return Facts(

@@ -13,11 +13,14 @@ import pytest
 CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
 
 # Two test files, one test each, the second test marked: with two tests, xdist hands one to each of
-# its two workers, at once. Each test marks itself running and waits (on state, for at most 5 s)
-# until the other one is running too. When the marked test is serial, the two never run
-# together: whichever began first waits its 5 s out alone and ends, and the serial one finds no
-# other test running. Unmarked, they run together and the second test finds the first one's mark.
+# its two workers, at once. Each test marks itself running; the marked one waits (on state, at most
+# 30 s) until the plain one has begun, then looks; the plain one waits until the marked one has
+# looked, or a serial test is seen waiting (it holds the turnstile lock in front of the room), or
+# 60 s have passed. When the marked test is serial the two never run
+# together, and the serial one finds no other test running. Unmarked, they run together and the
+# marked one finds the plain one's mark.
 PLAIN = """
+import fcntl
 import os
 import time
 from pathlib import Path
@@ -25,11 +28,25 @@ from pathlib import Path
 SHARED = Path(os.environ["SHARED_FOLDER"])
 
 
-def test_plain():
+def serial_waiting(folder):
+    with open(folder / "negt2i-serial.turnstile", "a") as turnstile:
+        try:
+            fcntl.flock(turnstile, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+        return False
+
+
+def test_plain(tmp_path_factory):
+    folder = tmp_path_factory.getbasetemp().parent
     (SHARED / "running-plain").touch()
-    deadline = time.monotonic() + 5.0
-    while not (SHARED / "running-marked").exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
+    (SHARED / "began-plain").touch()
+    deadline = time.monotonic() + 60.0
+    held = 0  # a plain test holds the turnstile for an instant; a waiting serial one for good
+    while not (SHARED / "checked-marked").exists() and held < 3 and time.monotonic() < deadline:
+        held = held + 1 if serial_waiting(folder) else 0
+        time.sleep(0.1)
     (SHARED / "running-plain").unlink()
 """
 MARKED = """
@@ -45,10 +62,11 @@ SHARED = Path(os.environ["SHARED_FOLDER"])
 @pytest.mark.{marker}
 def test_marked():
     (SHARED / "running-marked").touch()
-    deadline = time.monotonic() + 5.0
-    while not (SHARED / "running-plain").exists() and time.monotonic() < deadline:
+    deadline = time.monotonic() + 30.0
+    while not (SHARED / "began-plain").exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     others = [path.name for path in SHARED.glob("running-*") if path.name != "running-marked"]
+    (SHARED / "checked-marked").touch()
     (SHARED / "running-marked").unlink()
     assert not others, f"another test was running: {others}"
 """
