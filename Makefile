@@ -75,16 +75,18 @@ device-kit: $(VENV)/.installed
 # The GPU run rehearsed on the CPU before a machine is lent: a Python 3.12 venv holding only our torch
 # and torchvision pins and the image's other packages the benchmark imports (at the image's versions
 # where its list records them; `device_kit.py image-only` refuses anything the image lacks), then
-# gpu.sh with the kit installed as on the machine. The venv (≈ 5.5 GB) is made once.
+# gpu.sh with the kit installed as on the machine. The venv (≈ 5.5 GB) is made once. The image's own
+# torch: make device-dryrun DRYRUN_TORCH="torch==2.11.0 torchvision==0.26.0" VENV312=build/device-dryrun/venv-torch2.11
 PY312 ?= /root/.pyenv/versions/3.12.1/bin/python
 VENV312 ?= build/device-dryrun/venv
+DRYRUN_TORCH ?= $(shell grep -E '^(torch|torchvision)==' requirements.txt)
 
 $(VENV312)/.installed: requirements.txt benchmarks/device_image.txt benchmarks/device_kit.py | device-kit
 	test -x $(PY312) || { echo "no Python 3.12 at $(PY312) (set PY312=...)"; exit 1; }
 	test -x $(VENV312)/bin/python || $(PY312) -m venv $(VENV312)
 	$(PY) benchmarks/device_kit.py constraints > $(VENV312)/constraints.txt
 	$(VENV312)/bin/python -m pip install -q -c $(VENV312)/constraints.txt \
-	  $$(grep -E '^(torch|torchvision)==' requirements.txt) $$($(PY) benchmarks/device_kit.py standins --kit build/device-kit)
+	  $(DRYRUN_TORCH) $$($(PY) benchmarks/device_kit.py standins --kit build/device-kit)
 	$(VENV312)/bin/python benchmarks/device_kit.py image-only
 	touch $@
 
@@ -92,7 +94,7 @@ $(VENV312)/.installed: requirements.txt benchmarks/device_image.txt benchmarks/d
 PLANTED = build/device-dryrun/planted
 device-dryrun: device-kit $(VENV312)/.installed
 	PYTHON=$(VENV312)/bin/python bash benchmarks/gpu.sh --device cpu --images 8 --kit build/device-kit \
-	  --out build/device-dryrun/gpu-results.json
+	  --out $(VENV312)-gpu-results.json
 	rm -rf $(PLANTED) && mkdir -p $(PLANTED) && cp build/device-kit/*.whl $(PLANTED)/ && rm $(PLANTED)/pydantic_core-*.whl
 	! PYTHON=$(VENV312)/bin/python bash benchmarks/gpu.sh --device cpu --images 8 --kit $(PLANTED) 2> $(PLANTED).err
 	grep "pydantic-core==.*, which is neither in the kit nor installed" $(PLANTED).err
