@@ -9,6 +9,7 @@ computed from them are the same floats as before, bit for bit.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -52,55 +53,40 @@ class Facts:
     dead_zone: np.ndarray
 
 
+_RECORD_FIELDS = operator.attrgetter("prompt_id", "passed", "statements")
+_STATEMENT_FIELDS = operator.attrgetter("index", "polarity", "satisfied", "cause", "dead_zone_pass")
+_CAUSE_CODES: dict[str | None, int] = {None: NO_CAUSE, **CAUSE_INDEX}
+
+
 def record_facts(records: Iterable[ResultRecord]) -> Facts:
     """The facts of RECORDS' scored records (error rows left out); a prompt id that is not a
-    NegT2IBench id is a ValueError (`parse_prompt_id`)."""
-    scored: list[ResultRecord] = []
-    per_record: list[tuple[int, int, int, bool]] = []
-    per_statement: list[tuple[int, int, int, int, bool, bool, int, bool]] = []
+    NegT2IBench id is a ValueError (`parse_prompt_id`). The fields are read by `attrgetter`s over
+    all records, then all statements, at once (a Python loop per record took twice as long)."""
+    scored = [record for record in records if record.error is None]
+    prompt_ids, passed, statement_lists = zip(*map(_RECORD_FIELDS, scored), strict=True) if scored else ((), (), ())
     places: dict[str, tuple[int, int, int]] = {}
-    causes: dict[str | None, int] = {None: NO_CAUSE}
-    causes.update(CAUSE_INDEX)
-    for record in records:
-        if record.error is not None:
-            continue
-        place = places.get(record.prompt_id)
-        if place is None:
-            key = parse_prompt_id(record.prompt_id)
-            place = places[record.prompt_id] = (CATEGORY_INDEX[key.category], SETTING_INDEX[key.setting], key.k)
-        category, setting, _ = place
-        position = len(scored)
-        scored.append(record)
-        per_record.append((*place, record.passed))
-        per_statement.extend(
-            (
-                position,
-                s.index,
-                category,
-                setting,
-                s.polarity == "negated",
-                s.satisfied,
-                causes[s.cause],
-                s.dead_zone_pass,
-            )
-            for s in record.statements
-        )
-    records_array = np.array(per_record, dtype=np.int64).reshape(-1, 4)
-    statements = np.array(per_statement, dtype=np.int64).reshape(-1, 8)
+    for prompt_id in dict.fromkeys(prompt_ids):  # in order: the first id that is not one raises
+        key = parse_prompt_id(prompt_id)
+        places[prompt_id] = (CATEGORY_INDEX[key.category], SETTING_INDEX[key.setting], key.k)
+    per_record = np.array([places[prompt_id] for prompt_id in prompt_ids], dtype=np.int64).reshape(-1, 3)
+    statements = [statement for listed in statement_lists for statement in listed]
+    fields = zip(*map(_STATEMENT_FIELDS, statements), strict=True) if statements else iter([()] * 5)
+    index, polarity, satisfied, cause, dead_zone = fields
+    record = np.repeat(np.arange(len(scored)), np.fromiter(map(len, statement_lists), np.int64, len(scored)))
     return Facts(
         scored=scored,
-        category=records_array[:, 0],
-        setting=records_array[:, 1],
-        k=records_array[:, 2],
-        passed=records_array[:, 3].astype(bool),
-        record=statements[:, 0],
-        index=statements[:, 1],
-        s_category=statements[:, 2],
-        s_setting=statements[:, 3],
-        negated=statements[:, 4].astype(bool),
-        satisfied=statements[:, 5].astype(bool),
-        cause=statements[:, 6],
-        dead_zone=statements[:, 7].astype(bool),
+        category=per_record[:, 0],
+        setting=per_record[:, 1],
+        k=per_record[:, 2],
+        passed=np.array(passed, dtype=bool),
+        record=record,
+        index=np.array(index, dtype=np.int64),
+        s_category=per_record[record, 0],
+        s_setting=per_record[record, 1],
+        negated=np.fromiter(map("negated".__eq__, polarity), bool, len(statements)),
+        satisfied=np.array(satisfied, dtype=bool),
+        cause=np.fromiter(map(_CAUSE_CODES.__getitem__, cause), np.int64, len(statements)),
+        dead_zone=np.array(dead_zone, dtype=bool),
     )
 
 

@@ -92,7 +92,8 @@ def parse_jsonl(
     error: type[JsonlError] = JsonlError,
     skip_bad: bool = False,
 ) -> JsonlContents[T]:
-    """Parse every non-blank line of DATA with PARSE (e.g. `Model.model_validate_json`).
+    """Parse every non-blank line of DATA with PARSE (e.g. `Model.model_validate_json`; a JSON parser:
+    it gets a line without its newline, or with it once a file has a bad line).
 
     A bad complete line raises ERROR ("SOURCE:LINE: reason"), or with `skip_bad` is left out
     and listed in `bad` (a reader that reports what it can, e.g. `negt2ibench report`); a bad
@@ -100,7 +101,27 @@ def parse_jsonl(
     caller decides). KIND names the records in messages ("result" → "not a result record (...)").
     """
     with gc_paused():
+        whole = _parse_whole(data, parse)
+        if whole is not None:
+            return whole
         return _parse_lines(data, parse, source=source, kind=kind, error=error, skip_bad=skip_bad)
+
+
+def _parse_whole(data: bytes, parse: Callable[[bytes], T]) -> JsonlContents[T] | None:
+    """Every line of DATA parsed in one comprehension, or None at the first bad one (then
+    `_parse_lines` parses the file again line by line, to say where and why): most files have no
+    bad line, and the line-by-line loop took a tenth of the parsing time of 211,200 records.
+    Without its newline a line parses as with it (JSON ignores whitespace around a value)."""
+    pieces = data.split(b"\n")  # the last piece: empty, or a last line without its newline
+    try:
+        records = [parse(piece) for piece in pieces if piece.strip()]
+    except ValueError:
+        return None
+    if len(records) == len(pieces) - (not pieces[-1]):  # no blank line: the records are lines 1, 2, ...
+        lines = list(range(1, len(records) + 1))
+    else:
+        lines = [number for number, piece in enumerate(pieces, start=1) if piece.strip()]
+    return JsonlContents(records, len(data), None, bool(pieces[-1]), lines)
 
 
 def _parse_lines(
@@ -114,7 +135,7 @@ def _parse_lines(
         end = data.find(b"\n", offset)
         complete = end != -1
         stop = end + 1 if complete else len(data)
-        raw = data[offset:stop]
+        raw = data[offset:stop]  # with its newline: a JSON error's line and column are as they always were
         line_number += 1
         offset = stop
         if raw.strip():
