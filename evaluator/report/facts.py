@@ -55,7 +55,8 @@ class Facts:
 
 _RECORD_FIELDS = operator.attrgetter("prompt_id", "passed", "statements")
 _STATEMENT_FIELDS = operator.attrgetter("index", "polarity", "satisfied", "cause", "dead_zone_pass")
-_CAUSE_CODES: dict[str | None, int] = {None: NO_CAUSE, **CAUSE_INDEX}
+_CAUSE_CODES: dict[str | None, int] = {None: NO_CAUSE}
+_CAUSE_CODES.update(CAUSE_INDEX)
 
 
 def record_facts(records: Iterable[ResultRecord]) -> Facts:
