@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 OUT ?= build/negt2ibench
 PORT ?= 7860
 
-.PHONY: install run test test-py310 lint browser docs screenshots clean
+.PHONY: install run test test-py310 lint browser docs screenshots device-kit device-dryrun clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -43,8 +43,12 @@ lint: install
 	$(VENV)/bin/mypy
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 
+# Every test, over the machine's cores (pytest-xdist; TEST_WORKERS=1 runs them one at a time): tests
+# marked `serial` (the browser tests too) run while no other test runs (tests/conftest.py); the
+# figures behind the worker count are in benchmarks/RESULTS.md ("The test gate").
+TEST_WORKERS ?= auto
 test: lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
 # The Space's Python (3.10.13, as pyenv installs it): the fast tests in their own venv, pinned as
 # .ci/requirements_py310.py derives from requirements.txt (the Space's 3.10 releases, no torch: the
@@ -61,7 +65,39 @@ $(VENV310)/.installed: requirements.txt space/deploy.py .ci/requirements_py310.p
 	touch $@
 
 test-py310: $(VENV310)/.installed
-	$(VENV310)/bin/python -m pytest -q -m "not slow"
+	$(VENV310)/bin/python -m pytest -q -m "not slow" $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
+
+# The GPU machine's missing wheels (benchmarks/device_kit.py against benchmarks/device_image.txt):
+# build/device-kit/, at most 48 MiB. `bash benchmarks/gpu.sh --kit build/device-kit` installs it there.
+device-kit: $(VENV)/.installed
+	$(PY) benchmarks/device_kit.py build --out build/device-kit
+
+# The GPU run rehearsed on the CPU before a machine is lent: a Python 3.12 venv holding only our torch
+# and torchvision pins and the image's other packages the benchmark imports (at the image's versions
+# where its list records them; `device_kit.py image-only` refuses anything the image lacks), then
+# gpu.sh with the kit installed as on the machine. The venv (≈ 5.5 GB) is made once. The image's own
+# torch: make device-dryrun DRYRUN_TORCH="torch==2.11.0 torchvision==0.26.0" VENV312=build/device-dryrun/venv-torch2.11
+PY312 ?= /root/.pyenv/versions/3.12.1/bin/python
+VENV312 ?= build/device-dryrun/venv
+DRYRUN_TORCH ?= $(shell grep -E '^(torch|torchvision)==' requirements.txt)
+
+$(VENV312)/.installed: requirements.txt benchmarks/device_image.txt benchmarks/device_kit.py | device-kit
+	test -x $(PY312) || { echo "no Python 3.12 at $(PY312) (set PY312=...)"; exit 1; }
+	test -x $(VENV312)/bin/python || $(PY312) -m venv $(VENV312)
+	$(PY) benchmarks/device_kit.py constraints > $(VENV312)/constraints.txt
+	$(VENV312)/bin/python -m pip install -q -c $(VENV312)/constraints.txt \
+	  $(DRYRUN_TORCH) $$($(PY) benchmarks/device_kit.py standins --kit build/device-kit)
+	$(VENV312)/bin/python benchmarks/device_kit.py image-only
+	touch $@
+
+# Then the same with a wheel taken out of the kit: it must stop before the benchmark, naming it.
+PLANTED = build/device-dryrun/planted
+device-dryrun: device-kit $(VENV312)/.installed
+	PYTHON=$(VENV312)/bin/python bash benchmarks/gpu.sh --device cpu --images 8 --kit build/device-kit \
+	  --out $(VENV312)-gpu-results.json
+	rm -rf $(PLANTED) && mkdir -p $(PLANTED) && cp build/device-kit/*.whl $(PLANTED)/ && rm $(PLANTED)/pydantic_core-*.whl
+	! PYTHON=$(VENV312)/bin/python bash benchmarks/gpu.sh --device cpu --images 8 --kit $(PLANTED) 2> $(PLANTED).err
+	grep "pydantic-core==.*, which is neither in the kit nor installed" $(PLANTED).err
 
 # The manual (docs/, mkdocs.yml) on http://127.0.0.1:8000, rebuilt on every change.
 docs: install

@@ -104,7 +104,19 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {type(error).__name__}: {error} (set NEGT2I_DEBUG=1 for the traceback)", file=sys.stderr)
         return 1
+    if argv is None and getattr(args, "exit_at_once", False):
+        _exit_at_once(int(result or 0))
     return int(result or 0)
+
+
+def _exit_at_once(code: int) -> None:
+    """End the process now, without freeing its objects one by one (as mypy's `--fast-exit` does): a
+    command that holds millions of records to its end (`report`: 211,200 results, 0.8 s to free)
+    sets `exit_at_once` on its parser. Only for a command run as the program itself (`main()` with
+    no ARGV): its files are closed, its output flushed here, and it has no work left at exit."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ Hugging Face library (they read these variables at import).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.util
 import os
 import shutil
@@ -93,6 +95,13 @@ for _name, _relative in _HOME_VARIABLES.items():
 os.environ.update(_SETTINGS)
 for _name in _REMOVED:
     os.environ.pop(_name, None)
+# Under pytest-xdist each worker gets its share of the cores for its math libraries (torch's intra-op
+# pool, BLAS), set before any of them loads and inherited by the processes a test starts: two workers
+# each spinning two OpenMP threads on two cores ran the torch-heavy tests 2-4 times slower.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[_name] = str(max(1, (os.cpu_count() or 1) // _WORKERS))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -140,10 +149,53 @@ def _skip_reason(module: str) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if WITHOUT_TORCH:
-        for item in items:
-            if item.get_closest_marker("torch"):
-                item.add_marker(pytest.mark.skip(reason=_skip_reason("torch")))
+    for item in items:
+        if WITHOUT_TORCH and item.get_closest_marker("torch"):
+            item.add_marker(pytest.mark.skip(reason=_skip_reason("torch")))
+        if item.get_closest_marker("browser") and not item.get_closest_marker("serial"):
+            item.add_marker(pytest.mark.serial)  # a browser is several busy processes: the machine to itself
+
+
+# -- Parallel runs (pytest-xdist, `make test`'s `-n`) ---------------------------------------------------
+# A test marked `serial` runs while no other test of the run runs, on whichever worker it lands: every
+# worker holds a shared lock on one file of the run while it runs a test, a serial test takes it
+# exclusively. A turnstile lock in front lets a waiting serial test in before tests that start after
+# it (a reader-writer lock with the writer first), so it is not starved by workers that never pause
+# together. Outside xdist (a plain `pytest`) there is nothing to share and nothing is locked. The locks
+# belong to the open files, so a worker that dies releases them.
+
+
+def _run_folder(config: pytest.Config) -> Path | None:
+    """The folder every xdist worker of this run shares (the parent of the workers' base temps)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return None
+    factory = config._tmp_path_factory  # type: ignore[attr-defined]
+    return factory.getbasetemp().parent
+
+
+@contextlib.contextmanager
+def _machine_share(folder: Path, whole: bool) -> Generator[None, None, None]:
+    with open(folder / "negt2i-serial.turnstile", "a") as turnstile, open(folder / "negt2i-serial.room", "a") as room:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(room, fcntl.LOCK_EX if whole else fcntl.LOCK_SH)
+        finally:
+            if not whole:
+                fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(room, fcntl.LOCK_UN)
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: the wait is before the test's timeout starts
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    folder = _run_folder(item.config)
+    if folder is None:
+        return (yield)
+    with _machine_share(folder, whole=item.get_closest_marker("serial") is not None):
+        return (yield)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -1,28 +1,39 @@
 """Aggregation: result records → the numbers of the paper's tables (Table 3, Figure 3, Table 19).
 
 Pure functions: they take `ResultRecord`s and return plain dicts of numbers, with no file or
-model access; `build_report` collects them for every model into a `Report`. The conventions
+model access; `build_report` collects them for every model into a `Report`. Each counts over a
+model's records flattened once into arrays (`facts.record_facts`), which `build_report` makes once
+per model for all the tables. The conventions
 (percentages, NaN for an empty cell, coverage) are in `evaluator.report.keys`. Tables, files
 and plots are made from a `Report` by `evaluator.report.tables`, `.document` and `.plots`.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dataset_builder.records import PromptIndex
-from dataset_builder.vocabulary import CATEGORIES, PROMPTS_PER_SETTING, RELATION_CATEGORIES, SAMPLES_PER_PROMPT
+from dataset_builder.vocabulary import PROMPTS_PER_SETTING, RELATION_CATEGORIES, SAMPLES_PER_PROMPT
 from evaluator.results import CAUSES, ResultRecord
 from negt2ibench.core.bootstrap import mean_interval
 from negt2ibench.core.strict_json import json_ready
 
+from .facts import (
+    Facts,
+    by_category_and_setting,
+    by_prompt,
+    failed_by_cause,
+    first_failed_without_cause,
+    negated_relation_counts,
+    record_facts,
+    statement_counts,
+)
 from .keys import (
     ALL,
     MATCHED_PAIRS,
-    MISSING_CAUSES,
     POOLED,
     SETTING_LABELS,
     TABLE3_CATEGORIES,
@@ -30,9 +41,7 @@ from .keys import (
     group_by_model,
     model_provenance,
     nanmean,
-    parse_prompt_id,
     percent,
-    scored_only,
 )
 from .ots import builtin_prompts, ots_by_model
 
@@ -41,39 +50,42 @@ from .ots import builtin_prompts, ots_by_model
 # ---------------------------------------------------------------------------------------------
 
 
-def _table3_one(records: Sequence[ResultRecord], expected_samples: int) -> dict[str, Any]:
-    passed: Counter[tuple[str, str]] = Counter()  # (category, setting)
-    total: Counter[tuple[str, str]] = Counter()
+def _check_samples(records: Sequence[ResultRecord], expected_samples: int) -> None:
     for record in records:
         if record.sample_index < 0 or record.sample_index >= expected_samples:
             raise ValueError(
                 f"model {record.model_key!r}, prompt {record.prompt_id!r}: sample_index {record.sample_index} "
                 f"is outside 0–{expected_samples - 1} (set the expected samples per prompt)"
             )
-    scored = scored_only(records)
-    for record in scored:
-        key = parse_prompt_id(record.prompt_id)
-        total[key.category, key.setting] += 1
-        passed[key.category, key.setting] += int(record.passed)
+
+
+def _table3_one(records: Sequence[ResultRecord], expected_samples: int, facts: Facts | None = None) -> dict[str, Any]:
+    _check_samples(records, expected_samples)
+    facts = facts or record_facts(records)
+    total_array, passed_array = by_category_and_setting(facts)
+    total, passed = total_array.tolist(), passed_array.tolist()  # [category][setting], Python ints
+    setting_index = {label: i for i, label in enumerate(SETTING_LABELS)}
 
     def setting_accuracy(setting: str) -> float:
-        return percent(sum(passed[c, setting] for c in CATEGORIES), sum(total[c, setting] for c in CATEGORIES))
+        s = setting_index[setting]
+        return percent(sum(row[s] for row in passed), sum(row[s] for row in total))
 
     settings = {label: setting_accuracy(label) for label in SETTING_LABELS}
     categories = {
-        category: nanmean(percent(passed[category, s], total[category, s]) for s in SETTING_LABELS)
-        for category in TABLE3_CATEGORIES
+        category: nanmean(percent(passed[c][s], total[c][s]) for s in range(len(SETTING_LABELS)))
+        for c, category in enumerate(TABLE3_CATEGORIES)
     }
     expected = expected_images(expected_samples)
-    images = len(scored)
+    images = len(facts.scored)
+    passed_images = sum(map(sum, passed))
     return {
         "settings": settings,
         "categories": categories,
-        "overall": percent(sum(passed.values()), images),
+        "overall": percent(passed_images, images),
         "polarity_gap": settings["0:1"] - settings["1:0"],
         "coverage": percent(images, expected),
         "images": images,
-        "passed": sum(passed.values()),
+        "passed": passed_images,
         "errors": len(records) - images,
         "expected_images": expected,
         "complete": images == expected,
@@ -93,37 +105,54 @@ def table3(results: Sequence[ResultRecord], expected_samples: int = SAMPLES_PER_
 # ---------------------------------------------------------------------------------------------
 
 
-def statement_accuracy(results: Sequence[ResultRecord]) -> dict[str, dict[str, float]]:
+def statement_accuracy(results: Sequence[ResultRecord], facts: Facts | None = None) -> dict[str, dict[str, float]]:
     """% of statements satisfied, by category (and `all`) × polarity, over scored images:
     `{category: {"positive": %, "negated": %, "positive_n": count, "negated_n": count}}`."""
-    satisfied: Counter[tuple[str, str]] = Counter()
-    total: Counter[tuple[str, str]] = Counter()
-    for record in scored_only(results):
-        category = parse_prompt_id(record.prompt_id).category
-        for statement in record.statements:
-            for bucket in (category, ALL):
-                total[bucket, statement.polarity] += 1
-                satisfied[bucket, statement.polarity] += int(statement.satisfied)
+    total_array, satisfied_array = statement_counts(facts or record_facts(results))
+    rows = dict(zip(TABLE3_CATEGORIES, zip(total_array.tolist(), satisfied_array.tolist(), strict=True), strict=True))
+    rows[ALL] = (total_array.sum(axis=0).tolist(), satisfied_array.sum(axis=0).tolist())
     table: dict[str, dict[str, float]] = {}
     for bucket in TABLE3_CATEGORIES + (ALL,):
+        total, satisfied = rows[bucket]
         row: dict[str, float] = {}
-        for polarity in ("positive", "negated"):
-            row[polarity] = percent(satisfied[bucket, polarity], total[bucket, polarity])
-            row[f"{polarity}_n"] = total[bucket, polarity]
+        for p, polarity in enumerate(("positive", "negated")):
+            row[polarity] = percent(satisfied[p], total[p])
+            row[f"{polarity}_n"] = total[p]
         table[bucket] = row
     return table
 
 
-def _failed_causes(record: ResultRecord) -> Iterable[str]:
-    for statement in record.statements:
-        if statement.satisfied:
-            continue
-        if statement.cause is None:
-            raise ValueError(
-                f"model {record.model_key!r}, prompt {record.prompt_id!r}, sample {record.sample_index}: "
-                f"statement {statement.index} failed without a cause"
-            )
-        yield statement.cause
+def _failure_counts(facts: Facts) -> tuple[Any, Any]:
+    """(settings × causes, categories × causes) counts of failed statements; a failed statement
+    without a cause is a ValueError naming the first one."""
+    missing = first_failed_without_cause(facts)
+    if missing is not None:
+        record = facts.scored[int(facts.record[missing])]
+        raise ValueError(
+            f"model {record.model_key!r}, prompt {record.prompt_id!r}, sample {record.sample_index}: "
+            f"statement {int(facts.index[missing])} failed without a cause"
+        )
+    return failed_by_cause(facts)
+
+
+def _failure_table(by_setting_counts: Any, by_category_counts: Any) -> dict[str, Any]:
+    def as_table(buckets: Sequence[str], rows: list[list[int]]) -> dict[str, dict[str, int]]:
+        return {
+            bucket: {**{cause: row[c] for c, cause in enumerate(CAUSES)}, "failed": sum(row)}
+            for bucket, row in zip(buckets, rows, strict=True)
+        }
+
+    categories = as_table(TABLE3_CATEGORIES, by_category_counts.tolist())
+    failed = sum(row["failed"] for row in categories.values())
+    forbidden = sum(row["forbidden_rendered"] for row in categories.values())
+    share = {ALL: percent(forbidden, failed)}
+    share.update({c: percent(row["forbidden_rendered"], row["failed"]) for c, row in categories.items()})
+    return {
+        "by_setting": as_table(SETTING_LABELS, by_setting_counts.tolist()),
+        "by_category": categories,
+        "failed": failed,
+        "forbidden_share": share,
+    }
 
 
 def failure_causes(results: Sequence[ResultRecord]) -> dict[str, Any]:
@@ -132,59 +161,19 @@ def failure_causes(results: Sequence[ResultRecord]) -> dict[str, Any]:
     Returns `by_setting` and `by_category` ({bucket: {cause: count, "failed": total}}), the total
     `failed`, and `forbidden_share`: % of failed statements whose cause is `forbidden_rendered`,
     overall (`all`) and per category."""
-    by_setting: dict[str, Counter[str]] = {label: Counter() for label in SETTING_LABELS}
-    by_category: dict[str, Counter[str]] = {category: Counter() for category in TABLE3_CATEGORIES}
-    for record in scored_only(results):
-        key = parse_prompt_id(record.prompt_id)
-        for cause in _failed_causes(record):
-            by_setting[key.setting][cause] += 1
-            by_category[key.category][cause] += 1
-
-    def as_table(counters: dict[str, Counter[str]]) -> dict[str, dict[str, int]]:
-        return {
-            bucket: {**{cause: counts[cause] for cause in CAUSES}, "failed": sum(counts.values())}
-            for bucket, counts in counters.items()
-        }
-
-    categories = as_table(by_category)
-    failed = sum(row["failed"] for row in categories.values())
-    forbidden = sum(row["forbidden_rendered"] for row in categories.values())
-    share = {ALL: percent(forbidden, failed)}
-    share.update({c: percent(row["forbidden_rendered"], row["failed"]) for c, row in categories.items()})
-    return {
-        "by_setting": as_table(by_setting),
-        "by_category": categories,
-        "failed": failed,
-        "forbidden_share": share,
-    }
+    return _failure_table(*_failure_counts(record_facts(results)))
 
 
-def dead_zone_passes(results: Sequence[ResultRecord]) -> dict[str, dict[str, float]]:
-    """Table 19 per relation category and `total`: `evaluable` (negated relation statements with
-    both objects present, i.e. satisfied or failed for a reason other than a missing object),
-    `passed`, `dead_zone_passes` (passed only because no predicate was emitted) and `share`
-    (% of passes that were dead-zone passes)."""
-    counts: dict[str, Counter[str]] = {category: Counter() for category in RELATION_CATEGORIES}
-    for record in scored_only(results):
-        category = parse_prompt_id(record.prompt_id).category
-        if category not in counts:
-            continue
-        for statement in record.statements:
-            if statement.polarity != "negated":
-                continue
-            if not statement.satisfied and statement.cause in MISSING_CAUSES:
-                continue
-            counts[category]["evaluable"] += 1
-            if statement.satisfied:
-                counts[category]["passed"] += 1
-                counts[category]["dead_zone_passes"] += int(statement.dead_zone_pass)
+_DEAD_ZONE_ORDER = ("depth", "directional", "comparative", "proximity")  # Table 19's row order
+
+
+def _dead_zone_table(relation_counts: Any) -> dict[str, dict[str, float]]:
+    """Table 19 from `facts.negated_relation_counts` (categories × (evaluable, passed, dead))."""
+    rows = dict(zip(TABLE3_CATEGORIES, relation_counts.tolist(), strict=True))
     table: dict[str, dict[str, float]] = {}
-    order = ("depth", "directional", "comparative", "proximity")  # Table 19's row order
-    for bucket in order + ("total",):
-        rows = [counts[bucket]] if bucket != "total" else list(counts.values())
-        evaluable = sum(row["evaluable"] for row in rows)
-        passed = sum(row["passed"] for row in rows)
-        dead = sum(row["dead_zone_passes"] for row in rows)
+    for bucket in _DEAD_ZONE_ORDER + ("total",):
+        chosen = [rows[bucket]] if bucket != "total" else [rows[c] for c in RELATION_CATEGORIES]
+        evaluable, passed, dead = (sum(row[i] for row in chosen) for i in range(3))
         table[bucket] = {
             "evaluable": evaluable,
             "passed": passed,
@@ -194,24 +183,25 @@ def dead_zone_passes(results: Sequence[ResultRecord]) -> dict[str, dict[str, flo
     return table
 
 
+def dead_zone_passes(results: Sequence[ResultRecord]) -> dict[str, dict[str, float]]:
+    """Table 19 per relation category and `total`: `evaluable` (negated relation statements with
+    both objects present, i.e. satisfied or failed for a reason other than a missing object),
+    `passed`, `dead_zone_passes` (passed only because no predicate was emitted) and `share`
+    (% of passes that were dead-zone passes)."""
+    return _dead_zone_table(negated_relation_counts(record_facts(results)))
+
+
 # ---------------------------------------------------------------------------------------------
 # Matched-group polarity deltas
 # ---------------------------------------------------------------------------------------------
 
 
-def _prompt_accuracies(records: Sequence[ResultRecord]) -> dict[tuple[str, str, int], float]:
-    """% of scored samples passed per prompt, keyed by (category, setting, k)."""
-    passed: Counter[tuple[str, str, int]] = Counter()
-    total: Counter[tuple[str, str, int]] = Counter()
-    for record in scored_only(records):
-        key = parse_prompt_id(record.prompt_id)
-        total[key.category, key.setting, key.k] += 1
-        passed[key.category, key.setting, key.k] += int(record.passed)
-    return {prompt: percent(passed[prompt], total[prompt]) for prompt in total}
-
-
 def matched_group_deltas(
-    results: Sequence[ResultRecord], n_resamples: int = 1000, seed: int = 0, confidence: float = 0.95
+    results: Sequence[ResultRecord],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    facts: Facts | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """Negated-minus-positive image accuracy on matched groups, for one model's results.
 
@@ -219,15 +209,22 @@ def matched_group_deltas(
     category; a group counts when both prompts have a scored image. Per category (and `all`) and
     per pair (and `all`): `groups`, `positive` and `negated` mean accuracies, `delta` (pp) and a
     percentile bootstrap interval `ci_low`, `ci_high` over groups."""
-    accuracy = _prompt_accuracies(results)
+    total_array, passed_array = by_prompt(facts or record_facts(results))
+    total, passed = total_array.tolist(), passed_array.tolist()  # [category][setting][k]
+    setting_index = {label: i for i, label in enumerate(SETTING_LABELS)}
+
+    def accuracy(c: int, setting: str, k: int) -> float | None:
+        s = setting_index[setting]
+        return percent(passed[c][s][k], total[c][s][k]) if total[c][s][k] else None
+
     deltas: dict[tuple[str, str], list[float]] = defaultdict(list)
     sides: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
-    for category in TABLE3_CATEGORIES:
+    for c, category in enumerate(TABLE3_CATEGORIES):
         for positive, negated in MATCHED_PAIRS:
             pair = f"{positive} vs {negated}"
             for k in range(PROMPTS_PER_SETTING):
-                pos_acc = accuracy.get((category, positive, k))
-                neg_acc = accuracy.get((category, negated, k))
+                pos_acc = accuracy(c, positive, k)
+                neg_acc = accuracy(c, negated, k)
                 if pos_acc is None or neg_acc is None:
                     continue
                 for bucket in ((category, pair), (category, ALL), (ALL, pair), (ALL, ALL)):
@@ -309,19 +306,26 @@ def build_report(
     grouped = group_by_model(results)
     if not grouped:
         raise ValueError("no results to report")
-    every = [record for records in grouped.values() for record in records]
-    failures = {model: failure_causes(records) for model, records in grouped.items()}
-    dead_zone = {model: dead_zone_passes(records) for model, records in grouped.items()}
-    if len(grouped) > 1:
-        failures[POOLED] = failure_causes(every)
-        dead_zone[POOLED] = dead_zone_passes(every)
+    facts = {model: record_facts(records) for model, records in grouped.items()}  # each model's records walked once
+    failure_counts = {model: _failure_counts(facts[model]) for model in grouped}
+    relation_counts = {model: negated_relation_counts(facts[model]) for model in grouped}
+    failures = {model: _failure_table(*failure_counts[model]) for model in grouped}
+    dead_zone = {model: _dead_zone_table(relation_counts[model]) for model in grouped}
+    if len(grouped) > 1:  # all models' statements together: the sums of their counts
+        failures[POOLED] = _failure_table(
+            sum(counts[0] for counts in failure_counts.values()), sum(counts[1] for counts in failure_counts.values())
+        )
+        dead_zone[POOLED] = _dead_zone_table(sum(relation_counts.values()))
     return Report(
         models=tuple(grouped),
-        table3={model: _table3_one(records, expected_samples) for model, records in grouped.items()},
-        statement_accuracy={model: statement_accuracy(records) for model, records in grouped.items()},
+        table3={model: _table3_one(records, expected_samples, facts[model]) for model, records in grouped.items()},
+        statement_accuracy={model: statement_accuracy(records, facts[model]) for model, records in grouped.items()},
         failure_causes=failures,
         dead_zone=dead_zone,
-        matched_deltas={model: matched_group_deltas(records, n_resamples, seed) for model, records in grouped.items()},
+        matched_deltas={
+            model: matched_group_deltas(records, n_resamples, seed, facts=facts[model])
+            for model, records in grouped.items()
+        },
         provenance={model: model_provenance(records) for model, records in grouped.items()},
         options={"bootstrap": n_resamples, "seed": seed, "expected_samples": expected_samples, "confidence": 0.95},
         inputs=dict(inputs or {}),

@@ -82,3 +82,34 @@ def test_prompt_records_round_trip_through_the_reader(tmp_path):
     path = tmp_path / "p.jsonl"
     path.write_text("".join(p.model_dump_json() + "\n" for p in prompts))
     assert read_jsonl(path, PromptRecord.model_validate_json, kind="prompt") == prompts
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\n",
+        b'{"a": 1}\n{"a": 2}\n',
+        b'{"a": 1}\n\n{"a": 2}',
+        b'  \n{"a": 1}\r\n\t\n{"a": 2}\n   ',
+        b'{"a": 1}\n{"a": 2}\n\n\n',
+    ],
+)
+def test_a_file_without_a_bad_line_reads_the_same_whole_as_line_by_line(data):
+    # Such a file is parsed in one pass (`_parse_whole`); the line-by-line loop, the one that can
+    # say where a bad line is, must find the same records, line numbers and ends.
+    from negt2ibench.core.jsonl import _parse_lines, _parse_whole
+
+    line_by_line = _parse_lines(data, parse_object, source="x", kind="JSONL", error=JsonlError, skip_bad=False)
+    assert _parse_whole(data, parse_object) == line_by_line
+    assert parse_jsonl(data, parse_object, source="x") == line_by_line
+
+
+def test_a_file_with_a_bad_line_is_read_line_by_line_and_says_where():
+    from negt2ibench.core.jsonl import _parse_whole
+
+    data = b'{"a": 1}\n[2]\n{"a": 3}\n{"a": 4'
+    assert _parse_whole(data, parse_object) is None
+    contents = parse_jsonl(data, parse_object, source="x", skip_bad=True)
+    assert contents.records == [{"a": 1}, {"a": 3}] and contents.lines == [1, 3]
+    assert contents.bad == ["x:2: not an object"] and contents.torn is not None and contents.good_bytes == 22

@@ -102,3 +102,45 @@ def hand_results() -> list[ResultRecord]:
         record("material_pos1_neg1_002", b, 1, [pos_ok(0), neg_ok(1)], config_hash="h9"),
     ]
     return alpha + beta
+
+
+def sweep_files(folder, models: int = 2, every: int = 12, samples: int = 2, seed: int = 0) -> list[str]:
+    """Result files of a seeded sweep (the corpus's every EVERY-th prompt × SAMPLES images, each prompt
+    object detected or not with a seeded box, random verdicts), one file per model, written into
+    FOLDER under relative names, with the lines a report leaves out or keeps apart: an error row,
+    a line that is not JSON, a record of no benchmark image, a second, different result of one
+    image, and a torn last line. Returns the file names."""
+    import random
+
+    from dataset_builder.loading import load_prompts
+    from evaluator.results import ObjectResult
+
+    rng = random.Random(seed)
+    prompts = load_prompts(None)[::every]
+    names = []
+    for m in range(models):
+        lines = []
+        for prompt in prompts:
+            for sample in range(samples):
+                objects = []
+                for name in dict.fromkeys(prompt.objects):
+                    x0, y0 = rng.uniform(0, 800), rng.uniform(0, 800)
+                    box = [x0, y0, x0 + rng.uniform(10, 220), y0 + rng.uniform(10, 220)]
+                    present = rng.random() < 0.85
+                    objects.append(ObjectResult(name=name, present=present, confidence=rng.random(), box=box))
+                statements = []
+                for s in prompt.statements:
+                    ok = rng.random() < 0.6
+                    cause = None if ok else ("forbidden_rendered" if s.polarity == "negated" else "wrong_value")
+                    dead = ok and s.polarity == "negated" and rng.random() < 0.3
+                    statements.append(statement(s.index, s.polarity, ok, cause, dead_zone_pass=dead))
+                result = record(prompt.prompt_id, f"model_{m}", sample, statements, config_hash=f"h{m}")
+                lines.append(result.model_copy(update={"objects": objects}).model_dump_json())
+        error_row = record(prompts[1].prompt_id, f"model_{m}", samples, [], "bad image: truncated PNG", f"h{m}")
+        stray = record("color_pos0_neg1_999", f"model_{m}", 0, [pos_ok()], config_hash=f"h{m}")
+        other = record(prompts[0].prompt_id, f"model_{m}", 0, [pos_ok()], config_hash=f"h{m}")
+        lines[5:5] = [error_row.model_dump_json(), "{not json", stray.model_dump_json(), other.model_dump_json()]
+        name = f"model_{m}.jsonl"
+        (folder / name).write_text("\n".join(lines) + "\n" + lines[-1][: len(lines[-1]) // 2], encoding="utf-8")
+        names.append(name)
+    return names

@@ -10,9 +10,13 @@ and the folder compared with what it must hold.
   at most), the rerun resumes to exactly an uninterrupted run's records; then `report` over them
   exits 0 and names the stray `..._999_0.png`.
 
-The moments are seeded: a random delay within a measured run's duration, or a state (a staging
-folder appearing, N result lines written) plus a random delay. Set NEGT2I_FAULT_{BUILD,REPORT,
-SCORE}_KILLS to run more or fewer.
+The moments are seeded. Every other kill of `build` and `report` comes at a state of the run: its
+staging folder holding a random number of the entries it will hold, at least two short, so the
+kill lands inside the run however loaded the machine is (the test asserts each one did). The
+others are a random delay within a measured run's duration, or the swap itself: those may come
+after the run has ended on a busy or an idle machine, and are not counted. `score` is killed once
+N result lines are written, plus a short random delay. Set NEGT2I_FAULT_{BUILD,REPORT,SCORE}_KILLS
+to run more or fewer.
 """
 
 from __future__ import annotations
@@ -139,17 +143,36 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     }
 
 
-def kill_moment(rng: random.Random, duration: float, parent: Path, name: str) -> tuple[Callable, float, float]:
-    """(ready, extra delay, poll interval) of one kill moment of a run writing folder NAME in PARENT.
+def holds(parent: Path, name: str, entries: int) -> Callable[[], bool]:
+    """True once the staging folder `.NAME.tmp-*` in PARENT exists and holds ENTRIES entries or more."""
 
-    Some moments are a random delay within a run's duration; some come once the staging folder
-    `.NAME.tmp-*` appears, plus a random delay; the rest are the swap itself: the instant a
-    committed `.NAME.new-*` or a moved-away `.NAME.old-*` shows up (polled as fast as possible)."""
-    kind = rng.random()
-    if kind < 0.4:
-        return after(rng.uniform(0.0, duration)), 0.0, 0.002
-    if kind < 0.7:
-        return appears(parent, f".{name}.tmp-"), rng.uniform(0.0, 0.5 * duration), 0.002
+    def ready() -> bool:
+        for entry in parent.iterdir():
+            if entry.name.startswith(f".{name}.tmp-"):
+                try:
+                    return sum(1 for _ in entry.iterdir()) >= entries
+                except FileNotFoundError:  # renamed away between the two looks: the swap has begun
+                    return True
+        return False
+
+    return ready
+
+
+def kill_moment(
+    rng: random.Random, point: int, duration: float, parent: Path, name: str, written: int
+) -> tuple[Callable, float, float, bool]:
+    """(ready, extra delay, poll interval, in_run) of one kill moment of a run writing folder NAME in
+    PARENT, whose staging folder ends up with WRITTEN entries.
+
+    Even points (`in_run`) are a state of the run: the staging folder holding a random number of
+    entries, at least two fewer than it will hold, so at least one whole entry and the swap are
+    still to come when the kill lands. Odd points are a random delay within a run's duration, or
+    the swap itself: the instant a committed `.NAME.new-*` or a moved-away `.NAME.old-*` shows up
+    (polled as fast as possible)."""
+    if point % 2 == 0:
+        return holds(parent, name, rng.randint(0, max(0, written - 2))), 0.0, 0.002, True
+    if rng.random() < 0.5:
+        return after(rng.uniform(0.0, duration)), 0.0, 0.002, False
     staged, committed, moved = (appears(parent, f".{name}.{stage}-") for stage in ("tmp", "new", "old"))
     spinning = [False]
 
@@ -161,7 +184,7 @@ def kill_moment(rng: random.Random, duration: float, parent: Path, name: str) ->
             time.sleep(0.002)
         return False
 
-    return swapping, 0.0, 0.0
+    return swapping, 0.0, 0.0, False
 
 
 # ------------------------------------------------------------------------ build --overwrite
@@ -193,19 +216,22 @@ def test_build_overwrite_killed_at_random_moments_keeps_images_and_results(tmp_p
     write_dataset_folder(build_corpus(1), dataset, overwrite=True)
     assert snapshot(dataset) == expected[1]
 
+    written = len({path.split("/")[0] for path in expected[1]} - {"images", "results"})  # what a build writes
     rng = random.Random(SEED)
-    killed = 0
+    in_run = missed = 0
     for point in range(BUILD_KILLS):
         old, new = (1, 2) if point % 2 == 0 else (2, 1)
         command = cli("build", "--out", str(dataset), "--overwrite", "--seed", str(new))
-        ready, extra, poll = kill_moment(rng, duration, home, "ds")
-        killed += kill_when(command, ready, extra, poll=poll)
+        ready, extra, poll, inside = kill_moment(rng, point, duration, home, "ds", written)
+        killed = kill_when(command, ready, extra, poll=poll)
+        in_run += inside
+        missed += inside and not killed
         recover_folder(dataset)  # what the next command does first
         assert snapshot(dataset) in (expected[old], expected[new]), f"kill point {point}: a mixed folder"
         rerun(command)
         assert snapshot(dataset) == expected[new], f"kill point {point}: the rerun did not rebuild it"
         assert [entry.name for entry in home.iterdir()] == ["ds"], f"kill point {point}: leftovers"
-    assert killed >= BUILD_KILLS // 2, f"only {killed} of {BUILD_KILLS} runs were killed before they finished"
+    assert in_run >= BUILD_KILLS // 2 and missed == 0, f"{missed} of {in_run} kills at a state of the run missed it"
 
 
 # ------------------------------------------------------------------------ report
@@ -231,19 +257,22 @@ def test_report_killed_at_random_moments_leaves_a_whole_report(tmp_path):
     duration = timed_run(cli("report", str(inputs["a"]), "--out", str(out), *options))
     assert snapshot(out) == expected["a"]
 
+    written = len({path.split("/")[0] for path in expected["a"]} - {"notes.txt"})  # what a report writes
     rng = random.Random(SEED)
-    killed = 0
+    in_run = missed = 0
     for point in range(REPORT_KILLS):
         old, new = ("a", "b") if point % 2 == 0 else ("b", "a")
         command = cli("report", str(inputs[new]), "--out", str(out), *options)
-        ready, extra, poll = kill_moment(rng, duration, home, "report")
-        killed += kill_when(command, ready, extra, poll=poll)
+        ready, extra, poll, inside = kill_moment(rng, point, duration, home, "report", written)
+        killed = kill_when(command, ready, extra, poll=poll)
+        in_run += inside
+        missed += inside and not killed
         recover_folder(out)
         assert snapshot(out) in (expected[old], expected[new]), f"kill point {point}: a mixed or torn report"
         rerun(command)
         assert snapshot(out) == expected[new], f"kill point {point}: the rerun did not write the new report"
         assert [entry.name for entry in home.iterdir()] == ["report"], f"kill point {point}: leftovers"
-    assert killed >= REPORT_KILLS // 2, f"only {killed} of {REPORT_KILLS} runs were killed before they finished"
+    assert in_run >= REPORT_KILLS // 2 and missed == 0, f"{missed} of {in_run} kills at a state of the run missed it"
 
 
 # ------------------------------------------------------------------------ score, then report

@@ -38,8 +38,18 @@ HEAD = (  # the attention-pooling head: one probe token over the 16
 SIGLIP_CROP_FLOPS = PATCHES + 2 * LAYER + HEAD  # 752,256 per crop
 
 
-def test_the_hand_count_of_the_tiny_siglip_is_752256_flops_per_crop():
-    assert SIGLIP_CROP_FLOPS == 752_256
+def test_the_stage_clock_counts_the_hand_counted_flops_of_the_tiny_siglip_tower_on_one_crop():
+    from tests.helpers.perception_helpers import tiny_siglip
+
+    model, _ = tiny_siglip()
+    vision = model.config.vision_config
+    # The sizes the hand count above is made of, as the model was built with them.
+    sizes = (vision.image_size, vision.patch_size, vision.hidden_size, vision.intermediate_size)
+    assert sizes + (vision.num_hidden_layers, vision.num_attention_heads) == (32, 8, 32, 37, 2, 4)
+    clock = StageClock()
+    with torch.inference_mode(), clock.counting():
+        clock.call("siglip", model.get_image_features, pixel_values=torch.rand(1, 3, 32, 32))
+    assert clock.totals["siglip"]["flops"] == SIGLIP_CROP_FLOPS  # attention included (the CPU kernel's formula)
 
 
 def test_the_stage_clock_counts_each_stages_own_flops_as_counted_by_hand():

@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import traceback
 import urllib.request
 from pathlib import Path
 
@@ -56,36 +57,82 @@ def serve(tmp_path: Path, dataset: Path, log_name: str) -> tuple[subprocess.Pope
     return process, url
 
 
-def burst(
-    url: str, results: Path, todo: dict[int, list[str]], told: dict[str, str], errors: list[str]
-) -> list[threading.Thread]:
-    """Each client submits its models in turn; `told` gets {model: id} for each the app said it stored."""
+class Burst:
+    """CLIENTS clients, each submitting its EACH models in turn, one round at a time: a client starts its
+    j-th submission once round j is open (`open_round`), so the test decides what is in flight when it
+    kills the server. `told` gets {model: id} for each the app said it stored; a client whose request
+    fails (the server was killed) stops and keeps the rest of its models in `todo`. A failed check in
+    a client thread is kept in `failures` (an exception in a thread would only be a warning)."""
 
-    def run(k: int) -> None:
+    def __init__(self, results: Path, todo: dict[int, list[str]], told: dict[str, str]):
+        self.results, self.todo, self.told = results, todo, told
+        self.rounds = [threading.Event() for _ in range(EACH)]
+        self.started = [0] * EACH  # clients that have begun their submission of each round
+        self.errors: list[str] = []
+        self.failures: list[str] = []
+        self.stopped = threading.Event()
+        self._lock = threading.Lock()
+        self.threads: list[threading.Thread] = []
+
+    def start(self, url: str) -> None:
+        self.stopped.clear()
+        self.threads = [threading.Thread(target=self._client, args=(url, k), daemon=True) for k in range(CLIENTS)]
+        for thread in self.threads:
+            thread.start()
+
+    def open_round(self, *rounds: int) -> None:
+        for j in rounds:
+            self.rounds[j].set()
+
+    def stop(self) -> None:
+        """Clients waiting for a round stop instead (the server is gone)."""
+        self.stopped.set()
+        for event in self.rounds:
+            event.set()
+
+    def join(self, timeout: float) -> None:
+        for thread in self.threads:
+            thread.join(timeout=timeout)
+        assert not any(thread.is_alive() for thread in self.threads), "a client never returned"
+        assert not self.failures, "\n".join(self.failures)
+
+    def check(self) -> None:
+        assert not self.failures, "\n".join(self.failures)
+
+    def _client(self, url: str, k: int) -> None:
+        try:
+            self._submit_all(url, k)
+        except BaseException:  # noqa: BLE001 - reported by the test's thread, not lost as a warning
+            self.failures.append(f"client {k}:\n{traceback.format_exc()}")
+
+    def _submit_all(self, url: str, k: int) -> None:
         try:
             client = Client(url, verbose=False, headers={"X-Forwarded-For": f"198.51.100.{k + 1}"})
         except Exception as error:  # noqa: BLE001 - the server was killed
-            errors.append(f"client {k}: {error}")
+            self.errors.append(f"client {k}: {error}")
             return
-        while todo[k]:
-            name = todo[k][0]
+        while self.todo[k]:
+            name = self.todo[k][0]
+            round_ = EACH - len(self.todo[k])
+            self.rounds[round_].wait()
+            if self.stopped.is_set():
+                return
+            with self._lock:
+                self.started[round_] += 1
             try:
                 status, _ = client.predict(
-                    handle_file(str(results)), name, "", "org/offline", "main", api_name="/submit"
+                    handle_file(str(self.results)), name, "", "org/offline", "main", api_name="/submit"
                 )
             except Exception as error:  # noqa: BLE001 - killed mid-request: not told, try again later
-                errors.append(f"{name}: {type(error).__name__}")
+                self.errors.append(f"{name}: {type(error).__name__}")
                 return
             found = re.search(r"\(id `([0-9a-f]{8})`\)", status)
-            assert found, status
-            told[name] = found.group(1)
-            todo[k].pop(0)
+            if not found:
+                self.failures.append(f"client {k}, {name}: the app answered without an id: {status!r}")
+                return
+            self.told[name] = found.group(1)
+            self.todo[k].pop(0)
         client.close()
-
-    threads = [threading.Thread(target=run, args=(k,)) for k in range(CLIENTS)]
-    for thread in threads:
-        thread.start()
-    return threads
 
 
 @pytest.mark.slow
@@ -97,22 +144,36 @@ def test_concurrent_submitters_and_a_kill_mid_burst_keep_each_stored_submission_
     results = write_results(tmp_path / "results.jsonl", prompts, SPLIT, passed=False)
     todo = {k: [f"Model {k}-{j}" for j in range(EACH)] for k in range(CLIENTS)}
     told: dict[str, str] = {}
-    errors: list[str] = []
+    clients = Burst(results, todo, told)
 
     process, url = serve(tmp_path, dataset, "first.log")
-    threads = burst(url, results, todo, told, errors)
-    wait_for(lambda: len(told) >= CLIENTS, "the first stored submissions", timeout=240)
-    process.kill()  # SIGKILL, mid-burst
+    clients.start(url)
+    clients.open_round(0)
+
+    def first_round_stored() -> bool:
+        clients.check()
+        return len(told) >= CLIENTS
+
+    wait_for(first_round_stored, "every client's first stored submission", timeout=240)
+    clients.open_round(1)
+
+    def second_round_sent() -> bool:
+        clients.check()
+        return clients.started[1] == CLIENTS
+
+    wait_for(second_round_sent, "every client's second submission under way", timeout=60)
+    process.kill()  # SIGKILL while each client has a submission under way and one not yet begun
     process.wait(timeout=30)
-    for thread in threads:
-        thread.join(timeout=120)
-    assert len(told) < CLIENTS * EACH, "the burst ended before the kill: nothing was interrupted"
+    clients.stop()
+    clients.join(timeout=120)
+    assert CLIENTS <= len(told) <= 2 * CLIENTS and all(todo.values())  # the third round never began
 
     process, url = serve(tmp_path, dataset, "second.log")
     try:
-        for thread in burst(url, results, todo, told, errors):
-            thread.join(timeout=240)
-        assert len(told) == CLIENTS * EACH, errors
+        clients.open_round(*range(EACH))
+        clients.start(url)
+        clients.join(timeout=240)
+        assert len(told) == CLIENTS * EACH, clients.errors
     finally:
         process.terminate()
         process.wait(timeout=60)

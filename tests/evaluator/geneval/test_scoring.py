@@ -19,6 +19,7 @@ from evaluator.geneval.prompts import load_geneval_prompts
 from evaluator.geneval.records import read_geneval_records
 from generation.shards import ImageRecord, ShardWriter, png_bytes
 from negt2ibench.cli import main
+from negt2ibench.core.errors import UserError
 from negt2ibench.geneval_api import GenEvalEvaluator
 from tests.helpers.geneval_helpers import save_tiny_models, summary_scores_reference, tiny_clip, write_geneval_folder
 from tests.helpers.perception_helpers import random_image, tiny_detector
@@ -114,7 +115,7 @@ def test_the_rfdetr_preset_scores_through_the_api(tmp_path):
     one = evaluator.score(images / "00000" / "samples" / "0000.png", 0)
     assert (one.correct, one.reason) == (records[0].correct, records[0].reason)  # scores: float noise of batching
     assert json.loads(one.details).keys() == json.loads(records[0].details).keys()
-    with pytest.raises(Exception, match="unknown GenEval prompt"):
+    with pytest.raises(UserError, match="unknown GenEval prompt"):  # the CLI's one-line error, exit 1
         evaluator.score(random_image(0), 553)
 
 

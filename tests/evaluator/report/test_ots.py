@@ -7,12 +7,13 @@ from __future__ import annotations
 import csv
 import json
 import math
+import random
 
 import pytest
 
 from dataset_builder.records import PromptIndex
 from evaluator.report import build_report
-from evaluator.report.ots import OrderObservation, ots_statistics, result_observations, side
+from evaluator.report.ots import OrderObservation, ots_statistics, result_observations, side, sides
 from evaluator.results import ObjectResult, ResultRecord, StatementResult
 from negt2ibench.cli import main
 from tests.helpers.perception_helpers import make_prompt
@@ -26,6 +27,25 @@ def test_the_valid_image_rule():
     assert side((10, 10, 20, 20), (12, 80, 22, 90)) is None  # stacked: the offset is mostly vertical
     assert side((10, 10, 20, 20), (11, 10, 21, 20)) is None  # within the dead zone: 1 px < 0.1 × 20
     assert side((0, 0, 10, 10), (20, 20, 30, 30)) == "left of"  # 45°: left of (and above) -> valid
+
+
+def test_sides_over_all_pairs_at_once_are_side_of_each_pair():
+    rng = random.Random(3)
+    pairs: list = [(LEFT, RIGHT), (RIGHT, LEFT), (None, RIGHT), (LEFT, None), (None, None), (LEFT, LEFT)]
+    for _ in range(3000):  # anywhere in a 1024² image, any size, zero-width boxes too
+        x0, y0, x1, y1 = (rng.uniform(0, 1024) for _ in range(4))
+        first = (x0, y0, x0 + rng.choice((0.0, rng.uniform(0, 300))), y0 + rng.uniform(0, 300))
+        second = (x1, y1, x1 + rng.uniform(0, 300), y1 + rng.choice((0.0, rng.uniform(0, 300))))
+        pairs.append((first, second))
+    for step in range(-200, 200):  # centre offsets at 60° ± a few ulps from horizontal: |dx| = 0.5 is the cut
+        angle = math.radians(60) + step * 1e-8
+        for sign in (1, -1):
+            dx, dy = sign * 400 * math.cos(angle), 400 * math.sin(angle)
+            pairs.append(((500 + dx, 500 + dy, 500 + dx, 500 + dy), (500, 500, 500, 500)))
+    found = sides(pairs)
+    assert found == [side(first, second) for first, second in pairs]
+    assert {"left of", "right of", None} <= set(found)
+    assert sides([]) == [] and sides(pairs, position_threshold=0.3) == [side(a, b, 0.3) for a, b in pairs]
 
 
 def test_hom_ali_rev_and_delta_by_hand():
