@@ -1,7 +1,7 @@
 """Time `negt2ibench report` end to end on a full-size synthetic sweep (run by hand).
 
     .venv/bin/python benchmarks/report_speed.py [--models 11] [--bootstrap 1000] [--repeats 3]
-    .venv/bin/python benchmarks/report_speed.py --baseline 0f80acf   # the same files through that revision too
+    .venv/bin/python benchmarks/report_speed.py --baseline 38de041   # the same files through that revision too
 
 Writes `--models` complete result files (4,800 prompts × 4 images each, one statement result per
 statement of the prompt, the prompt's objects detected with seeded boxes so the order-to-space

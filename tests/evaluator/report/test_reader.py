@@ -4,7 +4,8 @@ report before it gave: the same records and notes, and every report file byte fo
 
 `tests/data/report_before_33.json` holds the fingerprints the code of commit 0f80acf made of the same
 seeded sweep (`tests.helpers.report_helpers.sweep_files`: objects with boxes, an error row, a bad
-line, a stray image, a second result of one image, a torn last line)."""
+line, a stray image, a second result of one image, a torn last line); its three PNGs again at
+38de041, the same code after issue 31 changed the plots' colours."""
 
 from __future__ import annotations
 
