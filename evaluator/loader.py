@@ -45,7 +45,7 @@ WORKER_NICENESS = 10
 
 
 class ImageItemLike(Protocol):
-    """An image to score (`evaluator.pipeline.ImageItem`): its key and how to fetch its data (read only)."""
+    """An image to score (`evaluator.sources.ImageItem`): its key and how to fetch its data (read only)."""
 
     @property
     def prompt_id(self) -> str: ...

@@ -107,7 +107,7 @@ class GenEvalEvaluator:
         from evaluator.engine import Job
         from evaluator.geneval.scoring import geneval_step
         from evaluator.loader import Loaded, Work
-        from evaluator.pipeline import ImageItem
+        from evaluator.sources import ImageItem
 
         record = self.prompt(prompt)
         rgb = rgb_image(image, "image")

@@ -27,9 +27,9 @@ from evaluator.engine import BatchStep, Failed, Job, run_records
 from evaluator.loader import Loaded, Work
 from evaluator.observation import ImageObservation
 from evaluator.perception_types import Perception
-from evaluator.pipeline import ImageItem, resolve_source
 from evaluator.resultio import read_results
 from evaluator.results import ResultRecord
+from evaluator.sources import ImageItem, resolve_source
 from evaluator.verdict import decide_statements, error_record
 from negt2ibench.core.atomic import write_atomic
 from negt2ibench.core.errors import UserError
