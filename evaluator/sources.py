@@ -2,8 +2,9 @@
 
 `resolve_source` turns what `score --images` (and `judge`, `ablate`, the Space's annotation
 sample) names into `ImageItem`s: each image's key and how to fetch its bytes, read only when the
-loader asks. It opens no image and imports no model library, so a command checks its source (and
-then whether the model weights are here) before anything heavy loads.
+loader asks; a `Work` is one of them with its prompt (or why it has none). It opens no image and
+imports no model library, so a command checks its source (and then whether the model weights are
+here) before anything heavy loads.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from dataset_builder.layout import has_images, image_file_key, image_splits, lacks_sample_index
+from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
 from evaluator.images import ImageError, ImageSource
 from negt2ibench.core.atomic import recover_folder
 from negt2ibench.core.errors import UserError
@@ -31,6 +33,51 @@ class ImageItem:
     sample_index: int
     fetch: Callable[[], ImageSource]
     label: str = ""  # where it came from, for error messages
+
+
+class ImageItemLike(Protocol):
+    """An image to score (`evaluator.sources.ImageItem`): its key and how to fetch its data (read only)."""
+
+    @property
+    def prompt_id(self) -> str: ...
+
+    @property
+    def sample_index(self) -> int: ...
+
+    @property
+    def fetch(self) -> Callable[[], ImageSource]: ...
+
+    @property
+    def label(self) -> str:
+        """Where the image came from, for error messages and result lines."""
+        ...
+
+
+P = TypeVar("P")  # a prompt: a `PromptRecord`, a GenEval prompt, ...
+
+
+@dataclass(frozen=True)
+class Work(Generic[P]):
+    """One image of the work list: the item, its prompt, or why it has none (the error row)."""
+
+    item: ImageItemLike
+    prompt: P | None
+    problem: str | None = None
+
+    @property
+    def record(self) -> P:
+        """The prompt of work that has one (the only work whose image reaches a forward)."""
+        if self.prompt is None:
+            raise ValueError(f"no prompt for {self.item.prompt_id!r}: {self.problem}")
+        return self.prompt
+
+    @staticmethod
+    def look_up(item: ImageItemLike, prompts: PromptIndex) -> Work[PromptRecord]:
+        """The item with its prompt record from `prompts`; an unknown id keeps the index's message."""
+        try:
+            return Work(item, prompts[item.prompt_id])
+        except PromptLookupError as error:
+            return Work(item, None, str(error))
 
 
 def folder_items(folder: Path, skipped: list[str] | None = None) -> list[ImageItem]:

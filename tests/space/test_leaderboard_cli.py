@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-import evaluator.perception as perception_module
 from dataset_builder.loading import load_prompts
 from evaluator.config import PRESETS
 from negt2ibench.cli import main
 from space.store import Entry, SQLiteStore
+from tests.helpers.perception_helpers import replace_model_perception
 from tests.helpers.space_helpers import RectanglePerception, write_results
 
 SPLIT = "toy_model"
@@ -28,7 +28,7 @@ def rectangle_models(monkeypatch):
         made.append((config.name, device, weights_dir))
         return RectanglePerception()
 
-    monkeypatch.setattr(perception_module, "ModelPerception", factory)
+    replace_model_perception(monkeypatch, factory)
     return made
 
 
