@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "judges.cli",
     "validation.cli",
     "validation.ablate_cli",
+    "validation.examples_cli",
     "space.cli",
 )
 

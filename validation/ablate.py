@@ -209,8 +209,7 @@ def run_ablation(
     names = [config.name for config in configs]
     if not configs or len(set(names)) != len(names):
         raise UserError(f"give each configuration once, got {', '.join(names) or 'none'}")
-    if not labels.labels:
-        raise UserError(f"no image has three annotators yet ({len(labels.under_annotated)} have fewer)")
+    labels.require_labels()
     items, missing = annotated_items(dataset, labels, prompts)
     if not items:
         raise UserError(f"{dataset} holds none of the {len(labels.labels)} labelled images")

@@ -159,10 +159,7 @@ def _agree(args: argparse.Namespace) -> int:
 
     prompts = _prompts(args.prompts)
     labels = build_labels(read_annotations(args.annotations), prompts)
-    if not labels.labels:
-        raise UserError(
-            f"{args.annotations}: no image has three annotators yet ({len(labels.under_annotated)} have fewer)"
-        )
+    labels.require_labels(args.annotations)
     files = [(Path(p), read_results(p)) for p in args.results]
     costs = gather_costs(args.results, args.costs or ())  # before any statistic: a bad record fails fast
     runs = [
