@@ -29,6 +29,7 @@ import json
 import random
 import shutil
 from collections.abc import Sequence
+from datetime import datetime, timezone
 from pathlib import Path
 
 from PIL import Image, ImageDraw
@@ -126,7 +127,7 @@ def invented_annotations(sample: Sequence, prompts: dict[str, PromptRecord]) -> 
                 annotator=annotator,
                 objects={name: rng.random() < 0.9 for name in prompt.objects},
                 statements={str(s.index): rng.random() < 0.5 for s in prompt.statements},
-                created_at="2025-01-01T00:00:00Z",
+                created_at=datetime(2025, 1, 1, tzinfo=timezone.utc),
             )
             check_against_prompt(record, prompt)
             records.append(record)
