@@ -96,9 +96,7 @@ def run_line(command: str, cwd: Path, env: dict[str, str]) -> str | None:
         return None
     if re.match(r"negt2ibench examples\b", command):  # the block makes the examples itself: start afresh
         shutil.rmtree(cwd / "examples", ignore_errors=True)
-    done = subprocess.run(
-        ["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT
-    )
+    done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT)
     lines = done.stderr.strip().splitlines()
     said = f"exit {done.returncode}, stderr {done.stderr.strip()[-600:]!r}"
     if kind is None:
