@@ -58,7 +58,7 @@ def register(subparsers) -> None:
             "and unknown prompt ids become error rows; the run goes on; files of a folder not named "
             "{prompt_id}_{sample_index}.png are listed, not scored. --out is checked before any model loads "
             "(a folder, or a file of another evaluator config, is refused). Under `accelerate launch -m "
-            "negt2ibench.cli score ...` each process writes OUT.rank{i}.jsonl and the main process merges them."
+            "negt2ibench score ...` each process writes OUT.rank{i}.jsonl and the main process merges them."
         ),
         epilog=(
             "examples:\n"
@@ -212,6 +212,7 @@ def run_selftest(args: argparse.Namespace) -> int:
     from negt2ibench.api import Evaluator
 
     evaluator = Evaluator("current", device=args.device, weights_dir=args.weights_dir, batch_size=1)
+    evaluator.require_weights()  # every model, looked for on disk before the photographs and torch load
     checks = run_checks(evaluator)
     print(format_checks(checks))
     failed = [check.name for check in checks if not check.passed]
@@ -261,7 +262,6 @@ def _explain_prompt(args: argparse.Namespace, evaluator):
 
 
 def run_explain(args: argparse.Namespace) -> int:
-    from evaluator.annotate import annotate, format_table, statement_table
     from evaluator.images import load_image
     from negt2ibench.api import Evaluator
 
@@ -271,6 +271,8 @@ def run_explain(args: argparse.Namespace) -> int:
     prompt = _explain_prompt(args, evaluator)
     image = load_image(args.image)
     output = evaluator.score(image, prompt)
+    from evaluator.annotate import annotate, format_table, statement_table  # after the weights were found
+
     record, observation = output.record, output.observation
     print(f"prompt ({prompt.prompt_id}): {prompt.prompt}")
     objects = ", ".join(f"{o.name} {f'{o.confidence:.2f}' if o.present else 'absent'}" for o in record.objects)
@@ -289,8 +291,7 @@ def run_explain(args: argparse.Namespace) -> int:
 def run_download_models(args: argparse.Namespace) -> int:
     from evaluator.config import get_preset
     from evaluator.models import weights
-    from evaluator.models.maskrcnn import torch_home
-    from evaluator.perception import detector_weights_path, weights_layout
+    from evaluator.models.weights import detector_weights_path, weights_layout
 
     config = GENEVAL_PRESETS[args.preset] if args.preset in GENEVAL_PRESETS else get_preset(args.preset)
     if not args.check_only:
@@ -302,7 +303,8 @@ def run_download_models(args: argparse.Namespace) -> int:
         if "rfdetr" in kinds:
             print(f"  export RF_HOME={detector_weights_path(config, args.dir).parent}")
         if "torchvision" in kinds:
-            print(f"  export TORCH_HOME={torch_home(args.dir)}")
+            checkpoint = weights.torchvision_weights_path(get_preset(args.preset), args.dir)  # HOME/hub/checkpoints/
+            print(f"  export TORCH_HOME={checkpoint.parents[2]}")
         print("  export HF_HUB_OFFLINE=1")
         if args.dir:
             print(f"(or pass --weights-dir {args.dir} to score / explain / selftest)")

@@ -21,18 +21,18 @@ import multiprocessing
 import os
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
 
 import numpy as np
 import torch
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset, get_worker_info
 
-from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
-from evaluator.images import ImageError, ImageSource, load_image
+from evaluator.images import ImageError, load_image
 from evaluator.models.inputs import Frame, InputPreparer, PreparedImage
+from evaluator.sources import ImageItemLike as ImageItemLike
+from evaluator.sources import Work
 from negt2ibench.core.launch import local_world_size
 from negt2ibench.core.options import check, non_negative_int
 
@@ -42,51 +42,6 @@ PREFETCH_BATCHES = 2  # batches the workers keep ready ahead of the models, betw
 # short, the scheduler gives them to the forwards (the critical path) and the workers take what is
 # left; with CPUs to spare the niceness changes nothing.
 WORKER_NICENESS = 10
-
-
-class ImageItemLike(Protocol):
-    """An image to score (`evaluator.pipeline.ImageItem`): its key and how to fetch its data (read only)."""
-
-    @property
-    def prompt_id(self) -> str: ...
-
-    @property
-    def sample_index(self) -> int: ...
-
-    @property
-    def fetch(self) -> Callable[[], ImageSource]: ...
-
-    @property
-    def label(self) -> str:
-        """Where the image came from, for error messages and result lines."""
-        ...
-
-
-P = TypeVar("P")  # a prompt: a `PromptRecord`, a GenEval prompt, ...
-
-
-@dataclass(frozen=True)
-class Work(Generic[P]):
-    """One image of the work list: the item, its prompt, or why it has none (the error row)."""
-
-    item: ImageItemLike
-    prompt: P | None
-    problem: str | None = None
-
-    @property
-    def record(self) -> P:
-        """The prompt of work that has one (the only work whose image reaches a forward)."""
-        if self.prompt is None:
-            raise ValueError(f"no prompt for {self.item.prompt_id!r}: {self.problem}")
-        return self.prompt
-
-    @staticmethod
-    def look_up(item: ImageItemLike, prompts: PromptIndex) -> Work[PromptRecord]:
-        """The item with its prompt record from `prompts`; an unknown id keeps the index's message."""
-        try:
-            return Work(item, prompts[item.prompt_id])
-        except PromptLookupError as error:
-            return Work(item, None, str(error))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ perception (any object, a test double too) is in `evaluator.perception_types`.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +26,7 @@ from evaluator.models.detector import Detector, InstanceDetector
 from evaluator.models.inputs import Frame, InputPreparer, PreparedImage, frame_pixels, frame_size, stacked, to_host
 from evaluator.models.maskrcnn import MaskRCNNDetector, is_maskrcnn, load_maskrcnn
 from evaluator.models.masks import BoxSegmenter
+from evaluator.models.weight_files import detector_weights_path, download_command, how_to_get, weights_layout
 from evaluator.observation import (
     ImageObservation,
     ObjectObservation,
@@ -36,8 +36,9 @@ from evaluator.observation import (
     instance_masks,
 )
 from evaluator.perception_types import MASKS, MaskChoice
-from negt2ibench.core.errors import MissingWeightsError, UserError
+from negt2ibench.core.errors import MissingWeightsError, UserError, brief
 from negt2ibench.core.launch import select_device, select_dtype
+from negt2ibench.core.local_files import local_model
 from negt2ibench.core.options import DEVICE_CHOICES as DEVICE_CHOICES
 from negt2ibench.core.options import check, positive_int
 
@@ -47,62 +48,46 @@ if TYPE_CHECKING:
     from evaluator.geneval.config import GenEvalConfig
 
 
-def weights_layout(weights_dir: str | Path) -> tuple[Path, Path]:
-    """Where `download-models --dir DIR` puts weights: (HF hub cache, RF-DETR home)."""
-    root = Path(weights_dir)
-    return root / "hub", root / "rfdetr"
-
-
-def _offline() -> bool:
-    return any(
-        os.environ.get(name, "").lower() in ("1", "true", "yes", "on")
-        for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-    )
-
-
-def detector_weights_path(config: EvaluatorConfig | GenEvalConfig, weights_dir: str | Path | None = None) -> Path:
-    """The RF-DETR weights file: `weights_dir/rfdetr/` if given, else `$RF_HOME` (rfdetr's own cache)."""
-    if Path(config.detector_weights).is_absolute():
-        return Path(config.detector_weights)
-    if weights_dir is not None:
-        return weights_layout(weights_dir)[1] / config.detector_weights
-    from rfdetr.assets.model_weights import get_model_cache_dir
-
-    return Path(get_model_cache_dir()) / config.detector_weights
-
-
-def load_rfdetr(config: EvaluatorConfig, weights_dir: str | Path | None = None):
-    """The rfdetr model object with the preset's weights; downloads them unless offline."""
+def load_rfdetr(config: EvaluatorConfig | GenEvalConfig, weights_dir: str | Path | None = None):
+    """The rfdetr model object with the preset's weights file, read from this machine only: a missing
+    file is a `MissingWeightsError` naming `download-models` at once (rfdetr would try to download it)."""
+    path = detector_weights_path(config, weights_dir)
+    if not path.is_file():
+        raise MissingWeightsError(config.detector, f"{path} does not exist", how_to_get=how_to_get(config, weights_dir))
     import rfdetr
 
     model_class = getattr(rfdetr, config.detector)
-    path = detector_weights_path(config, weights_dir)
-    existed = path.is_file()
-    if not existed and _offline():
-        raise MissingWeightsError(config.detector, f"{path} does not exist and HF_HUB_OFFLINE is set")
     try:
         return model_class(pretrain_weights=str(path), resolution=config.detector_resolution, device="cpu")
-    except Exception as error:  # noqa: BLE001 - rfdetr's download raises requests/OS/MD5 errors alike
-        if existed:  # rfdetr re-downloads a file it cannot load; that failed too
-            detail = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
-            raise UserError(
-                f"{path} could not be loaded as {config.detector} weights ({type(error).__name__}: "
-                f"{detail}); delete it and run `negt2ibench download-models` again"
-            ) from None
-        raise MissingWeightsError(config.detector, f"could not download {path.name} ({type(error).__name__})") from None
+    except Exception as error:  # noqa: BLE001 - a file rfdetr cannot load raises anything from OSError to MD5 errors
+        raise UserError(
+            f"{path} could not be loaded as {config.detector} weights ({type(error).__name__}: {brief(error)}); "
+            f"delete it and run `{download_command(config, weights_dir)}` again"
+        ) from None
 
 
-def load_hf(model_class, processor_class, model_id: str, *, dtype: torch.dtype, weights_dir: str | Path | None = None):
-    """(model, processor) from the Hub cache or a local folder; MissingWeightsError when not available."""
-    from huggingface_hub.errors import LocalEntryNotFoundError
-
+def load_hf(
+    model_class,
+    processor_class,
+    model_id: str,
+    *,
+    dtype: torch.dtype,
+    weights_dir: str | Path | None = None,
+    config: EvaluatorConfig | GenEvalConfig | None = None,
+):
+    """(model, processor) from a local folder or the Hugging Face cache, never the network: a model that
+    is not there is a `MissingWeightsError` naming the `download-models` command of CONFIG's preset."""
     cache_dir = str(weights_layout(weights_dir)[0]) if weights_dir is not None else None
+    folder = local_model(model_id, cache_dir=cache_dir)
+    how = how_to_get(config or PRESETS["current"], weights_dir)
+    if folder is None:
+        where = f"the Hugging Face cache{f' {cache_dir}' if cache_dir else ''}"
+        raise MissingWeightsError(model_id, f"not in {where}", how_to_get=how)
     try:
-        processor = processor_class.from_pretrained(model_id, cache_dir=cache_dir)
-        model = model_class.from_pretrained(model_id, cache_dir=cache_dir, dtype=dtype)
-    except (OSError, LocalEntryNotFoundError) as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise MissingWeightsError(model_id, first_line[:200]) from None
+        processor = processor_class.from_pretrained(folder, local_files_only=True)
+        model = model_class.from_pretrained(folder, local_files_only=True, dtype=dtype)
+    except (OSError, ValueError) as error:  # an interrupted download: a file of the model is missing
+        raise MissingWeightsError(model_id, f"incomplete in {folder}: {brief(error)}", how_to_get=how) from None
     return model, processor
 
 
@@ -194,7 +179,12 @@ class ModelPerception:
             from transformers import Sam2Model, Sam2Processor
 
             model, processor = load_hf(
-                Sam2Model, Sam2Processor, self.config.sam_model_id, dtype=self.dtype, weights_dir=self.weights_dir
+                Sam2Model,
+                Sam2Processor,
+                self.config.sam_model_id,
+                dtype=self.dtype,
+                weights_dir=self.weights_dir,
+                config=self.config,
             )
             self._segmenter = BoxSegmenter(model, processor, device=self.device, dtype=self.dtype)
         return self._segmenter
@@ -210,6 +200,7 @@ class ModelPerception:
                 self.config.attribute_model_id,
                 dtype=self.attribute_dtype,
                 weights_dir=self.weights_dir,
+                config=self.config,
             )
             self._attributes = AttributeScorer(model, processor, device=self.device, dtype=self.attribute_dtype)
         return self._attributes
@@ -225,6 +216,7 @@ class ModelPerception:
                 self.config.depth_model_id,
                 dtype=self.dtype,
                 weights_dir=self.weights_dir,
+                config=self.config,
             )
             self._depth = DepthEstimator(model, processor, device=self.device, dtype=self.dtype)
         return self._depth

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from negt2ibench.core.errors import MissingWeightsError, UserError
+from negt2ibench.core.errors import MissingWeightsError, UserError, brief
 from negt2ibench.core.launch import select_dtype
+from negt2ibench.core.local_files import cached_snapshot, local_model
 from negt2ibench.core.registry import import_target
 
 from .registry import ModelSpec
@@ -154,16 +156,28 @@ class CallableGenerator:
         return results
 
 
-def _missing_weights(spec: ModelSpec, error: BaseException) -> MissingWeightsError:
-    first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return MissingWeightsError(
-        f"{spec.key} ({spec.hub_id})",
-        first_line[:300],
-        how_to_get=(
-            f"Download it once with internet access (`hf download {spec.hub_id}`; gated models need "
-            f"`hf auth login` and accepting the licence on the Hub), or pass a local folder with --model-id."
-        ),
-    )
+HOW_TO_GET = (
+    "Run the same command with --download on a machine with internet access (gated models need "
+    "`hf auth login` and accepting the licence on the Hub), or pass a local folder with --model-id."
+)
+
+
+def _missing_weights(spec: ModelSpec, detail: str) -> MissingWeightsError:
+    return MissingWeightsError(f"{spec.key} ({spec.hub_id})", detail, how_to_get=HOW_TO_GET)
+
+
+def require_weights(spec: ModelSpec, *, download: bool = False) -> None:
+    """`MissingWeightsError` at once when SPEC's model (or a component swapped into it) is not on this
+    machine: a look at the disk, no torch, no network; nothing to look for when DOWNLOAD lets the
+    libraries fetch it, or for a model this project cannot run (`unsupported`)."""
+    if download or spec.backend == "unsupported":
+        return
+    marker = "config.json" if spec.backend == "janus" else "model_index.json"
+    if local_model(spec.hub_id, config_file=marker) is None:
+        raise _missing_weights(spec, "not in the Hugging Face cache")
+    for _, repo, _ in spec.component_overrides.values():
+        if not Path(repo).is_dir() and cached_snapshot(repo) is None:
+            raise _missing_weights(spec, f"its component {repo} is not in the Hugging Face cache")
 
 
 def _loading_errors() -> tuple[type[BaseException], ...]:
@@ -172,38 +186,41 @@ def _loading_errors() -> tuple[type[BaseException], ...]:
     return (OSError, HfHubHTTPError)
 
 
-def load_generator(spec: ModelSpec, device: str) -> ImageGenerator:
-    """Load the model of SPEC onto DEVICE; weights missing offline -> MissingWeightsError (exit 2)."""
+def load_generator(spec: ModelSpec, device: str, *, download: bool = False) -> ImageGenerator:
+    """Load the model of SPEC onto DEVICE from this machine's files (from the Hub too with DOWNLOAD);
+    weights not here -> MissingWeightsError (exit 2)."""
     if spec.backend == "unsupported":
         raise UserError(
             f"{spec.key} ({spec.display_name or spec.hub_id}) is not supported by diffusers or transformers: "
             f"generate its images with the authors' code as {{prompt_id}}_{{sample_index}}.png, then run "
             f"`negt2ibench import-images --key {spec.key} --dir FOLDER --out DIR --model-id {spec.hub_id}`"
         )
+    require_weights(spec, download=download)
     dtype = select_dtype(device, preferred=spec.dtype)  # float32 on the CPU
+    local: dict[str, Any] = {"local_files_only": not download}
     try:
         if spec.backend == "janus":
             from transformers import JanusForConditionalGeneration, JanusProcessor
 
-            model = JanusForConditionalGeneration.from_pretrained(spec.hub_id, dtype=dtype)
+            model = JanusForConditionalGeneration.from_pretrained(spec.hub_id, dtype=dtype, **local)
             # transformers declares `to` through functools.wraps, which mypy does not bind as a method.
             model = model.to(device)  # type: ignore[arg-type]
-            processor = JanusProcessor.from_pretrained(spec.hub_id)
+            processor = JanusProcessor.from_pretrained(spec.hub_id, **local)
             generator: ImageGenerator = JanusGenerator(model, processor, device)
             generator.params["torch_dtype"] = str(dtype).removeprefix("torch.")
             return generator
         pipeline_class = import_target(spec.pipeline_class)
-        kwargs: dict[str, Any] = {"dtype": dtype}  # diffusers 0.42 and transformers 5 both take `dtype`
+        kwargs: dict[str, Any] = {"dtype": dtype, **local}  # diffusers 0.42 and transformers 5 both take `dtype`
         for name, (class_path, repo, subfolder) in spec.component_overrides.items():
-            component_kwargs: dict[str, Any] = {"dtype": dtype}
+            component_kwargs: dict[str, Any] = {"dtype": dtype, **local}
             if subfolder:
                 component_kwargs["subfolder"] = subfolder
             kwargs[name] = import_target(class_path).from_pretrained(repo, **component_kwargs)
         if spec.quantization == "bnb_4bit":
             kwargs["quantization_config"] = _bnb_4bit_config(spec, dtype)
         pipeline = pipeline_class.from_pretrained(spec.hub_id, **kwargs)
-    except _loading_errors() as error:
-        raise _missing_weights(spec, error) from None
+    except _loading_errors() as error:  # a file of the model is missing (an interrupted download), or the Hub said no
+        raise _missing_weights(spec, brief(error)) from None
     _check_text_encoder_fits(pipeline, spec)
     pipeline.to(device)
     pipeline.set_progress_bar_config(disable=True)

@@ -123,6 +123,12 @@ def register(subparsers) -> None:
         "--metadata", metavar="FILE", help="with --benchmark geneval: another evaluation_metadata.jsonl"
     )
     generate.add_argument("--quiet", action="store_true", help="no progress bar")
+    generate.add_argument(
+        "--download",
+        action="store_true",
+        help="fetch the model from the Hub when it is not on this machine (needs internet access; gated models "
+        "need `hf auth login`); without it only local files are read and a missing model stops at once",
+    )
     _add_selection(generate)
     generate.set_defaults(handler=run_generate)
 
@@ -234,14 +240,16 @@ def run_generate(args) -> int:
 def _generate(args, spec, work, store=None):
     """The run both `generate` paths share: this process's device under the launcher, the model
     loaded on it, then its share of `work` (into `store`, or the dataset's shards); (summary, launch)."""
-    from generation.backends import load_generator
+    from generation.backends import load_generator, require_weights
+
+    require_weights(spec, download=args.download)  # a look at the disk, before torch and the launcher
     from negt2ibench.core.launch import Launch
 
     from .runner import generate_images, resolve_device
 
     launch = Launch.detect(cpu=args.device == "cpu")
     device = resolve_device(args.device, launch)
-    generator = load_generator(spec, device)
+    generator = load_generator(spec, device, download=args.download)
     summary = generate_images(
         generator,
         spec,

@@ -31,8 +31,8 @@ TRANSFORMERS_WEIGHTS = ("model.safetensors", "pytorch_model.bin", "model.safeten
 VIT_L14 = re.compile(r"(?:^|[^a-z])(?:vit[-_ ]?)?l[-_/ ]?14(?![0-9])|large[-_ ]?patch[-_ ]?14(?![0-9])", re.IGNORECASE)
 OPENAI_TEXT_KEYS = ("token_embedding.weight", "positional_embedding", "ln_final.weight", "ln_final.bias")
 HOW_TO_GET = (
-    "Download it once with internet access (`hf download jerryray/negationclip`, or run the same "
-    "`negt2ibench generate` online), or pass a local folder holding the checkpoint."
+    "Run the same `negt2ibench generate` with --download on a machine with internet access (or "
+    "`hf download jerryray/negationclip` there), or pass a local folder holding the checkpoint."
 )
 
 
@@ -80,15 +80,16 @@ def _offline() -> bool:
     return bool(constants.HF_HUB_OFFLINE)
 
 
-def repo_files(repo: str, *, cache_dir: str | Path | None = None) -> list[str]:
-    """The repo's file paths: a local folder's files, the Hub's listing, or (offline) the cached snapshot's."""
+def repo_files(repo: str, *, cache_dir: str | Path | None = None, download: bool = True) -> list[str]:
+    """The repo's file paths: a local folder's files, the Hub's listing (DOWNLOAD and online), or the
+    cached snapshot's."""
     if Path(repo).is_dir():
         root = Path(repo)
         return sorted(path.relative_to(root).as_posix() for path in root.rglob("*") if path.is_file())
     from huggingface_hub import HfApi, snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
-    if not _offline():
+    if download and not _offline():
         try:
             return sorted(HfApi().list_repo_files(repo))
         except (HfHubHTTPError, OSError):
@@ -100,15 +101,15 @@ def repo_files(repo: str, *, cache_dir: str | Path | None = None) -> list[str]:
     return sorted(path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file())
 
 
-def fetch_file(repo: str, filename: str, *, cache_dir: str | Path | None = None) -> Path:
-    """The local path of one repo file (downloaded unless offline or already cached)."""
+def fetch_file(repo: str, filename: str, *, cache_dir: str | Path | None = None, download: bool = True) -> Path:
+    """The local path of one repo file (downloaded when DOWNLOAD, unless offline or already cached)."""
     if Path(repo).is_dir():
         return Path(repo) / filename
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     try:
-        return Path(hf_hub_download(repo, filename, cache_dir=cache_dir))
+        return Path(hf_hub_download(repo, filename, cache_dir=cache_dir, local_files_only=not download))
     except (LocalEntryNotFoundError, HfHubHTTPError, OSError) as error:
         raise MissingWeightsError(
             f"NegationCLIP ({repo}/{filename})", type(error).__name__, how_to_get=HOW_TO_GET
@@ -233,6 +234,7 @@ def load_text_encoder(
     dtype: Any = None,
     cache_dir: str | Path | None = None,
     converted_dir: str | Path | None = None,
+    download: bool = True,
 ):
     """NegationCLIP's ViT-L/14 text encoder as a `CLIPTextModel` (converted once, then loaded from disk).
 
@@ -241,6 +243,7 @@ def load_text_encoder(
         dtype: the torch dtype to load in (default float32).
         cache_dir: Hugging Face cache to use (default: the usual one).
         converted_dir: where converted models are kept (default `converted_root()`).
+        download: fetch what is not on this machine from the Hub (False: local files only).
 
     Raises:
         MissingWeightsError: the repo or the file is not on this machine and cannot be downloaded.
@@ -248,12 +251,14 @@ def load_text_encoder(
     """
     from transformers import CLIPTextModel
 
-    source = choose_source(repo_files(repo, cache_dir=cache_dir), repo)
+    source = choose_source(repo_files(repo, cache_dir=cache_dir, download=download), repo)
     if source.kind == "transformers":
         if Path(repo).is_dir():
             return CLIPTextModel.from_pretrained(Path(repo) / source.path, dtype=dtype)
-        return CLIPTextModel.from_pretrained(repo, subfolder=source.path or None, cache_dir=cache_dir, dtype=dtype)
-    checkpoint = fetch_file(repo, source.path, cache_dir=cache_dir)
+        return CLIPTextModel.from_pretrained(
+            repo, subfolder=source.path or None, cache_dir=cache_dir, dtype=dtype, local_files_only=not download
+        )
+    checkpoint = fetch_file(repo, source.path, cache_dir=cache_dir, download=download)
     digest = file_sha256(checkpoint)
     folder = Path(converted_dir or converted_root()) / f"negationclip-text-{digest[:16]}"
     if not (folder / "config.json").is_file():
@@ -275,4 +280,5 @@ class NegationCLIPTextEncoder:
         """A `CLIPTextModel` for SD 1.5's `text_encoder` slot (see `load_text_encoder`)."""
         if subfolder:
             repo = str(Path(repo) / subfolder) if Path(repo).is_dir() else repo
-        return load_text_encoder(repo, dtype=dtype, cache_dir=kwargs.get("cache_dir"))
+        download = not kwargs.get("local_files_only", False)  # as diffusers passes it to its components
+        return load_text_encoder(repo, dtype=dtype, cache_dir=kwargs.get("cache_dir"), download=download)

@@ -36,6 +36,13 @@ class JudgeAdapter(ABC):
     device: torch.device
     dtype_name: str
 
+    @classmethod
+    def require(cls, spec: JudgeSpec, *, download: bool = False) -> None:
+        """Check, before anything heavy loads (torch, the model), that SPEC can be loaded here: its
+        weights on disk (unless DOWNLOAD allows fetching them), its optional library installed.
+        Raises `MissingWeightsError` / `MissingLibraryError` (exit 2) saying what to do. Default: nothing."""
+        return None
+
     @abstractmethod
     def load(self) -> None:
         """Load weights (once; later calls do nothing). Missing weights → `MissingWeightsError`."""

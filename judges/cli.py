@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from negt2ibench.core.errors import UsageError
 from negt2ibench.core.options import device, non_negative_int, positive_int, split_name
@@ -51,7 +52,8 @@ examples:
 SRC is a folder of {prompt_id}_{sample_index}.png, a dataset folder holding images/{key}-*.parquet
 (choose the split with --split), a Hub dataset repo id with --split, one image file, or an
 annotation sample (.jsonl lines {"prompt_id", "model_key", "sample_index", "images": DATASET_DIR}).
-Offline, the weights must already be in the Hugging Face cache (`hf download HUB_ID`).
+The weights are read from the Hugging Face cache (or the --model-id folder) only: a judge that is not
+there stops at once, saying so; --download lets transformers fetch it from the Hub first.
 VQAScore (--model vqascore) needs the optional package t2v-metrics."""
 
 
@@ -101,6 +103,12 @@ def register(subparsers) -> None:
         metavar="DEVICE",
         help="auto, cpu, cuda, cuda:N or mps; auto picks cuda (each process its own GPU), then mps, then cpu",
     )
+    judge.add_argument(
+        "--download",
+        action="store_true",
+        help="fetch the judge's weights from the Hub when they are not on this machine (needs internet access); "
+        "without it only local files are read",
+    )
     judge.add_argument("--json", action="store_true", help="also print the run summary (costs, counts) as JSON")
     judge.add_argument("--no-progress", action="store_true", help="no progress bar")
     judge.set_defaults(handler=run_judge)
@@ -134,12 +142,16 @@ def run_judge(args: argparse.Namespace) -> int:
     from dataset_builder.loading import prompt_index
 
     from .registry import adapter_class
-    from .runner import judge_images
     from .sources import judge_items
 
     items = judge_items(args.images, split=args.split, prompt_id=args.prompt_id, model_key=args.model_key)
     prompts = prompt_index(args.prompts)
-    adapter = adapter_class(spec)(spec, device=args.device, batch_size=args.batch_size)
+    judge_class: Any = adapter_class(spec)  # a JudgeAdapter subclass; each takes its own options
+    judge_class.require(spec, download=args.download)  # weights, optional library: before torch loads
+    options = {"download": True} if args.download else {}
+    adapter = judge_class(spec, device=args.device, batch_size=args.batch_size, **options)
+    from .runner import judge_images
+
     summary = judge_images(
         items, prompts, adapter, out_path=args.out, mode=args.mode, limit=args.limit, progress=not args.no_progress
     )

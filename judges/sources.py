@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, StrictInt, field_validator, model_validator
 
-from evaluator.pipeline import ImageItem, resolve_source
+from evaluator.sources import ImageItem, resolve_source
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.jsonl import read_jsonl
 from negt2ibench.core.names import SPLIT_NAME, check_split_name

@@ -17,7 +17,8 @@ from typing import Any
 
 from PIL import Image
 
-from negt2ibench.core.errors import MissingWeightsError, UserError
+from negt2ibench.core.errors import MissingWeightsError, UserError, brief
+from negt2ibench.core.local_files import local_model
 
 from .adapters import JudgeAdapter, pairs_in_batches
 from .registry import JudgeSpec
@@ -33,29 +34,37 @@ from .yesno import (
 
 def how_to_get(hub_id: str) -> str:
     return (
-        f"Run `hf download {hub_id}` on a machine with internet access and copy its Hugging Face cache "
-        f"here (set HF_HUB_CACHE to it), or pass a local model folder to --model-id."
+        f"Run the same command with --download on a machine with internet access (or `hf download {hub_id}` "
+        f"there, then copy its Hugging Face cache here and set HF_HUB_CACHE), or pass a local model folder "
+        f"to --model-id."
     )
 
 
-def load_pretrained(spec: JudgeSpec, *, dtype: Any, device: Any) -> tuple[Any, Any]:
-    """(model, processor) of `spec` from the Hub cache or a folder; `MissingWeightsError` when unavailable."""
+def require_weights(spec: JudgeSpec, *, download: bool = False) -> None:
+    """`MissingWeightsError` at once when SPEC's model is not on this machine (a disk look, no torch),
+    unless DOWNLOAD lets transformers fetch it."""
+    if not download and local_model(spec.hub_id, revision=spec.revision) is None:
+        raise MissingWeightsError(spec.hub_id, "not in the Hugging Face cache", how_to_get=how_to_get(spec.hub_id))
+
+
+def load_pretrained(spec: JudgeSpec, *, dtype: Any, device: Any, download: bool = False) -> tuple[Any, Any]:
+    """(model, processor) of `spec` from a folder or the Hub cache (the Hub too only with DOWNLOAD);
+    `MissingWeightsError` when not here."""
     from huggingface_hub.errors import LocalEntryNotFoundError
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
+    require_weights(spec, download=download)
     try:
-        processor = AutoProcessor.from_pretrained(spec.hub_id, revision=spec.revision)
+        processor = AutoProcessor.from_pretrained(spec.hub_id, revision=spec.revision, local_files_only=not download)
         model = AutoModelForImageTextToText.from_pretrained(
             spec.hub_id,
             revision=spec.revision,
             dtype=dtype,
             device_map=str(device) if device.type == "cuda" else None,
+            local_files_only=not download,
         )
     except (OSError, LocalEntryNotFoundError) as error:
-        first_line = (
-            str(error).strip().splitlines()[0][:200].rstrip(".") if str(error).strip() else type(error).__name__
-        )
-        raise MissingWeightsError(spec.hub_id, first_line, how_to_get=how_to_get(spec.hub_id)) from None
+        raise MissingWeightsError(spec.hub_id, brief(error), how_to_get=how_to_get(spec.hub_id)) from None
     except ValueError as error:  # e.g. a repo whose config is no image-text-to-text model
         raise UserError(f"{spec.hub_id} cannot be loaded as an image-text-to-text model: {error}") from None
     return model, processor
@@ -64,13 +73,26 @@ def load_pretrained(spec: JudgeSpec, *, dtype: Any, device: Any) -> tuple[Any, A
 class TransformersJudge(JudgeAdapter):
     """A transformers chat VLM answering yes/no questions, batched over (image, question) pairs."""
 
-    def __init__(self, spec: JudgeSpec, *, device: str = "auto", batch_size: int = 8, dtype: str | None = None):
+    @classmethod
+    def require(cls, spec: JudgeSpec, *, download: bool = False) -> None:
+        require_weights(spec, download=download)
+
+    def __init__(
+        self,
+        spec: JudgeSpec,
+        *,
+        device: str = "auto",
+        batch_size: int = 8,
+        dtype: str | None = None,
+        download: bool = False,
+    ):
         import torch
 
         from negt2ibench.core.launch import select_device, select_dtype
         from negt2ibench.core.options import check, positive_int
 
         self.spec = spec
+        self.download = download
         self.batch_size = check("batch_size", batch_size, positive_int)
         self.device = select_device(device)
         self.torch_dtype = getattr(torch, dtype) if dtype else select_dtype(self.device, spec.dtype)
@@ -100,7 +122,9 @@ class TransformersJudge(JudgeAdapter):
     def load(self) -> None:
         if self.model is not None:
             return
-        model, processor = load_pretrained(self.spec, dtype=self.torch_dtype, device=self.device)
+        model, processor = load_pretrained(
+            self.spec, dtype=self.torch_dtype, device=self.device, download=self.download
+        )
         if self.device.type != "cuda":
             model = model.to(self.device)
         self._attach(model, processor)

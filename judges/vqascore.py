@@ -17,29 +17,33 @@ from typing import Any
 
 from PIL import Image
 
-from negt2ibench.core.errors import UserError
+from negt2ibench.core.errors import MissingLibraryError, UserError, brief
 
 from .adapters import JudgeAdapter, pairs_in_batches
 from .registry import JudgeSpec
 
 
 def import_t2v_metrics() -> Any:
-    """The `t2v_metrics` module, or a one-line `UserError` saying how to install it."""
+    """The `t2v_metrics` module, or a one-line `MissingLibraryError` (exit 2) saying how to install it."""
     try:
         import t2v_metrics
     except ImportError:
-        raise UserError(
+        raise MissingLibraryError(
             "VQAScore needs the optional package t2v-metrics: `pip install t2v-metrics` "
             "(best in a separate environment: it pins its own torch and transformers)"
         ) from None
     except Exception as error:  # noqa: BLE001 - t2v_metrics runs checks (ffmpeg) at import time
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise UserError(f"t2v-metrics is installed but failed to import: {first_line}") from None
+        raise UserError(f"t2v-metrics is installed but failed to import: {brief(error)}") from None
     return t2v_metrics
 
 
 class VQAScoreJudge(JudgeAdapter):
     """P("yes") from t2v-metrics' VQAScore model (`spec.hub_id`'s last part is t2v-metrics' model name)."""
+
+    @classmethod
+    def require(cls, spec: JudgeSpec, *, download: bool = False) -> None:
+        """t2v-metrics must be installed (it fetches its own weights)."""
+        import_t2v_metrics()
 
     def __init__(self, spec: JudgeSpec, *, device: str = "auto", batch_size: int = 8, dtype: str | None = None):
         from negt2ibench.core.launch import select_device, select_dtype

@@ -9,7 +9,9 @@
 built from it, so the models and the rules never work from different constants. The CLI's
 `score` and `explain` and the Space are thin shells over it. Importing this module loads no
 model and no torch; `Evaluator(...)` checks the device, and the models load on the first score
-(or on `load()`, to fail early when a weight is missing offline).
+(or on `load()`). Weights are read from this machine only: before any model (or torch) loads, the
+files the prompts need are looked for on disk, and a missing one fails at once with a
+`MissingWeightsError` naming the `negt2ibench download-models` command that fetches it.
 """
 
 from __future__ import annotations
@@ -153,9 +155,9 @@ class Evaluator:
                     f"{self.config.name!r} ({self.config.config_hash}): pass preset=perception.config"
                 )
         else:
-            from negt2ibench.core.launch import select_device
+            from negt2ibench.core.launch import check_device
 
-            select_device(device)  # an unknown or absent device fails here, before any model loads
+            check_device(device)  # an unknown or absent device fails here, before any model loads
         self.device = device
         self.weights_dir = weights_dir
         self._perception = perception
@@ -198,10 +200,25 @@ class Evaluator:
         """
         return resolve_prompt(prompt, self.prompts)
 
+    def require_weights(self, prompts: Iterable[str | PromptRecord] = ()) -> None:
+        """Check that the weights of the models these prompts need (all, when none are given) are on
+        this machine: a look at the disk, no model, no torch, no network. Every scoring call makes it
+        first; `MissingWeightsError` names the `download-models` command to run. A given `perception`
+        has nothing to look for."""
+        if self._perception is not None:
+            return
+        from evaluator.models.weights import require_weights, scorer_roles
+        from negt2ibench.core.local_files import require_modules
+
+        require_modules("torch", "transformers")  # what to install comes before what to download
+        categories = {self.prompt(prompt).category for prompt in prompts}
+        require_weights(self.config, self.weights_dir, scorer_roles(self.config, categories))
+
     def load(self, prompts: Iterable[str | PromptRecord] = ()) -> Evaluator:
         """Load every model these prompts need (all four when none are given) now, not on the first
         score: a missing weight then fails here, with `MissingWeightsError` saying how to get it."""
         records = [self.prompt(prompt) for prompt in prompts]
+        self.require_weights(records)
         perception = self.perception
         if isinstance(perception, LoadablePerception):  # a test double may have nothing to load
             perception.load_all(records)
@@ -241,6 +258,7 @@ class Evaluator:
         non_negative("sample_index", sample_index)
         record = self.prompt(prompt)
         rgb = rgb_image(image, "image")
+        self.require_weights([record])
         from evaluator.pipeline import score_image
 
         result, observation = score_image(
@@ -278,10 +296,7 @@ class Evaluator:
         Returns:
             list[ResultRecord]: one per image, in the order given.
         """
-        from tqdm.auto import tqdm
-
-        from evaluator.loader import Work
-        from evaluator.pipeline import ImageItem, score_batches
+        from evaluator.sources import ImageItem
 
         check_model_key(model_key)
         size = self.batch_size if batch_size is None else positive("batch_size", batch_size)
@@ -301,6 +316,12 @@ class Evaluator:
             )
             for i, (image, (prompt_id, record), sample) in enumerate(zip(images, resolved, sample_indices, strict=True))
         ]
+        self.require_weights([record for _, record in entries if record is not None])
+        from tqdm.auto import tqdm
+
+        from evaluator.loader import Work
+        from evaluator.pipeline import score_batches
+
         work = [Work.look_up(item, PromptIndex([record] if record is not None else [])) for item, record in entries]
         groups, start = [], 0
         for batch in batches(entries, size):  # the batches `negt2ibench score` would make
@@ -355,14 +376,16 @@ class Evaluator:
         while the models run (default: from the CPU count; 0: in this process); the file is the same
         with any number."""
         from evaluator.config import EVALUATOR_VERSION
-        from evaluator.pipeline import resolve_source, score_images
         from evaluator.resultio import check_appendable
+        from evaluator.sources import resolve_source
 
         skipped: list[str] = []
         items, default_key = resolve_source(source, split=split, prompt_id=prompt_id, skipped=skipped)
         check_appendable(out, EVALUATOR_VERSION, self.config.config_hash)  # refused before any model loads
         index = self.prompts
         self.load([index[item.prompt_id] for item in items if item.prompt_id in index])
+        from evaluator.pipeline import score_images
+
         summary = score_images(
             items,
             index,

@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "judges.negvqa.cli",
     "validation.cli",
     "validation.ablate_cli",
+    "validation.examples_cli",
     "space.cli",
 )
 
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Run `negt2ibench COMMAND --help` for the options of one command.",
     )
     parser.add_argument("--version", action="version", version=f"negt2ibench {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in COMMAND_MODULES:
         try:
@@ -51,7 +53,21 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(subparsers)
+    _add_verbose(subparsers)
     return parser
+
+
+VERBOSE_HELP = "show the libraries' logs, warnings and progress bars (hidden by default)"
+
+
+def _add_verbose(subparsers: argparse._SubParsersAction) -> None:
+    """`--verbose` after any command too (`negt2ibench score ... --verbose`), nested ones included.
+    SUPPRESS: a command's parser leaves the main parser's value alone unless given there."""
+    for command in dict.fromkeys(subparsers.choices.values()):  # aliases share a parser
+        command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _add_verbose(action)
 
 
 # The extra of pyproject's [project.optional-dependencies] that brings each optional library: a
@@ -67,18 +83,60 @@ EXTRA_OF_MODULE = {
 }
 
 
-def _quiet_library_noise() -> None:
-    """Hide start-up chatter that users cannot act on (it buries our one-line errors)."""
-    # bitsandbytes (4-bit FLUX.2-dev) looks for an optional CPU kernel package on import.
-    logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
-    # rfdetr calls torch.jit.script, deprecated in this torch; harmless for inference.
-    warnings.filterwarnings("ignore", message=r".*torch\.jit\.script.*", category=FutureWarning)
+# Loggers of the libraries under the commands; below ERROR they only say what the user did not ask
+# about ("Downloading pretrained weights", "Retrying in 8s", "Couldn't connect to the Hub").
+LIBRARY_LOGGERS = (
+    "rf-detr",
+    "transformers",
+    "diffusers",
+    "huggingface_hub",
+    "datasets",
+    "accelerate",
+    "bitsandbytes",
+    "httpx",
+    "httpcore",
+    "urllib3",
+    "filelock",
+    "timm",
+    "torch",
+)
+# The Hugging Face libraries' own verbosity variables (read when they are imported).
+VERBOSITY_VARIABLES = ("TRANSFORMERS_VERBOSITY", "DIFFUSERS_VERBOSITY", "HF_HUB_VERBOSITY", "DATASETS_VERBOSITY")
+# Commands whose long work is a library's transfer: its progress bars are theirs.
+LIBRARY_PROGRESS_COMMANDS = frozenset({"download-models", "push", "deploy-space"})
+
+
+class _OnlyErrors(logging.Filter):
+    """Lets through a library's errors only; a filter, not a level, since rfdetr sets its own level on import."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR
+
+
+def _quiet_library_noise(command: str | None = None) -> None:
+    """Keep the libraries' logs, warnings and progress bars off stderr (they bury the one-line errors
+    and the commands' own output); `--verbose` skips this. The project's own warnings and progress
+    bars stay."""
+    for name in VERBOSITY_VARIABLES:
+        os.environ.setdefault(name, "error")
+    if command not in LIBRARY_PROGRESS_COMMANDS:
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers follows it
+        os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    quiet = _OnlyErrors()
+    for name in LIBRARY_LOGGERS:
+        logging.getLogger(name).addFilter(quiet)
+        logging.getLogger(name).setLevel(logging.ERROR)
+    # Deprecation notices and advice of the libraries (e.g. rfdetr's torch.jit.script FutureWarning);
+    # the project's own warnings are RuntimeWarnings and stay.
+    for category in (FutureWarning, DeprecationWarning, UserWarning):
+        warnings.filterwarnings("ignore", category=category)
 
 
 def main(argv: list[str] | None = None) -> int:
-    _quiet_library_noise()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not args.verbose:
+        _quiet_library_noise(args.command)
     if not getattr(args, "handler", None):
         parser.print_help()
         return 0

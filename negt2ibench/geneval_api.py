@@ -60,9 +60,9 @@ class GenEvalEvaluator:
         self.config = config.with_options(options or {})
         self.batch_size = positive("batch_size", batch_size)
         if perception is None:
-            from negt2ibench.core.launch import select_device
+            from negt2ibench.core.launch import check_device
 
-            select_device(device)  # an unknown or absent device fails here, before any model loads
+            check_device(device)  # an unknown or absent device fails here, before any model loads
         elif device != "auto" or weights_dir is not None:
             raise UserError("pass either perception or device/weights_dir: a given perception has its own")
         self.device, self.weights_dir = device, weights_dir
@@ -83,8 +83,21 @@ class GenEvalEvaluator:
                 self._perception = GenEvalPerception(self.config, device=self.device, weights_dir=self.weights_dir)
             return self._perception
 
+    def require_weights(self) -> None:
+        """Check that the preset's weights are on this machine: a look at the disk, no model, no torch,
+        no network (`MissingWeightsError` names the `download-models --preset` to run). A given
+        perception has nothing to look for."""
+        if self._perception is not None:
+            return
+        from evaluator.models.weights import require_weights
+        from negt2ibench.core.local_files import require_modules
+
+        require_modules("torch", "transformers")  # what to install comes before what to download
+        require_weights(self.config, self.weights_dir)
+
     def load(self) -> GenEvalEvaluator:
         """Load every model now: a missing weight fails here (`MissingWeightsError`, exit 2 in the CLI)."""
+        self.require_weights()
         load_all = getattr(self.perception, "load_all", None)
         if load_all is not None:
             load_all()
@@ -104,14 +117,15 @@ class GenEvalEvaluator:
 
     def score(self, image, prompt: int | str | Mapping[str, Any], *, model_key: str = "upload") -> GenEvalRecord:
         """GenEval's verdict on one image: the result line `negt2ibench geneval score` would write."""
+        record = self.prompt(prompt)
+        rgb = rgb_image(image, "image")
+        self.require_weights()  # a missing weight: one error naming `download-models --preset`, before torch
         from evaluator.engine import Job
         from evaluator.geneval.scoring import geneval_step
         from evaluator.loader import Loaded, Work
-        from evaluator.pipeline import ImageItem
+        from evaluator.sources import ImageItem
 
-        record = self.prompt(prompt)
-        rgb = rgb_image(image, "image")
-        self.load()  # a missing weight: one error naming `download-models --preset`
+        self.load()
         label = str(image) if isinstance(image, (str, Path)) else "upload"
         job = Job(Work(ImageItem(record.prompt_id, 0, lambda: rgb, label), record), model_key)
         step = geneval_step(self.perception, self.config)
@@ -135,12 +149,14 @@ class GenEvalEvaluator:
         split) into the JSONL `out`, resuming; `out` is checked and the models loaded before any work."""
         from evaluator.geneval.config import GENEVAL_VERSION
         from evaluator.geneval.records import GenEvalRecord
-        from evaluator.geneval.scoring import score_geneval
         from evaluator.geneval.sources import resolve_geneval_source
         from evaluator.resultio import check_appendable
 
         found = resolve_geneval_source(source, self.prompts, split=split)
         check_appendable(out, GENEVAL_VERSION, self.config.config_hash, record_type=GenEvalRecord)
+        self.require_weights()  # before torch and the models load
+        from evaluator.geneval.scoring import score_geneval
+
         self.load()
         summary = score_geneval(
             found,

@@ -16,7 +16,7 @@ from negt2ibench.core.errors import UserError
 from negt2ibench.core.options import check, non_negative_int, positive_int, split_name
 
 if TYPE_CHECKING:
-    from evaluator.pipeline import ImageItem
+    from evaluator.sources import ImageItem
 
 
 def config_of(preset: str | EvaluatorConfig) -> EvaluatorConfig:

@@ -5,7 +5,7 @@ A line of ``sample.jsonl`` (`validation.sample.SampleItem`) names its image twic
 ``shard`` inside it, ``row`` in that parquet file). The place is read first, one row group at a
 time, and the row's key is checked against the line (a rebuilt dataset may have moved rows);
 when the shard is missing or the key differs, the split is searched by key through
-`evaluator.pipeline.resolve_source`, which also reads a Hub dataset (``images`` config).
+`evaluator.sources.resolve_source`, which also reads a Hub dataset (``images`` config).
 
 Where the dataset is: `images` when given (``serve --annotation-images``, env
 ``NEGT2I_ANNOTATION_IMAGES``: a dataset folder or a Hub dataset repo id, for a Space whose
@@ -22,7 +22,7 @@ from pathlib import Path
 from PIL import Image
 
 from evaluator.images import ImageError, load_image
-from evaluator.pipeline import ImageItem, image_bytes, resolve_source
+from evaluator.sources import ImageItem, image_bytes, resolve_source
 from negt2ibench.core.errors import UserError
 from validation.sample import SampleItem
 

@@ -224,9 +224,8 @@ class Handlers:
         try:
             return self.score_on_gpu(image, record, "upload", 0)
         except MissingWeightsError as error:
-            how = error.one_line().replace(
-                "or pass --weights-dir.", "or start this app with `serve --weights-dir DIR`."
-            )
+            here = "or start this app with `serve --weights-dir DIR`"  # no option to pass to a running app
+            how = error.one_line().replace("or pass --weights-dir DIR", here)
             message = f"{how} (this app looks for them again in {WEIGHTS_RETRY_SECONDS / 60:.0f} minutes)"
             self._missing_weights = (time.monotonic(), message)
             raise UserError(message) from None

@@ -54,9 +54,16 @@ def local_images(root: Path):
 
 def verify_sampled(store: LeaderboardStore, setup: SpotCheckSetup, say: Say = print) -> list[Entry]:
     """Spot-check every waiting submission here; prints each one's change."""
-    before = {entry.submission_id: entry.status for entry in awaiting(store.list_entries())}
+    entries_now = store.list_entries()
+    before = {entry.submission_id: entry.status for entry in awaiting(entries_now)}
+    if not entries_now:
+        say(f"nothing to verify: {store!r} holds no submissions yet")
+        return []
     if not before:
-        say(f"nothing to verify: every submission in {store!r} is verified, rejected or held for a full re-score")
+        say(
+            f"nothing to verify: each of the {len(entries_now)} submission(s) in {store!r} is verified, "
+            "rejected or held for a full re-score"
+        )
         return []
     say(f"spot-checking {len(before)} submission(s) in {store!r} ...")
     entries = recheck(store, setup)

@@ -83,7 +83,7 @@ class ParquetImages:
     def images(self, keys: Sequence[Key]) -> Iterator[tuple[Key, Image.Image]]:
         """Read the key columns of each row group, then the image cells of the wanted rows only."""
         from evaluator.images import ImageError, load_image
-        from evaluator.pipeline import image_bytes
+        from evaluator.sources import image_bytes
 
         wanted = set(keys)
         try:

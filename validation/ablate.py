@@ -27,9 +27,9 @@ from evaluator.engine import BatchStep, Failed, Job, run_records
 from evaluator.loader import Loaded, Work
 from evaluator.observation import ImageObservation
 from evaluator.perception_types import Perception
-from evaluator.pipeline import ImageItem, resolve_source
 from evaluator.resultio import read_results
 from evaluator.results import ResultRecord
+from evaluator.sources import ImageItem, resolve_source
 from evaluator.verdict import decide_statements, error_record
 from negt2ibench.core.atomic import write_atomic
 from negt2ibench.core.errors import UserError
@@ -209,8 +209,7 @@ def run_ablation(
     names = [config.name for config in configs]
     if not configs or len(set(names)) != len(names):
         raise UserError(f"give each configuration once, got {', '.join(names) or 'none'}")
-    if not labels.labels:
-        raise UserError(f"no image has three annotators yet ({len(labels.under_annotated)} have fewer)")
+    labels.require_labels()
     items, missing = annotated_items(dataset, labels, prompts)
     if not items:
         raise UserError(f"{dataset} holds none of the {len(labels.labels)} labelled images")

@@ -10,19 +10,24 @@ from .cli import _PROMPTS_HELP, _has_prompts, _prompts, add_interval_options
 
 
 def _ablate(args: argparse.Namespace) -> int:
-    from evaluator import perception as perception_module
     from evaluator.config import get_preset
+    from evaluator.models.weights import require_weights
 
-    from .ablate import run_ablation
     from .annotations import read_annotations
     from .labels import build_labels
-    from .report import section_markdown
 
     configs = [get_preset(name) for name in dict.fromkeys(args.configs)]
     dataset = Path(args.images)
     source = args.prompts if args.prompts else (dataset if dataset.is_dir() and _has_prompts(dataset) else None)
     prompts = _prompts(source)
     labels = build_labels(read_annotations(args.annotations), prompts)
+    labels.require_labels()  # bad input first (exit 1), then the weights (exit 2)
+    for config in configs:  # every preset's weights, looked for on disk before torch loads
+        require_weights(config, args.weights_dir)
+    from evaluator import perception as perception_module
+
+    from .ablate import run_ablation
+    from .report import section_markdown
 
     def perception_for(config):
         return perception_module.ModelPerception(

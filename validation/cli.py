@@ -56,7 +56,8 @@ def _sample(args: argparse.Namespace) -> int:
     if out.exists() and not args.overwrite:
         raise UserError(f"{out} exists (annotations may refer to it); pass --overwrite to replace it")
     source = args.prompts if args.prompts else (dataset if _has_prompts(dataset) else None)
-    candidates = dataset_candidates(dataset, args.splits, _prompts(source))
+    prompts = _prompts(source)
+    candidates = dataset_candidates(dataset, args.splits, prompts)
     sample = stratified_sample(candidates, per_category=args.per_category, seed=args.seed)
     if not sample:
         raise UserError(f"{dataset}: no images to sample")
@@ -68,7 +69,9 @@ def _sample(args: argparse.Namespace) -> int:
     print(f"wrote {len(sample)} images to {out} (seed {args.seed}) from {len(candidates)} in {dataset}")
     for attribute in ("category", "setting", "model_key"):
         print(f"  by {attribute.replace('model_key', 'split')}: {spread(attribute)}")
-    short = {c: args.per_category - n for c, n in Counter(i.category for i in sample).items() if n < args.per_category}
+    drawn = Counter(i.category for i in sample)
+    categories = sorted({prompt.category for prompt in prompts.values()})  # a category without images is short too
+    short = {c: args.per_category - drawn[c] for c in categories if drawn[c] < args.per_category}
     if short:
         print("note: too few images for " + ", ".join(f"{c} (short by {n})" for c, n in sorted(short.items())))
     return 0
@@ -171,10 +174,7 @@ def _agree(args: argparse.Namespace) -> int:
 
     prompts = _prompts(args.prompts)
     labels = build_labels(read_annotations(args.annotations), prompts)
-    if not labels.labels:
-        raise UserError(
-            f"{args.annotations}: no image has three annotators yet ({len(labels.under_annotated)} have fewer)"
-        )
+    labels.require_labels(args.annotations)
     files = [(Path(p), read_results(p)) for p in args.results]
     negvqa = _negvqa_records(args.negvqa or ())  # before any statistic: a bad file fails fast
     costs = gather_costs(args.results, args.costs or ())  # before any statistic: a bad record fails fast

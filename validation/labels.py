@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from dataset_builder.records import PromptRecord
+from negt2ibench.core.errors import UserError
 
 from .annotations import (
     AnnotationError,
@@ -88,6 +89,12 @@ class LabelSet:
     extra_ignored: int = 0  # records beyond the first three of an image
     annotators: tuple[str, ...] = ()
     records: int = 0
+
+    def require_labels(self, source: str = "") -> None:
+        """A `UserError` when no image has three annotators (nothing to compare), naming SOURCE."""
+        if not self.labels:
+            where = f"{source}: " if source else ""
+            raise UserError(f"{where}no image has three annotators yet ({len(self.under_annotated)} have fewer)")
 
     def coverage(self) -> dict[str, int]:
         return {

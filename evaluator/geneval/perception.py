@@ -24,7 +24,6 @@ from PIL import Image
 from evaluator.models.clip_colors import ColorClassifier, colour_crop
 from evaluator.models.mask2former import Instance, Mask2FormerDetector, mask_box
 from evaluator.models.masks import BoxSegmenter
-from negt2ibench.core.errors import MissingWeightsError
 from negt2ibench.core.launch import select_device
 
 from .config import MASK2FORMER, GenEvalConfig
@@ -38,12 +37,18 @@ def _load_clip(config: GenEvalConfig, weights_dir: str | Path | None, device: to
     """CLIP, its tokenizer and its PIL image processor (the bicubic resize open_clip's transform makes)."""
     from transformers import CLIPImageProcessorPil, CLIPModel, CLIPProcessor
 
-    from evaluator.perception import load_hf, weights_layout
+    from evaluator.models.weight_files import weights_layout
+    from evaluator.perception import load_hf
+    from negt2ibench.core.local_files import local_model
 
     model_id = config.clip_model_id
-    model, processor = load_hf(CLIPModel, CLIPProcessor, model_id, dtype=torch.float32, weights_dir=weights_dir)
+    model, processor = load_hf(
+        CLIPModel, CLIPProcessor, model_id, dtype=torch.float32, weights_dir=weights_dir, config=config
+    )
     cache_dir = str(weights_layout(weights_dir)[0]) if weights_dir is not None else None
-    image_processor = CLIPImageProcessorPil.from_pretrained(model_id, cache_dir=cache_dir)
+    folder = local_model(model_id, cache_dir=cache_dir)  # found by load_hf: read from there, never the network
+    assert folder is not None  # load_hf raised MissingWeightsError otherwise
+    image_processor = CLIPImageProcessorPil.from_pretrained(folder, local_files_only=True)
     return ColorClassifier(model, processor.tokenizer, image_processor, device=device)
 
 
@@ -122,6 +127,7 @@ class GenEvalPerception:
                     self.config.detector_model_id,
                     dtype=torch.float32,
                     weights_dir=self.weights_dir,
+                    config=self.config,
                 )
             else:
                 from evaluator.perception import load_rfdetr
@@ -139,7 +145,12 @@ class GenEvalPerception:
             from evaluator.perception import load_hf
 
             model, processor = load_hf(
-                Sam2Model, Sam2Processor, self.config.sam_model_id, dtype=torch.float32, weights_dir=self.weights_dir
+                Sam2Model,
+                Sam2Processor,
+                self.config.sam_model_id,
+                dtype=torch.float32,
+                weights_dir=self.weights_dir,
+                config=self.config,
             )
             self._segmenter = BoxSegmenter(model, processor, device=self.device)
         return self._segmenter
@@ -153,18 +164,10 @@ class GenEvalPerception:
     def load_all(self) -> None:
         """Load every model now (a missing weight fails here with `MissingWeightsError`, which names
         the `download-models --preset` that fetches this preset's weights)."""
-        try:
-            self.detector  # noqa: B018 - each property loads its model on first access
-            if self.config.detector != MASK2FORMER and self.config.use_sam:
-                self.segmenter  # noqa: B018
-            self.colors  # noqa: B018
-        except MissingWeightsError as error:
-            preset = self.config.name
-            how = (
-                f"Run `negt2ibench download-models --preset {preset}` on a machine with internet access (it prints "
-                "the HF_HUB_CACHE / RF_HOME lines to set here), or pass --weights-dir."
-            )
-            raise MissingWeightsError(error.model, error.detail, how_to_get=how) from None
+        self.detector  # noqa: B018 - each property loads its model on first access
+        if self.config.detector != MASK2FORMER and self.config.use_sam:
+            self.segmenter  # noqa: B018
+        self.colors  # noqa: B018
 
     # -- observation -------------------------------------------------------------------------
     def instances(self, images: Sequence[Image.Image]) -> list[list[Instance]]:

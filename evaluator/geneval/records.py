@@ -4,19 +4,18 @@ detector, version, config hash, library versions, error).
 
 An image that cannot be scored is an error row: `correct` is null (pandas reads it as NaN and
 `summary_scores.py`'s means skip it, as `geneval summary` does), `reason` starts with "error: " and
-`error` says why. Files are appended to, resumed and merged by `evaluator.resultio` (`GENEVAL_FILES`
-is their `evaluator.engine.RecordFiles`).
+`error` says why. Files are appended to, resumed and merged by `evaluator.resultio`
+(`evaluator.geneval.scoring.GENEVAL_FILES` is their `evaluator.engine.RecordFiles`; this module
+imports no torch, so a command checks a results file before the models load).
 """
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evaluator.engine import RecordFiles
-from evaluator.resultio import ResultWriter, merge_results, read_results
+from evaluator.resultio import read_results
 
 Key = tuple[str, str, int]
 
@@ -52,20 +51,6 @@ class GenEvalRecord(BaseModel):
     @property
     def passed(self) -> bool:
         return bool(self.correct)
-
-
-def _keys(path: Path) -> frozenset:
-    # Read-only (no writer lock): every rank reads the merged file at once.
-    if not path.exists():
-        return frozenset()
-    return frozenset(record.key for record in read_results(path, strict=False, record_type=GenEvalRecord))
-
-
-GENEVAL_FILES = RecordFiles(
-    partial(ResultWriter, record_type=GenEvalRecord),
-    _keys,
-    lambda inputs, out: merge_results(inputs, out, record_type=GenEvalRecord),
-)
 
 
 def read_geneval_records(path: str | Path, *, strict: bool = True) -> list[GenEvalRecord]:

@@ -24,8 +24,7 @@ from dataset_builder.layout import (
     has_images,
     image_splits,
 )
-from evaluator.loader import Work
-from evaluator.pipeline import ImageItem, fetch_path, hub_dataset_items, local_dataset_items
+from evaluator.sources import ImageItem, Work, fetch_path, hub_dataset_items, local_dataset_items
 from negt2ibench.core.atomic import recover_folder
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.names import slug

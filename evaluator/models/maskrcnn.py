@@ -21,12 +21,11 @@ model runs in float32 (no autocast), whatever the evaluator's dtype.
 
 Weights: `MaskRCNN_ResNet50_FPN_V2_Weights.COCO_V1` through torchvision, cached as
 `$TORCH_HOME/hub/checkpoints/maskrcnn_resnet50_fpn_v2_coco-73cbd019.pth` (or under
-`WEIGHTS_DIR/torch/` with `--weights-dir`); `load_maskrcnn` downloads them unless offline.
+`WEIGHTS_DIR/torch/` with `--weights-dir`); `load_maskrcnn` reads them from there only.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +37,7 @@ from PIL import Image
 from evaluator.config import MASK_RCNN, EvaluatorConfig
 from evaluator.models.detector import benchmark_class_ids
 from evaluator.models.inputs import DetectorInputs, Frame, frame_pixels, frame_size
+from evaluator.models.weight_files import how_to_get, torchvision_weights, torchvision_weights_path
 from negt2ibench.core.errors import MissingWeightsError, UserError
 
 if TYPE_CHECKING:
@@ -53,20 +53,6 @@ def is_maskrcnn(config: EvaluatorConfig) -> bool:
     return config.detector == MASK_RCNN
 
 
-def maskrcnn_weights(config: EvaluatorConfig):
-    """The torchvision weights enum member `config.detector_weights` names (e.g. `...Weights.COCO_V1`)."""
-    from torchvision.models import detection
-
-    enum_name, _, member = config.detector_weights.partition(".")
-    try:
-        return getattr(detection, enum_name)[member]
-    except (AttributeError, KeyError):
-        raise UserError(
-            f"{config.detector_weights!r} is not a torchvision detection weights name "
-            "(e.g. MaskRCNN_ResNet50_FPN_V2_Weights.COCO_V1)"
-        ) from None
-
-
 def coco_class_ids() -> dict[str, int]:
     """Benchmark class name → Mask R-CNN label, from the weights' 91 COCO categories (`mouse` is
     `computer mouse`, etc., as for RF-DETR); needs no download."""
@@ -76,16 +62,9 @@ def coco_class_ids() -> dict[str, int]:
     return benchmark_class_ids(dict(enumerate(categories)))
 
 
-def torch_home(weights_dir: str | Path | None = None) -> Path:
-    """`WEIGHTS_DIR/torch` when given (what `download-models --dir` fills), else torch's own home."""
-    if weights_dir is not None:
-        return Path(weights_dir) / "torch"
-    return Path(torch.hub.get_dir()).parent
-
-
 def maskrcnn_weights_path(config: EvaluatorConfig, weights_dir: str | Path | None = None) -> Path:
     """Where the weights file is cached: `TORCH_HOME/hub/checkpoints/<file of the weights' URL>`."""
-    return torch_home(weights_dir) / "hub" / "checkpoints" / Path(maskrcnn_weights(config).url).name
+    return torchvision_weights_path(config, weights_dir)
 
 
 def download_maskrcnn_weights(config: EvaluatorConfig, weights_dir: str | Path | None = None) -> Path:
@@ -95,22 +74,8 @@ def download_maskrcnn_weights(config: EvaluatorConfig, weights_dir: str | Path |
         path.parent.mkdir(parents=True, exist_ok=True)
         found = torch.hub.HASH_REGEX.search(path.name)  # torchvision's file names end in -<sha256 prefix>.pth
         prefix = found.group(1) if found else None
-        torch.hub.download_url_to_file(maskrcnn_weights(config).url, str(path), hash_prefix=prefix, progress=True)
+        torch.hub.download_url_to_file(torchvision_weights(config).url, str(path), hash_prefix=prefix, progress=True)
     return path
-
-
-def _how_to_get(config: EvaluatorConfig) -> str:
-    return (
-        f"Run `negt2ibench download-models --preset {config.name}` on a machine with internet access (it prints "
-        "the TORCH_HOME line to set here), or pass --weights-dir."
-    )
-
-
-def _offline() -> bool:
-    return any(
-        os.environ.get(name, "").lower() in ("1", "true", "yes", "on")
-        for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-    )
 
 
 def build_maskrcnn(config: EvaluatorConfig, **kwargs):
@@ -122,20 +87,12 @@ def build_maskrcnn(config: EvaluatorConfig, **kwargs):
 
 
 def load_maskrcnn(config: EvaluatorConfig, weights_dir: str | Path | None = None):
-    """The model with its COCO weights; downloads them unless offline (then `MissingWeightsError`)."""
+    """The model with its COCO weights, read from this machine only (`download-models --preset` fetches
+    them); a missing file is a `MissingWeightsError` at once."""
     path = maskrcnn_weights_path(config, weights_dir)
-    label = f"Mask R-CNN ({config.detector_weights})"
     if not path.is_file():
-        if _offline():
-            raise MissingWeightsError(
-                label, f"{path} does not exist and HF_HUB_OFFLINE is set", how_to_get=_how_to_get(config)
-            )
-        try:
-            download_maskrcnn_weights(config, weights_dir)
-        except Exception as error:  # noqa: BLE001 - urllib / OS / hash errors alike: the weights are not here
-            raise MissingWeightsError(
-                label, f"could not download {path.name} ({type(error).__name__})", how_to_get=_how_to_get(config)
-            ) from None
+        label = f"Mask R-CNN ({config.detector_weights})"
+        raise MissingWeightsError(label, f"{path} does not exist", how_to_get=how_to_get(config, weights_dir))
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
         model = build_maskrcnn(config)

@@ -15,7 +15,7 @@ This is the report's shell on the file side; the aggregation (`aggregate`) stays
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,6 +120,7 @@ def read_report_inputs(paths: Iterable[str | Path], *, expected_samples: int = S
     files = [Path(path) for path in paths]
     left_out: list[InputNote] = []
     chosen: dict[Key, tuple[ResultRecord, str]] = {}
+    configurations: dict[str, dict[tuple[str, str], str]] = {}  # model → (version, config hash) → first line
     for path in files:
         try:
             require_file(path, kind="result", error=ResultFileError)
@@ -135,6 +136,11 @@ def read_report_inputs(paths: Iterable[str | Path], *, expected_samples: int = S
             if problem:
                 notes.append(InputNote(where, problem, record.prompt_id, record.sample_index))
                 continue
+            # Before deduplication: a second configuration of the same images would otherwise be
+            # dropped as "another result of this image" and the report would silently show one.
+            configurations.setdefault(record.model_key, {}).setdefault(
+                (record.evaluator_version, record.config_hash), where
+            )
             previous = chosen.get(record.key)
             if previous is None or (previous[0].error is not None and record.error is None):
                 chosen[record.key] = (record, where)  # a scored record replaces an error row (a rerun fixed it)
@@ -149,7 +155,7 @@ def read_report_inputs(paths: Iterable[str | Path], *, expected_samples: int = S
             f"nothing to report in {', '.join(map(str, files))}"
             + (f": {len(left_out)} line(s) left out, e.g. {shown}" if left_out else ": the files hold no results")
         )
-    _check_one_configuration_per_model(list(chosen.values()))  # in reading order: "e.g." is the first
+    _check_one_configuration_per_model(configurations)
     errors = [InputNote(where, r.error or "", r.prompt_id, r.sample_index) for r, where in kept if r.error is not None]
     return ReportInputs(
         files=tuple(map(str, files)),
@@ -168,14 +174,16 @@ def _split_note(note: str) -> tuple[str, str]:
     return head, reason
 
 
-def _check_one_configuration_per_model(kept: Sequence[tuple[ResultRecord, str]]) -> None:
-    first: dict[str, dict[tuple[str, str], str]] = {}
-    for record, where in kept:
-        first.setdefault(record.model_key, {}).setdefault((record.evaluator_version, record.config_hash), where)
-    for model, versions in first.items():
+def _check_one_configuration_per_model(configurations: dict[str, dict[tuple[str, str], str]]) -> None:
+    """One model key, one (evaluator version, config hash): two configurations of one model (e.g. the
+    files of `score --preset current` and `--preset no_sam` over the same images) are refused, never
+    averaged together nor one of them dropped. `configurations` maps each model to its configurations
+    and the first line of each, in reading order."""
+    for model, versions in configurations.items():
         if len(versions) > 1:
             listed = "; ".join(f"evaluator {v} config {h} (e.g. {where})" for (v, h), where in versions.items())
             raise UserError(
                 f"model {model!r} was scored by different evaluator configurations: {listed}; "
-                f"re-score it with one configuration, or report the files separately"
+                f"report each configuration on its own (one file per report), or re-score with one --model-key "
+                f"per configuration"
             )

@@ -3,8 +3,9 @@
 Exit codes, the same for every command:
 - 0: done;
 - 1: bad input or a failed check (`UserError`);
-- 2: a usage error (`UsageError`: wrong or conflicting options) or missing model weights
-  (`MissingWeightsError`, whose message says how to get them).
+- 2: a usage error (`UsageError`: wrong or conflicting options), missing model weights
+  (`MissingWeightsError`, whose message says how to get them) or a missing optional library
+  (`MissingLibraryError`, whose message says how to install it).
 
 Every error the project raises on purpose derives from `NegT2IError`; the CLI prints
 ``error: <message>`` and exits with its `exit_code`.
@@ -13,6 +14,7 @@ Every error the project raises on purpose derives from `NegT2IError`; the CLI pr
 from __future__ import annotations
 
 import argparse
+import re
 
 
 class NegT2IError(Exception):
@@ -49,16 +51,36 @@ class OptionError(UsageError, argparse.ArgumentTypeError):
 
 
 class MissingWeightsError(UserError):
-    """A model weight is not on this machine and cannot be downloaded (offline). Exit code 2."""
+    """A model weight is not on this machine (commands read local files only: nothing is downloaded
+    unless asked). Exit code 2; the message names the command that gets it."""
 
     exit_code = 2
 
     def __init__(self, model: str, detail: str = "", *, how_to_get: str | None = None):
         if how_to_get is None:  # the evaluator's models
             how_to_get = (
-                "Run `negt2ibench download-models` on a machine with internet access "
-                "(it prints the HF_HUB_CACHE / RF_HOME lines to set here), or pass --weights-dir."
+                "Run `negt2ibench download-models` with internet access (it prints the HF_HUB_CACHE / RF_HOME "
+                "lines to set on another machine), or pass --weights-dir DIR (a folder `download-models --dir DIR` "
+                "filled)."
             )
-        message = f"model weights for {model} are not available offline{': ' + detail if detail else ''}. {how_to_get}"
+        where = f" ({detail})" if detail else ""
+        message = f"model weights for {model} are not on this machine{where}. {how_to_get}"
         super().__init__(message)
         self.model, self.detail = model, detail
+
+
+class MissingLibraryError(UsageError):
+    """An optional library a command needs is not installed (e.g. t2v-metrics for the vqascore judge).
+    Exit code 2; the message says how to install it."""
+
+
+def brief(error: BaseException, limit: int = 160) -> str:
+    """A library error's first sentence, to quote inside a one-line message: never cut mid-word or
+    mid-sentence without saying so (a sentence over LIMIT characters ends at a word, with " …")."""
+    text = " ".join(str(error).split())
+    if not text:
+        return type(error).__name__
+    sentence = re.split(r"(?<=[.!?])\s+(?=[A-Z(`'\"])", text, maxsplit=1)[0].rstrip(".")
+    if len(sentence) > limit:
+        sentence = sentence[:limit].rsplit(" ", 1)[0].rstrip(",;:(") + " …"
+    return sentence

@@ -156,6 +156,16 @@ def select_device(requested: str = "auto", launch: Launch | None = None) -> torc
     return torch.device(requested)
 
 
+def check_device(requested: str = "auto") -> str:
+    """Check a device option now, importing torch only to look for a GPU that was asked for by name
+    (`cuda`, `cuda:N`, `mps`): `auto` and `cpu` are always there. The option back, normalised; a name
+    that is no device is a `UsageError`, a device that is not here a `UserError`."""
+    requested = device_option(requested or "auto")
+    if requested not in ("auto", "cpu"):
+        select_device(requested)
+    return requested
+
+
 def select_dtype(device: torch.device | str, preferred: Any = None) -> torch.dtype:
     """The dtype to run models in on DEVICE.
 

@@ -12,7 +12,7 @@ from evaluator.config import PRESETS
 from evaluator.pipeline import score_image
 from evaluator.resultio import read_results
 from negt2ibench.cli import main
-from tests.helpers.perception_helpers import make_prompt, random_image, tiny_perception
+from tests.helpers.perception_helpers import make_prompt, random_image, replace_model_perception, tiny_perception
 from tests.helpers.space_helpers import result_line
 
 PROMPTS = [
@@ -41,7 +41,7 @@ def tiny_models_in_cli(monkeypatch):
         made.append((config.name, device, batch_size))
         return tiny_perception(config, batch_size=batch_size)
 
-    monkeypatch.setattr(perception_module, "ModelPerception", factory)
+    replace_model_perception(monkeypatch, factory)
     return made
 
 
@@ -159,10 +159,28 @@ def test_explain_input_errors(workspace, tiny_models_in_cli, capsys):
 
 
 def test_download_models_offline_fails_with_one_line(tmp_path, capsys):
+    assert main(["download-models", "--dir", str(tmp_path / "w")]) == 1  # HF_HUB_OFFLINE is set in the tests
+    err = capsys.readouterr().err
+    assert err.startswith("error: HF_HUB_OFFLINE is set, so nothing can be downloaded") and "Traceback" not in err
+    assert "needs internet access" in err and err.rstrip().endswith("--weights-dir DIR") and err.count("\n") == 1
+    assert not (tmp_path / "w").exists()  # refused before anything was written
+
+
+def test_download_models_without_a_connection_says_so_in_one_whole_line(tmp_path, monkeypatch, capsys):
+    import rfdetr.assets.model_weights as rf_weights
+    import urllib3.exceptions
+
+    def unreachable(path, **kwargs):  # what requests raises on a machine without internet access
+        cause = urllib3.exceptions.NameResolutionError("storage.googleapis.com", None, "Name or service not known")
+        raise ConnectionError("HTTPSConnectionPool(host='storage.googleapis.com', port=443): Max retries (") from cause
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(rf_weights, "download_pretrain_weights", unreachable)
+    monkeypatch.setattr("evaluator.models.weights._remote_size", lambda url: None)
     assert main(["download-models", "--dir", str(tmp_path / "w")]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("error: could not download rf-detr-seg-xlarge.pt: ") and "Traceback" not in err
-    assert err.count("\n") == 1
+    assert err.startswith("error: could not download rf-detr-seg-xlarge.pt: no connection to storage.googleapis.com.")
+    assert "Max retries (" not in err and "needs internet access" in err and err.count("\n") == 1
 
 
 @pytest.mark.slow
@@ -286,6 +304,7 @@ def test_download_models_for_a_mask_rcnn_preset(tmp_path, monkeypatch, capsys):
             handle.write(b"weights")
 
     monkeypatch.setattr(torch.hub, "download_url_to_file", fake_download)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # a machine with internet access (the transfers are fakes)
     assert main(["download-models", "--preset", "c4", "--dir", str(tmp_path / "w")]) == 0
     printed = capsys.readouterr().out
     assert fetched == [

@@ -114,6 +114,23 @@ def test_mixed_config_hash_for_one_model_is_a_clear_error(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_one_model_two_configurations_over_the_same_images_is_refused_not_dropped(tmp_path, capsys):
+    """Issue 34: `report current.jsonl no_sam.jsonl` for one model key over the same images used to
+    exit 0, keeping the first file and leaving the second out as "another result of this image".
+    The frozen records are a real run of both presets on the same 12 images, model key `frozen`."""
+    frozen = Path(__file__).resolve().parents[1] / "data" / "frozen_records"  # tests.helpers.frozen_records
+    current, no_sam = frozen / "current.jsonl", frozen / "no_sam.jsonl"
+    code = main(["report", str(current), str(no_sam), "--out", str(tmp_path / "out"), "--bootstrap", "0"])
+    out, err = capsys.readouterr()
+    assert code == 1 and err.count("\n") == 1, err
+    assert err.startswith("error: model 'frozen' was scored by different evaluator configurations")
+    assert f"(e.g. {current}:1)" in err and f"(e.g. {no_sam}:1)" in err  # the first line of each
+    assert "report each configuration on its own" in err
+    assert not (tmp_path / "out").exists() and "Model" not in out
+    # each file alone reports
+    assert main(["report", str(no_sam), "--out", str(tmp_path / "alone"), "--bootstrap", "0"]) == 0
+
+
 def test_missing_file_and_bad_flags(tmp_path, capsys):
     assert main(["report", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "out")]) == 1
     assert "nope.jsonl: no such result file" in capsys.readouterr().err

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import evaluator.perception as perception_module
 from dataset_builder.vocabulary import CATEGORY_VOCABULARY
 from evaluator.observation import ImageObservation, ObjectObservation
 from evaluator.selftest import (
@@ -17,7 +16,7 @@ from evaluator.selftest import (
     spearman,
 )
 from negt2ibench.cli import main
-from tests.helpers.perception_helpers import tiny_perception
+from tests.helpers.perception_helpers import replace_model_perception, tiny_perception
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +118,7 @@ def _perception_factory(monkeypatch, make):
     def factory(config, device="auto", batch_size=8, dtype=None, weights_dir=None):
         return make(config)
 
-    monkeypatch.setattr(perception_module, "ModelPerception", factory)
+    replace_model_perception(monkeypatch, factory)
 
 
 def test_selftest_passes_when_the_models_see_what_is_known(photos, monkeypatch, capsys):
@@ -148,5 +147,6 @@ def test_selftest_offline_without_weights_exits_2_with_one_line(tmp_path, monkey
     assert main(["selftest", "--device", "cpu", "--weights-dir", str(tmp_path / "none")]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.startswith("error: model weights for RFDETRSegXLarge are not available offline")
-    assert "negt2ibench download-models" in captured.err and captured.err.count("\n") == 1
+    assert captured.err.startswith("error: model weights for RFDETRSegXLarge, SAM 2.1, SigLIP 2 and Depth-Anything V2")
+    assert f"`negt2ibench download-models --dir {tmp_path / 'none'}`" in captured.err and captured.err.count("\n") == 1
+    assert "pass --weights-dir" not in captured.err  # it was passed: the advice is to fill that folder

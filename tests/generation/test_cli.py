@@ -75,7 +75,7 @@ def exit_code(argv: list[str]) -> int:
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
-        (["generate", "--model", "sd_1_5", "--limit", "1"], 2, "not available offline"),
+        (["generate", "--model", "sd_1_5", "--limit", "1"], 2, "not on this machine"),
         (["generate", "--model", "blip3o_next"], 1, "negt2ibench import-images --key blip3o_next"),
         # Wrong, missing or conflicting options are usage errors: exit 2, as argparse's own.
         (["generate", "--model", "sd_2_1"], 2, "unknown model key 'sd_2_1'"),

@@ -228,3 +228,15 @@ def tiny_perception(config=None, batch_size: int = 8, presence_threshold: float 
     return ModelPerception.from_models(
         config, detector=detector, sam=sam, siglip=siglip, depth=depth, batch_size=batch_size
     )
+
+
+def replace_model_perception(monkeypatch, factory) -> None:
+    """Make the commands and `Evaluator` build FACTORY(config, ...) where they build `ModelPerception`.
+
+    The models the factory makes stand in for the real weights, so the look for those weights on disk
+    (`evaluator.models.weights.missing_weights`, made before any model loads) finds none missing."""
+    import evaluator.models.weights as weights
+    import evaluator.perception as perception_module
+
+    monkeypatch.setattr(perception_module, "ModelPerception", factory)
+    monkeypatch.setattr(weights, "missing_weights", lambda *args, **kwargs: [])

@@ -74,7 +74,7 @@ def test_help_explains_modes_and_wording(capsys):
         main(["judge", "--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
-    for phrase in ("Is the cup not red?", "judge.whole.jsonl", "Answer yes or no.", "--batch-size", "hf download"):
+    for phrase in ("Is the cup not red?", "judge.whole.jsonl", "Answer yes or no.", "--batch-size", "--download"):
         assert phrase in text
 
 
@@ -99,21 +99,23 @@ def test_offline_without_weights_exits_2_with_one_line(workspace):
     assert completed.returncode == 2, completed.stderr
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 1, completed.stderr
-    assert lines[0].startswith("error: model weights for Qwen/Qwen3-VL-8B-Instruct are not available offline")
-    assert "`hf download Qwen/Qwen3-VL-8B-Instruct`" in lines[0]
+    assert lines[0].startswith("error: model weights for Qwen/Qwen3-VL-8B-Instruct are not on this machine")
+    assert "--download" in lines[0] and "`hf download Qwen/Qwen3-VL-8B-Instruct`" in lines[0]
     assert not out.exists()  # nothing written before the model is there
 
 
 @pytest.fixture
 def tiny_model_in_cli(monkeypatch):
-    """The CLI loads weights through load_pretrained: hand it the tiny Qwen3-VL instead."""
+    """The CLI loads weights through load_pretrained: hand it the tiny Qwen3-VL instead (which stands in
+    for the weights the CLI first looks for on disk)."""
     loaded = []
 
-    def fake_load(spec, *, dtype, device):
+    def fake_load(spec, *, dtype, device, download=False):
         loaded.append((spec.hub_id, str(dtype), str(device)))
         return tiny_qwen3_vl()
 
     monkeypatch.setattr(transformers_judge, "load_pretrained", fake_load)
+    monkeypatch.setattr(transformers_judge, "require_weights", lambda spec, download=False: None)
     return loaded
 
 
@@ -163,7 +165,7 @@ def test_vqascore_without_t2v_metrics_is_one_clear_line(workspace, monkeypatch, 
     tmp_path, prompts, folder = workspace
     monkeypatch.setitem(sys.modules, "t2v_metrics", None)  # import fails as if not installed
     argv = ["judge", "--model", "vqascore", "--images", str(folder), "--prompts", str(prompts)]
-    assert main([*argv, "--out", str(tmp_path / "v.jsonl"), "--device", "cpu"]) == 1
+    assert main([*argv, "--out", str(tmp_path / "v.jsonl"), "--device", "cpu"]) == 2  # docs/cli.md: a missing library
     err = capsys.readouterr().err.strip()
     assert err == (
         "error: VQAScore needs the optional package t2v-metrics: `pip install t2v-metrics` "

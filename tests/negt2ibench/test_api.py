@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-import evaluator.perception as perception_module
 from dataset_builder.loading import load_prompts
 from evaluator.config import PRESETS
 from evaluator.pipeline import score_images
@@ -19,7 +18,7 @@ from evaluator.resultio import read_results
 from negt2ibench import Evaluator, ScoreOutput, parse_prompt
 from negt2ibench.cli import main
 from negt2ibench.core.errors import MissingWeightsError, UsageError, UserError
-from tests.helpers.perception_helpers import make_prompt, random_image, tiny_perception
+from tests.helpers.perception_helpers import make_prompt, random_image, replace_model_perception, tiny_perception
 from tests.helpers.space_helpers import RectanglePerception
 
 CONFIG = PRESETS["current"]
@@ -68,7 +67,7 @@ def test_score_gives_the_records_of_score_images_and_of_the_cli(folder, tmp_path
     assert any(obj["present"] for record in expected.values() for obj in record["objects"])  # not all empty
 
     # 2. `negt2ibench score` (the CLI builds ModelPerception: hand it the tiny models)
-    monkeypatch.setattr(perception_module, "ModelPerception", lambda config, **_: tiny_perception(config))
+    replace_model_perception(monkeypatch, lambda config, **_: tiny_perception(config))
     prompts_file = tmp_path / "prompts.jsonl"
     prompts_file.write_text("".join(prompt.model_dump_json() + "\n" for prompt in PROMPTS))
     cli_out = tmp_path / "cli.jsonl"

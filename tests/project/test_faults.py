@@ -45,6 +45,7 @@ from evaluator.resultio import read_results
 from generation.registry import table3_models
 from generation.shards import ImageRecord, ShardWriter
 from negt2ibench.core.atomic import recover_folder
+from tests.helpers.perception_helpers import replace_model_perception
 from tests.helpers.space_helpers import RectanglePerception, scene_png, write_results
 
 pytestmark = pytest.mark.slow
@@ -282,6 +283,7 @@ SCORE_SCRIPT = '''
 import sys
 import time
 
+import evaluator.models.weights as weights
 import evaluator.perception as perception_module
 from tests.helpers.space_helpers import RectanglePerception
 
@@ -293,6 +295,7 @@ class SlowRectangles(RectanglePerception):
 
 
 perception_module.ModelPerception = lambda config, **kwargs: SlowRectangles()
+weights.missing_weights = lambda *args, **kwargs: []  # the rectangles stand in for the weights
 from negt2ibench.cli import main  # noqa: E402
 
 sys.exit(main(sys.argv[1:]))
@@ -317,7 +320,6 @@ def line_count(path: Path) -> int:
 
 
 def test_score_killed_at_random_moments_resumes_and_report_names_the_stray(tmp_path, monkeypatch):
-    import evaluator.perception as perception_module
 
     prompts = load_prompts(None)[::480][:10]  # one prompt of each category and setting mix
     folder = tmp_path / "images"
@@ -355,7 +357,7 @@ def test_score_killed_at_random_moments_resumes_and_report_names_the_stray(tmp_p
         kill_when(command, ready, extra)
         kept = read_results(out, strict=False) if out.exists() else []  # whole records; a torn last line at most
         assert len({record.key for record in kept}) == len(kept), f"kill point {point}: a key written twice"
-    monkeypatch.setattr(perception_module, "ModelPerception", lambda config, **kwargs: RectanglePerception())
+    replace_model_perception(monkeypatch, lambda config, **kwargs: RectanglePerception())
     printed = rerun([sys.executable, "-m", "negt2ibench", *command[2:]])  # the script's models, in this process
     assert "skipped 1 file(s) not named" in printed and "notes.txt" in printed
     assert verdicts(out) == verdicts(reference)  # resumed to exactly an uninterrupted run's records

@@ -375,7 +375,7 @@ def test_missing_weights_are_not_looked_for_on_every_click(prompts, tmp_path):
 
     def no_weights(image, prompt, model_key, sample_index):
         calls.append(prompt.prompt_id)
-        raise MissingWeightsError("RFDETRSegXLarge", "not in the cache")
+        raise MissingWeightsError("RFDETRSegXLarge", "not in the cache")  # the evaluator's own advice
 
     on = Handlers(
         prompts=prompts[:10],
@@ -392,7 +392,7 @@ def test_missing_weights_are_not_looked_for_on_every_click(prompts, tmp_path):
     # the message is Markdown with every punctuation mark escaped: compare the text it shows
     answers = [re.sub(r"\\(.)", r"\1", on.score(scene, prompts[0].prompt_id, "")[1]) for _ in range(3)]
     assert len(calls) == 1 and answers[0] == answers[1] == answers[2]
-    assert "model weights for RFDETRSegXLarge are not available offline" in answers[0]
+    assert "model weights for RFDETRSegXLarge are not on this machine" in answers[0]
     assert "start this app with `serve --weights-dir DIR`" in answers[0] and "or pass --weights-dir" not in answers[0]
     assert "looks for them again in 5 minutes" in answers[0]
     on.work_dir.cleanup()

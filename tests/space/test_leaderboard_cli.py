@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-import evaluator.perception as perception_module
 from dataset_builder.loading import load_prompts
 from evaluator.config import PRESETS
 from negt2ibench.cli import main
 from space.store import Entry, SQLiteStore
+from tests.helpers.perception_helpers import replace_model_perception
 from tests.helpers.space_helpers import RectanglePerception, write_results
 
 SPLIT = "toy_model"
@@ -28,7 +28,7 @@ def rectangle_models(monkeypatch):
         made.append((config.name, device, weights_dir))
         return RectanglePerception()
 
-    monkeypatch.setattr(perception_module, "ModelPerception", factory)
+    replace_model_perception(monkeypatch, factory)
     return made
 
 
@@ -39,7 +39,8 @@ def test_recheck_advances_what_waits_and_says_what_it_did(tmp_path, prompts, rec
     home = tmp_path / "home"
     store = SQLiteStore(home / "leaderboard.sqlite")
     assert main(["leaderboard", "recheck", "--home", str(home)]) == 0
-    assert capsys.readouterr().out.startswith("nothing to verify: every submission in SQLiteStore(")
+    said = capsys.readouterr().out  # an empty store says so (it has nothing verified or rejected either)
+    assert said.startswith("nothing to verify: SQLiteStore(") and said.rstrip().endswith("holds no submissions yet")
 
     results_file = write_results(tmp_path / "toy.jsonl", prompts, SPLIT, passed=False)
     results = [ResultRecord.model_validate_json(line) for line in results_file.read_text().splitlines()]

@@ -10,11 +10,10 @@ import json
 import numpy as np
 import pytest
 
-import evaluator.perception as perception_module
 from evaluator.config import PRESETS
 from evaluator.resultio import read_results
 from negt2ibench.cli import main
-from tests.helpers.perception_helpers import make_prompt, random_image, tiny_perception
+from tests.helpers.perception_helpers import make_prompt, random_image, replace_model_perception, tiny_perception
 from tests.helpers.validation_helpers import annotation, write_jsonl
 from validation.ablate import perception_groups, run_ablation
 from validation.annotations import read_annotations
@@ -182,7 +181,7 @@ def test_ablate_command_and_agree_on_its_results(study, monkeypatch, capsys):
         made.append((config.name, device, batch_size))
         return tiny_perception(config, batch_size=batch_size)
 
-    monkeypatch.setattr(perception_module, "ModelPerception", factory)
+    replace_model_perception(monkeypatch, factory)
     out = tmp_path / "out"
     argv = ["ablate", "--images", str(dataset), "--annotations", str(annotations), "--prompts", str(prompts_file)]
     argv += ["--configs", "c5", "c6", "c5", "--out", str(out), "--device", "cpu", "--batch-size", "3"]

@@ -86,6 +86,7 @@ def test_download_shows_sizes_and_fetches_only_config_and_weights(tmp_path, monk
     monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download)
     monkeypatch.setattr(rf_weights, "download_pretrain_weights", fake_rfdetr_download)
     monkeypatch.setattr(weights, "_remote_size", lambda url: 138_700_000)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)  # a machine with internet access (the transfers are fakes)
     assert main(["download-models", "--dir", str(tmp_path / "w")]) == 0
     out = capsys.readouterr().out
     assert "RFDETRSegXLarge (rf-detr-seg-xlarge.pt): 138.7 MB" in out
