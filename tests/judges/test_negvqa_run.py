@@ -55,7 +55,7 @@ def scripted_in_cli(monkeypatch):
     """The CLI loads weights through load_pretrained: hand it the letter double and a tiny processor."""
     from tests.helpers.negvqa_doubles import scripted_judge
 
-    def fake_load(spec, *, dtype, device):
+    def fake_load(spec, *, dtype, device, download=False):
         judge = scripted_judge(LOGITS, REPLIES)
         return judge.model, judge.processor
 
@@ -300,7 +300,9 @@ def test_original_records_alone_are_refused(tmp_path):
 def test_the_cli_lists_malformed_rows_one_line_each_and_goes_on_with_a_real_tiny_model(tmp_path, monkeypatch, capsys):
     from tests.helpers.judge_helpers import tiny_qwen3_vl
 
-    monkeypatch.setattr(transformers_judge, "load_pretrained", lambda spec, *, dtype, device: tiny_qwen3_vl())
+    monkeypatch.setattr(
+        transformers_judge, "load_pretrained", lambda spec, *, dtype, device, download=False: tiny_qwen3_vl()
+    )
     rows = negvqa_rows()
     rows[1]["negated_answer"] = "C"
     rows[3]["category"] = ""

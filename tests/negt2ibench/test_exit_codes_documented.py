@@ -120,6 +120,16 @@ CASES = [
     ("deploy-space", USAGE, ["deploy-space", "--repo-id", "no-slash", "--dry-run"], "ORG/NAME"),
     ("leaderboard", USAGE, ["leaderboard", "verify", "--limit", "0"], "error: "),
     ("examples", BAD_INPUT, ["examples", "--out", "{ex}"], "is not empty"),
+    ("eval-results", BAD_INPUT, ["eval-results", "{tmp}/none.jsonl", "--dataset-id", "ORG/X"], "no such result file"),
+    ("eval-results", USAGE, ["eval-results", "{ex}/results/current.jsonl", "--dataset-id", "noslash"], "ORG/NAME"),
+    (
+        "eval-results",
+        BAD_INPUT,
+        ["eval-results", "{ex}/results/current.jsonl", "--dataset-id", "ORG/X"],
+        "a Hub score needs every image",
+    ),
+    ("negvqa", BAD_INPUT, ["negvqa", "summary", "{tmp}/none.jsonl"], "no such result file"),
+    ("negvqa", BAD_INPUT, ["negvqa", "--judge", "nope", "--data", "x", "--out", "{tmp}/n.jsonl"], "unknown judge"),
 ]
 
 
