@@ -115,15 +115,9 @@ def register(subparsers) -> None:
 
 
 def _spec(args: argparse.Namespace):
-    from .registry import custom_spec, get_spec
+    from .registry import chosen_spec
 
-    if args.model:
-        if args.key:
-            raise UsageError("--key goes with --model-id (a registered judge's key is its name)")
-        return get_spec(args.model)
-    if args.model_id:
-        return custom_spec(args.model_id, args.key, revision=args.revision)
-    raise UsageError("choose a judge: --model KEY (see `negt2ibench judge --list`) or --model-id HUB_ID")
+    return chosen_spec(args.model, model_id=args.model_id, custom_key=args.key, revision=args.revision, flag="--model")
 
 
 def run_judge(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from negt2ibench.core.errors import UserError
+from negt2ibench.core.errors import UsageError, UserError
 from negt2ibench.core.names import SPLIT_NAME, slug
 from negt2ibench.core.registry import Registry
 from negt2ibench.core.table import Column, Table
@@ -108,6 +108,20 @@ def custom_spec(model_id: str, key: str | None = None, *, revision: str = "main"
     if not SPLIT_NAME.match(key):
         raise UserError(f"judge key {key!r} must match [a-z0-9_]+ (it names the records' evaluator)")
     return JudgeSpec(key, model_id, "auto", "?", revision=revision, display_name=model_id)
+
+
+def chosen_spec(
+    key: str | None, *, model_id: str | None, custom_key: str | None, revision: str, flag: str
+) -> JudgeSpec:
+    """The judge a command line names: a registered `key` (given with `flag`), or `model_id` with an
+    optional `custom_key`; a UsageError for neither, or for a custom key beside a registered judge."""
+    if key:
+        if custom_key:
+            raise UsageError("--key goes with --model-id (a registered judge's key is its name)")
+        return get_spec(key)
+    if model_id:
+        return custom_spec(model_id, custom_key, revision=revision)
+    raise UsageError(f"choose a judge: {flag} KEY (see `negt2ibench judge --list`) or --model-id HUB_ID")
 
 
 def adapter_class(spec: JudgeSpec) -> type:

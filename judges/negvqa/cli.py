@@ -134,15 +134,9 @@ def _register_summary(commands) -> None:
 
 
 def _spec(args: argparse.Namespace):
-    from judges.registry import custom_spec, get_spec
+    from judges.registry import chosen_spec
 
-    if args.judge:
-        if args.key:
-            raise UsageError("--key goes with --model-id (a registered judge's key is its name)")
-        return get_spec(args.judge)
-    if args.model_id:
-        return custom_spec(args.model_id, args.key, revision=args.revision)
-    raise UsageError("choose a judge: --judge KEY (see `negt2ibench judge --list`) or --model-id HUB_ID")
+    return chosen_spec(args.judge, model_id=args.model_id, custom_key=args.key, revision=args.revision, flag="--judge")
 
 
 def run_negvqa_command(args: argparse.Namespace) -> int:
