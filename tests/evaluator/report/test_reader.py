@@ -5,7 +5,8 @@ report before it gave: the same records and notes, and every report file byte fo
 `tests/data/report_before_33.json` holds the fingerprints the code of commit 0f80acf made of the same
 seeded sweep (`tests.helpers.report_helpers.sweep_files`: objects with boxes, an error row, a bad
 line, a stray image, a second result of one image, a torn last line); its three PNGs again at
-38de041, the same code after issue 31 changed the plots' colours."""
+38de041, the same code after issue 31 changed the plots' colours, under requirements.txt's matplotlib
+(3.11.2; the Space's Python 3.10 set has 3.10.9, whose PNG bytes differ)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,18 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def assert_as_before(written: dict[str, str]) -> None:
+    """Every file of the report before, byte for byte; the PNGs only under the matplotlib they were
+    drawn with (its renderer decides their bytes: png_note), else the same PNG files are there."""
+    import matplotlib
+
+    expected = BEFORE["report_files_sha256"]
+    assert written.keys() == expected.keys()
+    if matplotlib.__version__ != BEFORE["png_matplotlib"]:
+        written, expected = ({k: v for k, v in d.items() if not k.endswith(".png")} for d in (written, expected))
+    assert written == expected
+
+
 def test_the_reader_gives_the_records_and_notes_of_the_reader_before(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     files = sweep_files(tmp_path)
@@ -47,7 +60,7 @@ def test_report_writes_the_files_the_report_before_wrote_byte_for_byte(tmp_path,
     files = sweep_files(tmp_path)
     assert main(["report", *files, "--out", "report", "--bootstrap", "200"]) == 0
     written = {path.name: sha256(path.read_bytes()) for path in sorted((tmp_path / "report").iterdir())}
-    assert written == BEFORE["report_files_sha256"]
+    assert_as_before(written)
     assert "8 line(s) left out of the report" in capsys.readouterr().out  # four per file
     assert gc.isenabled() and gc.get_freeze_count() > 0  # what `report` read was frozen, the collector back on
 
@@ -73,7 +86,7 @@ def test_the_statement_plot_drawn_in_the_worker_process_is_the_same_file(tmp_pat
     with plot_worker() as worker:
         write_report(report, tmp_path / "report", tables, worker)
         assert worker.submit(os.getpid).result() != os.getpid()  # drawn there: the worker is whole
-    assert _hashes(tmp_path / "report") == BEFORE["report_files_sha256"]
+    assert_as_before(_hashes(tmp_path / "report"))
 
 
 def test_a_worker_that_dies_leaves_the_plot_to_the_report_itself(tmp_path, monkeypatch):
@@ -93,7 +106,8 @@ def test_a_worker_that_dies_leaves_the_plot_to_the_report_itself(tmp_path, monke
         except BrokenExecutor:
             pass
         write_report(report, tmp_path / "second", tables, broken)
-    assert _hashes(tmp_path / "first") == _hashes(tmp_path / "second") == BEFORE["report_files_sha256"]
+    assert _hashes(tmp_path / "first") == _hashes(tmp_path / "second")
+    assert_as_before(_hashes(tmp_path / "first"))
 
 
 def test_report_as_a_program_prints_everything_and_exits_at_once_with_its_files(tmp_path):
@@ -107,4 +121,4 @@ def test_report_as_a_program_prints_everything_and_exits_at_once_with_its_files(
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip().endswith(str(Path("report") / "ots.png"))  # the last line printed
-    assert _hashes(tmp_path / "report") == BEFORE["report_files_sha256"]
+    assert_as_before(_hashes(tmp_path / "report"))
