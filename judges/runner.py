@@ -193,11 +193,7 @@ def judge_images(
         on_written=count_questions,
     )
     for m, counts in run.outputs.items():
-        summary.modes[m].path = counts.path
-        summary.modes[m].already_done = counts.already_done
-        summary.modes[m].judged = counts.written - counts.errors
-        summary.modes[m].errors = counts.errors
-        summary.modes[m].passed = counts.passed
+        summary.modes[m].take(counts)
     summary.error_reasons = dict(run.error_reasons)
     summary.rank, summary.world = run.rank, run.world
     summary.seconds = time.perf_counter() - started

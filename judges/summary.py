@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evaluator.engine import OutputCounts
 from negt2ibench.core.atomic import write_atomic
 
 RUN_RECORD_SUFFIX = ".run.json"
@@ -26,12 +27,19 @@ def run_record_path(out: str | Path, *, rank: int = 0, world: int = 1) -> Path:
 
 @dataclass
 class ModeCounts:
+    """One output of a run (a judge's mode, a NegVQA form): where, what was there, what was added."""
+
     path: Path
     already_done: int = 0
     judged: int = 0  # new records without error
     errors: int = 0
     passed: int = 0
     questions: int = 0  # questions this mode's new records carry (for questions per image)
+
+    def take(self, counts: OutputCounts) -> None:
+        """What `run_records` did to this output (its `outputs[...]`); `questions` is counted apart."""
+        self.path, self.already_done = counts.path, counts.already_done
+        self.judged, self.errors, self.passed = counts.written - counts.errors, counts.errors, counts.passed
 
 
 @dataclass

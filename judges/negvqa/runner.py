@@ -27,7 +27,7 @@ from negt2ibench.core.errors import UserError
 from negt2ibench.core.options import check, non_negative_int
 
 from ..adapters import JudgeAdapter
-from ..summary import run_record_path
+from ..summary import ModeCounts, run_record_path
 from .data import NegVQAData, NegVQAQuestion
 from .records import (
     LETTERS,
@@ -62,15 +62,6 @@ Answer = tuple[tuple[float, ...], str | None]  # the letters' probabilities, the
 
 
 @dataclass
-class FormCounts:
-    path: Path
-    already_done: int = 0
-    answered: int = 0  # new records with an answer
-    errors: int = 0  # new error records
-    correct: int = 0
-
-
-@dataclass
 class NegVQARun:
     """What one run did and cost."""
 
@@ -80,7 +71,7 @@ class NegVQARun:
     device: str
     dtype: str
     data: str
-    forms: dict[str, FormCounts]
+    forms: dict[str, ModeCounts]  # judged: answered; passed: correct
     questions: int = 0  # questions of the source (after --limit)
     malformed: list[str] = field(default_factory=list)
     asked: int = 0  # (image, prompt) pairs asked in this run
@@ -114,9 +105,9 @@ class NegVQARun:
             "forms": {
                 form: {
                     "out": str(c.path),
-                    "answered": c.answered,
+                    "answered": c.judged,
                     "errors": c.errors,
-                    "correct": c.correct,
+                    "correct": c.passed,
                     "already_done": c.already_done,
                 }
                 for form, c in self.forms.items()
@@ -127,7 +118,7 @@ class NegVQARun:
     def line(self) -> str:
         prefix = f"[rank {self.rank}/{self.world}] " if self.world > 1 else ""
         forms = "; ".join(
-            f"{form}: {c.answered + c.errors} new ({c.correct} correct, {c.errors} errors), "
+            f"{form}: {c.judged + c.errors} new ({c.passed} correct, {c.errors} errors), "
             f"{c.already_done} already done → {c.path}"
             for form, c in self.forms.items()
         )
@@ -253,7 +244,7 @@ def run_negvqa(
         device=str(adapter.device),
         dtype=adapter.dtype_name,
         data=data.source,
-        forms={form: FormCounts(path) for form, path in paths.items()},
+        forms={form: ModeCounts(path) for form, path in paths.items()},
         questions=len(questions),
         malformed=list(data.malformed),
     )
@@ -275,11 +266,7 @@ def run_negvqa(
         files=NEGVQA_FILES,
     )
     for form, counts in result.outputs.items():
-        run.forms[form].path = counts.path
-        run.forms[form].already_done = counts.already_done
-        run.forms[form].answered = counts.written - counts.errors
-        run.forms[form].errors = counts.errors
-        run.forms[form].correct = counts.passed
+        run.forms[form].take(counts)
     run.error_reasons = dict(result.error_reasons)
     run.rank, run.world = result.rank, result.world
     run.seconds = time.perf_counter() - started

@@ -134,14 +134,14 @@ def test_resume_then_the_originals_later_ask_only_what_is_missing(tmp_path):
     out = tmp_path / "fixed.jsonl"
     answers = {q: (0.9, 0.1) for q in NEGATED + ORIGINAL}
     first = FixedLetters(answers)
-    assert run_negvqa(data, first, out_path=out, limit=2, progress=False).forms["negated"].answered == 2
+    assert run_negvqa(data, first, out_path=out, limit=2, progress=False).forms["negated"].judged == 2
     second = FixedLetters(answers)
     run = run_negvqa(data, second, out_path=out, progress=False)
-    assert (run.forms["negated"].already_done, run.forms["negated"].answered) == (2, 4)
+    assert (run.forms["negated"].already_done, run.forms["negated"].judged) == (2, 4)
     assert [q.split("\n")[0] for q in second.asked] == [f"Question: {q}" for q in NEGATED[2:]]
     third = FixedLetters(answers)
     run = run_negvqa(data, third, out_path=out, original=True, progress=False)
-    assert run.forms["negated"].already_done == 6 and run.forms["original"].answered == 6
+    assert run.forms["negated"].already_done == 6 and run.forms["original"].judged == 6
     assert [q.split("\n")[0] for q in third.asked] == [f"Question: {q}" for q in ORIGINAL]
     recorded = json.loads((tmp_path / "fixed.run.json").read_text())
     fourth = FixedLetters(answers)
@@ -159,7 +159,7 @@ def test_a_bad_image_is_an_error_row_the_summary_counts_apart(tmp_path, capsys):
     assert data.malformed == [f"{tmp_path / 'n.jsonl'} row 5: no answer (column negated_answer or answer)"]
     out = tmp_path / "r.jsonl"
     run = run_negvqa(data, FixedLetters({q: (0.2, 0.8) for q in NEGATED}), out_path=out, progress=False)
-    assert (run.forms["negated"].answered, run.forms["negated"].errors, run.questions) == (4, 1, 5)
+    assert (run.forms["negated"].judged, run.forms["negated"].errors, run.questions) == (4, 1, 5)
     assert run.error_reasons == {"bad image": 1} and len(run.malformed) == 1
     records = read_negvqa_records(out)
     broken = next(r for r in records if r.question_id == "2")
