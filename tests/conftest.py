@@ -154,6 +154,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=_skip_reason("torch")))
         if item.get_closest_marker("browser") and not item.get_closest_marker("serial"):
             item.add_marker(pytest.mark.serial)  # a browser is several busy processes: the machine to itself
+    items[:] = _long_first(items)
+
+
+LONGEST_TESTS = Path(__file__).with_name("longest_tests.txt")
+
+
+def _long_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The `serial` tests, then the longest of a measured run (LONGEST_TESTS, longest first), then the rest
+    in their own order. pytest-xdist's worksteal hands each worker a contiguous share and lets an idle one
+    take the tail of another's: with the long tests first, short ones fill the end of the run instead of
+    one long test (a 3-minute one) running alone there (benchmarks/RESULTS.md, "The test gate")."""
+    lines = LONGEST_TESTS.read_text().splitlines() if LONGEST_TESTS.is_file() else []
+    place = {line.split()[1]: i for i, line in enumerate(lines) if line.strip() and not line.startswith("#")}
+    serial = [item for item in items if item.get_closest_marker("serial")]
+    longest = sorted(
+        (item for item in items if item.nodeid in place and item not in serial), key=lambda i: place[i.nodeid]
+    )
+    chosen = {id(item) for item in serial + longest}
+    return serial + longest + [item for item in items if id(item) not in chosen]
 
 
 # -- Parallel runs (pytest-xdist, `make test`'s `-n`) ---------------------------------------------------
