@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+from negt2ibench.core.frozen import frozen_twin, thaw, twin_parser
 
 Cause = Literal["subject_missing", "target_missing", "forbidden_rendered", "wrong_value", "dead_zone"]
 CAUSES: tuple[str, ...] = get_args(Cause)  # in this order in every table and plot
@@ -52,7 +54,33 @@ class QuestionResult(BaseModel):
     p_satisfied: float  # p_yes, or 1 - p_yes when "no" satisfies the element
 
 
-class ResultRecord(BaseModel):
+class _ResultProperties:
+    """What a result record derives from its fields: shared by `ResultRecord` and its frozen twin."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:  # the fields it reads, for the type checker only (at run time they would be fields here)
+        score: float | None
+        error: str | None
+        objects: list[ObjectResult]
+        statements: list[StatementResult]
+        model_key: str
+        prompt_id: str
+        sample_index: int
+
+    @property
+    def image_score(self) -> float | None:
+        """`score`, or the share of satisfied elements for records that predate it (None on error rows)."""
+        if self.score is not None or self.error:
+            return self.score
+        elements = [obj.present for obj in self.objects] + [s.satisfied for s in self.statements]
+        return sum(elements) / len(elements) if elements else None
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.model_key, self.prompt_id, self.sample_index)
+
+
+class ResultRecord(_ResultProperties, BaseModel):
     """The verdict on one image. `error` is set (and `passed` False) when it could not be scored."""
 
     model_config = ConfigDict(extra="forbid")
@@ -83,14 +111,18 @@ class ResultRecord(BaseModel):
             data.pop("questions", None)
         return data
 
-    @property
-    def image_score(self) -> float | None:
-        """`score`, or the share of satisfied elements for records that predate it (None on error rows)."""
-        if self.score is not None or self.error:
-            return self.score
-        elements = [obj.present for obj in self.objects] + [s.satisfied for s in self.statements]
-        return sum(elements) / len(elements) if elements else None
 
-    @property
-    def key(self) -> tuple[str, str, int]:
-        return (self.model_key, self.prompt_id, self.sample_index)
+# The same record as a frozen, slotted dataclass validated by the same schema (`negt2ibench.core.frozen`):
+# a quarter of a ResultRecord's memory, for readers that keep hundreds of thousands and only read them
+# (`negt2ibench report`). It has every field and property of a ResultRecord, read-only, and none of
+# pydantic's methods (`thaw_result` gives the model back); to the type checker it is a ResultRecord.
+if TYPE_CHECKING:
+    FrozenResultRecord = ResultRecord
+else:
+    FrozenResultRecord = frozen_twin(ResultRecord, bases=(_ResultProperties,))
+parse_frozen_result = twin_parser(ResultRecord)
+
+
+def thaw_result(record: ResultRecord) -> ResultRecord:
+    """A `ResultRecord` of RECORD (a frozen twin, or a ResultRecord, returned as it is)."""
+    return record if isinstance(record, ResultRecord) else thaw(ResultRecord, record)
