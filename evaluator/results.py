@@ -120,7 +120,7 @@ if TYPE_CHECKING:
     FrozenResultRecord = ResultRecord
 else:
     FrozenResultRecord = frozen_twin(ResultRecord, bases=(_ResultProperties,))
-parse_frozen_result = twin_parser(ResultRecord)
+parse_frozen_result = twin_parser(ResultRecord, bases=(_ResultProperties,))
 
 
 def thaw_result(record: ResultRecord) -> ResultRecord:

@@ -16,6 +16,8 @@ readers that keep many records and only read them. `thaw` turns one back into it
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
 import types
 import typing
 from collections.abc import Callable
@@ -26,14 +28,15 @@ from pydantic import dataclasses as pydantic_dataclasses
 
 M = TypeVar("M", bound=BaseModel)
 
-_TWINS: dict[type[BaseModel], type] = {}
+_TWINS: dict[tuple[type[BaseModel], tuple[type, ...]], type] = {}
 
 
 def frozen_twin(model: type[BaseModel], *, bases: tuple[type, ...] = ()) -> type:
-    """The frozen, slotted pydantic dataclass with MODEL's fields (built once per model; nested
-    models get theirs). BASES must define `__slots__ = ()` (or the twin gets a `__dict__` again)."""
-    if model in _TWINS:
-        return _TWINS[model]
+    """The frozen, slotted pydantic dataclass with MODEL's fields (built once per model and bases;
+    nested models get theirs, without bases). BASES must define `__slots__ = ()` (or the twin gets a
+    `__dict__` again)."""
+    if (model, bases) in _TWINS:
+        return _TWINS[model, bases]
     for base in bases:
         if "__slots__" not in vars(base):
             raise TypeError(f"{base.__name__} has no __slots__: a twin built on it would carry a __dict__")
@@ -48,7 +51,7 @@ def frozen_twin(model: type[BaseModel], *, bases: tuple[type, ...] = ()) -> type
     config = ConfigDict(extra=model.model_config.get("extra", "ignore"), title=model.__name__)
     twin = pydantic_dataclasses.dataclass(plain, frozen=True, slots=True, kw_only=True, config=config)
     twin.__qualname__ = f"{model.__qualname__}.frozen"
-    _TWINS[model] = twin
+    _TWINS[model, bases] = twin
     return twin
 
 
@@ -63,15 +66,15 @@ def _twin_annotation(annotation: Any) -> Any:
     if twinned == args:
         return annotation
     if origin in (Union, types.UnionType):
-        return Union[twinned]  # noqa: UP007 (a tuple of types: the subscript form builds it)
+        return functools.reduce(operator.or_, twinned)  # X | Y | ... again
     return origin[twinned]
 
 
-def twin_parser(model: type[BaseModel]) -> Callable[[bytes | str], Any]:
-    """A JSON parser into MODEL's twin whose errors are MODEL's own: a line the twin refuses is
+def twin_parser(model: type[BaseModel], *, bases: tuple[type, ...] = ()) -> Callable[[bytes | str], Any]:
+    """A JSON parser into MODEL's twin (on BASES) whose errors are MODEL's own: a line the twin refuses is
     validated by MODEL again, whose `ValidationError` is raised (the twin words a few errors its own
     way, e.g. an extra key is "Unexpected keyword argument"; readers quote the model's words)."""
-    adapter: TypeAdapter[Any] = TypeAdapter(frozen_twin(model))
+    adapter: TypeAdapter[Any] = TypeAdapter(frozen_twin(model, bases=bases))
     validate = adapter.validate_json
 
     def parse(data: bytes | str) -> Any:

@@ -65,6 +65,7 @@ def test_a_twin_thaws_to_the_model_it_came_from_and_compares_by_fields():
 
 def test_a_twin_is_built_once_and_takes_slotted_bases_only():
     assert frozen_twin(Tree) is frozen_twin(Tree)
+    assert frozen_twin(Tree, bases=(Twice,)) is not frozen_twin(Tree)  # each its own bases
 
     class WithDict:
         pass
