@@ -13,6 +13,22 @@ from typing import Any
 from negt2ibench.core.errors import UsageError
 from negt2ibench.core.options import device, non_negative_int, positive_int, split_name
 
+
+def add_download_flag(parser: argparse.ArgumentParser) -> None:
+    """`--download`, as `judge` and `negvqa` take it: without it the judge's weights are read from local files only."""
+    parser.add_argument(
+        "--download",
+        action="store_true",
+        help="fetch the judge's weights from the Hub when they are not on this machine (needs internet access); "
+        "without it only local files are read",
+    )
+
+
+def download_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The adapter's keyword for `--download` (only adapters that fetch weights take it)."""
+    return {"download": True} if args.download else {}
+
+
 MODE_CHOICES = ("whole", "pos", "neg", "all")
 
 DESCRIPTION = """\
@@ -103,12 +119,7 @@ def register(subparsers) -> None:
         metavar="DEVICE",
         help="auto, cpu, cuda, cuda:N or mps; auto picks cuda (each process its own GPU), then mps, then cpu",
     )
-    judge.add_argument(
-        "--download",
-        action="store_true",
-        help="fetch the judge's weights from the Hub when they are not on this machine (needs internet access); "
-        "without it only local files are read",
-    )
+    add_download_flag(judge)
     judge.add_argument("--json", action="store_true", help="also print the run summary (costs, counts) as JSON")
     judge.add_argument("--no-progress", action="store_true", help="no progress bar")
     judge.set_defaults(handler=run_judge)
@@ -135,15 +146,13 @@ def run_judge(args: argparse.Namespace) -> int:
 
     from dataset_builder.loading import prompt_index
 
-    from .registry import adapter_class
+    from .registry import required_adapter_class
     from .sources import judge_items
 
     items = judge_items(args.images, split=args.split, prompt_id=args.prompt_id, model_key=args.model_key)
     prompts = prompt_index(args.prompts)
-    judge_class: Any = adapter_class(spec)  # a JudgeAdapter subclass; each takes its own options
-    judge_class.require(spec, download=args.download)  # weights, optional library: before torch loads
-    options = {"download": True} if args.download else {}
-    adapter = judge_class(spec, device=args.device, batch_size=args.batch_size, **options)
+    judge_class = required_adapter_class(spec, download=args.download)
+    adapter = judge_class(spec, device=args.device, batch_size=args.batch_size, **download_options(args))
     from .runner import judge_images
 
     summary = judge_images(

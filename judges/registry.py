@@ -129,6 +129,14 @@ def adapter_class(spec: JudgeSpec) -> type:
     return ADAPTERS[spec.family]
 
 
+def required_adapter_class(spec: JudgeSpec, *, download: bool = False) -> Any:
+    """The adapter class of SPEC once its weights and optional library are known to be here (a disk look,
+    before torch loads): else `MissingWeightsError` / `MissingLibraryError`, one line naming what to run."""
+    judge_class: Any = adapter_class(spec)  # a JudgeAdapter subclass; each takes its own options
+    judge_class.require(spec, download=download)
+    return judge_class
+
+
 def registry_table() -> Table:
     """`judge --list` as a report `Table` (key, hub id, parameters, family, adapter, note)."""
     columns = (

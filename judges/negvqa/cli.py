@@ -12,6 +12,8 @@ from pathlib import Path
 from negt2ibench.core.errors import UsageError
 from negt2ibench.core.options import device, fraction, integer, non_negative_int, positive_int
 
+from ..cli import add_download_flag, download_options
+
 SHOWN_MALFORMED = 50  # malformed rows listed on screen; the run record (OUT.run.json) lists them all
 
 DESCRIPTION = """\
@@ -52,9 +54,9 @@ examples:
   negt2ibench negvqa summary negvqa/*.jsonl          # one row per judge, with its parameter count
 
 A folder or Hub repo holding several data files: choose one with --data-file NAME (a glob, e.g.
-'data/test-*.parquet'); the authors' model_preds/ folder is never read. Offline, the judge's
-weights must be in the Hugging Face cache (`hf download HUB_ID`), and so must a Hub dataset
-(`hf download --repo-type dataset yuhuizhang/NegVQA`)."""
+'data/test-*.parquet'); the authors' model_preds/ folder is never read. Without --download the
+judge's weights must be in the Hugging Face cache (`hf download HUB_ID`); offline, so must a Hub
+dataset (`hf download --repo-type dataset yuhuizhang/NegVQA`)."""
 
 
 def register(subparsers) -> None:
@@ -96,6 +98,7 @@ def register(subparsers) -> None:
         metavar="DEVICE",
         help="auto, cpu, cuda, cuda:N or mps; auto picks cuda (each process its own GPU), then mps, then cpu",
     )
+    add_download_flag(negvqa)
     negvqa.add_argument("--json", action="store_true", help="also print the run summary as JSON")
     negvqa.add_argument("--no-progress", action="store_true", help="no progress bar")
     negvqa.set_defaults(handler=run_negvqa_command)
@@ -148,19 +151,21 @@ def run_negvqa_command(args: argparse.Namespace) -> int:
         raise UsageError(f"negvqa needs {' and '.join(missing)} (see `negt2ibench negvqa --help`)")
     import json
 
-    from judges.registry import adapter_class
+    from judges.registry import required_adapter_class
 
     from .data import parse_columns, read_questions
-    from .runner import run_negvqa
 
     columns = parse_columns(args.columns)
+    judge_class = required_adapter_class(spec, download=args.download)  # before the data and torch
     data = read_questions(args.data, columns=columns, data_file=args.data_file)
     for line in data.malformed[:SHOWN_MALFORMED]:
         print(f"malformed: {line}", file=sys.stderr)
     if len(data.malformed) > SHOWN_MALFORMED:
         more = len(data.malformed) - SHOWN_MALFORMED
         print(f"malformed: ... and {more} more (OUT.run.json lists them all)", file=sys.stderr)
-    adapter = adapter_class(spec)(spec, device=args.device, batch_size=args.batch_size)
+    from .runner import run_negvqa  # torch: once the weights and the data are known to be here
+
+    adapter = judge_class(spec, device=args.device, batch_size=args.batch_size, **download_options(args))
     run = run_negvqa(
         data,
         adapter,

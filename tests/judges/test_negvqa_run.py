@@ -59,6 +59,7 @@ def scripted_in_cli(monkeypatch):
         judge = scripted_judge(LOGITS, REPLIES)
         return judge.model, judge.processor
 
+    monkeypatch.setattr(transformers_judge, "require_weights", lambda spec, download=False: None)
     monkeypatch.setattr(transformers_judge, "load_pretrained", fake_load)
 
 
@@ -251,7 +252,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_file(tmp_path):
     assert out.read_bytes() == whole
 
 
-def test_help_and_one_line_usage_errors(capsys, tmp_path):
+def test_help_and_one_line_usage_errors(capsys, tmp_path, monkeypatch):
     with pytest.raises(SystemExit) as exit_info:
         main(["negvqa", "--help"])
     assert exit_info.value.code == 0
@@ -259,6 +260,11 @@ def test_help_and_one_line_usage_errors(capsys, tmp_path):
     for phrase in ("Answer with the option's letter", "--original", "--columns", "yuhuizhang/NegVQA", "negvqa summary"):
         assert phrase in text
     data = write_jsonl(tmp_path / "n.jsonl", negvqa_rows())
+    # the judge's weights are looked for first, before the data and torch
+    assert main(["negvqa", "--judge", "qwen3_vl_8b", "--data", "nowhere.jsonl", "--out", "o"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: model weights for Qwen/") and "--download" in err and len(err.splitlines()) == 1
+    monkeypatch.setattr(transformers_judge, "require_weights", lambda spec, download=False: None)
     for argv, code, message in (
         (["negvqa", "--data", str(data), "--out", "o.jsonl"], 2, "choose a judge: --judge KEY"),
         (["negvqa", "--judge", "qwen3_vl_8b"], 2, "negvqa needs --data and --out"),
@@ -300,6 +306,7 @@ def test_original_records_alone_are_refused(tmp_path):
 def test_the_cli_lists_malformed_rows_one_line_each_and_goes_on_with_a_real_tiny_model(tmp_path, monkeypatch, capsys):
     from tests.helpers.judge_helpers import tiny_qwen3_vl
 
+    monkeypatch.setattr(transformers_judge, "require_weights", lambda spec, download=False: None)
     monkeypatch.setattr(
         transformers_judge, "load_pretrained", lambda spec, *, dtype, device, download=False: tiny_qwen3_vl()
     )

@@ -136,6 +136,12 @@ CASES = [
     ),
     ("negvqa", BAD_INPUT, ["negvqa", "summary", "{tmp}/none.jsonl"], "no such result file"),
     ("negvqa", BAD_INPUT, ["negvqa", "--judge", "nope", "--data", "x", "--out", "{tmp}/n.jsonl"], "unknown judge"),
+    (
+        "negvqa",
+        NO_WEIGHTS,
+        ["negvqa", "--judge", "qwen3_vl_8b", "--data", "{tmp}/none.jsonl", "--out", "{tmp}/n.jsonl"],
+        "--download",
+    ),
 ]
 
 
