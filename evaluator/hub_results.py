@@ -7,9 +7,12 @@ the number `negt2ibench report` prints for its Table 3 column, read back from th
 one decimal by Python's `format(value, ".1f")` (the nearest tenth of the float's exact binary
 value, ties to even: 14.25 → 14.2, 14.35 → 14.3 because 14.35 is stored as 14.3499…).
 
-The Hub's `.eval_results` entries have no `evaluation_framework` field (`eval_results.yaml` in
-huggingface/hub-docs; `EvalResultEntry` has none): the framework is `eval.yaml`'s, and each entry's
-`notes` names the evaluator version, preset and config hash instead.
+Each entry names `evaluation_framework: negt2ibench`, `eval.yaml`'s own, as the Hub's page on
+eval results asks of an entry (`docs/hub/eval-results.md` in huggingface/hub-docs: optional, "should
+be the same as the one in the eval.yaml"). huggingface_hub 2.4's `EvalResultEntry` has no such field
+(nor the older `eval_results.yaml` spec), so it is added to each serialized entry, before `notes`;
+`parse_eval_result_entries` reads such a file back, leaving it out. Each entry's `notes` names the
+evaluator version, preset and config hash.
 
 A results file is refused the way `report` refuses one (`read_report_inputs`: a model scored by
 different configurations, nothing to report), and also when it holds several models or misses
@@ -96,6 +99,15 @@ def eval_result_entries(
     ]
 
 
+def with_framework(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """ENTRY (one serialized `.eval_results` entry) with `evaluation_framework`, placed before `notes`."""
+    fields = {key: value for key, value in entry.items() if key != "notes"}
+    fields["evaluation_framework"] = EVALUATION_FRAMEWORK
+    if "notes" in entry:
+        fields["notes"] = entry["notes"]
+    return fields
+
+
 def eval_results_yaml(entries: Sequence[EvalResultEntry], *, title: str = "") -> str:
     """The `.eval_results` file: `eval_result_entries_to_yaml(entries)` as YAML, under a comment
     (TITLE, and what the values are)."""
@@ -106,7 +118,8 @@ def eval_results_yaml(entries: Sequence[EvalResultEntry], *, title: str = "") ->
         "# Values: % of images passing every statement of their prompt (Table 3 of the paper),",
         f"# {ROUNDING}.",
     ]
-    body = yaml.safe_dump(eval_result_entries_to_yaml(list(entries)), sort_keys=False, allow_unicode=True, width=1000)
+    serialized = [with_framework(entry) for entry in eval_result_entries_to_yaml(list(entries))]
+    body = yaml.safe_dump(serialized, sort_keys=False, allow_unicode=True, width=1000)
     return "\n".join(header) + "\n" + body
 
 

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from huggingface_hub import parse_eval_result_entries
 
-from dataset_builder.benchmark import EVAL_TASKS
+from dataset_builder.benchmark import EVAL_TASKS, EVALUATION_FRAMEWORK
 from dataset_builder.loading import load_prompts
 from evaluator.hub_results import (
     EVAL_RESULTS_PATH,
@@ -234,10 +234,14 @@ def test_entries_follow_the_hub_spec_field_names(files):
     values = scores_of_file([files["planted"]]).values
     entries = eval_result_entries(values, dataset_id="org/N", notes="n", source_url="https://s", source_name="S")
     data = yaml.safe_load(eval_results_yaml(entries, title="t"))
-    # eval_results.yaml (huggingface/hub-docs): dataset.{id, task_id, revision?}, value, source.{url, name?}, notes
+    # docs/hub/eval-results.md (huggingface/hub-docs, 064c754): dataset.{id, task_id, revision?}, value,
+    # source.{url, name?}, evaluation_framework ("the same as the one in the eval.yaml"), notes, in that order
+    assert [list(entry) for entry in data] == [["dataset", "value", "source", "evaluation_framework", "notes"]] * 7
     assert data[0] == {
         "dataset": {"id": "org/N", "task_id": "overall"},
         "value": 0.2,
         "source": {"url": "https://s", "name": "S"},
+        "evaluation_framework": "negt2ibench",
         "notes": "n",
     }
+    assert {entry["evaluation_framework"] for entry in data} == {EVALUATION_FRAMEWORK}

@@ -7,6 +7,8 @@ store. A bash line runs with `bash -c` and must exit 0, unless its comment carri
 - `[needs weights]`: run all the same; it must exit 2 with one line on stderr, `error: model
   weights for ...`, naming the command that fetches them (`download-models` or `--download`);
 - `[needs internet]`: run all the same; it must exit 1 or 2 with one `error: ...` line;
+- `[refused here: REASON]`: run all the same (what it needs is not in the examples: a complete run,
+  a stored entry, a judge's runs); it must exit 1 with one `error: ...` line, so its flags parse;
 - `[not run: REASON]`: not run (it serves until stopped, installs packages, needs several GPUs ...).
 
 A python block runs as a script and must exit 0; its first line `# [needs weights]` makes it
@@ -29,7 +31,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^( *)```(python|bash|console|sh|shell)\n(.*?)^\1```", re.S | re.M)
-MARKER = re.compile(r"\[(needs weights|needs internet|not run: [^\]]+)\]")
+MARKER = re.compile(r"\[(needs weights|needs internet|refused here: [^\]]+|not run: [^\]]+)\]")
 TIMEOUT = 120  # seconds per command: every one here answers in a few
 
 
@@ -104,6 +106,8 @@ def run_line(command: str, cwd: Path, env: dict[str, str]) -> str | None:
     if kind == "needs weights":
         fine = done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: model weights for")
         fine = fine and ("download-models" in lines[0] or "--download" in lines[0])
+    elif kind.startswith("refused here: "):
+        fine = done.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: ")
     else:  # needs internet
         fine = done.returncode in (1, 2) and len(lines) == 1 and lines[0].startswith("error: ")
     return None if fine else f"`{command}` [{kind}]: {said}"
@@ -159,7 +163,7 @@ def test_every_block_is_found_and_every_marker_is_known():
     assert len(ALL) >= 20 and {block.language for block in ALL} == {"python", "bash"}
     for block in ALL:
         for line in block.code.splitlines():
-            if "[" in line and "#" in line and re.search(r"#.*\[(needs|not run)", line):
+            if "[" in line and "#" in line and re.search(r"#.*\[(needs|not run|refused)", line):
                 assert marker(line), f"{block.name}: an unknown marker in {line!r}"
 
 
@@ -171,10 +175,12 @@ def test_a_broken_import_planted_in_a_snippet_fails(examples, tmp_path):
         "# A page\n\n```python\nfrom negt2ibench.core.table import to_markdown\n```\n\n"
         "```python\nfrom evaluator.report import no_such_name\n```\n\n"
         "```bash\nnegt2ibench report examples/results/no_such_file.jsonl --out r/\n```\n"
-        "```bash\nnegt2ibench report examples/results/current.jsonl --out r/   # [needs weights]\n```\n",
+        "```bash\nnegt2ibench report examples/results/current.jsonl --out r/   # [needs weights]\n```\n"
+        "```bash\nnegt2ibench report examples/results/current.jsonl --out r/   # [refused here: it runs]\n```\n"
+        "```bash\nnegt2ibench report examples/results/current.jsonl --out r/ --no-such-flag # [refused here: x]\n```\n",
         encoding="utf-8",
     )
-    good, broken, failing, mislabelled = blocks([page])
+    good, broken, failing, mislabelled, not_refused, misspelt = blocks([page])
     cwd = workspace(examples, tmp_path)
     assert run_block(good, cwd, examples[1]) == []
     [problem] = run_block(broken, cwd, examples[1])
@@ -183,3 +189,7 @@ def test_a_broken_import_planted_in_a_snippet_fails(examples, tmp_path):
     assert "exit 1" in problem
     [problem] = run_block(mislabelled, cwd, examples[1])  # it runs fine: the marker says it should not
     assert "[needs weights]" in problem and "exit 0" in problem
+    [problem] = run_block(not_refused, cwd, examples[1])
+    assert "[refused here: it runs]" in problem and "exit 0" in problem
+    [problem] = run_block(misspelt, cwd, examples[1])  # a documented flag that no longer parses
+    assert "exit 2" in problem and "unrecognized arguments" in problem
