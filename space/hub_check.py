@@ -7,7 +7,9 @@ its leaderboard embed, docs/hub/leaderboard-data-guide.md), and our first task i
 each row is compared with an entry's `overall` value. A row is matched to our ranked entries by
 model repo (`hub_results.model_repo_of`: the entry's link to its model page) and gets one of three
 outcomes (`HubMatch.text`): *verified here, same value* (equal at the published precision, one
-decimal), *verified here, differs by X points* (Hub − ours), *not verified here*.
+decimal), *verified here, differs by X points* (Hub − ours), *not verified here*. It is read with
+`base_model_only=False`: the Hub's default view leaves out every repo that declares a `base_model`
+(a fine-tune of another model), and a fine-tune's self-reported score needs checking as much as any.
 
 `HubLeaderboard` keeps the last reading in memory for the Space (read at start-up and hourly by a
 background thread; any failure becomes "Hub not reachable", never an exception in a handler), and
@@ -125,7 +127,7 @@ class HubSnapshot:
 
 def read_hub_rows(api: Any, dataset_id: str) -> tuple[HubRow, ...]:
     """The Hub's leaderboard of DATASET_ID through API (`HfApi.get_dataset_leaderboard`)."""
-    return tuple(HubRow.of(entry) for entry in api.get_dataset_leaderboard(dataset_id))
+    return tuple(HubRow.of(entry) for entry in api.get_dataset_leaderboard(dataset_id, base_model_only=False))
 
 
 def hub_problem(error: BaseException, dataset_id: str) -> str:

@@ -62,6 +62,7 @@ def add_entry(
     *,
     status: str = "verified",
     images_repo: str = "org/gallery-images",
+    images_revision: str = "main",
     submitter: str = "alice",
     created_at: float = 1.0,
 ) -> Entry:
@@ -74,7 +75,7 @@ def add_entry(
         status=status,  # type: ignore[arg-type]
         reason="test entry",
         images_repo=images_repo,
-        images_revision="main",
+        images_revision=images_revision,
         created_at=created_at,
         row={**leaderboard_row(results, key), "model": name},
         detail=model_detail(results),

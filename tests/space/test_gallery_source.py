@@ -49,9 +49,11 @@ class Images:
 class Factory:
     def __init__(self, source=None, error=None):
         self.source, self.error, self.opened = source, error, 0
+        self.asked: tuple | None = None
 
     def __call__(self, repo_id, revision, split):
         self.opened += 1
+        self.asked = (repo_id, revision, split)
         if self.error is not None:
             raise self.error
         return self.source
@@ -79,6 +81,17 @@ def test_one_bad_image_costs_only_itself(entry_and_records, tmp_path):
     assert all(Image.open(s.path).size[0] > 0 for s in shown)
     # one read of the page, then one per image the failed read left unread, each with its reason
     assert source.reads[0] == keys and sorted(map(tuple, source.reads[1:])) == sorted((k,) for k in keys[2:])
+
+
+def test_images_come_from_the_entrys_repo_at_its_submitted_revision(prompts, tmp_path):
+    """Not the repo's newest images: the commit the submitter named, which the spot check re-scored."""
+    store = SQLiteStore(tmp_path / "lb.sqlite")
+    results = varied_results(prompts, "m")
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    entry = add_entry(store, "M", results, images_repo="org/pinned-images", images_revision=commit)
+    factory = Factory(Images())
+    GalleryImages(factory, lambda: tmp_path / "work", clock=Clock()).thumbnails(entry, "m", results[:2])
+    assert factory.asked == ("org/pinned-images", commit, "m")
 
 
 def test_failures_are_remembered_for_a_while_then_retried(entry_and_records, tmp_path):

@@ -117,7 +117,8 @@ def test_a_verified_entry_gets_yaml_with_its_page_and_how_it_was_verified(entrie
 def test_the_recorded_leaderboard_gives_the_three_outcomes(entries):
     api = RecordingHfApi()
     rows = read_hub_rows(api, DATASET)
-    assert api.calls == [("get_dataset_leaderboard", {"repo_id": DATASET})]
+    # every row, fine-tunes too: the Hub's default (base_model_only) leaves out repos that declare a base_model
+    assert api.calls == [("get_dataset_leaderboard", {"repo_id": DATASET, "base_model_only": False})]
     matches = {m.row.model_id: m for m in hub_matches(rows, entries)}
     sd = matches["stable-diffusion-v1-5/stable-diffusion-v1-5"]
     flux = matches["black-forest-labs/FLUX.2-dev"]
