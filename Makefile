@@ -44,9 +44,10 @@ lint: install
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir build/site
 
 # Every test, over the machine's cores (pytest-xdist; TEST_WORKERS=1 runs them one at a time): tests
-# marked `serial` (the browser tests too) run while no other test runs (tests/conftest.py); the
-# figures behind the worker count are in benchmarks/RESULTS.md ("The test gate").
-TEST_WORKERS ?= auto
+# marked `serial` (the browser tests too) run while no other test runs (tests/conftest.py). One worker
+# more than the cores: many tests wait on a server, a subprocess or a browser, and a third worker on two
+# cores fills that wait (figures in benchmarks/RESULTS.md, "The test gate").
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: lint
 	$(PY) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
