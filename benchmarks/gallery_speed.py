@@ -5,7 +5,7 @@
 A stored entry of 19,200 records (4,800 prompts × 4 samples, every verdict and cause) and an
 images repo (a local parquet folder, as the Hub's layout) of its first page's images at
 SIDE × SIDE pixels (PNG of noise, so decoding costs what a photograph's would). Measured:
-reading the records from SQLite and keeping them compact (`space.gallery_source.EntryRecords`),
+reading the records from SQLite and keeping them compact (`space.gallery.source.EntryRecords`),
 the memory that keeps, filtering all rows, the first page (fetch 24 images in one read, keep each,
 draw and keep its thumbnail), the same page again (all kept: nothing fetched), and one full view.
 Prints a Markdown table; nothing is asserted.
@@ -47,10 +47,10 @@ def main() -> None:
     from PIL import Image
 
     from dataset_builder.loading import load_prompts
-    from space import gallery_view as view
-    from space.gallery_source import EntryRecords, GalleryImages
-    from space.spotcheck import ParquetImages
-    from space.store import SQLiteStore
+    from leaderboard.images import ParquetImages
+    from leaderboard.store import SQLiteStore
+    from space.gallery import view
+    from space.gallery.source import EntryRecords, GalleryImages
     from tests.helpers.gallery_helpers import add_entry, varied_results
 
     prompts = load_prompts(None)

@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "validation.ablate_cli",
     "validation.examples_cli",
     "space.cli",
+    "leaderboard.cli",
 )
 
 
@@ -79,7 +80,8 @@ EXTRA_OF_MODULE = {
     ),
     **dict.fromkeys(["diffusers", "sentencepiece", "skimage", "cv2"], "models"),
     "bitsandbytes": "gpu",
-    **dict.fromkeys(["gradio", "spaces", "confusable_homoglyphs"], "space"),
+    **dict.fromkeys(["gradio", "spaces"], "space"),
+    "confusable_homoglyphs": "leaderboard",
 }
 
 

@@ -26,18 +26,18 @@ import matplotlib.pyplot  # noqa: F401  (see below)
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EVALUATOR_VERSION
+from leaderboard.hub_check import HUB_REFRESH_SECONDS, HubLeaderboard, default_api
+from leaderboard.hub_results import hub_dataset_id, space_base_url
+from leaderboard.identity import FORWARDED_ENV, check_forwarded_allow_ips, default_forwarded_allow_ips
+from leaderboard.store import LeaderboardStore, open_store
+from leaderboard.submissions import PRESET, ImageSourceFactory, SubmissionLimits, hub_images
 from negt2ibench.api import Evaluator
 from negt2ibench.core.errors import UsageError
 
 from .handlers import Handlers, Rechecker, WorkDir
-from .hub_check import HUB_REFRESH_SECONDS, HubLeaderboard, default_api
-from .hub_results import hub_dataset_id, space_base_url
-from .identity import FORWARDED_ENV, check_forwarded_allow_ips, default_forwarded_allow_ips
 from .judge_panel import judge_panel
 from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SWEEP_SECONDS, blocks_cache
 from .scoring import gpu_batch_scorer, gpu_scorer, on_zero_gpu, preload_models
-from .store import LeaderboardStore, open_store
-from .submissions import ImageSourceFactory, SubmissionLimits, hub_images
 from .tabs import annotate, compare, explore, gallery, leaderboard, score, submit
 from .tabs.annotate import annotation_handlers
 from .tabs.compare import CompareHandlers
@@ -49,7 +49,6 @@ from .views import prompt_label
 # first events at once then race on a half-imported module ("partially initialized module
 # 'matplotlib.pyplot'"). Importing it above, before any event runs, removes the race.
 
-PRESET = "current"  # the preset the Space scores and accepts submissions for
 RECHECK_SECONDS = 30 * 60  # how often pending spot checks are retried while the app runs
 # theme/css go to launch() in gradio 6; uploads above the size limit are refused before any handler runs.
 LAUNCH_KWARGS: dict[str, Any] = {

@@ -10,7 +10,7 @@ from pathlib import Path
 from negt2ibench.core.errors import UserError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("negt2ibench", "dataset_builder", "evaluator", "judges", "space", "validation")
+PACKAGES = ("negt2ibench", "dataset_builder", "evaluator", "judges", "leaderboard", "space", "validation")
 GRADIO_VERSION = "6.31.0"  # the Space installs gradio (and gradio_client) itself from sdk_version
 ZERO_GPU_HARDWARE = "zero-a10g"  # huggingface_hub.SpaceHardware.ZERO_A10G
 # The Python of ZeroGPU Spaces, as the Hub's ZeroGPU docs list it ("Supported versions").

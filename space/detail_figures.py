@@ -20,9 +20,10 @@ from dataset_builder.vocabulary import LOADS, SETTINGS, setting_label
 from evaluator.report.keys import CATEGORY_TITLES, TABLE3_CATEGORIES
 from evaluator.report.plots import CAUSE_COLORS
 from evaluator.results import CAUSES
+from leaderboard.ranking import UNVERIFIED
 from negt2ibench.core import palette
 
-from .leaderboard_view import UNVERIFIED, csv_frame
+from .leaderboard_view import csv_frame
 
 ACCURACY_COLUMNS = ["model", "axis", "key", "load", "accuracy"]  # axis: setting | category
 SETTING_KEYS: tuple[str, ...] = tuple(setting_label(p, n) for p, n in SETTINGS)

@@ -25,16 +25,10 @@ import gradio as gr
 
 from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EvaluatorConfig
-from negt2ibench.api import resolve_prompt
-from negt2ibench.core.errors import MissingWeightsError, UserError
-
-from . import views
-from .identity import requester
-from .names import QUOTE_LIMIT, shorten
-from .resources import CacheBudget, ClientSlots, RecentEvents, bounded_image
-from .scoring import RescoreOnGpu, ScoreOnGpu
-from .store import LeaderboardStore
-from .submissions import (
+from leaderboard.identity import requester
+from leaderboard.names import QUOTE_LIMIT, shorten
+from leaderboard.store import LeaderboardStore
+from leaderboard.submissions import (
     NOT_COUNTED,
     ImageSourceFactory,
     InvalidFileError,
@@ -46,6 +40,12 @@ from .submissions import (
     recheck,
     submit,
 )
+from negt2ibench.api import resolve_prompt
+from negt2ibench.core.errors import MissingWeightsError, UserError
+
+from . import views
+from .resources import CacheBudget, ClientSlots, RecentEvents, bounded_image
+from .scoring import RescoreOnGpu, ScoreOnGpu
 
 WEIGHTS_RETRY_SECONDS = 300.0  # after "weights missing", clicks answer at once for this long, then retry
 MAX_PROMPT_CHARS = 400  # a typed prompt, at most (the benchmark's longest is under 250)

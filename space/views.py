@@ -12,10 +12,9 @@ import pandas as pd
 from dataset_builder.records import PromptRecord
 from dataset_builder.vocabulary import SETTINGS, setting_label, setting_name
 from evaluator.results import ResultRecord
-
-from .identity import shown_identity
-from .names import clip, plain_markdown, shorten
-from .store import Entry
+from leaderboard.identity import shown_identity
+from leaderboard.names import clip, plain_markdown, shorten
+from leaderboard.store import Entry
 
 ANY = "any"
 EXPLORE_LIMIT = 1000  # rows shown in the prompt table and the prompt picker
@@ -171,7 +170,7 @@ def submissions_frame(entries: Sequence[Entry]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SUBMISSION_COLUMNS)
 
 
-# What each stored status means for the submitter (space/submissions.py's state machine).
+# What each stored status means for the submitter (leaderboard/submissions.py's state machine).
 STATUS_MEANING: dict[str, str] = {
     "received": "stored; being checked",
     "validated": "stored and validated; its spot check runs next, in the background (refresh the list below)",

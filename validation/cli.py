@@ -81,7 +81,7 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from space.store import open_store
+    from leaderboard.store import open_store
 
     from .annotations import write_annotations
 
@@ -97,7 +97,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from space.store import open_store
+    from leaderboard.store import open_store
 
     from .annotations import check_against_prompt, read_annotations
 

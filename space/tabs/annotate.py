@@ -1,5 +1,5 @@
-"""The Annotate tab: its layout and wiring (handlers in `space.annotate_handlers`, views in
-`space.annotate_view`, the sample's images in `space.annotate_images`).
+"""The Annotate tab: its layout and wiring (handlers in `space.annotate.handlers`, views in
+`space.annotate.view`, the sample's images in `space.annotate.images`).
 
 `annotation_handlers` builds the tab's handlers from the sample (``serve --annotation-sample``,
 or env ``NEGT2I_ANNOTATION_SAMPLE`` on a Space); `build` lays the tab out. API names (for
@@ -15,12 +15,12 @@ from pathlib import Path
 import gradio as gr
 
 from dataset_builder.records import PromptLookup
+from leaderboard.store import LeaderboardStore
 from validation.sample import SampleItem, read_sample
 
-from .. import annotate_view as view
-from ..annotate_handlers import AnnotateHandlers, Reservations
-from ..annotate_images import SampleImages
-from ..store import LeaderboardStore
+from ..annotate import view
+from ..annotate.handlers import AnnotateHandlers, Reservations
+from ..annotate.images import SampleImages
 
 SAMPLE_ENV = "NEGT2I_ANNOTATION_SAMPLE"
 IMAGES_ENV = "NEGT2I_ANNOTATION_IMAGES"

@@ -20,8 +20,8 @@ import gradio as gr
 from dataset_builder.records import PromptLookupError, PromptRecord
 from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES, SAMPLES_PER_PROMPT, setting_label
 
-from .. import gallery_view as view
 from .. import views
+from ..gallery import view
 from ..handlers import error_reply
 from .gallery import GalleryHandlers, full_view_layout
 

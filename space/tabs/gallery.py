@@ -5,7 +5,7 @@ a click shows the full view, the Score tab's: the drawn image, the verdict and t
 API names (for gradio_client): ``gallery`` (model, category, setting, load, verdict, cause, page →
 the summary, the thumbnails, the page as a table, the page number) and ``gallery_item`` (model,
 prompt id, sample index → the drawn image, the verdict, the table). The records and images come
-from `space.gallery_source`, the thumbnails and captions from `space.gallery_view`. The tab is
+from `space.gallery.source`, the thumbnails and captions from `space.gallery.view`. The tab is
 filled when it is opened, so a visit that never opens it fetches nothing.
 """
 
@@ -22,15 +22,15 @@ import pandas as pd
 from dataset_builder.records import PromptIndex
 from dataset_builder.vocabulary import CATEGORIES
 from evaluator.results import CAUSES
+from leaderboard.images import ImageSourceFactory
+from leaderboard.names import plain_markdown
+from leaderboard.ranking import ranked_entries, verification_label
+from leaderboard.store import Entry, LeaderboardStore
 
-from .. import gallery_view as view
 from .. import views
-from ..gallery_source import EntryRecords, GalleryImages, IndexedRecords
+from ..gallery import view
+from ..gallery.source import EntryRecords, GalleryImages, IndexedRecords
 from ..handlers import WorkDir, error_reply
-from ..leaderboard_view import ranked_entries, verification_label
-from ..names import plain_markdown
-from ..spotcheck import ImageSourceFactory
-from ..store import Entry, LeaderboardStore
 
 log = logging.getLogger(__name__)
 FULL_SIDE = 1024  # the full view's placeholder side

@@ -5,7 +5,7 @@ API names (for gradio_client): ``leaderboard`` (→ the board, the CSV, the mode
 awaiting list) and ``model_detail`` (a model name → its status, plot and causes). The frames and
 the figure come from `space.leaderboard_view`.
 
-The Hub (`space.hub_check`, `space.hub_results`; docs/hub.md): with a benchmark dataset set, the
+The Hub (`leaderboard.hub_check`, `leaderboard.hub_results`; docs/hub.md): with a benchmark dataset set, the
 board gains a `hub` column and ``hub_status`` (→ the line under it) says what the Hub's own
 leaderboard holds; ``eval_results`` (a model name → a note, the `.eval_results` YAML of its verified
 entry, the file) issues the YAML. `?entry=<submission id>` in the address opens that entry's detail.
@@ -18,9 +18,12 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from leaderboard.hub_check import HubLeaderboard, hub_cells, hub_status_markdown
+from leaderboard.hub_results import ENTRY_PARAM, entry_eval_results, entry_page_url, no_yaml_reason
+from leaderboard.ranking import newest_entries
+from leaderboard.store import LeaderboardStore
+
 from ..handlers import WorkDir
-from ..hub_check import HubLeaderboard, hub_cells, hub_status_markdown
-from ..hub_results import ENTRY_PARAM, entry_eval_results, entry_page_url, no_yaml_reason
 from ..leaderboard_view import (
     AWAITING_COLUMNS,
     CAUSE_COLUMNS,
@@ -31,10 +34,8 @@ from ..leaderboard_view import (
     csv_frame,
     leaderboard_frame,
     model_status,
-    newest_entries,
     polarity_figure,
 )
-from ..store import LeaderboardStore
 from ..views import error_markdown
 from . import leaderboard_figures
 

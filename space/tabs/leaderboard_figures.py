@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 import gradio as gr
 
+from leaderboard.ranking import UNVERIFIED, newest_entries
+from leaderboard.store import Entry, LeaderboardStore
+
 from .. import detail_figures as figures
 from ..handlers import WorkDir, error_reply
-from ..leaderboard_view import UNVERIFIED, causes_frame, claimed, newest_entries, polarity_frame
-from ..store import Entry, LeaderboardStore
+from ..leaderboard_view import causes_frame, claimed, polarity_frame
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ screenshots and plots are flat colour, so little visible is lost.
 
 - `figure5.png`, `figure6.png`: the corpus figures, by `dataset_builder.figures` (as
   `negt2ibench validate DIR --out FIGDIR` writes them), for the published corpus;
-- `table3_paper.png`: the paper's Table 3 rows (`space.leaderboard_view.PAPER_ROWS`), copied
+- `table3_paper.png`: the paper's Table 3 rows (`leaderboard.ranking.PAPER_ROWS`), copied
   from the paper, not scored here;
 - `verdict_synthetic.png`: how a verdict is drawn, on a synthetic scene of the rectangle double
   (`tests.helpers.synthetic_scenes`), labelled as such in the picture itself.
@@ -80,8 +80,8 @@ def corpus_figures() -> dict[str, bytes | str | Image.Image]:
 
 def table3_figure() -> dict[str, bytes | str | Image.Image]:
     """The paper's Table 3 rows as a plot, and its data."""
+    from leaderboard.ranking import PAPER_ROWS
     from space.detail_figures import accuracy_figure, accuracy_frame, figure_csv
-    from space.leaderboard_view import PAPER_ROWS
 
     frame = accuracy_frame([(row["model"], row) for row in PAPER_ROWS])
     title = "Table 3 of the paper (reported there, on the paper's corpus draw; not scored here)"
@@ -96,7 +96,7 @@ def verdict_figure() -> dict[str, bytes | str | Image.Image]:
     from dataset_builder.loading import load_prompts
     from dataset_builder.records import PromptIndex
     from space.detail_figures import figure_csv
-    from space.gallery_view import drawn
+    from space.gallery.view import drawn
     from space.views import verdict_frame
     from tests.helpers.synthetic_scenes import SYNTHETIC_LABEL, scored_scenes
 

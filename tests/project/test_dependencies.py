@@ -23,7 +23,17 @@ tomllib = pytest.importorskip("tomllib", reason="pyproject.toml is read with Pyt
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-FIRST_PARTY = {"negt2ibench", "dataset_builder", "generation", "evaluator", "judges", "space", "validation", "tests"}
+FIRST_PARTY = {
+    "negt2ibench",
+    "dataset_builder",
+    "generation",
+    "evaluator",
+    "judges",
+    "leaderboard",
+    "space",
+    "validation",
+    "tests",
+}
 
 # Run in a fresh interpreter with every module of a distribution outside the runtime set made
 # unimportable (None in sys.modules: `import torch` raises ModuleNotFoundError and

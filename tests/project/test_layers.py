@@ -1,10 +1,11 @@
-"""The layers of docs/architecture.md, checked on the source: every import of the seven packages
+"""The layers of docs/architecture.md, checked on the source: every import of the eight packages
 (at module level or inside a function, `TYPE_CHECKING` blocks and lazy ``"module:Name"`` registry
 targets included) goes to the module's own layer or a lower one, and no import cycle exists.
 
 Lowest first: the foundation (`negt2ibench.core`) → the corpus (`dataset_builder`) → `generation` |
 `evaluator` (never each other) → `judges` → `validation` → the Python API (`negt2ibench.api`,
-`negt2ibench.inputs`) → the Space (`space`) → the shells (every `cli.py` and `*_cli.py`,
+`negt2ibench.inputs`) → the leaderboard's back end (`leaderboard`, no gradio) → the Space (`space`, the UI)
+→ the shells (every `cli.py` and `*_cli.py`,
 `negt2ibench/cli.py`, `negt2ibench/__init__.py`, `negt2ibench/__main__.py`). Only shells import shells.
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("negt2ibench", "dataset_builder", "generation", "evaluator", "judges", "validation", "space")
+PACKAGES = ("negt2ibench", "dataset_builder", "generation", "evaluator", "judges", "validation", "leaderboard", "space")
 # Layer → its rank; two layers of one rank (generation, evaluator) may not import each other.
 RANKS = {
     "core": 0,
@@ -28,8 +29,9 @@ RANKS = {
     "judges": 3,
     "validation": 4,
     "api": 5,
-    "space": 6,
-    "shells": 7,
+    "leaderboard": 6,
+    "space": 7,
+    "shells": 8,
 }
 SHELLS = ("negt2ibench", "negt2ibench.cli", "negt2ibench.__main__")
 API = ("negt2ibench.api", "negt2ibench.inputs", "negt2ibench.geneval_api")
@@ -52,7 +54,7 @@ def layer_of(module: str) -> str:
 
 
 def project_modules(root: Path) -> dict[str, Path]:
-    """Dotted name → file, for every module of the seven packages under ROOT."""
+    """Dotted name → file, for every module of the eight packages under ROOT."""
     modules = {}
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
@@ -157,7 +159,7 @@ def import_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_every_import_stays_in_its_layer_or_goes_down():
     edges = import_edges(ROOT)
-    assert len(edges) > 100  # the seven packages were read
+    assert len(edges) > 100  # the eight packages were read
     assert layer_violations(edges) == []
 
 
@@ -173,9 +175,19 @@ def test_the_layers_are_the_documented_ones():
     assert {layer_of(m) for m in ("negt2ibench", "negt2ibench.cli", "evaluator.cli", "validation.ablate_cli")} == {
         "shells"
     }
-    assert layer_of("evaluator.report.tables") == "evaluator" and layer_of("space.store") == "space"
+    assert layer_of("evaluator.report.tables") == "evaluator" and layer_of("leaderboard.store") == "leaderboard"
+    assert layer_of("space.gallery.source") == "space" and layer_of("leaderboard.cli") == "shells"
     documented = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-    for name in ("negt2ibench/core/", "dataset_builder", "generation", "evaluator", "judges", "validation", "space"):
+    for name in (
+        "negt2ibench/core/",
+        "dataset_builder",
+        "generation",
+        "evaluator",
+        "judges",
+        "validation",
+        "leaderboard/",
+        "space",
+    ):
         assert name in documented
 
 
@@ -202,7 +214,8 @@ CLEAN = {
     "judges/runner.py": "from evaluator.pipeline import UserError\n",
     "validation/ablate.py": "def run():\n    from judges import runner\n",
     "negt2ibench/api.py": "import validation.ablate\n",
-    "space/app.py": "from negt2ibench.api import validation\n",
+    "leaderboard/store.py": "from negt2ibench.api import validation\n",
+    "space/app.py": "from leaderboard.store import validation\n",
     "space/cli.py": "from space.app import validation\nfrom evaluator.cli import register\n",
     "evaluator/cli.py": "from negt2ibench.api import validation\n\ndef register(): ...\n",
 }
@@ -232,6 +245,8 @@ def test_the_checker_passes_a_clean_planted_tree(tmp_path):
         ),
         # only shells import shells
         ("space/handlers.py", "from evaluator.cli import register\n", "space"),
+        # the leaderboard's back end never imports the Space (its UI)
+        ("leaderboard/rescore.py", "from space.app import build_app\n", "leaderboard"),
         # a lazy registry target is an import too
         ("judges/registry.py", 'ADAPTERS = {"x": "validation.ablate:run"}\n', "judges"),
         # the package facade of negt2ibench is a shell
@@ -251,3 +266,48 @@ def test_the_checker_finds_a_planted_cycle(tmp_path):
     edges = import_edges(_plant(tmp_path, planted))
     assert layer_violations(edges) == []  # both in one layer: only the cycle is wrong
     assert import_cycles(edges) == [["evaluator.pipeline", "evaluator.results"]]
+
+
+# -- the leaderboard's back end runs without the UI ------------------------------------------------
+
+UI_LIBRARIES = ("gradio", "gradio_client", "spaces")
+
+
+def ui_imports(root: Path) -> list[str]:
+    """Every import of a UI library (gradio, its client, ZeroGPU's `spaces`) in the leaderboard package."""
+    found = []
+    for module, path in sorted(project_modules(root).items()):
+        if not (module == "leaderboard" or module.startswith("leaderboard.")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            found += [f"{module} imports {name}" for name in names if name.split(".")[0] in UI_LIBRARIES]
+    return found
+
+
+def test_the_leaderboard_back_end_imports_no_ui_library():
+    assert ui_imports(ROOT) == []
+
+
+def test_the_ui_check_finds_a_planted_gradio_import(tmp_path):
+    planted = CLEAN | {"leaderboard/rescore.py": "def later():\n    import gradio as gr\n"}
+    assert ui_imports(_plant(tmp_path, planted)) == ["leaderboard.rescore imports gradio"]
+
+
+def test_importing_every_back_end_module_loads_no_gradio():
+    import subprocess
+    import sys
+
+    modules = sorted(m for m in project_modules(ROOT) if m == "leaderboard" or m.startswith("leaderboard."))
+    script = (
+        f"import importlib, sys\nfor m in {modules!r}:\n    importlib.import_module(m)\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {UI_LIBRARIES!r}))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert len(modules) > 10 and done.stdout.strip() == "[]"

@@ -12,9 +12,9 @@ import pytest
 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
+from leaderboard.store import SQLiteStore
 from negt2ibench.cli import main
 from space.app import build_app
-from space.store import SQLiteStore
 from tests.helpers.annotate_helpers import answer_pattern, expected_record, images_dataset, sample_of
 from tests.helpers.doc_pictures import doc_images_dir, small_png
 from tests.helpers.net import launch_local

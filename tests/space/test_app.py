@@ -13,10 +13,11 @@ from gradio_client import Client, handle_file
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from evaluator.config import PRESETS
+from leaderboard.ranking import PAPER_ROWS, REPORTED, newest_entries
+from leaderboard.store import Entry, SQLiteStore
+from leaderboard.submissions import ImagesUnreachable, ParquetImages, SpotCheckPlan, SubmissionLimits
 from space.app import build_app
-from space.leaderboard_view import PAPER_ROWS, REPORTED, leaderboard_frame, newest_entries
-from space.store import Entry, SQLiteStore
-from space.submissions import ImagesUnreachable, ParquetImages, SpotCheckPlan, SubmissionLimits
+from space.leaderboard_view import leaderboard_frame
 from tests.helpers.net import launch_local
 from tests.helpers.space_helpers import (
     RectanglePerception,
@@ -329,7 +330,7 @@ def test_a_space_with_login_refuses_anonymous_submissions(prompts, data, tmp_pat
 @pytest.mark.slow
 def test_pending_spot_checks_are_retried_at_start_up_and_while_the_app_runs(prompts, data, tmp_path):
     from dataset_builder.records import PromptIndex
-    from space.submissions import SubmissionForm, submit
+    from leaderboard.submissions import SubmissionForm, submit
 
     store = SQLiteStore(tmp_path / "recheck.sqlite")
     images = ToggleImages(data["images"])
@@ -367,9 +368,9 @@ def test_pending_spot_checks_are_retried_at_start_up_and_while_the_app_runs(prom
 
 
 def test_missing_weights_are_not_looked_for_on_every_click(prompts, tmp_path):
+    from leaderboard.submissions import hub_images
     from negt2ibench.core.errors import MissingWeightsError
     from space.handlers import Handlers, WorkDir
-    from space.submissions import hub_images
 
     calls = []
 

@@ -28,10 +28,10 @@ import pytest
 from gradio_client import Client, handle_file
 
 from dataset_builder.loading import load_prompts
+from leaderboard.identity import address_identity
+from leaderboard.store import SQLiteStore
+from leaderboard.submissions import ImagesUnreachable, ParquetImages, SubmissionLimits
 from space.app import build_app
-from space.identity import address_identity
-from space.store import SQLiteStore
-from space.submissions import ImagesUnreachable, ParquetImages, SubmissionLimits
 from tests.helpers.net import launch_local
 from tests.helpers.space_helpers import RectanglePerception, scene_png, wait_for, write_images_dataset, write_results
 
@@ -345,7 +345,7 @@ def test_a_flood_of_malformed_uploads_does_not_delay_another_client(behind_proxy
     """One client's six malformed files (the issue's 100 MB ones, small here: the first one's reading
     is held open instead) while another client submits a valid file: the other's is validated while
     the flooder's first is still being read, and the flooder's other five are refused unread."""
-    import space.submissions as submissions_module
+    import leaderboard.submissions as submissions_module
 
     entered, release, reads = threading.Event(), threading.Event(), []
     original = submissions_module._load_results

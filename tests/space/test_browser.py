@@ -19,9 +19,9 @@ import pytest
 from dataset_builder.loading import load_prompts
 from evaluator.report import leaderboard_row
 from evaluator.results import ResultRecord
+from leaderboard.store import Entry, SQLiteStore
+from leaderboard.submissions import ImagesUnreachable, ParquetImages, model_detail
 from space.app import build_app
-from space.store import Entry, SQLiteStore
-from space.submissions import ImagesUnreachable, ParquetImages, model_detail
 from tests.helpers.doc_pictures import doc_images_dir, small_png
 from tests.helpers.gallery_helpers import some_prompts
 from tests.helpers.net import launch_local

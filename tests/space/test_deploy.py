@@ -26,7 +26,7 @@ from space.deploy import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-PROJECT = ("negt2ibench", "dataset_builder", "evaluator", "space", "generation", "validation", "judges")
+PROJECT = ("negt2ibench", "dataset_builder", "evaluator", "leaderboard", "space", "generation", "validation", "judges")
 INSTALLED_BY_THE_SDK = {"gradio", "gradio-client"}  # sdk_version in the Space README
 
 

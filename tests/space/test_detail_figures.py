@@ -12,10 +12,10 @@ from matplotlib.colors import to_rgb
 
 from evaluator.report.plots import CAUSE_COLORS
 from evaluator.results import CAUSES
+from leaderboard.ranking import PAPER_ROWS
+from leaderboard.store import Entry
 from negt2ibench.core import palette
 from space import detail_figures as figures
-from space.leaderboard_view import PAPER_ROWS
-from space.store import Entry
 
 
 def test_accuracy_frame_holds_every_setting_and_category_of_a_row():
@@ -107,8 +107,8 @@ def test_the_cvd_check_fails_the_palette_it_replaced():
 
 
 def test_an_entry_not_verified_is_marked_claimed_in_the_figures(tmp_path):
+    from leaderboard.store import SQLiteStore
     from space.handlers import WorkDir
-    from space.store import SQLiteStore
     from space.tabs.leaderboard_figures import DetailFigures
 
     store = SQLiteStore(tmp_path / "lb.sqlite")

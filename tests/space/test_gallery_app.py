@@ -19,10 +19,10 @@ from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from evaluator.report import leaderboard_row
 from evaluator.results import CAUSES
-from space import gallery_view as view
+from leaderboard.store import SQLiteStore
 from space.app import build_app
+from space.gallery import view
 from space.resources import CacheBudget
-from space.store import SQLiteStore
 from space.views import verdict_frame, verdict_summary
 from tests.helpers.gallery_helpers import CountingImages, add_entry, images_repo, some_prompts, varied_results
 from tests.helpers.net import launch_local

@@ -8,18 +8,12 @@ from PIL import Image
 from dataset_builder.loading import load_prompts
 from evaluator.config import PRESETS
 from evaluator.report import LEADERBOARD_COLUMNS, TABLE3_COLUMNS
+from leaderboard.ranking import PAPER_CITATION, PAPER_ROWS, REPORTED
+from leaderboard.store import Entry, SQLiteStore
 from negt2ibench.api import Evaluator
 from space.app import build_app
-from space.leaderboard_view import (
-    LEADERBOARD_TABLE_COLUMNS,
-    PAPER_CITATION,
-    PAPER_ROWS,
-    PAPER_ROWS_NOTE,
-    REPORTED,
-    leaderboard_table,
-)
+from space.leaderboard_view import LEADERBOARD_TABLE_COLUMNS, PAPER_ROWS_NOTE, leaderboard_table
 from space.scoring import gpu_scorer
-from space.store import Entry, SQLiteStore
 from space.views import error_markdown, verdict_frame
 from tests.helpers.space_helpers import RectanglePerception, scene_png
 
@@ -99,8 +93,9 @@ def test_numbers_that_are_not_verified_say_so_where_they_are_drawn():
     import matplotlib.pyplot as plt
 
     from evaluator.results import ResultRecord
-    from space.compared import shown_numbers
-    from space.leaderboard_view import UNVERIFIED, causes_frame, polarity_figure
+    from leaderboard.compared import shown_numbers
+    from leaderboard.ranking import UNVERIFIED
+    from space.leaderboard_view import causes_frame, polarity_figure
     from tests.helpers.space_helpers import result_line
 
     prompts = load_prompts(None)[::100]

@@ -1,0 +1,158 @@
+"""`negt2ibench leaderboard list|verify|recheck|publish|hub-check`: the leaderboard's back end from the
+command line, without gradio (the Hub actions: `leaderboard.hub_cli`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from negt2ibench.core.errors import UserError
+from negt2ibench.core.options import device, non_negative_int, positive_int
+
+
+def _leaderboard_list(args: argparse.Namespace) -> int:
+    import time
+
+    from .store import open_store
+
+    store = open_store(args.home)
+    entries = store.list_entries()
+    print(f"{len(entries)} submission(s) in {store!r}")
+    for entry in entries:
+        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(entry.created_at))
+        print(f"{entry.submission_id[:8]}  {when}  {entry.model_name}  {entry.status}  {entry.reason}")
+    return 0
+
+
+def _leaderboard_verify(args: argparse.Namespace) -> int:
+    from dataset_builder.loading import prompt_index
+    from negt2ibench.api import Evaluator
+
+    from .rescore import local_images, verify_full, verify_sampled
+    from .store import negt2i_home, open_store
+    from .submissions import PRESET, SpotCheckSetup, hub_images
+
+    if args.images_from is not None and not args.images_from.is_dir():
+        raise UserError(f"--images-from {args.images_from}: no such folder")
+    index = prompt_index(args.dataset)
+    evaluator = Evaluator(
+        PRESET, device=args.device, weights_dir=args.weights_dir, prompts=index, batch_size=args.batch_size
+    )
+
+    def score(images, prompts, model_key, sample_indices):
+        return evaluator.score_many(
+            images, prompts, model_key=model_key, sample_indices=sample_indices, progress=False, num_workers=0
+        )
+
+    images = local_images(args.images_from) if args.images_from is not None else hub_images
+    setup = SpotCheckSetup(index, score, images, config=evaluator.config)
+    if not getattr(args, "full", False):
+        verify_sampled(open_store(args.home), setup)
+        return 0
+    home = Path(args.home).expanduser() if args.home else negt2i_home()
+    verify_full(
+        lambda: open_store(args.home),
+        setup,
+        evaluator,
+        work=args.work_dir or home / "verify",
+        images_from=args.images_from,
+        limit=args.limit,
+        progress=not args.no_progress,
+        num_workers=args.num_workers,
+    )
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    board = subparsers.add_parser(
+        "leaderboard",
+        help="list the leaderboard's submissions, verify those waiting, publish them to the Hub, check the Hub's",
+        description=(
+            "The leaderboard store the Space uses (SQLite under NEGT2I_HOME, or the Hub dataset repo named by "
+            "NEGT2I_RESULTS_REPO). A submission whose spot check could not run (images unreachable, no GPU) is "
+            "pending; the Space retries it at start-up and every 30 minutes. `verify` runs the spot check here, "
+            "and `verify --full` re-scores every image with this machine's models (docs/leaderboard.md); `publish` "
+            "proposes a verified entry's .eval_results to its model repo and `hub-check` compares the Hub's "
+            "leaderboard with the entries verified here (docs/hub.md)."
+        ),
+    )
+    actions = board.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="every submission with its status and reason")
+    verify = actions.add_parser(
+        "verify",
+        help="verify waiting submissions here: their spot check, or with --full every image re-scored",
+        description=(
+            "Without --full: validate received submissions and run the spot check of validated and pending ones "
+            "with this machine's models (the Space's policy: 652 of 19,200 images, at most 5 may disagree). "
+            "With --full: re-score every image of each submission that is held (taken first), waits, or was "
+            "verified by a sample, through "
+            "the engine of `negt2ibench score` (resumable: rerun the same command after an interruption; "
+            "multi-GPU: `accelerate launch -m negt2ibench leaderboard verify --full`), and write this re-score's "
+            "numbers as the entry's ranked ones: verified (full re-score). Prints each submission's new status."
+        ),
+        epilog="examples:\n"
+        "  negt2ibench leaderboard verify\n"
+        "  negt2ibench leaderboard verify --full --limit 1\n"
+        "  accelerate launch --multi_gpu --num_processes 4 -m negt2ibench leaderboard verify --full",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    again = actions.add_parser(
+        "recheck",
+        help="the same as `verify` without --full (kept for scripts)",
+        description="Validate received submissions and re-run the spot check of validated and pending ones "
+        "with this machine's models; prints each one's new status and reason.",
+    )
+    for sub in (listing, verify, again):
+        sub.add_argument("--home", type=Path, default=None, help="NEGT2I_HOME (where the SQLite leaderboard lives)")
+    for sub in (verify, again):
+        sub.add_argument(
+            "--dataset",
+            type=Path,
+            default=None,
+            help="built dataset folder with the prompts (default: built in memory)",
+        )
+        sub.add_argument("--device", type=device, default="auto", help="where the models run (default: auto)")
+        sub.add_argument(
+            "--weights-dir",
+            type=Path,
+            default=None,
+            metavar="DIR",
+            help="folder filled by `negt2ibench download-models --dir DIR`",
+        )
+        sub.add_argument(
+            "--images-from",
+            type=Path,
+            default=None,
+            metavar="DIR",
+            help="read each submission's images from DIR/ORG/NAME (a dataset folder laid out as the Hub repo) "
+            "instead of the Hub",
+        )
+        sub.add_argument(
+            "--batch-size", type=positive_int, default=8, metavar="N", help="images per model batch (default: 8)"
+        )
+    verify.add_argument("--full", action="store_true", help="re-score every image, not a sample")
+    verify.add_argument(
+        "--limit", type=positive_int, default=None, metavar="N", help="with --full: at most N submissions this run"
+    )
+    verify.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="with --full: where the re-scored records and downloaded images go (default NEGT2I_HOME/verify); "
+        "keep it to resume",
+    )
+    verify.add_argument(
+        "--num-workers",
+        type=non_negative_int,
+        default=None,
+        metavar="N",
+        help="with --full: image-decoding processes per model process (as `score --num-workers`)",
+    )
+    verify.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from .hub_cli import register_hub_actions
+
+    register_hub_actions(actions)
+    listing.set_defaults(handler=_leaderboard_list)
+    verify.set_defaults(handler=_leaderboard_verify)
+    again.set_defaults(handler=_leaderboard_verify)

@@ -1,0 +1,141 @@
+"""The fields of a result record the spot check compares, and the numbers the Space shows from them only.
+
+A submitted file claims one `ResultRecord` per image. The spot check (`leaderboard.spotcheck`) re-scores
+a sample of the images and counts an image as disagreeing when any of `COMPARED_FIELDS` differs:
+whether it could be scored at all (its error *state*, not the error's text), its pass or fail,
+each object's presence and each statement's verdict, cause and dead-zone flag. Everything else
+in a record (confidences, boxes, measurements, the observed values, the continuous `score`)
+moves with the hardware at every score and is never compared.
+
+So the Space shows only numbers computed from those fields. `compared_fields(record)` is the
+record with every other field emptied (what the comparison sees). `shown_numbers(results)` is the
+leaderboard row (Table 3's columns) and the model detail (statement accuracy, failure causes) of
+a submission: it reads only compared fields, which tests/leaderboard/test_compared.py holds it to (it
+runs `numbers_of` on records that write down every field read, and fails on one that is not
+compared); a number added to the detail is added in `numbers_of`, under that test. (It reads the
+records as they are: building the compared copy of 19,200 records costs more than reading the
+file, benchmarks/RESULTS.md.)
+
+`CHECKED_FIELDS` are checked for every record when the file is submitted
+(`leaderboard.submissions.check_results`: one model key, this Space's evaluator version and config
+hash, every prompt × sample once), so they are kept too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from evaluator.results import ObjectResult, ResultRecord, StatementResult
+
+# Field paths: "statements.cause" is the `cause` of every statement of a record.
+COMPARED_FIELDS: frozenset[str] = frozenset(
+    {
+        "prompt_id",  # which image: the re-score is asked for exactly this one ...
+        "sample_index",
+        "model_key",  # ... of this split
+        "error",  # its state (scored or not), never its text
+        "passed",
+        "objects.name",
+        "objects.present",
+        "statements.index",
+        "statements.polarity",
+        "statements.satisfied",
+        "statements.cause",
+        "statements.dead_zone_pass",
+    }
+)
+CHECKED_FIELDS: frozenset[str] = frozenset({"evaluator_version", "config_hash"})
+NOT_SCORED = "not scored"  # the error text of every error row once compared: only the state counts
+
+
+def compared_fields(record: ResultRecord) -> ResultRecord:
+    """The record as the spot check compares it: `COMPARED_FIELDS` and `CHECKED_FIELDS` kept,
+    every other field at its empty default. An error row keeps only which image it is."""
+    base: dict[str, Any] = {
+        "prompt_id": record.prompt_id,
+        "model_key": record.model_key,
+        "sample_index": record.sample_index,
+        "evaluator_version": record.evaluator_version,
+        "config_hash": record.config_hash,
+    }
+    if record.error is not None:
+        return ResultRecord(**base, passed=False, error=NOT_SCORED)
+    return ResultRecord(
+        **base,
+        passed=record.passed,
+        objects=[ObjectResult(name=o.name, present=o.present, confidence=0.0) for o in record.objects],
+        statements=[
+            StatementResult(
+                index=s.index,
+                polarity=s.polarity,
+                satisfied=s.satisfied,
+                cause=s.cause,
+                dead_zone_pass=s.dead_zone_pass,
+            )
+            for s in record.statements
+        ],
+    )
+
+
+def _differences(submitted: ResultRecord, rescored: ResultRecord) -> list[str]:
+    """What differs between two compared records, in words (empty when they agree)."""
+
+    def verdict(record: ResultRecord) -> str:
+        return "error" if record.error is not None else ("pass" if record.passed else "fail")
+
+    if (submitted.error is None) != (rescored.error is None) or submitted.passed != rescored.passed:
+        return [f"submitted {verdict(submitted)}, re-scored {verdict(rescored)}"]
+    found = []
+    theirs_objects = [(o.name, o.present) for o in submitted.objects]
+    ours_objects = [(o.name, o.present) for o in rescored.objects]
+    if theirs_objects != ours_objects:
+        found.append(f"objects present: submitted {theirs_objects}, re-scored {ours_objects}")
+    if len(submitted.statements) != len(rescored.statements):
+        found.append(f"submitted {len(submitted.statements)} statements, re-scored {len(rescored.statements)}")
+    for theirs, ours in zip(submitted.statements, rescored.statements, strict=False):
+        if theirs != ours:
+            found.append(f"statement {ours.index}: submitted {_statement(theirs)}, re-scored {_statement(ours)}")
+    return found
+
+
+def _statement(statement: StatementResult) -> str:
+    verdict = "satisfied" if statement.satisfied else f"failed ({statement.cause})"
+    extra = ", dead-zone pass" if statement.dead_zone_pass else ""
+    return f"{statement.polarity} {statement.index} {verdict}{extra}"
+
+
+def disagreement(submitted: ResultRecord, rescored: ResultRecord) -> str:
+    """Why two records of one image differ in a compared field ("" when they agree). Two error
+    rows agree: neither side could score the image."""
+    found = _differences(compared_fields(submitted), compared_fields(rescored))
+    if not found:
+        return ""
+    return f"{submitted.prompt_id} sample {submitted.sample_index}: " + "; ".join(found[:2])
+
+
+def numbers_of(records: Sequence[ResultRecord]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The leaderboard row (keys `evaluator.report.LEADERBOARD_COLUMNS`) and the model detail
+    (`statement_accuracy`, `failure_causes` by category) of one model's records, from the fields
+    the spot check compares only (tests/leaderboard/test_compared.py); a number added to the detail is
+    added here."""
+    from evaluator.report import failure_causes, leaderboard_row, statement_accuracy
+
+    row = dict(leaderboard_row(records, records[0].model_key))
+    detail = {
+        "statement_accuracy": statement_accuracy(records),
+        "failure_causes": failure_causes(records)["by_category"],
+    }
+    return row, detail
+
+
+def shown_numbers(results: Sequence[ResultRecord]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What the Space shows of a submission (its leaderboard row, its model detail), computed from
+    the fields the spot check compares only (`numbers_of`). Raises ValueError for inconsistent
+    records (e.g. a failed statement without a cause)."""
+    return numbers_of(results)
+
+
+def model_detail(results: Sequence[ResultRecord]) -> dict[str, Any]:
+    """The model detail of `shown_numbers` alone (statement accuracy, failure causes by category)."""
+    return shown_numbers(results)[1]

@@ -1,0 +1,78 @@
+"""Which submissions may be ranked on a sample, and which are held for a full re-score.
+
+The spot check bounds one try: a file that differs from a re-score on 2% or more of its images
+passes a sample with probability at most 1% (`leaderboard.verification`). Trying again must not buy
+another 1%, so the guarantee is per account (the submitter's identity, `leaderboard.identity`):
+
+- **after a spot check rejects a submission, none of that account's submissions is ranked on a
+  sample any more**: a later one whose sample agrees is *held* (`hold_reason`), and one already
+  verified by a sample is held again (`to_hold_after`); `negt2ibench leaderboard verify --full`
+  takes held entries first, and ranks the project's own numbers, never the submitted ones.
+- **a file with error rows is held too**: the report leaves an image that was not scored out of
+  every accuracy, so turning failed images into error rows would raise its numbers; the full
+  re-score scores every image (it stops until none fails).
+
+Why this gives "a cheat of >= 2% of images is ranked with probability <= 1% per account, however
+many times it tries": order the account's spot checks by when they end. While no check of the
+account has rejected, each cheating file's check accepts with probability <= 1%, independently
+(each sample is drawn from its own seed). The first cheating file checked is either accepted
+(probability <= 1%) or rejected, and after a rejection nothing of the account is ranked on a
+sample. So some cheating file is ranked on its sample only if the first cheating file checked
+is accepted: probability <= 1%, whatever the number of tries, honest files in between, or their
+timing. (The decision and the transition are one step under a lock in this process; two processes
+writing one store, e.g. the Space and a maintainer's `verify`, should not run at once; the
+demotion after a rejection also covers a check that ended in the other one.)
+
+Pure: entries in, reasons out; `leaderboard.submissions` writes the transitions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from evaluator.results import ResultRecord
+
+from .store import Entry
+
+FULL_RESCORE_NEXT = (
+    "ranked only after a full re-score, which ranks the project's own numbers "
+    "(`negt2ibench leaderboard verify --full` takes held submissions first)"
+)
+
+
+def caught(entries: Iterable[Entry], submitter: str) -> list[Entry]:
+    """The submitter's submissions that a spot check rejected (they carry its `verification`), oldest first."""
+    found = [e for e in entries if e.submitter == submitter and e.status == "rejected" and e.verification is not None]
+    return sorted(found, key=lambda e: e.created_at)
+
+
+def hold_reason(entries: Iterable[Entry], entry: Entry, results: Sequence[ResultRecord]) -> str:
+    """Why `entry`, whose sample agreed, is not ranked on it ("" when it is): its account had a
+    submission rejected by a spot check, or its file has error rows."""
+    errors = sum(record.error is not None for record in results)
+    if errors:
+        return f"{errors} of its {len(results)} images are error rows (not scored), which its numbers leave out"
+    rejected = [e for e in caught(entries, entry.submitter) if e.submission_id != entry.submission_id]
+    if rejected:
+        return f"a spot check rejected another submission of this account ({rejected[0].submission_id[:8]})"
+    return ""
+
+
+def to_hold_after(entries: Iterable[Entry], rejected: Entry) -> list[Entry]:
+    """The entries of `rejected`'s account that are ranked on a sample: held once it is rejected."""
+    return [
+        e
+        for e in entries
+        if e.submitter == rejected.submitter
+        and e.status == "verified"
+        and e.verification is not None
+        and e.verification.method == "sampled"
+    ]
+
+
+def held_again_reason(rejected: Entry) -> str:
+    """The reason of an entry verified by its sample, held because another of its account's was rejected."""
+    return (
+        f"held: verified by its sample, but a spot check then rejected another submission of this account "
+        f"({rejected.submission_id[:8]}); {FULL_RESCORE_NEXT}"
+    )

@@ -1,0 +1,110 @@
+"""A submission's images, read from its images dataset: a Hub dataset repo or a local folder laid out
+as one (``images/<split>-*.parquet``, `dataset_builder.layout`).
+
+An `ImageSource` yields the images of given (prompt_id, sample_index) keys; `ParquetImages` reads
+only the row groups and cells it needs; `hub_images` opens a Hub repo's split lazily over HTTP.
+Any failure to read is `ImagesUnreachable` (a one-line `UserError`): the spot check then waits,
+and the Gallery says so instead of showing a picture.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from PIL import Image
+
+from dataset_builder.layout import split_files, split_glob
+from negt2ibench.core.errors import UserError
+
+
+class ImagesUnreachable(UserError, RuntimeError):
+    """The submitted images dataset cannot be read from here."""
+
+
+Key = tuple[str, int]  # (prompt_id, sample_index)
+
+
+class ImageSource(Protocol):
+    def images(self, keys: Sequence[Key]) -> Iterator[tuple[Key, Image.Image]]:
+        """The submitted images of `keys` (in the source's order); raises ImagesUnreachable if one
+        cannot be read or is missing."""
+
+
+# Opens the images of a submission: (repo_id, revision, split) -> ImageSource.
+ImageSourceFactory = Callable[[str, str, str], ImageSource]
+
+
+class ParquetImages:
+    """Images of one split read from parquet files (a local dataset folder or Hub paths)."""
+
+    def __init__(self, files: Sequence[str], filesystem: Any = None):
+        if not files:
+            raise ImagesUnreachable("no image parquet files for this split")
+        self.files = list(files)
+        self.filesystem = filesystem
+
+    @classmethod
+    def from_folder(cls, folder: str | Path, split: str) -> ParquetImages:
+        """A dataset folder laid out as the Hub repo: ``images/<split>-*.parquet`` (`dataset_builder.layout`)."""
+        files = [str(path) for path in split_files(folder, split)]
+        if not files:
+            raise ImagesUnreachable(f"images not reachable: no {split_glob(split)} in {folder}")
+        return cls(files)
+
+    def _row_groups(self) -> Iterator[tuple[Any, int]]:
+        import pyarrow.parquet as pq
+
+        for file in self.files:
+            handle = self.filesystem.open(file, "rb") if self.filesystem is not None else file
+            parquet = pq.ParquetFile(handle)
+            for group in range(parquet.num_row_groups):
+                yield parquet, group
+
+    def images(self, keys: Sequence[Key]) -> Iterator[tuple[Key, Image.Image]]:
+        """Read the key columns of each row group, then the image cells of the wanted rows only."""
+        from evaluator.images import ImageError, load_image
+        from evaluator.sources import image_bytes
+
+        wanted = set(keys)
+        try:
+            for parquet, group in self._row_groups():
+                rows = parquet.read_row_group(group, columns=["prompt_id", "sample_index"]).to_pylist()
+                hits = [i for i, row in enumerate(rows) if (row["prompt_id"], int(row["sample_index"])) in wanted]
+                if not hits:
+                    continue
+                cells = parquet.read_row_group(group, columns=["image"]).column("image").take(hits).to_pylist()
+                for position, cell in zip(hits, cells, strict=True):
+                    key = (rows[position]["prompt_id"], int(rows[position]["sample_index"]))
+                    if key not in wanted:
+                        continue  # a key listed twice: the first row counts
+                    wanted.discard(key)
+                    try:
+                        yield key, load_image(image_bytes(cell))
+                    except ImageError as error:
+                        raise ImagesUnreachable(f"{key[0]} sample {key[1]} is not a usable image: {error}") from None
+        except ImagesUnreachable:
+            raise
+        except Exception as error:  # noqa: BLE001 - any read failure means: not reachable
+            raise ImagesUnreachable(f"images not reachable: {type(error).__name__}: {error}") from None
+        if wanted:
+            prompt_id, sample_index = min(wanted)
+            raise ImagesUnreachable(
+                f"images dataset has no image for {prompt_id} sample {sample_index} ({len(wanted)} missing)"
+            )
+
+
+def hub_images(repo_id: str, revision: str, split: str) -> ImageSource:
+    """The images split of a Hub dataset repo, read lazily over HTTP (only the rows needed)."""
+    try:
+        from huggingface_hub import HfFileSystem
+
+        filesystem = HfFileSystem(token=os.environ.get("HF_TOKEN"))
+        files = filesystem.glob(f"datasets/{repo_id}@{revision or 'main'}/{split_glob(split)}")
+    except Exception as error:  # noqa: BLE001 - offline, missing repo, private repo ...
+        raise ImagesUnreachable(f"images not reachable: {type(error).__name__}: {error}") from None
+    if not files:
+        raise ImagesUnreachable(f"images not reachable: {repo_id}@{revision} has no {split_glob(split)}")
+    return ParquetImages(files, filesystem=filesystem)

@@ -1,0 +1,266 @@
+"""The maintainer's verification backend behind `negt2ibench leaderboard verify` (as the Open LLM
+Leaderboard's backend: a machine with a GPU pulls the waiting submissions from the store).
+
+- `verify_sampled`: the spot check of every submission that waits, with this machine's models:
+  `submissions.recheck`, the Space's own state machine and policy (`leaderboard.verification`).
+- `verify_full`: every image of each submission not fully re-scored yet (held first, then
+  waiting, or verified by a sample), through `Evaluator.score_source`, the engine of `negt2ibench score`: resumable (one
+  results file per submission under the work folder; a rerun scores only what is missing, and
+  images that failed are tried again), and split over the processes of `accelerate launch`. The
+  project's records then replace the submitted numbers (`row`, `detail`; the submitted ones are
+  kept as `claimed_row`) and the entry is "verified (full re-score)", with how many images of the
+  submitted file disagreed. Only the main process reads the store and writes it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from dataset_builder.layout import has_images
+from evaluator.results import ResultRecord
+from negt2ibench.core.atomic import write_atomic
+from negt2ibench.core.errors import UserError
+
+from .compared import disagreement, shown_numbers
+from .images import ImagesUnreachable, ParquetImages, hub_images
+from .store import Entry, LeaderboardStore, Verification
+from .submissions import AWAITING, SpotCheckSetup, advance, awaiting, recheck, transition
+
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One submission to re-score in full, as every process needs it."""
+
+    submission_id: str
+    model_name: str
+    images_repo: str
+    images_revision: str
+    split: str  # the results' model key, the images split
+
+
+def local_images(root: Path):
+    """An `ImageSourceFactory` reading ROOT/ORG/NAME (a dataset folder laid out as the Hub repo)."""
+
+    def open_images(repo_id: str, revision: str, split: str):
+        return ParquetImages.from_folder(root / repo_id, split)
+
+    return open_images
+
+
+def verify_sampled(store: LeaderboardStore, setup: SpotCheckSetup, say: Say = print) -> list[Entry]:
+    """Spot-check every waiting submission here; prints each one's change."""
+    entries_now = store.list_entries()
+    before = {entry.submission_id: entry.status for entry in awaiting(entries_now)}
+    if not entries_now:
+        say(f"nothing to verify: {store!r} holds no submissions yet")
+        return []
+    if not before:
+        say(
+            f"nothing to verify: each of the {len(entries_now)} submission(s) in {store!r} is verified, "
+            "rejected or held for a full re-score"
+        )
+        return []
+    say(f"spot-checking {len(before)} submission(s) in {store!r} ...")
+    entries = recheck(store, setup)
+    for entry in entries:
+        change = f"{before[entry.submission_id]} → {entry.status}"
+        say(f"{entry.submission_id[:8]}  {entry.model_name}: {change}: {entry.reason}")
+    waiting = sum(entry.status in AWAITING for entry in entries)
+    say(f"{len(entries) - waiting} settled, {waiting} still waiting")
+    return entries
+
+
+def full_candidates(entries: Sequence[Entry]) -> list[Entry]:
+    """Entries a full re-score would change: not rejected and not fully re-scored; held ones
+    first (only a full re-score ranks them, `leaderboard.holds`), each group oldest first."""
+    chosen = [
+        e
+        for e in entries
+        if e.status in AWAITING
+        or e.status == "held"
+        or (e.status == "verified" and (e.verification is None or e.verification.method != "full"))
+    ]
+    return sorted(chosen, key=lambda e: (e.status != "held", e.created_at))
+
+
+def plan_jobs(store: LeaderboardStore, setup: SpotCheckSetup, limit: int | None) -> list[Job]:
+    """Validate what was only received, then the jobs of the entries to re-score (at most `limit`)."""
+    jobs: list[Job] = []
+    for entry in full_candidates(store.list_entries()):
+        if limit is not None and len(jobs) >= limit:
+            break
+        if entry.status == "received":
+            entry = advance(store, entry, setup, check=False)
+            if entry.status == "rejected":
+                continue
+        if entry.config_hash != setup.config.config_hash:
+            continue  # scored with another config: only a re-score with that config could compare
+        results = store.get_results(entry.submission_id)
+        split = results[0].model_key
+        jobs.append(Job(entry.submission_id, entry.model_name, entry.images_repo, entry.images_revision, split))
+    return jobs
+
+
+def images_folder(job: Job, images_from: Path | None, work: Path) -> Path:
+    """The dataset folder holding the job's images split: ROOT/ORG/NAME, or a download of just that
+    split at the submitted revision."""
+    if images_from is not None:
+        folder = images_from / job.images_repo
+    else:
+        from huggingface_hub import snapshot_download
+
+        folder = work / "images" / job.submission_id
+        try:
+            snapshot_download(
+                job.images_repo,
+                repo_type="dataset",
+                revision=job.images_revision or "main",
+                allow_patterns=[f"images/{job.split}-*.parquet"],
+                local_dir=str(folder),
+            )
+        except Exception as error:  # noqa: BLE001 - offline, private, missing ...
+            raise ImagesUnreachable(f"images not reachable: {type(error).__name__}: {error}") from None
+    if not has_images(folder):
+        raise ImagesUnreachable(f"images not reachable: no images/{job.split}-*.parquet in {folder}")
+    return folder
+
+
+def drop_error_rows(path: Path) -> int:
+    """Remove a re-score's error rows (an image that could not be read then), so the next run
+    scores those images again; how many were removed."""
+    if not path.exists():
+        return 0
+    from evaluator.resultio import read_results
+
+    records = read_results(path, strict=False)
+    kept = [record for record in records if record.error is None]
+    if len(kept) < len(records):
+        write_atomic(path, "".join(record.model_dump_json() + "\n" for record in kept).encode("utf-8"))
+    return len(records) - len(kept)
+
+
+def record_full(
+    store: LeaderboardStore, entry: Entry, submitted: Sequence[ResultRecord], rescored: Sequence[ResultRecord]
+) -> Entry:
+    """Write a complete re-score's numbers into the entry: verified (full re-score)."""
+    ours = {(r.prompt_id, r.sample_index): r for r in rescored}
+    differing = [
+        why for theirs in submitted if (why := disagreement(theirs, ours[theirs.prompt_id, theirs.sample_index]))
+    ]
+    row, detail = shown_numbers(rescored)
+    row["model"] = entry.model_name
+    share = 100 * len(differing) / len(submitted)
+    reason = (
+        f"full re-score: all {len(submitted)} images re-scored here; the submitted file disagreed on "
+        f"{len(differing)} ({share:.1f}%); the ranked numbers are this re-score's"
+    )
+    verification = Verification(
+        method="full", checked=len(rescored), disagreements=len(differing), total=len(submitted)
+    )
+    return transition(
+        store,
+        entry,
+        "verified",
+        reason,
+        row=row,
+        detail=detail,
+        claimed_row=entry.claimed_row or entry.row,
+        verification=verification,
+    )
+
+
+def _finish(store: LeaderboardStore, job: Job, out: Path, say: Say) -> Entry | None:
+    from evaluator.resultio import read_results
+
+    entry = store.get_entry(job.submission_id)
+    submitted = store.get_results(job.submission_id)
+    rescored = [r for r in read_results(out, strict=False) if r.model_key == job.split]
+    failed = [r for r in rescored if r.error is not None]
+    missing = {(r.prompt_id, r.sample_index) for r in submitted} - {(r.prompt_id, r.sample_index) for r in rescored}
+    if failed or missing:
+        first = failed[0].error if failed else f"{len(missing)} images not in the images dataset"
+        say(
+            f"{job.submission_id[:8]}  {job.model_name}: not complete: {len(failed)} images could not be "
+            f"re-scored, {len(missing)} missing (e.g. {first}); rerun to try them again"
+        )
+        return None
+    entry = record_full(store, entry, submitted, rescored)
+    say(f"{job.submission_id[:8]}  {job.model_name}: {entry.reason}")
+    return entry
+
+
+def verify_full(
+    open_store: Callable[[], LeaderboardStore],
+    setup: SpotCheckSetup,
+    evaluator,
+    *,
+    work: Path,
+    images_from: Path | None = None,
+    limit: int | None = None,
+    progress: bool = True,
+    num_workers: int | None = None,
+    say: Say = print,
+) -> list[Entry]:
+    """Re-score every image of the submissions `full_candidates` picks; the entries written."""
+    from negt2ibench.core.launch import Launch, launched_world_size
+
+    launch = Launch.detect() if launched_world_size() > 1 else Launch()
+    work.mkdir(parents=True, exist_ok=True)
+    plan_path = work / "jobs.json"
+    store = open_store() if launch.is_main else None
+
+    def plan() -> None:
+        assert store is not None  # on_main runs this on the main process, which holds the store
+        jobs = plan_jobs(store, setup, limit)
+        write_atomic(plan_path, json.dumps([asdict(job) for job in jobs]).encode("utf-8"))
+
+    launch.on_main(plan)
+    jobs = [Job(**item) for item in json.loads(plan_path.read_text("utf-8"))]
+    if launch.is_main:
+        say(f"{len(jobs)} submission(s) to re-score in full in {store!r}" + (" ..." if jobs else ""))
+    written = []
+    for job in jobs:
+        out = work / f"{job.submission_id}.jsonl"
+        folders: dict[str, Path | str] = {}
+
+        def prepare(job: Job = job, out: Path = out, folders: dict = folders) -> None:
+            try:
+                folders["images"] = images_folder(job, images_from, work)
+            except ImagesUnreachable as error:
+                folders["error"] = str(error)
+            drop_error_rows(out)
+            write_atomic(work / f"{job.submission_id}.folder", json.dumps(folders, default=str).encode())
+
+        launch.on_main(prepare)
+        shared = json.loads((work / f"{job.submission_id}.folder").read_text())
+        if "error" in shared:
+            if launch.is_main:
+                say(f"{job.submission_id[:8]}  {job.model_name}: skipped: {shared['error']}")
+            continue
+        try:
+            evaluator.score_source(
+                shared["images"],
+                out=out,
+                split=job.split,
+                model_key=job.split,
+                progress=progress,
+                num_workers=num_workers,
+            )
+        except UserError as error:
+            if launch.is_main:
+                say(f"{job.submission_id[:8]}  {job.model_name}: skipped: {error}")
+            continue
+        if store is not None:  # the main process
+            entry = _finish(store, job, out, say)
+            if entry is not None:
+                written.append(entry)
+    launch.barrier()
+    return written
+
+
+__all__ = ["Job", "full_candidates", "hub_images", "local_images", "record_full", "verify_full", "verify_sampled"]

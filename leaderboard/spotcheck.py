@@ -1,0 +1,127 @@
+"""The spot check of a submission: re-score a sample of its images from the submitted images dataset.
+
+How many images, and how many may disagree, is the policy of `leaderboard.verification`
+(`spot_check_plan`, with its guarantee); which images is drawn with `sample_seed`, from the
+server's secret (`verification_secret`), the stored submission id and its results, so nobody
+knows the sample before submitting. `spot_check` re-scores the sample in batches (`ScoreFn`:
+the same `Evaluator.score_many` as `negt2ibench score`) and compares the fields of each record
+that `leaderboard.compared` names (verdicts, causes, objects, error state);
+`spot_check_failure` says in one line why a spot check could not run at all (images unreachable,
+the models missing here, a GPU quota or memory error), so the submission can wait, truthfully,
+for the next attempt (`leaderboard.submissions`).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from PIL import Image
+
+from dataset_builder.records import PromptIndex, PromptRecord
+from evaluator.results import ResultRecord
+from negt2ibench.core.errors import MissingWeightsError, NegT2IError
+
+from .compared import disagreement
+from .images import ImageSource, ImagesUnreachable
+from .verification import SpotCheckPlan, draw_sample, results_digest, sample_seed
+
+SECRET_ENV = "NEGT2I_VERIFY_SECRET"
+SPOT_CHECK_BATCH = 16  # images per re-scoring call (one `spaces.GPU` call each on ZeroGPU)
+_process_secret = secrets.token_bytes(32)  # when NEGT2I_VERIFY_SECRET is not set: this process's own
+
+
+# Re-scores a batch of images: (images, prompts, model_key, sample_indices) -> one result each, in order.
+ScoreFn = Callable[[list[Image.Image], list[PromptRecord], str, list[int]], list[ResultRecord]]
+
+
+def verification_secret() -> bytes:
+    """The server's secret for sample seeds: NEGT2I_VERIFY_SECRET (set it as a Space secret, so a
+    maintainer with the same secret draws the same samples), else one drawn for this process."""
+    configured = os.environ.get(SECRET_ENV)
+    return configured.encode("utf-8") if configured else _process_secret
+
+
+def submission_seed(submission_id: str, results: Sequence[ResultRecord], secret: bytes | None = None) -> int:
+    """The seed of a stored submission's sample (`leaderboard.verification.sample_seed`)."""
+    digest = results_digest(record.model_dump_json() for record in results)
+    return sample_seed(secret or verification_secret(), submission_id, digest)
+
+
+@dataclass
+class SpotCheckOutcome:
+    """What a spot check found: `checked` images re-scored, the `disagreements` among them."""
+
+    plan: SpotCheckPlan
+    checked: int = 0
+    disagreements: list[str] = field(default_factory=list)
+
+    @property
+    def accepted(self) -> bool:
+        return self.plan.accepts(len(self.disagreements))
+
+
+def spot_check(
+    results: Sequence[ResultRecord],
+    images: ImageSource,
+    prompts: PromptIndex,
+    score: ScoreFn,
+    *,
+    plan: SpotCheckPlan,
+    seed: int,
+    batch_size: int = SPOT_CHECK_BATCH,
+) -> SpotCheckOutcome:
+    """Re-score the plan's sample of the submitted images (drawn with `seed`), in batches; stops
+    as soon as more images disagree than the plan tolerates (the outcome is then a rejection)."""
+    chosen = [results[position] for position in draw_sample(len(results), plan, seed)]
+    by_key = {(record.prompt_id, record.sample_index): record for record in chosen}
+    outcome = SpotCheckOutcome(plan)
+    batch: list[tuple[ResultRecord, Image.Image]] = []
+
+    def flush() -> None:
+        submitted = [record for record, _ in batch]
+        rescored = score(
+            [image for _, image in batch],
+            [prompts[record.prompt_id] for record in submitted],
+            submitted[0].model_key,
+            [record.sample_index for record in submitted],
+        )
+        for theirs, ours in zip(submitted, rescored, strict=True):
+            why = disagreement(theirs, ours)
+            if why:
+                outcome.disagreements.append(why)
+        outcome.checked += len(batch)
+        batch.clear()
+
+    for key, image in images.images(list(by_key)):
+        batch.append((by_key[key], image))
+        if len(batch) >= batch_size:
+            flush()
+            if not outcome.accepted:
+                break
+    if batch and outcome.accepted:
+        flush()
+    return outcome
+
+
+def spot_check_failure(error: BaseException) -> str:
+    """Why a spot check could not run, in one line (the submission waits for the next attempt).
+
+    Any error counts: the images dataset not reachable, the evaluator's weights missing here, a
+    ZeroGPU quota error (a `gradio.Error` from `spaces`), the GPU out of memory, or anything else."""
+    message = getattr(error, "message", None)  # gradio.Error's own text (its str() is a repr)
+    if isinstance(error, NegT2IError):
+        message = error.one_line()
+    text = str(message if isinstance(message, str) else error).strip().splitlines()
+    first = text[0] if text else type(error).__name__
+    if isinstance(error, ImagesUnreachable):
+        return first if first.startswith("images") else f"images not reachable: {first}"
+    if isinstance(error, MissingWeightsError):
+        return f"the scorer's models are not on this machine ({first})"
+    if "out of memory" in first.lower() or "OutOfMemory" in type(error).__name__:
+        return f"the GPU ran out of memory ({type(error).__name__})"
+    if "quota" in first.lower() or "gpu limit" in first.lower():
+        return f"no GPU time left here now ({first})"
+    return f"the spot check failed: {type(error).__name__}: {first}"

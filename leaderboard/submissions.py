@@ -1,0 +1,443 @@
+"""Leaderboard submissions: limits, validation, and one state machine from upload to verdict.
+
+`submit()` takes an upload. Refused before anything is stored, so the attempt does not count
+toward the daily limit (`SubmissionError`): missing fields, a file over the size limit, the
+daily limit reached, another submitter's model name, and a results file that is not a valid
+submission (malformed lines, other evaluator version or config, missing or extra images).
+
+A valid file is stored, and from then on every state is what the store holds:
+
+    received ──→ validated ──→ verified   (the spot check agrees)        ranked
+        │            ├───────→ held       (it agrees, but see below)     not ranked
+        │            ├───────→ rejected   (the spot check disagrees)     not listed
+        └→ rejected  └───────→ pending ──→ verified | held | rejected | pending
+    (inconsistent                (the spot check could not run: images unreachable, the models
+     results)                     missing here, a GPU quota or memory error; the reason says which)
+
+held: the account had a submission rejected by a spot check, or the file has error rows
+(`leaderboard.holds`, the guarantee per account; a rejection also holds the account's sampled
+verifications). `leaderboard.rescore`'s full re-score makes held entries "verified (full re-score)".
+
+The spot check re-scores `leaderboard.verification.spot_check_plan(images)` images (652 of 19,200),
+drawn with a seed nobody knows before submitting; while it runs the entry is pending, saying so.
+
+`advance()` moves one entry as far as it can go; `recheck()` advances every entry that is not
+final (at the Space's start-up, periodically while it runs, and by `negt2ibench leaderboard
+verify`), so a submission left pending, or half done by a crash, is finished later. The Space
+stores and validates in the request and spot-checks in its background thread (`submit(check=False)`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dataset_builder.records import PromptIndex
+from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
+from evaluator.config import EVALUATOR_VERSION, PRESETS, EvaluatorConfig
+from evaluator.results import ResultRecord
+from negt2ibench.core.errors import NegT2IError, UserError
+from negt2ibench.core.jsonl import parse_jsonl
+from negt2ibench.core.options import REPO_ID
+
+from .compared import model_detail, shown_numbers
+from .holds import FULL_RESCORE_NEXT, held_again_reason, hold_reason, to_hold_after
+from .images import ImageSource, ImageSourceFactory, ImagesUnreachable, ParquetImages, hub_images
+from .names import MAX_NAME, clean, clip, http_link, revision_name
+from .spotcheck import ScoreFn, spot_check, spot_check_failure, submission_seed
+from .store import Entry, LeaderboardStore, OwnershipError, Status, Verification, model_key_of, name_conflict
+from .verification import SpotCheckPlan, spot_check_plan
+
+PRESET = "current"  # the preset the leaderboard scores with and accepts submissions for
+
+__all__ = [
+    "AWAITING",
+    "TRANSITIONS",
+    "ImageSource",
+    "ImageSourceFactory",
+    "ImagesUnreachable",
+    "InvalidFileError",
+    "ParquetImages",
+    "ScoreFn",
+    "SpotCheckSetup",
+    "SubmissionError",
+    "SubmissionForm",
+    "SubmissionLimits",
+    "SubmissionStoredError",
+    "SpotCheckPlan",
+    "advance",
+    "check_results",
+    "hub_images",
+    "model_detail",
+    "recheck",
+    "spot_check",
+    "submit",
+]
+
+log = logging.getLogger(__name__)
+DAY_SECONDS = 24 * 60 * 60
+# The state machine: what each status may become. rejected is final; verified stays verified (a
+# maintainer's full re-score replaces a sampled verification's numbers with the project's own),
+# or, verified by a sample, is held when its account is caught; held waits for the full re-score.
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "received": frozenset({"validated", "rejected"}),
+    "validated": frozenset({"verified", "held", "rejected", "pending"}),
+    "pending": frozenset({"verified", "held", "rejected", "pending"}),
+    "verified": frozenset({"verified", "held"}),
+    "held": frozenset({"verified"}),
+    "rejected": frozenset(),
+}
+AWAITING: tuple[str, ...] = ("received", "validated", "pending")  # not final: `recheck` picks them up
+NOT_COUNTED = "nothing was stored, and this attempt does not count toward the daily limit"
+
+
+class SubmissionError(UserError, ValueError):
+    """A submission refused before anything was stored (limits, ownership, fields, an invalid file)."""
+
+
+class InvalidFileError(SubmissionError):
+    """The upload was read and is not a valid submission (too big, malformed, incomplete, another
+    evaluator version): refused, and counted toward the client's hourly limit of such uploads."""
+
+
+class SubmissionStoredError(NegT2IError, RuntimeError):
+    """A submission that was stored, then could not be moved on (e.g. the store's upload failed);
+    `submission_id` names it: its stored state is the truth, and `recheck` takes it from there."""
+
+    def __init__(self, submission_id: str, error: BaseException):
+        super().__init__(f"stored as {submission_id[:8]}, then {type(error).__name__}: {error}")
+        self.submission_id = submission_id
+
+
+@dataclass(frozen=True)
+class SubmissionLimits:
+    max_bytes: int = 200 * 1024 * 1024  # 19,200 result lines are ~30-60 MB
+    per_day: int = 5  # stored submissions per submitter per 24 hours (refused uploads do not count)
+    invalid_per_hour: int = 10  # uploads refused as invalid files per client per hour (the Space's handler)
+    # None: `spot_check_plan(images)`, the stated guarantee; a fixed plan only for tests of other things.
+    spot_check: SpotCheckPlan | None = None
+
+    def plan_for(self, images: int) -> SpotCheckPlan:
+        return self.spot_check or spot_check_plan(images)
+
+
+@dataclass(frozen=True)
+class SubmissionForm:
+    """What the submitter types in."""
+
+    model_name: str
+    link: str
+    images_repo: str
+    images_revision: str
+    submitter: str
+
+
+@dataclass(frozen=True)
+class SpotCheckSetup:
+    """What advancing a submission needs: the prompts, the scorer (None: none here) and the images."""
+
+    prompts: PromptIndex
+    score: ScoreFn | None
+    open_images: ImageSourceFactory = hub_images
+    config: EvaluatorConfig = PRESETS[PRESET]
+    limits: SubmissionLimits = SubmissionLimits()
+    secret: bytes | None = None  # the sample's secret (None: `spotcheck.verification_secret()`)
+
+
+def check_results(
+    results: list[ResultRecord],
+    prompt_ids: Iterable[str],
+    *,
+    config: EvaluatorConfig = PRESETS[PRESET],
+    samples_per_prompt: int = SAMPLES_PER_PROMPT,
+) -> str:
+    """Why these results cannot go on the leaderboard, or "" when they can: one model key, this
+    evaluator's version and config hash, and every prompt id × sample exactly once."""
+    if not results:
+        return "the results file holds no records"
+    keys = sorted({r.model_key for r in results})
+    if len(keys) != 1:
+        shown = ", ".join(clip(key, 40) for key in keys[:5])
+        return f"the results mix {len(keys)} model keys ({shown}); submit one model per file"
+    versions = Counter(r.evaluator_version for r in results)
+    if set(versions) != {EVALUATOR_VERSION}:
+        found = ", ".join(f"{clip(v, 40)} ({n} records)" for v, n in versions.most_common(3))
+        return f"evaluator version {found} does not match this Space's {EVALUATOR_VERSION}; re-score with it"
+    hashes = Counter(r.config_hash for r in results)
+    if set(hashes) != {config.config_hash}:
+        found = ", ".join(clip(h, 40) for h in list(hashes)[:3])
+        return (
+            f"config hash {found} does not match this Space's {config.config_hash} "
+            f"(preset {config.name!r}); re-score with `negt2ibench score --preset {config.name}`"
+        )
+    expected = {(pid, s) for pid in prompt_ids for s in range(samples_per_prompt)}
+    seen = Counter((r.prompt_id, r.sample_index) for r in results)
+    unknown = sorted(k for k in seen if k not in expected)
+    if unknown:
+        pid, s = unknown[0]
+        return f"{len(unknown)} records are not benchmark images (e.g. prompt {clip(pid, 60)!r} sample {s})"
+    duplicated = sorted(k for k, n in seen.items() if n > 1)
+    if duplicated:
+        pid, s = duplicated[0]
+        return f"{len(duplicated)} images are scored more than once (e.g. {pid} sample {s})"
+    missing = sorted(expected - set(seen))
+    if missing:
+        pid, s = missing[0]
+        return (
+            f"{len(missing)} of {len(expected)} images are missing (e.g. {pid} sample {s}); "
+            f"a submission scores all prompts × {samples_per_prompt} samples"
+        )
+    return ""
+
+
+# -- the state machine ---------------------------------------------------------------------------------
+
+_busy: set[str] = set()  # entries being advanced in this process (a submit and the rechecker never race)
+_busy_lock = threading.Lock()
+_verdict_lock = threading.Lock()  # an account's verdicts are decided one at a time (`leaderboard.holds`)
+
+
+def transition(store: LeaderboardStore, entry: Entry, status: Status, reason: str, **fields: Any) -> Entry:
+    """Move ENTRY to STATUS in the store, if the state machine allows it (a bug otherwise)."""
+    if status not in TRANSITIONS[entry.status]:
+        raise RuntimeError(f"submission {entry.submission_id[:8]}: {entry.status} cannot become {status}")
+    return store.update_status(entry.submission_id, status, reason, **fields)
+
+
+def _validate(store: LeaderboardStore, entry: Entry, results: list[ResultRecord]) -> Entry:
+    """received → validated (its leaderboard row and detail computed from the compared fields) or rejected."""
+    try:
+        row, detail = shown_numbers(results)
+    except ValueError as error:  # e.g. a failed statement without a cause
+        return transition(store, entry, "rejected", f"inconsistent results: {error}")
+    row["model"] = entry.model_name
+    return transition(store, entry, "validated", "validated; its spot check comes next", row=row, detail=detail)
+
+
+def _reject(store: LeaderboardStore, entry: Entry, reason: str, **fields: Any) -> Entry:
+    """The spot check rejects `entry`: what its account had ranked on a sample is held (`leaderboard.holds`)."""
+    with _verdict_lock:
+        rejected = transition(store, entry, "rejected", reason, **fields)
+        for other in to_hold_after(store.list_entries(), rejected):
+            transition(store, other, "held", held_again_reason(rejected))
+    return rejected
+
+
+def _spot_check(store: LeaderboardStore, entry: Entry, results: list[ResultRecord], setup: SpotCheckSetup) -> Entry:
+    """validated | pending → verified, held, rejected, or pending with the reason the check could not run.
+
+    While the images are re-scored the entry is pending, saying so: a check of hundreds of images
+    takes minutes on a Space, and a crash in between leaves a truthful entry that `recheck` retries."""
+    attempts = entry.attempts + 1
+    plan = setup.limits.plan_for(len(results))
+    if setup.score is None:
+        why = "no scorer here to re-score the images"
+    elif entry.config_hash != setup.config.config_hash:
+        why = f"it was scored with config {entry.config_hash}; this Space scores with {setup.config.config_hash}"
+    else:
+        started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        running = f"spot check running since {started}: {plan.describe()} (attempt {attempts})"
+        entry = transition(store, entry, "pending", running, attempts=attempts, checked_at=time.time())
+        try:
+            split = results[0].model_key  # the images split is the results' model key
+            images = setup.open_images(entry.images_repo, entry.images_revision, split)
+            seed = submission_seed(entry.submission_id, results, setup.secret)
+            outcome = spot_check(results, images, setup.prompts, setup.score, plan=plan, seed=seed)
+        except Exception as error:  # noqa: BLE001 - whatever stops the check, the entry waits for the next try
+            why = spot_check_failure(error)
+        else:
+            found = len(outcome.disagreements)
+            verification = Verification(
+                method="sampled",
+                checked=outcome.checked,
+                disagreements=found,
+                allowed=plan.max_disagreements,
+                total=len(results),
+            )
+            fields = {"attempts": attempts, "checked_at": time.time(), "verification": verification}
+            if not outcome.accepted:
+                shown = "; ".join(outcome.disagreements[:3])
+                reason = (
+                    f"spot check: {found} of {outcome.checked} re-scored images disagree, more than the "
+                    f"{plan.max_disagreements} of {plan.sample_size} allowed ({shown})"
+                )
+                return _reject(store, entry, reason, **fields)
+            reason = (
+                f"spot check: {outcome.checked - found} of {outcome.checked} re-scored images agree "
+                f"({found} disagree; at most {plan.max_disagreements} may)"
+            )
+            with _verdict_lock:  # the account's state read and the verdict written as one step
+                held = hold_reason(store.list_entries(), entry, results)
+                if held:
+                    return transition(store, entry, "held", f"{reason}; held: {held}; {FULL_RESCORE_NEXT}", **fields)
+                return transition(store, entry, "verified", reason, **fields)
+    reason = f"spot check waits (attempt {attempts}): {why}; it is retried automatically"
+    return transition(store, entry, "pending", reason, attempts=attempts, checked_at=time.time())
+
+
+def advance(
+    store: LeaderboardStore,
+    entry: Entry,
+    setup: SpotCheckSetup,
+    results: list[ResultRecord] | None = None,
+    *,
+    check: bool = True,
+) -> Entry:
+    """Move a stored submission through the state machine as far as it goes now; the stored entry.
+    `check=False` stops after validation (the spot check is left to `recheck`).
+
+    A final entry, or one another thread of this process is advancing, is returned as it is."""
+    with _busy_lock:
+        if entry.status not in AWAITING or entry.submission_id in _busy:
+            return entry
+        _busy.add(entry.submission_id)
+    try:
+        entry = store.get_entry(entry.submission_id)  # the stored state, not a stale copy
+        if entry.status not in AWAITING:
+            return entry
+        if results is None:
+            results = store.get_results(entry.submission_id)
+        if not results:  # nothing to rank or re-score (only a hand-made entry can be so)
+            return transition(store, entry, "rejected", "no results are stored with this submission")
+        if entry.status == "received":
+            entry = _validate(store, entry, results)
+        if check and entry.status in ("validated", "pending"):
+            entry = _spot_check(store, entry, results, setup)
+        return entry
+    finally:
+        with _busy_lock:
+            _busy.discard(entry.submission_id)
+
+
+def recheck(store: LeaderboardStore, setup: SpotCheckSetup) -> list[Entry]:
+    """Advance every submission that is not final (oldest first); the entries as stored afterwards.
+
+    An entry that cannot be advanced (e.g. the store's upload fails) is logged and left as stored;
+    the next recheck tries it again."""
+    done = []
+    for entry in awaiting(store.list_entries()):
+        try:
+            entry = advance(store, entry, setup)
+        except Exception:  # noqa: BLE001 - one broken entry must not stop the others
+            log.exception("could not advance submission %s", entry.submission_id)
+        done.append(entry)
+    return done
+
+
+# -- an upload -----------------------------------------------------------------------------------------
+
+
+def _load_results(path: Path) -> list[ResultRecord]:
+    """The upload's records. A malformed line, or a torn last line, is a ValueError that says so
+    in words for the Space (the file's name, not where the server keeps it)."""
+    contents = parse_jsonl(path.read_bytes(), ResultRecord.model_validate_json, source=path.name, kind="result")
+    if contents.torn:
+        raise ValueError(
+            f"{contents.torn}: the file ends in the middle of a record, as when `negt2ibench score` is "
+            "interrupted; finish the run (the same command resumes it) or remove that line"
+        )
+    return contents.records
+
+
+def _refused(reason: str, error: type[SubmissionError] = SubmissionError) -> SubmissionError:
+    return error(f"{reason}; {NOT_COUNTED}")
+
+
+def submit(
+    store: LeaderboardStore,
+    form: SubmissionForm,
+    results_path: str | Path,
+    *,
+    prompts: PromptIndex,
+    score: ScoreFn | None,
+    open_images: ImageSourceFactory = hub_images,
+    config: EvaluatorConfig = PRESETS[PRESET],
+    limits: SubmissionLimits = SubmissionLimits(),
+    now: float | None = None,
+    secret: bytes | None = None,
+    check: bool = True,
+) -> Entry:
+    """Check an upload, store it, and advance it (validation, then the spot check unless
+    `check=False`); the stored entry. Names are cleaned (`leaderboard.names.clean`), the link must be
+    http(s), the revision a branch, tag or commit, the images repo an ORG/NAME.
+
+    Raises:
+        SubmissionError: refused, nothing stored, not counted toward the daily limit
+            (`InvalidFileError` when the file itself was the reason).
+        SubmissionStoredError: stored, then the store could not be updated; the stored entry
+            (named by its id) is what holds, and `recheck` continues it.
+    """
+    now = time.time() if now is None else now
+    model_name = clean(form.model_name)
+    if not model_name:
+        raise _refused("enter the model's name")
+    if len(model_name) > MAX_NAME:
+        raise _refused(f"the model name is {len(model_name):,} characters long (at most {MAX_NAME})")
+    try:
+        model_key = model_key_of(model_name)
+        link = http_link(form.link)
+        revision = revision_name(form.images_revision)
+    except ValueError as error:
+        raise _refused(str(error)) from None
+    path = Path(results_path)
+    if not path.is_file():
+        raise _refused("upload the results JSONL written by `negt2ibench score`")
+    size = path.stat().st_size
+    if size > limits.max_bytes:
+        limit = f"the limit is {limits.max_bytes / 2**20:.0f} MB"
+        raise _refused(f"the results file is {size / 2**20:.1f} MB; {limit}", InvalidFileError)
+    recent = store.count_recent(form.submitter, now - DAY_SECONDS)
+    if recent >= limits.per_day:
+        raise SubmissionError(
+            f"{form.submitter} already made {recent} submissions in the last 24 hours (limit {limits.per_day}); "
+            f"try again tomorrow ({NOT_COUNTED})"
+        )
+    conflict = name_conflict(store.list_entries(), model_name, model_key, form.submitter)
+    if conflict:
+        raise _refused(conflict)
+    images_repo = clean(form.images_repo)
+    if not images_repo:
+        raise _refused("name the images dataset (Hub repo id) so the scores can be spot-checked")
+    if not REPO_ID.match(images_repo):
+        raise _refused(f"the images dataset must be a Hub repo id ORG/NAME, got {clip(images_repo, 80)!r}")
+    try:
+        results = _load_results(path)
+    except ValueError as error:
+        raise _refused(f"malformed results file: {error}", InvalidFileError) from None
+    problem = check_results(results, prompts.ids(), config=config)
+    if problem:
+        raise _refused(f"invalid results file: {problem}", InvalidFileError)
+
+    entry = Entry(
+        model_name=model_name,
+        model_key=model_key,
+        submitter=form.submitter,
+        link=link,
+        images_repo=images_repo,
+        images_revision=revision,
+        created_at=now,
+        evaluator_version=EVALUATOR_VERSION,
+        config_hash=config.config_hash,
+        status="received",
+        reason="received; validating",
+    )
+    try:
+        store.add_submission(entry, results)
+    except OwnershipError as error:
+        raise _refused(str(error)) from None
+    setup = SpotCheckSetup(prompts, score, open_images, config, limits, secret)
+    try:
+        return advance(store, entry, setup, results, check=check)
+    except Exception as error:  # noqa: BLE001 - stored: say so, never "nothing was stored"
+        raise SubmissionStoredError(entry.submission_id, error) from error
+
+
+def awaiting(entries: Iterable[Entry]) -> list[Entry]:
+    """The entries that are not final (what `recheck` would advance), oldest first."""
+    return sorted((e for e in entries if e.status in AWAITING), key=lambda e: e.created_at)

@@ -1,0 +1,390 @@
+"""The Space on the Hub: a verified entry's `.eval_results`, `leaderboard publish`, and the Hub's own
+leaderboard checked (`leaderboard hub-check` and the board's `hub` column) on a payload in the Hub
+API's shape (`tests/data/hub/leaderboard.json`), every Hub call through a recording `HfApi` double.
+
+The payload's three rows and the entries below give the three outcomes by hand:
+- stable-diffusion-v1-5/stable-diffusion-v1-5: 14.5 on the Hub, our verified entry's overall 14.5 → same;
+- black-forest-labs/FLUX.2-dev: 41.3 on the Hub, ours 39.8 → differs by 41.3 − 39.8 = +1.5 points;
+- someone/unverified-t2i: 60.0 on the Hub, no entry here → not verified here.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import yaml
+from huggingface_hub import parse_eval_result_entries
+
+from dataset_builder.benchmark import EVAL_TASKS
+from leaderboard.hub_check import (
+    NOT_REACHABLE,
+    HubLeaderboard,
+    HubRow,
+    hub_cells,
+    hub_matches,
+    hub_status_markdown,
+    read_hub_rows,
+)
+from leaderboard.hub_results import entry_eval_results, entry_page_url, model_repo_of, verification_note
+from leaderboard.ranking import REPORTED
+from leaderboard.store import Entry, SQLiteStore, Verification
+from negt2ibench.cli import main
+from tests.helpers.hub_helpers import RecordingHfApi, http_error
+
+SPACE = "https://huggingface.co/spaces/org/negt2ibench-space"
+DATASET = "org/NegT2IBench"
+CATEGORY_VALUES = {"color": 21.04, "material": 18.96, "directional": 9.65, "proximity": 9.1, "comparative": 8.0}
+
+
+def _row(overall: float, depth: float = 7.25) -> dict:
+    return {"model": "x", "overall": overall, "depth": depth, "1:0": 30.0, **CATEGORY_VALUES}
+
+
+def _entry(name: str, link: str, overall: float, status: str = "verified", method: str = "sampled", **fields) -> Entry:
+    verification = Verification(
+        method=method,
+        checked=577 if method == "sampled" else 19_200,
+        disagreements=2,
+        allowed=4 if method == "sampled" else None,
+        total=19_200,
+    )
+    return Entry(
+        model_name=name,
+        model_key=name.lower().replace(" ", "_").replace(".", "_"),
+        submitter="alice",
+        link=link,
+        status=status,
+        row=_row(overall),
+        evaluator_version="1.1.0",
+        config_hash="bbc03f064ef3ab0c",
+        verification=verification if status in ("verified", "rejected") else None,
+        **fields,
+    )
+
+
+@pytest.fixture
+def entries():
+    return [
+        _entry("SD 1.5", "https://huggingface.co/stable-diffusion-v1-5/stable-diffusion-v1-5", 14.5),
+        _entry("FLUX.2 dev", "https://huggingface.co/black-forest-labs/FLUX.2-dev/tree/main", 39.8, method="full"),
+        _entry("Paper Only", "https://arxiv.org/abs/2601.00001", 50.0),  # no Hub model page
+        _entry("Waiting", "https://huggingface.co/someone/unverified-t2i", 60.0, status="pending"),
+    ]
+
+
+def test_model_repos_come_from_hub_model_links():
+    def repo(link):
+        return model_repo_of(Entry(model_name="m", model_key="m", submitter="a", link=link))
+
+    assert repo("https://huggingface.co/org/model") == "org/model"
+    assert repo("https://hf.co/org/model/blob/main/README.md") == "org/model"
+    assert repo("https://huggingface.co/datasets/org/images") is None
+    assert repo("https://huggingface.co/spaces/org/app") is None
+    assert repo("https://example.org/org/model") is None and repo("") is None
+
+
+def test_a_verified_entry_gets_yaml_with_its_page_and_how_it_was_verified(entries):
+    sd, flux, _, waiting = entries
+    page = entry_page_url(SPACE, sd.submission_id)
+    assert page == f"{SPACE}?entry={sd.submission_id}"
+    parsed = parse_eval_result_entries(yaml.safe_load(entry_eval_results(sd, dataset_id=DATASET, page_url=page)))
+    assert [e.task_id for e in parsed] == [task.id for task in EVAL_TASKS]
+    # The row's numbers as `report` prints them: 21.04 → 21.0, 18.96 → 19.0, 9.65 (stored 9.6500…04) → 9.7,
+    # 7.25 (exact, a tie) → 7.2.
+    assert {e.task_id: e.value for e in parsed} == {
+        "overall": 14.5,
+        "color": 21.0,
+        "material": 19.0,
+        "directional": 9.7,
+        "proximity": 9.1,
+        "comparative": 8.0,
+        "depth": 7.2,
+    }
+    assert {(e.dataset_id, e.source_url, e.source_name) for e in parsed} == {
+        (DATASET, page, "NegT2IBench Space (verified entry)")
+    }
+    assert "sampled n=577, d=2 (577 of 19,200 images re-scored, 2 disagreed; at most 4 may)" in parsed[0].notes
+    assert "negt2ibench evaluator 1.1.0, preset current, config bbc03f064ef3ab0c" in parsed[0].notes
+    assert verification_note(flux) == "verified by the NegT2IBench Space: full re-score of 19,200 images"
+    with pytest.raises(ValueError, match="only verified entries get an .eval_results file; this one is pending"):
+        entry_eval_results(waiting, dataset_id=DATASET, page_url=page)
+    rejected = _entry("Bad", "", 10.0, status="rejected")
+    with pytest.raises(ValueError, match="this one is rejected"):
+        entry_eval_results(rejected, dataset_id=DATASET, page_url=page)
+
+
+def test_the_recorded_leaderboard_gives_the_three_outcomes(entries):
+    api = RecordingHfApi()
+    rows = read_hub_rows(api, DATASET)
+    # every row, fine-tunes too: the Hub's default (base_model_only) leaves out repos that declare a base_model
+    assert api.calls == [("get_dataset_leaderboard", {"repo_id": DATASET, "base_model_only": False})]
+    matches = {m.row.model_id: m for m in hub_matches(rows, entries)}
+    sd = matches["stable-diffusion-v1-5/stable-diffusion-v1-5"]
+    flux = matches["black-forest-labs/FLUX.2-dev"]
+    other = matches["someone/unverified-t2i"]  # only a pending entry names it: not verified here
+    assert (sd.outcome, sd.text(), sd.entry.model_name) == ("same", "verified here, same value", "SD 1.5")
+    assert (flux.outcome, flux.text(), flux.ours) == ("differs", "verified here, differs by +1.5 points", 39.8)
+    assert (other.outcome, other.text(), other.entry) == ("not_verified", "not verified here", None)
+
+
+def test_same_means_equal_at_the_published_precision(entries):
+    def outcome(hub_value):
+        return hub_matches([HubRow(1, "stable-diffusion-v1-5/stable-diffusion-v1-5", hub_value)], entries)[0]
+
+    assert outcome(14.54).outcome == "same"  # 14.5 as published
+    assert outcome(14.56).text() == "verified here, differs by +0.1 points"
+    assert outcome(0.145).text() == "verified here, differs by -14.4 points"  # a fraction, not a percentage
+
+
+def test_the_cache_keeps_the_last_reading_and_never_raises(entries):
+    api = RecordingHfApi()
+    clock = iter([1000.0, 2000.0, 3000.0])
+    board = HubLeaderboard(DATASET, lambda: api, clock=lambda: next(clock))
+    assert board.snapshot.rows is None
+    first = board.refresh()
+    assert len(first.rows) == 3 and first.problem == "" and first.read_at == 1000.0
+    import httpx2
+
+    api.error = httpx2.ConnectError("[Errno -3] Temporary failure in name resolution")
+    second = board.refresh()
+    assert second.rows == first.rows and second.problem == NOT_REACHABLE and second.tried_at == 2000.0
+    assert "Hub not reachable since" in hub_status_markdown(second, entries)
+    api.error = http_error(404, "404 Not Found")
+    third = HubLeaderboard(DATASET, lambda: api).refresh()
+    assert third.rows is None and third.problem.startswith("no Hub leaderboard for org/NegT2IBench yet")
+
+
+def test_the_board_column_and_the_status_line(entries):
+    api = RecordingHfApi()
+    snapshot = HubLeaderboard(DATASET, lambda: api).refresh()
+    names = ["SD 1.5", "FLUX.2 dev", "Paper Only", "SD 1.5"]
+    statuses = ["verified (sampled, n=577, 2 disagreements)", "verified (full re-score)", "verified", REPORTED]
+    assert hub_cells(names, statuses, entries, snapshot) == [
+        "on the Hub: same value",
+        "on the Hub: 41.3 (+1.5 points)",
+        "no Hub model link",
+        "",  # the paper's row of the same name is not ours
+    ]
+    line = hub_status_markdown(snapshot, entries)
+    assert "3 rows; 1 verified here, same value; 1 verified here, different value; 1 not verified here" in line
+    api.error = OSError("network down")
+    down = HubLeaderboard(DATASET, lambda: api).refresh()
+    assert hub_cells(names[:1], statuses[:1], entries, down) == [NOT_REACHABLE]
+    assert "**Hub not reachable**" in hub_status_markdown(down, entries)
+    assert hub_status_markdown(None, entries).startswith("Hub check: off")
+
+
+# ------------------------------------------------------------------------------------------ the CLI
+
+
+@pytest.fixture
+def home(tmp_path, entries):
+    store = SQLiteStore(tmp_path / "leaderboard.sqlite")
+    for entry in entries:
+        store.add_submission(entry)
+    return tmp_path
+
+
+@pytest.fixture
+def hub_api(monkeypatch):
+    import huggingface_hub
+
+    api = RecordingHfApi()
+    monkeypatch.setattr(huggingface_hub, "HfApi", lambda token=None: api)
+    monkeypatch.setattr(huggingface_hub, "get_token", lambda: "hf_test")
+    monkeypatch.delenv("NEGT2I_RESULTS_REPO", raising=False)
+    return api
+
+
+def run(argv, capsys):
+    try:
+        code = main(argv)
+    except SystemExit as exited:
+        code = exited.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def test_hub_check_prints_each_row_with_its_outcome(home, hub_api, entries, capsys):
+    code, out, _ = run(["leaderboard", "hub-check", "--dataset-id", DATASET, "--home", str(home)], capsys)
+    assert code == 0
+    sd, flux = entries[0].submission_id[:8], entries[1].submission_id[:8]
+    assert out.splitlines()[1:] == [
+        "#1 someone/unverified-t2i (open pull request #3): 60.0 on the Hub: not verified here",
+        f"#2 black-forest-labs/FLUX.2-dev: 41.3 on the Hub: verified here, differs by +1.5 points; ours 39.8, "
+        f"entry {flux} (FLUX.2 dev)",
+        "#3 stable-diffusion-v1-5/stable-diffusion-v1-5 (open pull request #7): 14.5 on the Hub: verified here, "
+        f"same value; ours 14.5, entry {sd} (SD 1.5)",
+        "3 Hub rows: 1 verified here with the same value, 1 verified here with another value, 1 not verified here",
+    ]
+    hub_api.error = http_error(404, "404 Client Error: Not Found")
+    code, _, err = run(["leaderboard", "hub-check", "--dataset-id", DATASET, "--home", str(home)], capsys)
+    assert code == 1 and "could not read the Hub leaderboard of org/NegT2IBench: the Hub answered HTTP 404" in err
+    code, _, err = run(["leaderboard", "hub-check", "--home", str(home)], capsys)
+    assert code == 2 and "--dataset-id ORG/NAME (or set NEGT2I_HUB_DATASET)" in err
+
+
+def test_publish_opens_the_pull_request_with_the_entry_yaml(home, hub_api, entries, capsys):
+    sd = entries[0]
+    argv = [
+        "leaderboard",
+        "publish",
+        sd.submission_id[:8],
+        "--model-repo",
+        "stable-diffusion-v1-5/stable-diffusion-v1-5",
+    ]
+    argv += ["--dataset-id", DATASET, "--space-url", SPACE, "--home", str(home)]
+    code, out, _ = run([*argv, "--dry-run"], capsys)
+    assert code == 0 and out.rstrip().endswith(
+        "dry run: no pull request opened on stable-diffusion-v1-5/stable-diffusion-v1-5"
+    )
+    assert hub_api.calls == []
+    code, out, _ = run(argv, capsys)
+    assert code == 0 and out.rstrip().endswith(
+        "to stable-diffusion-v1-5/stable-diffusion-v1-5: "
+        "https://huggingface.co/stable-diffusion-v1-5/stable-diffusion-v1-5/discussions/1"
+    )
+    [(name, sent)] = hub_api.calls
+    assert name == "create_commit" and sent["create_pr"] is True and sent["repo_type"] == "model"
+    content = sent["files"][".eval_results/negt2ibench.yaml"].decode("utf-8")
+    parsed = parse_eval_result_entries(yaml.safe_load(content))
+    assert parsed[0].source_url == f"{SPACE}?entry={sd.submission_id}" and parsed[0].value == 14.5
+
+
+@pytest.mark.parametrize(
+    "which, model_repo, message, code",
+    [
+        (3, "someone/unverified-t2i", "only verified entries get an .eval_results file; this one is pending", 1),
+        (
+            0,
+            "org/another-model",
+            "links the model stable-diffusion-v1-5/stable-diffusion-v1-5, not org/another-model",
+            1,
+        ),
+        (None, "org/m", "no submission 'ffffffff' in the store", 1),
+    ],
+)
+def test_publish_refuses_what_it_must_not_send(home, hub_api, entries, capsys, which, model_repo, message, code):
+    wanted = entries[which].submission_id[:8] if which is not None else "ffffffff"
+    argv = ["leaderboard", "publish", wanted, "--model-repo", model_repo, "--dataset-id", DATASET]
+    found, _, err = run([*argv, "--space-url", SPACE, "--home", str(home)], capsys)
+    assert found == code and message in err and hub_api.calls == []
+
+
+def test_publish_needs_the_space_address(home, hub_api, entries, capsys, monkeypatch):
+    monkeypatch.delenv("NEGT2I_SPACE_URL", raising=False)
+    monkeypatch.delenv("SPACE_ID", raising=False)
+    argv = ["leaderboard", "publish", entries[0].submission_id, "--model-repo", "org/m", "--dataset-id", DATASET]
+    code, _, err = run([*argv, "--home", str(home)], capsys)
+    assert code == 2 and "--space-url URL (or set NEGT2I_SPACE_URL)" in err
+
+
+# ------------------------------------------------------------------------------------ the Space's handlers
+
+
+def test_an_entry_page_opens_that_entry_and_pending_ones_have_no_yaml(tmp_path, entries):
+    from space.handlers import WorkDir
+    from space.tabs.leaderboard import LeaderboardHandlers
+
+    store = SQLiteStore(tmp_path / "lb.sqlite")
+    for entry in entries:
+        store.add_submission(entry)
+    api = RecordingHfApi()
+    board = HubLeaderboard(DATASET, lambda: api)
+    board.refresh()
+    work = WorkDir()
+    try:
+        on = LeaderboardHandlers(store, work, board, DATASET, SPACE)
+        flux = entries[1]
+        request = SimpleNamespace(query_params={"entry": flux.submission_id})
+        frame, _, picker, _ = on.leaderboard(request)
+        assert picker["value"] == "FLUX.2 dev"  # the page of the entry picks its model
+        assert dict(zip(frame["model"], frame["hub"], strict=True))["FLUX.2 dev"] == "on the Hub: 41.3 (+1.5 points)"
+        assert on.leaderboard(SimpleNamespace(query_params={}))[2]["value"] == "SD 1.5"
+        note, text, path = on.eval_results("FLUX.2 dev")
+        assert f"{SPACE}?entry={flux.submission_id}" in note and "full re-score of 19,200 images" in text
+        assert open(path, encoding="utf-8").read() == text
+        assert on.eval_results("Waiting") == (
+            "No `.eval_results` file: only verified entries get an .eval_results file; this one is pending.",
+            "",
+            None,
+        )
+        assert "1 verified here, different value" in on.hub_status()
+    finally:
+        work.cleanup()
+
+
+# ------------------------------------------------------------------------------------------ the app
+
+
+@pytest.mark.slow
+def test_the_app_shows_the_hub_column_status_and_yaml_and_survives_an_unreachable_hub(tmp_path, entries):
+    import pandas as pd
+    from gradio_client import Client
+
+    from dataset_builder.loading import load_prompts
+    from space.app import build_app
+    from tests.helpers.net import launch_local
+    from tests.helpers.space_helpers import RectanglePerception, wait_for
+
+    store = SQLiteStore(tmp_path / "lb.sqlite")
+    for entry in entries:
+        store.add_submission(entry)
+    api = RecordingHfApi()
+    demo = build_app(
+        prompts=load_prompts(None)[:10],
+        store=store,
+        perception=RectanglePerception(),
+        recheck_every=None,
+        hub_dataset=DATASET,
+        space_url=SPACE,
+        hub_api=lambda: api,
+        hub_refresh_every=0.2,
+    )
+    client = Client(launch_local(demo), verbose=False)
+    try:
+        wait_for(lambda: len(api.calls) >= 2, "the Hub read at start-up, then again")  # periodic, not once
+        board, _, _, _ = client.predict(api_name="/leaderboard")
+        frame = pd.DataFrame(board["data"], columns=board["headers"])
+        hub = dict(zip(frame["model"] + " | " + frame["status"], frame["hub"], strict=True))
+        assert hub["SD 1.5 | verified (sampled, n=577, 2 disagreements)"] == "on the Hub: same value"
+        assert hub["SD 1.5 | reported (paper)"] == ""
+        # Model ids are strangers' text: shown as plain text (Markdown escaped).
+        assert "1 not verified here: someone\\/unverified\\-t2i." in client.predict(api_name="/hub_status")
+        note, text, path = client.predict("SD 1.5", api_name="/eval_results")
+        assert f"source:\n    url: {SPACE}?entry={entries[0].submission_id}" in text
+        assert open(path, encoding="utf-8").read().rstrip("\n") == text  # the code box drops the last newline
+        assert client.predict("Waiting", api_name="/eval_results")[1] == ""
+
+        api.error = OSError("network down")
+        calls = len(api.calls)
+        wait_for(lambda: len(api.calls) > calls + 1, "a reading that fails")
+        status = client.predict(api_name="/hub_status")
+        assert "Hub not reachable since" in status and "Error" not in status  # the last reading, said to be old
+        fresh = build_app(
+            prompts=load_prompts(None)[:10],
+            store=store,
+            perception=RectanglePerception(),
+            recheck_every=None,
+            hub_dataset=DATASET,
+            hub_api=lambda: api,
+        )
+        other = Client(launch_local(fresh), verbose=False)
+        try:
+            board_of_fresh = fresh.hub_reader.run.__self__  # the app's HubLeaderboard
+            wait_for(lambda: board_of_fresh.snapshot.tried_at is not None, "the fresh app's first (failing) reading")
+            assert board_of_fresh.snapshot.problem == NOT_REACHABLE
+            board, _, _, _ = other.predict(api_name="/leaderboard")
+            frame = pd.DataFrame(board["data"], columns=board["headers"])
+            assert set(frame["hub"]) == {"Hub not reachable", ""}
+            assert "**Hub not reachable**" in other.predict(api_name="/hub_status")
+        finally:
+            other.close()
+            fresh.close()
+    finally:
+        client.close()
+        demo.close()
+    demo.hub_reader._thread.join(timeout=30)  # closing the app stops its Hub readings
+    assert not demo.hub_reader._thread.is_alive()
