@@ -218,3 +218,17 @@ def _scene_box(rng, name: str, metadata: dict, size: int) -> list[int]:
         cx = size // 2 + dx + int(rng.integers(-30, 31))
         cy = size // 2 + dy + int(rng.integers(-30, 31))
     return [cx - width // 2, cy - height // 2, cx + width // 2, cy + height // 2]
+
+
+class ScriptedGenEvalPerception:
+    """GenEval perception double: the detections of each image, in the order the images come
+    (a scene list consumed as `observe` is called), whatever the pixels."""
+
+    def __init__(self, scenes):
+        self.scenes = list(scenes)
+        self.calls: list[int] = []
+
+    def observe(self, images, prompts):
+        self.calls.append(len(images))
+        taken, self.scenes = self.scenes[: len(images)], self.scenes[len(images) :]
+        return [dict(scene) for scene in taken]
