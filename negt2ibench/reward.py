@@ -144,6 +144,7 @@ class Reward:
             self.geneval.load()
         if self.negation is not None:
             self.negation.load()
+            import evaluator.pipeline  # noqa: F401 - the engine (and torch): imported now, not by the first batch
         return self
 
     def __call__(self, images: Any, metadatas: Sequence[Any], only_strict: bool = False) -> dict[str, Any]:

@@ -3,6 +3,7 @@ on a free loopback port, waited on by state: each worker's "ready" line, then GE
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import threading
@@ -54,7 +55,7 @@ class RewardServer:
             self._ready.release()
 
     def stop(self) -> None:
-        self.process.terminate()
+        self.process.send_signal(signal.SIGINT)  # gunicorn's quick shutdown
         try:
             self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:

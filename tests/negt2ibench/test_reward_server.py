@@ -89,34 +89,24 @@ def test_missing_weights_fail_in_one_line_before_any_worker(tmp_path, capsys):
 # -- GenEval's reward: the real command on tiny models, Flow-GRPO's client unchanged ---------------------
 
 
-@pytest.fixture(scope="module")
-def geneval_server(tmp_path_factory):
-    detector, clip = save_tiny_models(tmp_path_factory.mktemp("tiny-geneval"))
-    arguments = ["--options", f"model={detector}", f"clip_model={clip}", "--device", "cpu", "--workers", "2"]
-    with reward_server(arguments, workers=2) as server:
-        yield server
-
-
-@pytest.mark.slow
-def test_flow_grpos_client_scores_a_batch_through_reward_serve(geneval_server):
+def check_flow_grpos_client(geneval_server) -> None:
     client = reward_reference.geneval_score(geneval_server.url)
     torch.manual_seed(0)
-    images = torch.rand(70, 3, 64, 64)  # Flow-GRPO's float NCHW in [0, 1]; 70 -> two posts of 35
-    metadatas = [GENEVAL[i * 7] for i in range(70)]
+    images = torch.rand(6, 3, 64, 64)  # Flow-GRPO's float NCHW in [0, 1]
+    metadatas = [GENEVAL[i * 90] for i in range(6)]  # one prompt of each task
     scores, rewards, strict, group_rewards, group_strict = client(images, None, metadatas, False)
-    assert len(scores) == len(rewards) == len(strict) == 70
+    assert len(scores) == len(rewards) == len(strict) == 6
     assert set(rewards) <= {0.0, 1.0} and set(strict) <= {0.0, 1.0} and all(s <= 1.0 for s in scores)
     assert list(group_strict) == reward_reference.REQUIRED_KEYS == list(group_rewards)
     for key, values in group_strict.items():  # an image's own task holds its value, every other -10
-        assert len(values) == 70
+        assert len(values) == 6
         for metadata, value, own in zip(metadatas, values, strict, strict=True):
             assert value == (own if metadata["tag"] == key else OTHER_GROUP)
     _, only_strict_rewards, *_ = client(images[:5], None, metadatas[:5], True)
     assert only_strict_rewards == [0.0] * 5
 
 
-@pytest.mark.slow
-def test_the_json_endpoint_answers_what_the_pickle_one_does(geneval_server):
+def check_the_json_endpoint_answers_what_the_pickle_one_does(geneval_server) -> None:
     pictures = [Image.fromarray(np.full((48, 64, 3), 40 * i, np.uint8)) for i in range(3)]
     metadatas = GENEVAL[:3]
     body = {"images": [jpeg(p) for p in pictures], "meta_datas": metadatas, "only_strict": False}
@@ -128,8 +118,7 @@ def test_the_json_endpoint_answers_what_the_pickle_one_does(geneval_server):
     assert set(as_json.json()) == set(RESPONSE_KEYS)
 
 
-@pytest.mark.slow
-def test_hostile_and_malformed_bodies_leave_the_server_up(geneval_server, tmp_path):
+def check_hostile_and_malformed_bodies_leave_the_server_up(geneval_server, tmp_path) -> None:
     marker = tmp_path / "ran"
     hostile = requests.post(f"{geneval_server.url}/", data=pickle.dumps(SystemCall(marker)), timeout=60)
     assert hostile.status_code == 400 and "refused: the pickle names" in hostile.text
@@ -148,6 +137,17 @@ def test_hostile_and_malformed_bodies_leave_the_server_up(geneval_server, tmp_pa
     assert requests.get(f"{geneval_server.url}/health", timeout=60).json()["status"] == "ok"
 
 
+@pytest.mark.slow
+def test_reward_serve_on_tiny_models_with_flow_grpos_client_json_and_bad_bodies(tmp_path):
+    """One server (the real command, two workers on the CPU) for the three checks: it starts once."""
+    detector, clip = save_tiny_models(tmp_path / "tiny-geneval")
+    arguments = ["--options", f"model={detector}", f"clip_model={clip}", "--device", "cpu", "--workers", "2"]
+    with reward_server(arguments, workers=2) as server:
+        check_flow_grpos_client(server)
+        check_the_json_endpoint_answers_what_the_pickle_one_does(server)
+        check_hostile_and_malformed_bodies_leave_the_server_up(server, tmp_path)
+
+
 # -- the negation reward through the same server, on the rectangle double --------------------------------
 
 
@@ -155,12 +155,13 @@ def test_hostile_and_malformed_bodies_leave_the_server_up(geneval_server, tmp_pa
 def test_flow_grpos_client_gets_the_negation_reward_of_hand_counted_scenes():
     # A white car and a non-white computer mouse; the double finds both white on any picture that is not
     # flat: objects 2/2 + "white car" + not "non-white mouse" = 3/4. A blank (flat white) picture: 0.
+    # 70 images: the client posts two batches of 35 (np.array_split) and merges their groups.
     color = CORPUS["color_pos1_neg1_000"].model_dump()
     gradient = np.linspace(0, 255, 96, dtype=np.uint8)[None, :, None].repeat(64, 0).repeat(3, 2)
-    images = np.stack([gradient, np.full_like(gradient, 255)])  # uint8 NHWC, as the client makes them
-    with double_reward_server(workers=1) as server:
+    images = np.stack([gradient, np.full_like(gradient, 255)] * 35)  # uint8 NHWC, as the client makes them
+    with double_reward_server(workers=2) as server:
         scores, rewards, strict, _, group_strict = reward_reference.geneval_score(server.url)(
-            images, None, [color, color], False
+            images, None, [color] * 70, False
         )
         details = pickle.loads(
             requests.post(
@@ -169,7 +170,7 @@ def test_flow_grpos_client_gets_the_negation_reward_of_hand_counted_scenes():
                 timeout=60,
             ).content
         )["details"]
-    assert scores == [0.75, 0.0] and strict == [0.0, 0.0] == rewards
-    assert group_strict["color"] == [0.0, 0.0] and group_strict["depth"] == [OTHER_GROUP, OTHER_GROUP]
+    assert scores == [0.75, 0.0] * 35 and strict == [0.0] * 70 == rewards
+    assert group_strict["color"] == [0.0] * 70 and group_strict["depth"] == [OTHER_GROUP] * 70
     assert [s["cause"] for s in details[0]["statements"]] == [None, "forbidden_rendered"]
     assert json.dumps(details)  # what a training log keeps is plain JSON
