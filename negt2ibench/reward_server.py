@@ -200,7 +200,8 @@ def serve(
             os.environ["CUDA_VISIBLE_DEVICES"] = gpus[worker.reward_slot]  # gunicorn.conf.py:18-20
 
     def post_worker_init(worker: Any) -> None:  # the app, and so the models, are loaded
-        print(f"negt2ibench reward worker ready: slot {worker.reward_slot}, pid {os.getpid()}", file=sys.stderr, flush=True)
+        ready = f"negt2ibench reward worker ready: slot {worker.reward_slot}, pid {os.getpid()}"
+        print(ready, file=sys.stderr, flush=True)
 
     def child_exit(_server: Any, worker: Any) -> None:
         slots.pop(getattr(worker, "reward_slot", -1), None)
