@@ -16,6 +16,7 @@ TEST = build_corpus()
 TRAIN = build_train_corpus()
 
 
+@pytest.mark.slow
 def test_the_train_split_is_the_same_design_and_shares_nothing_with_the_test_split():
     assert len(TRAIN) == len(TEST) == 4800 and find_violations(TRAIN) == []
     assert all(record.prompt_id.startswith("train_") and record.group_id.startswith("train_") for record in TRAIN)
@@ -37,6 +38,7 @@ def test_a_combination_is_the_same_in_any_order_or_polarity():
     assert record_combination(swapped) == record_combination(color["color_pos2_neg0_000"])
 
 
+@pytest.mark.slow
 def test_build_and_validate_a_train_folder(tmp_path, capsys):
     out = tmp_path / "train"
     assert main(["build", "--split", "train", "--out", str(out)]) == 0
@@ -49,6 +51,7 @@ def test_build_and_validate_a_train_folder(tmp_path, capsys):
     assert len((out / "geneval" / "test_metadata.jsonl").read_text().splitlines()) == 553
 
 
+@pytest.mark.slow
 def test_validate_names_a_training_prompt_that_is_a_test_prompt(tmp_path, capsys):
     leaked = TEST[5].model_copy(
         update={"prompt_id": "train_" + TEST[5].prompt_id, "group_id": "train_" + TEST[5].group_id}

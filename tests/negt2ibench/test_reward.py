@@ -144,6 +144,7 @@ def test_groups_mark_other_categories_minus_ten_and_only_strict_zeroes_rewards()
 # -- images in every form -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_float_nchw_tensor_a_uint8_batch_and_pil_images_are_the_same_pixels(tmp_path):
     pictures = [scene(), Image.open(scene_png(tmp_path / "s.png", SIZE)).convert("RGB")]
     pixels = np.stack([np.asarray(p) for p in pictures])

@@ -81,6 +81,7 @@ def test_a_zero_include_count_is_refused_as_reward_server_cannot_divide_by_it():
 SCENES = 2400
 
 
+@pytest.mark.slow
 def test_parity_with_reward_server_on_random_scenes():
     """score, strict and GenEval's verdict equal reward-server's on 2,400 random scenes of GenEval's
     553 prompts (scores compared exactly: the same float operations in the same order)."""
