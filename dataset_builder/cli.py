@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections import Counter
 from pathlib import Path
@@ -14,6 +15,7 @@ from .layout import DEFAULT_DATASET_DIR
 from .vocabulary import CATEGORIES, SETTINGS, setting_label, setting_name
 
 DEFAULT_DIR = str(DEFAULT_DATASET_DIR)
+DEFAULT_TRAIN_DIR = f"{DEFAULT_DIR}-train"
 
 
 def _seed(text: str) -> int:
@@ -24,7 +26,7 @@ def _seed(text: str) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from .corpus import DEFAULT_SEED
+    from .corpus import DEFAULT_SEED, DEFAULT_TRAIN_SEED
 
     build = subparsers.add_parser(
         "build",
@@ -38,15 +40,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
         epilog=f"example: negt2ibench build --out {DEFAULT_DIR} --overwrite",
     )
-    build.add_argument(
-        "--out", default=DEFAULT_DIR, metavar="DIR", help=f"dataset folder to write (default: {DEFAULT_DIR})"
-    )
+    build.add_argument("--out", metavar="DIR", help=f"dataset folder to write (default: {DEFAULT_DIR})")
     build.add_argument(
         "--seed",
         type=_seed,
-        default=DEFAULT_SEED,
         metavar="N",
-        help=f"integer seed of the corpus (default: {DEFAULT_SEED}, the published corpus)",
+        help=f"integer seed of the corpus (default: {DEFAULT_SEED}, the published corpus; train: {DEFAULT_TRAIN_SEED})",
+    )
+    build.add_argument(
+        "--split",
+        choices=("test", "train"),
+        default="test",
+        help=(
+            "test: the benchmark; train: training prompts in the same design from another seed, none sharing "
+            "objects and predicates with a test prompt, in Flow-GRPO's train_metadata.jsonl too, with GenEval's "
+            f"counterpart under geneval/ (default --out {DEFAULT_TRAIN_DIR}; docs/reward.md)"
+        ),
     )
     build.add_argument(
         "--overwrite",
@@ -126,32 +135,70 @@ def _summary_table(records) -> str:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from .corpus import build_corpus
+    from .corpus import DEFAULT_SEED, build_corpus
     from .hub import write_dataset_folder
 
+    if args.split == "train":
+        return run_build_train(args)
+    seed = DEFAULT_SEED if args.seed is None else args.seed
     started = time.perf_counter()
-    records = build_corpus(args.seed)
+    records = build_corpus(seed)
     built = time.perf_counter()
-    out = write_dataset_folder(records, Path(args.out), overwrite=args.overwrite)
+    out = write_dataset_folder(records, Path(args.out or DEFAULT_DIR), overwrite=args.overwrite)
     finished = time.perf_counter()
     groups = len({r.group_id for r in records})
     print(_summary_table(records))
     from .corpus import CORPUS_VERSION
 
     print(
-        f"{len(records)} prompts in {groups} matched groups, corpus version {CORPUS_VERSION}, seed {args.seed}; "
+        f"{len(records)} prompts in {groups} matched groups, corpus version {CORPUS_VERSION}, seed {seed}; "
         f"corpus {built - started:.2f} s, files {finished - built:.2f} s"
     )
     print(f"wrote {out}/ (README.md, eval.yaml, prompts/test-00000-of-00001.parquet, prompts.jsonl)")
     return 0
 
 
+def run_build_train(args: argparse.Namespace) -> int:
+    from evaluator.geneval.prompts import load_geneval_prompts
+    from evaluator.geneval.train_prompts import geneval_train_prompts
+
+    from .corpus import DEFAULT_SEED, DEFAULT_TRAIN_SEED, build_train_corpus
+    from .train_split import write_train_folder
+
+    seed = DEFAULT_TRAIN_SEED if args.seed is None else args.seed
+    if seed == DEFAULT_SEED:
+        raise OptionError(f"--split train needs another seed than the test split's ({DEFAULT_SEED})")
+    records = build_train_corpus(seed, DEFAULT_SEED)
+    geneval = geneval_train_prompts()
+    out = write_train_folder(
+        records,
+        Path(args.out or DEFAULT_TRAIN_DIR),
+        seed=seed,
+        test_seed=DEFAULT_SEED,
+        geneval_train=geneval,
+        geneval_test=[dict(prompt.metadata) for prompt in load_geneval_prompts()],
+        overwrite=args.overwrite,
+    )
+    print(_summary_table(records))
+    print(
+        f"{len(records)} training prompts (seed {seed}), none sharing objects and predicates with a test prompt "
+        f"(seed {DEFAULT_SEED}); {len(geneval)} GenEval training prompts, none a test prompt's"
+    )
+    print(
+        f"wrote {out}/ (README.md, prompts/train-00000-of-00001.parquet, prompts.jsonl, train_metadata.jsonl, geneval/)"
+    )
+    return 0
+
+
 def run_validate(args: argparse.Namespace) -> int:
+    from .train_split import is_train_folder
     from .validate import validate_folder
 
     root = Path(args.dir)
     if not root.is_dir():
         raise UserError(f"{root} is not a folder; build one with `negt2ibench build --out {root}`")
+    if is_train_folder(root):
+        return _validate_train(root, args)
     started = time.perf_counter()
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise UserError(f"--out {args.out} exists and is not a folder")
@@ -225,4 +272,36 @@ def run_push(args: argparse.Namespace) -> int:
     print(f"{verb} {len(paths)} files to https://huggingface.co/datasets/{args.repo_id}:")
     for path in paths:
         print(f"  {path}")
+    return 0
+
+
+def _validate_train(root: Path, args: argparse.Namespace) -> int:
+    """A training folder: its files and invariants, disjoint from the test split and GenEval's test."""
+    from evaluator.geneval.train_prompts import train_prompt_violations
+
+    from .layout import GENEVAL_TRAIN_DIR, TRAIN_METADATA
+    from .train_split import validate_train_folder
+    from .validate import Violation
+
+    started = time.perf_counter()
+    records, violations, test_seed = validate_train_folder(root)
+    geneval_file = root / GENEVAL_TRAIN_DIR / TRAIN_METADATA
+    where = f"{GENEVAL_TRAIN_DIR}/{TRAIN_METADATA}"
+    try:
+        lines = [json.loads(line) for line in geneval_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+        violations += [Violation(where, problem) for problem in train_prompt_violations(lines)]
+    except (OSError, ValueError) as error:
+        violations.append(Violation(where, f"unreadable or missing ({error})"))
+        lines = []
+    elapsed = time.perf_counter() - started
+    for violation in violations[: args.max_shown]:
+        print(violation)
+    if violations:
+        print(f"INVALID: {len(violations)} violations in {root} ({len(records)} training prompts, {elapsed:.2f} s)")
+        return 1
+    print(
+        f"OK: {root} holds {len(records)} valid training prompts, none sharing text or objects and predicates "
+        f"with the test split (seed {test_seed}), and {len(lines)} GenEval training prompts, none a GenEval test "
+        f"prompt's ({elapsed:.2f} s)"
+    )
     return 0

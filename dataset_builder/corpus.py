@@ -31,6 +31,10 @@ from .vocabulary import (
 )
 
 DEFAULT_SEED: int = 2026
+# The training split (`negt2ibench build --split train`): the same design from another seed, its ids
+# and groups prefixed, and no (objects, predicates) combination of the test split's (`combination`).
+DEFAULT_TRAIN_SEED: int = 2027
+TRAIN_PREFIX = "train_"
 # The corpus's version, in the dataset card and in `validate`'s and `build`'s summaries. It changes
 # whenever the same seed would give other prompts: 1 drew objects per category; 2 shares each
 # object draw across the categories of one kind (the paper's released corpus, Table 4).
@@ -52,10 +56,25 @@ class GroupDraw:
     k: int
     objects: tuple[str, ...]  # attributes: one per statement; relations: subject, then one target per statement
     predicates: tuple[str, ...]  # one value / relation per statement
+    prefix: str = ""  # TRAIN_PREFIX in the training split
 
     @property
     def group_id(self) -> str:
-        return f"{self.category}_load{self.load}_{self.k:03d}"
+        return f"{self.prefix}{self.category}_load{self.load}_{self.k:03d}"
+
+
+Combination = tuple[str, tuple[str, ...], tuple[str, ...]]
+
+
+def combination(category: str, objects: Sequence[str], predicates: Sequence[str]) -> Combination:
+    """What a prompt asks for, whatever its order and polarities: its category, its objects and its
+    values / predicates, each sorted. Two prompts with one combination picture the same things (the
+    training split never shares one with the test split)."""
+    return (category, tuple(sorted(objects)), tuple(sorted(predicates)))
+
+
+def record_combination(record: PromptRecord) -> Combination:
+    return combination(record.category, record.objects, [s.predicate for s in record.statements])
 
 
 def category_rng(seed: int, category: str) -> random.Random:
@@ -98,14 +117,17 @@ def _predicate_columns(category: str, load: int, rng: random.Random) -> list[lis
     return [balanced_sequence(vocabulary, PROMPTS_PER_SETTING, rng) for _ in range(load)]
 
 
-def draw_kind(kind: str, seed: int = DEFAULT_SEED) -> dict[str, list[GroupDraw]]:
+def draw_kind(
+    kind: str, seed: int = DEFAULT_SEED, avoid: frozenset[Combination] = frozenset(), prefix: str = ""
+) -> dict[str, list[GroupDraw]]:
     """The 400 group draws of every category of `kind`, by load then k, with shared objects.
 
     Per (load, k) one object draw (the least-used classes so far, shuffled, so a random subject)
     serves every category of the kind; each category adds its own balanced values / predicates.
     A draw that would repeat a prompt text of any of the categories within a setting is drawn
     again (after `_SWAP_AFTER` tries the colliding category also swaps its predicates with a
-    later draw's), so every category stays free of duplicates.
+    later draw's), so every category stays free of duplicates. A draw whose combination is in AVOID
+    (another split's) is drawn again the same way.
     """
     categories = [category for category in CATEGORIES if kind_of(category) == kind]
     if not categories:
@@ -125,7 +147,11 @@ def draw_kind(kind: str, seed: int = DEFAULT_SEED) -> dict[str, list[GroupDraw]]
                 signatures = {
                     category: (objects, tuple(column[k] for column in columns[category])) for category in categories
                 }
-                colliding = [category for category in categories if signatures[category] in seen[category]]
+                colliding = [
+                    category
+                    for category in categories
+                    if signatures[category] in seen[category] or combination(category, *signatures[category]) in avoid
+                ]
                 if not colliding:
                     break
                 if attempt >= _SWAP_AFTER and k + 1 < PROMPTS_PER_SETTING:
@@ -141,7 +167,7 @@ def draw_kind(kind: str, seed: int = DEFAULT_SEED) -> dict[str, list[GroupDraw]]
                 usage[name] += 1
             for category in categories:
                 seen[category].add(signatures[category])
-                draws[category].append(GroupDraw(category, load, k, objects, signatures[category][1]))
+                draws[category].append(GroupDraw(category, load, k, objects, signatures[category][1], prefix))
     return draws
 
 
@@ -170,7 +196,7 @@ def render_record(draw: GroupDraw, num_pos: int, num_neg: int) -> PromptRecord:
         )
     setting = setting_name(num_pos, num_neg)
     return PromptRecord(
-        prompt_id=f"{draw.category}_{setting}_{draw.k:03d}",
+        prompt_id=f"{draw.prefix}{draw.category}_{setting}_{draw.k:03d}",
         group_id=draw.group_id,
         category=draw.category,
         kind=kind,
@@ -186,10 +212,23 @@ def render_record(draw: GroupDraw, num_pos: int, num_neg: int) -> PromptRecord:
 
 def build_corpus(seed: int = DEFAULT_SEED) -> list[PromptRecord]:
     """All 4,800 records: categories in CATEGORIES order, then SETTINGS order, then k = 0..99."""
+    return _build(seed, frozenset(), "")
+
+
+def build_train_corpus(seed: int = DEFAULT_TRAIN_SEED, test_seed: int = DEFAULT_SEED) -> list[PromptRecord]:
+    """The training split: 4,800 records of the same design from SEED, ids and groups prefixed
+    `train_`, none with a combination (so none with a text) of the test corpus of TEST_SEED."""
+    if seed == test_seed:
+        raise ValueError(f"the training split needs another seed than the test split's ({test_seed})")
+    avoid = frozenset(record_combination(record) for record in build_corpus(test_seed))
+    return _build(seed, avoid, TRAIN_PREFIX)
+
+
+def _build(seed: int, avoid: frozenset[Combination], prefix: str) -> list[PromptRecord]:
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an integer, got {seed!r}")
     records: list[PromptRecord] = []
-    by_kind = {kind: draw_kind(kind, seed) for kind in ("attribute", "relation")}
+    by_kind = {kind: draw_kind(kind, seed, avoid, prefix) for kind in ("attribute", "relation")}
     for category in CATEGORIES:
         by_load_k = {(draw.load, draw.k): draw for draw in by_kind[kind_of(category)][category]}
         for num_pos, num_neg in SETTINGS:

@@ -29,6 +29,7 @@ from .layout import (
     PROMPTS_JSONL,
     PROMPTS_PARQUET,
     RESULTS_DIR,
+    TRAIN_OUTPUTS,
     image_splits,
 )
 from .records import PromptRecord
@@ -36,7 +37,7 @@ from .records import PromptRecord
 # Entries a rebuild may find in an existing folder. Generated images and results cost GPU hours,
 # so `--overwrite` carries them over instead of deleting them; anything else means the folder is
 # not ours and is left alone.
-_BUILD_OUTPUTS = frozenset({CARD_FILE, EVAL_FILE, PROMPTS_DIR, PROMPTS_JSONL})
+_BUILD_OUTPUTS = frozenset({CARD_FILE, EVAL_FILE, PROMPTS_DIR, PROMPTS_JSONL, *TRAIN_OUTPUTS})
 _KEPT_ON_REBUILD = frozenset({IMAGES_DIR, RESULTS_DIR, ".gitattributes", ".huggingface", ".cache"})
 
 # The `datasets` features of the prompts config as they appear in the parquet schema metadata.
@@ -98,7 +99,9 @@ PROMPT_ARROW_SCHEMA = pa.schema(
 # --------------------------------------------------------------------------- writing
 
 
-def write_prompt_files(records: Sequence[PromptRecord], dataset_dir: Path) -> list[Path]:
+def write_prompt_files(
+    records: Sequence[PromptRecord], dataset_dir: Path, parquet: str = PROMPTS_PARQUET
+) -> list[Path]:
     """Write the JSONL copy and the parquet split into `dataset_dir` (byte-identical for equal records).
 
     The parquet file is read back from the JSONL with the explicit schema: the two can never
@@ -115,7 +118,7 @@ def write_prompt_files(records: Sequence[PromptRecord], dataset_dir: Path) -> li
         read_options=pa_json.ReadOptions(use_threads=False),
         parse_options=pa_json.ParseOptions(explicit_schema=PROMPT_ARROW_SCHEMA, unexpected_field_behavior="error"),
     ).replace_schema_metadata(PROMPT_ARROW_SCHEMA.metadata)
-    parquet_path = dataset_dir / PROMPTS_PARQUET
+    parquet_path = dataset_dir / parquet
     parquet_path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, parquet_path, compression="snappy")
     return [parquet_path, jsonl_path]

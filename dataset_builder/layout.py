@@ -27,6 +27,14 @@ EVAL_FILE = "eval.yaml"  # makes the dataset repo a Hub Benchmark (dataset_build
 PROMPTS_DIR = "prompts"
 PROMPTS_PARQUET = f"{PROMPTS_DIR}/test-00000-of-00001.parquet"
 PROMPTS_JSONL = "prompts.jsonl"
+# The training split's folder (`negt2ibench build --split train`, dataset_builder.train_split): its
+# parquet split, and Flow-GRPO's files (`{split}_metadata.jsonl`, one metadata object a line, what its
+# GenevalPromptDataset reads) for NegT2IBench and, under geneval/, for GenEval.
+TRAIN_PROMPTS_PARQUET = f"{PROMPTS_DIR}/train-00000-of-00001.parquet"
+TRAIN_METADATA = "train_metadata.jsonl"
+TEST_METADATA = "test_metadata.jsonl"
+GENEVAL_TRAIN_DIR = "geneval"
+TRAIN_OUTPUTS = (TRAIN_METADATA, TEST_METADATA, GENEVAL_TRAIN_DIR)
 IMAGES_DIR = "images"
 RESULTS_DIR = "results"
 DEFAULT_DATASET_DIR = Path("build/negt2ibench")

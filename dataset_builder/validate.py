@@ -32,7 +32,8 @@ from .vocabulary import (
     setting_name,
 )
 
-_PROMPT_ID = re.compile(r"^(?P<category>[a-z]+)_pos(?P<p>\d)_neg(?P<n>\d)_(?P<k>\d{3})$")
+# `train_` before the category in the training split (`corpus.TRAIN_PREFIX`), its groups likewise.
+_PROMPT_ID = re.compile(r"^(?P<prefix>train_)?(?P<category>[a-z]+)_pos(?P<p>\d)_neg(?P<n>\d)_(?P<k>\d{3})$")
 _CLASSES = frozenset(OBJECT_CLASSES)
 _CARD_VERSION = re.compile(r"<!-- corpus_version: (\S+) -->")
 # Categories whose prompt k of a setting names the same objects in the same order (docs/corpus.md).
@@ -63,7 +64,7 @@ def record_violations(record: PromptRecord) -> list[str]:
             record.num_neg,
         ):
             problems.append("prompt_id disagrees with category / num_pos / num_neg")
-        expected_group = f"{record.category}_load{load}_{match['k']}"
+        expected_group = f"{match['prefix'] or ''}{record.category}_load{load}_{match['k']}"
         if record.group_id != expected_group:
             problems.append(f"group_id {record.group_id!r} should be {expected_group!r}")
         if int(match["k"]) >= PROMPTS_PER_SETTING:

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "evaluator.report_cli",
     "evaluator.eval_results_cli",
     "evaluator.geneval.cli",
+    "negt2ibench.reward_cli",
     "judges.cli",
     "judges.negvqa.cli",
     "validation.cli",
@@ -82,6 +83,7 @@ EXTRA_OF_MODULE = {
     "bitsandbytes": "gpu",
     **dict.fromkeys(["gradio", "spaces"], "space"),
     "confusable_homoglyphs": "leaderboard",
+    **dict.fromkeys(["flask", "gunicorn"], "reward"),
 }
 
 

@@ -6,11 +6,20 @@ never says: completeness, a bootstrap interval and the order-to-space diagnostic
     from evaluator.geneval import GenEvalDetection, geneval_verdict
     verdict = geneval_verdict(metadata, {"dog": [GenEvalDetection((10, 20, 60, 80), 0.87)]})
     verdict.correct, verdict.reason
+    geneval_reward(metadata, detections).score  # Flow-GRPO's partial credit (reward-server's)
 """
 
 from .config import GENEVAL, GENEVAL_VERSION, PRESETS, GenEvalConfig
 from .prompts import GenEvalPrompt, load_geneval_prompts
-from .rules import GenEvalDetection, GenEvalVerdict, geneval_verdict, relative_position, select_detections
+from .rules import (
+    GenEvalDetection,
+    GenEvalReward,
+    GenEvalVerdict,
+    geneval_reward,
+    geneval_verdict,
+    relative_position,
+    select_detections,
+)
 
 __all__ = [
     "GENEVAL",
@@ -19,7 +28,9 @@ __all__ = [
     "GenEvalConfig",
     "GenEvalDetection",
     "GenEvalPrompt",
+    "GenEvalReward",
     "GenEvalVerdict",
+    "geneval_reward",
     "geneval_verdict",
     "load_geneval_prompts",
     "relative_position",

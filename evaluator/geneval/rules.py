@@ -18,6 +18,9 @@ Two things GenEval leaves to chance are fixed here: tied scores keep the order t
 given in (GenEval's `argsort(...)[::-1]` reverses mmdet's order of ties, which means nothing), and the
 relations in a reason are listed left of, right of, above, below (GenEval joins a Python set, whose
 order changes with the process's hash seed).
+
+`geneval_reward` is the reward Flow-GRPO trains on, written from yifan123/reward-server@92ac29f
+(MIT), reward_server/gen_eval.py: its `evaluate_reward` (:201-264) on the same selection (:274-289).
 """
 
 from __future__ import annotations
@@ -242,3 +245,83 @@ def colour_requests(metadata: Mapping[str, Any], selected: Mapping[str, Sequence
             if len(selected.get(name, ())) >= count:  # fewer: the count fails first, no colour is read
                 wanted[name] = max(wanted.get(name, 0), count)
     return wanted
+
+
+@dataclass(frozen=True)
+class GenEvalReward:
+    """reward-server's reward on one image: `score`, the partial credit in (-inf, 1] (a count far
+    above the asked one goes below 0, as there), `strict`, the exact-count verdict, and `reason`,
+    one line per failed clause ("" when strict)."""
+
+    score: float
+    strict: bool
+    reason: str = ""
+
+
+def _reward_position(
+    clause: Mapping[str, Any],
+    name: str,
+    found: Sequence[GenEvalDetection],
+    matched_groups: Sequence[tuple[GenEvalDetection, ...] | None],
+    config: GenEvalConfig,
+) -> tuple[str | None, list[float]]:
+    """The position part of `evaluate_reward` (gen_eval.py:237-258): the failure and the credits it adds.
+    A failed pair adds 0.0 and the loop then adds 1.0 all the same (:254, :258): both are kept."""
+    relation, group = clause["position"]
+    if not isinstance(group, int) or not 0 <= group < len(matched_groups):
+        raise ValueError(f"the position clause of {name!r} names group {group!r}, not an earlier one")
+    if matched_groups[group] is None:
+        return f"no target for {name} to be {relation}", [0.0]
+    failure = _position_failure(clause, name, found, matched_groups, config)
+    return failure, ([0.0, 1.0] if failure is not None else [1.0])
+
+
+def geneval_reward(
+    metadata: Mapping[str, Any],
+    detections: Mapping[str, Sequence[GenEvalDetection]],
+    config: GenEvalConfig = GENEVAL,
+) -> GenEvalReward:
+    """reward-server's GenEval reward on one image, from `geneval_verdict`'s inputs.
+
+    Per include clause, on every selected detection of its class (GenEval's selection: thresholds,
+    cap, no suppression by default), credits in order (gen_eval.py:215-258): the count,
+    `1 - |count - found| / count`; then, when the count is wrong, 0.0 for a colour or position
+    part; else the colour, `1 - |count - of the colour| / count`, and the position, 1.0 (0.0 and
+    1.0 when a pair fails; 0.0 alone when the target group failed). `score` is their mean (0.0 with
+    no include clause). `strict` needs every count exact and every colour and position to hold;
+    exclude clauses are not read (:201-264 never does; counting prompts' exact count covers them).
+
+    Raises:
+        ValueError: as `geneval_verdict`, and an include count of 0 (reward-server divides by it).
+    """
+    tag = metadata.get("tag") if isinstance(metadata, Mapping) else None
+    if not isinstance(tag, str):
+        raise ValueError(f"GenEval metadata needs a tag, got {metadata!r}")
+    objects = select_detections(detections, tag, config)
+    strict = True
+    reasons: list[str] = []
+    credits: list[float] = []
+    matched_groups: list[tuple[GenEvalDetection, ...] | None] = []
+    for clause in metadata.get("include", []):
+        name, count = _clause(clause, "include")
+        if count == 0:
+            raise ValueError(f"the include clause of {name!r} needs a count ≥ 1 for the reward")
+        found = objects.get(name, ())
+        credits.append(1 - abs(count - len(found)) / count)
+        failure: str | None = None
+        if len(found) != count:
+            failure = f"expected {name}=={count}, found {len(found)}"
+            credits.extend([0.0] if "color" in clause or "position" in clause else [])
+        else:
+            if "color" in clause:
+                credits.append(1 - abs(count - _colors_of(found, name).count(clause["color"])) / count)
+                failure = _color_failure(clause, name, count, found)  # of `count` found: != is <
+            if "position" in clause and failure is None:
+                failure, added = _reward_position(clause, name, found, matched_groups, config)
+                credits.extend(added)
+        if failure is not None:
+            strict = False
+            reasons.append(failure)
+        matched_groups.append(found if failure is None else None)
+    score = sum(credits) / len(credits) if credits else 0.0
+    return GenEvalReward(float(score), strict, "\n".join(reasons))

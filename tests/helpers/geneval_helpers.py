@@ -155,3 +155,80 @@ def summary_scores_reference(text: str) -> dict:
         "tasks": tasks,
         "overall": np.mean(list(tasks.values())),
     }
+
+
+def random_geneval_scene(rng, metadata: dict, size: int = 512):
+    """Random detections for one GenEval prompt, in both forms: this project's (class → GenEvalDetections)
+    and mmdet's (class → float32 (n, 5) arrays of x0, y0, x1, y1, score), with each detection's colour.
+
+    Counts land on, under and over the asked ones; scores straddle both thresholds (float32 0.3 and
+    0.9 exactly among them) and never tie; boxes are integer pixels, a position prompt's subject
+    placed around its target so that its relation holds about half the time; colours are the asked
+    one more often than not. Returns (detections, arrays, colour_of) with colour_of(class, row)."""
+    import numpy as np
+
+    from evaluator.geneval import GenEvalDetection
+    from evaluator.geneval.config import COLORS
+    from evaluator.geneval.prompts import object_names
+
+    includes = metadata.get("include", [])
+    names = list(dict.fromkeys([clause["class"] for clause in includes] + [str(rng.choice(object_names()))]))
+    asked = {clause["class"]: clause for clause in includes}
+    edges = [np.float32(0.3), np.float32(0.9)]
+    low = 0.8 if metadata.get("tag") == "counting" else 0.2  # around the task's threshold
+    used: set[float] = set()
+    detections: dict[str, list] = {}
+    arrays: dict[str, np.ndarray] = {}
+    colours: dict[tuple[str, bytes], str] = {}
+    for name in names:
+        want = asked.get(name, {}).get("count", 1)
+        count = int(rng.choice([max(want - 1, 0), want, want, want + 1, want + 2, 0]))
+        rows = []
+        for _ in range(count):
+            score = float(edges[rng.integers(2)]) if rng.random() < 0.1 else float(np.float32(rng.uniform(low, 1.0)))
+            while score in used:
+                score = float(np.float32(rng.uniform(low, 1.0)))
+            used.add(score)
+            rows.append([*_scene_box(rng, name, metadata, size), score])
+        array = np.array(rows, dtype=np.float32).reshape(-1, 5)
+        arrays[name] = array
+        found = []
+        for row in array:
+            colour = asked.get(name, {}).get("color") if rng.random() < 0.6 else None
+            colour = colour or str(rng.choice(COLORS))
+            colours[(name, row.tobytes())] = colour
+            found.append(GenEvalDetection(tuple(float(v) for v in row[:4]), float(row[4]), colour))
+        detections[name] = found
+    return detections, arrays, lambda name, obj: colours[(name, obj[0].tobytes())]
+
+
+def _scene_box(rng, name: str, metadata: dict, size: int) -> list[int]:
+    """An integer box; a position prompt's subject around the centre where its target is drawn."""
+    width, height = (int(v) for v in rng.integers(20, 160, size=2))
+    includes = metadata.get("include", [])
+    position = next((c["position"] for c in includes if c["class"] == name and "position" in c), None)
+    targets = {includes[c["position"][1]]["class"] for c in includes if "position" in c}
+    if name in targets:
+        cx, cy = (size // 2 + int(v) for v in rng.integers(-40, 41, size=2))
+    elif position is None:
+        cx, cy = (int(v) for v in rng.integers(width, size - width, size=2))
+    else:
+        step = int(rng.integers(0, 140))
+        dx, dy = {"left of": (-step, 0), "right of": (step, 0), "above": (0, -step), "below": (0, step)}[position[0]]
+        cx = size // 2 + dx + int(rng.integers(-30, 31))
+        cy = size // 2 + dy + int(rng.integers(-30, 31))
+    return [cx - width // 2, cy - height // 2, cx + width // 2, cy + height // 2]
+
+
+class ScriptedGenEvalPerception:
+    """GenEval perception double: the detections of each image, in the order the images come
+    (a scene list consumed as `observe` is called), whatever the pixels."""
+
+    def __init__(self, scenes):
+        self.scenes = list(scenes)
+        self.calls: list[int] = []
+
+    def observe(self, images, prompts):
+        self.calls.append(len(images))
+        taken, self.scenes = self.scenes[: len(images)], self.scenes[len(images) :]
+        return [dict(scene) for scene in taken]

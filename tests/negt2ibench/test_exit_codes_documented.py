@@ -24,7 +24,7 @@ WEIGHTS = "error: model weights for "
 # Without torch (CI's run on the Space's Python 3.10) these commands stop at the missing library before
 # they look for weights: their missing-weights case is the missing-library line, exit code 2 still.
 WITHOUT_TORCH = importlib.util.find_spec("torch") is None
-TORCH_BEFORE_WEIGHTS = {"score", "explain", "selftest", "geneval"}
+TORCH_BEFORE_WEIGHTS = {"score", "explain", "selftest", "geneval", "reward"}
 NEEDS_TORCH = "needs torch, which is not installed: pip install 'negt2ibench[models]'"
 
 # (command, kind, argv, what the line says); {ex} is the examples folder, {tmp} a scratch folder.
@@ -74,6 +74,8 @@ CASES = [
         "download-models --preset geneval",
     ),
     ("geneval", BAD_INPUT, ["geneval", "summary", "{tmp}/none.jsonl"], "error: "),
+    ("reward", NO_WEIGHTS, ["reward", "serve", "--device", "cpu", "--weights-dir", "{tmp}/w"], "download-models"),
+    ("reward", USAGE, ["reward", "serve", "--device", "cuda:0"], "--device is auto, cpu or cuda"),
     (
         "annotation-sample",
         BAD_INPUT,

@@ -1,0 +1,73 @@
+"""The training split: `negt2ibench build --split train` and what `negt2ibench validate` checks on it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dataset_builder.corpus import DEFAULT_SEED, build_corpus, build_train_corpus, record_combination
+from dataset_builder.train_split import train_violations, write_train_folder
+from dataset_builder.validate import find_violations
+from evaluator.geneval.prompts import load_geneval_prompts
+from negt2ibench.cli import main
+
+TEST = build_corpus()
+TRAIN = build_train_corpus()
+
+
+@pytest.mark.slow
+def test_the_train_split_is_the_same_design_and_shares_nothing_with_the_test_split():
+    assert len(TRAIN) == len(TEST) == 4800 and find_violations(TRAIN) == []
+    assert all(record.prompt_id.startswith("train_") and record.group_id.startswith("train_") for record in TRAIN)
+    assert not {r.prompt for r in TRAIN} & {r.prompt for r in TEST}
+    assert not {record_combination(r) for r in TRAIN} & {record_combination(r) for r in TEST}
+    # Another seed, not a relabelling: most cells hold other objects than the test's.
+    same_objects = sum(a.objects == b.objects for a, b in zip(TRAIN, TEST, strict=True))
+    assert same_objects < 100
+    assert [r.prompt_id.removeprefix("train_") for r in TRAIN] == [r.prompt_id for r in TEST]
+    with pytest.raises(ValueError, match="another seed"):
+        build_train_corpus(DEFAULT_SEED)
+
+
+def test_a_combination_is_the_same_in_any_order_or_polarity():
+    color = {r.prompt_id: r for r in TEST}
+    # pos1_neg1 and pos2_neg0 of one group: other polarities, one combination.
+    assert record_combination(color["color_pos1_neg1_000"]) == record_combination(color["color_pos2_neg0_000"])
+    swapped = color["color_pos2_neg0_000"].model_copy(update={"objects": color["color_pos2_neg0_000"].objects[::-1]})
+    assert record_combination(swapped) == record_combination(color["color_pos2_neg0_000"])
+
+
+@pytest.mark.slow
+def test_build_and_validate_a_train_folder(tmp_path, capsys):
+    out = tmp_path / "train"
+    assert main(["build", "--split", "train", "--out", str(out)]) == 0
+    assert main(["validate", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "OK:" in printed and "4800 valid training prompts" in printed and "2160 GenEval training prompts" in printed
+    lines = (out / "train_metadata.jsonl").read_text().splitlines()
+    assert [json.loads(line)["prompt_id"] for line in lines] == [r.prompt_id for r in TRAIN]
+    assert all("prompt" in json.loads(line) for line in lines)  # Flow-GRPO's dataset reads item['prompt']
+    assert len((out / "geneval" / "test_metadata.jsonl").read_text().splitlines()) == 553
+
+
+@pytest.mark.slow
+def test_validate_names_a_training_prompt_that_is_a_test_prompt(tmp_path, capsys):
+    leaked = TEST[5].model_copy(
+        update={"prompt_id": "train_" + TEST[5].prompt_id, "group_id": "train_" + TEST[5].group_id}
+    )
+    records = [leaked if r.prompt_id == leaked.prompt_id else r for r in TRAIN]
+    geneval_test = [dict(p.metadata) for p in load_geneval_prompts()]
+    out = write_train_folder(
+        records, tmp_path / "t", seed=2027, test_seed=DEFAULT_SEED, geneval_train=geneval_test[:2], geneval_test=[]
+    )
+    assert main(["validate", str(out)]) == 1
+    printed = capsys.readouterr().out
+    assert f"{leaked.prompt_id}: has the text of test prompt {TEST[5].prompt_id}" in printed
+    assert "geneval/train_metadata.jsonl: line 1: 'a photo of a bench' is a GenEval test prompt" in printed
+    assert train_violations([TEST[0]], TEST)[0].message == "a training prompt id starts with 'train_'"
+
+
+def test_the_train_split_needs_another_seed(capsys):
+    assert main(["build", "--split", "train", "--seed", str(DEFAULT_SEED), "--out", "unused"]) == 2
+    assert "another seed" in capsys.readouterr().err
