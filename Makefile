@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 OUT ?= build/negt2ibench
 PORT ?= 7860
 
-.PHONY: install run test test-py310 lint browser docs screenshots device-kit device-dryrun clean
+.PHONY: install run test test-space test-py310 lint browser docs screenshots device-kit device-dryrun clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,13 +51,46 @@ TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: lint
 	$(PY) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
-# The Space's Python (3.10.13, as pyenv installs it): the fast tests in their own venv, pinned as
-# .ci/requirements_py310.py derives from requirements.txt (the Space's 3.10 releases, no torch: the
-# tests that need it are skipped there and run under 3.11). CI runs it after `make test`.
+# The Space as ZeroGPU installs it: a Python 3.12 venv (pyenv's 3.12.1, PY312; ZeroGPU runs 3.12.12)
+# with the Space's requirements.txt exactly as `deploy-space` writes it (ZeroGPU's torch 2.11.0 and
+# torchvision 0.26.0 among them) and gradio[oauth] at its README's sdk_version, as the Space's build adds
+# it, in one resolve; then the test tools, constrained to those pins so that they move none, and this
+# checkout without dependencies (tests start `python -m negt2ibench serve`; the Space runs the same
+# packages from its folder). `make
+# test-space` runs the Space's tests there: the real models built tiny, the app served and driven by
+# gradio_client (the browser tests need playwright: `make test` runs them). Made once per change of the
+# pins (5.9 GB; 2-3 minutes here, figures in docs/install.md). CI runs it after `make test`.
+PY312 ?= /root/.pyenv/versions/3.12.1/bin/python
+VENV_SPACE ?= build/space-venv
+SPACE_FOLDER ?= build/space-ci
+# The Space's tests; not the wheel's install (test_install: the Space installs no wheel of ours).
+SPACE_TESTS ?= tests/space tests/leaderboard --ignore=tests/leaderboard/test_install.py
+
+$(VENV_SPACE)/.installed: requirements.txt space/deploy.py | $(VENV)/.installed
+	test -x $(PY312) || { echo "no Python 3.12 at $(PY312) (set PY312=...)"; exit 1; }
+	rm -rf $(VENV_SPACE) && $(PY312) -m venv $(VENV_SPACE)
+	$(VENV_SPACE)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/negt2ibench deploy-space --repo-id ci/negt2ibench --dry-run --out $(SPACE_FOLDER) > /dev/null
+	$(VENV_SPACE)/bin/python -m pip install -q -r $(SPACE_FOLDER)/requirements.txt \
+	  "gradio[oauth]==$$(sed -n 's/^sdk_version: //p' $(SPACE_FOLDER)/README.md)"
+	$(VENV_SPACE)/bin/python -m pip install -q -c $(SPACE_FOLDER)/requirements.txt \
+	  $$(grep -E '^(pytest|pytest-timeout|pytest-xdist|scikit-image)==' requirements.txt | sed 's/ *#.*//')
+	$(VENV_SPACE)/bin/python -m pip install -q --no-deps -e .
+	touch $@
+
+test-space: $(VENV_SPACE)/.installed
+	PYTHONPATH=$(CURDIR) NEGT2I_SPACE_REQUIREMENTS=$(CURDIR)/$(SPACE_FOLDER)/requirements.txt \
+	  $(VENV_SPACE)/bin/python -m pytest -q \
+	  -m "not browser" $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal) $(SPACE_TESTS)
+
+# The project's oldest Python (requires-python >= 3.10; 3.10.13, as pyenv installs it): the fast tests
+# in their own venv, pinned as .ci/requirements_py310.py derives from requirements.txt (the last 3.10
+# releases where a pin needs 3.11, no torch: the tests that need it are skipped there and run under
+# 3.11 and, for the Space, 3.12). CI runs it after `make test-space`.
 PY310 ?= /root/.pyenv/versions/3.10.13/bin/python
 VENV310 ?= .venv310
 
-$(VENV310)/.installed: requirements.txt space/deploy.py .ci/requirements_py310.py | $(VENV)/.installed
+$(VENV310)/.installed: requirements.txt .ci/requirements_py310.py | $(VENV)/.installed
 	test -x $(PY310) || { echo "no Python 3.10 at $(PY310) (set PY310=...)"; exit 1; }
 	test -x $(VENV310)/bin/python || $(PY310) -m venv $(VENV310)
 	$(VENV310)/bin/python -m pip install -q --upgrade pip
@@ -78,7 +111,6 @@ device-kit: $(VENV)/.installed
 # where its list records them; `device_kit.py image-only` refuses anything the image lacks), then
 # gpu.sh with the kit installed as on the machine. The venv (≈ 5.5 GB) is made once. The image's own
 # torch: make device-dryrun DRYRUN_TORCH="torch==2.11.0 torchvision==0.26.0" VENV312=build/device-dryrun/venv-torch2.11
-PY312 ?= /root/.pyenv/versions/3.12.1/bin/python
 VENV312 ?= build/device-dryrun/venv
 DRYRUN_TORCH ?= $(shell grep -E '^(torch|torchvision)==' requirements.txt)
 

@@ -19,9 +19,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Read one model's result files (from `negt2ibench score`) as `report` reads them and write the "
             "YAML the Hub reads from a model repo's .eval_results/ folder: one entry per task of the "
             "benchmark's eval.yaml (overall, then each category), each value exactly the number `report` "
-            "prints for that Table 3 column (percent, one decimal), with notes naming the evaluator version, "
-            "preset and config hash. A file with several models, missing images or mixed evaluator "
-            "configurations is refused. With --model-repo and --create-pr, opens a pull request on that "
+            "prints for that Table 3 column (percent, one decimal), with dataset.revision (the benchmark "
+            "dataset's commit: --dataset-revision, else read from the Hub), date (when the results were scored: "
+            "the files' last modification) and notes naming the evaluator version, preset and config hash. "
+            "A file with several models, missing images, mixed evaluator configurations, or another evaluator "
+            "version or configuration than the benchmark's (unless --allow-other-evaluator) is refused. "
+            "With --model-repo and --create-pr, opens a pull request on that "
             "model repo adding .eval_results/negt2ibench.yaml (token: `hf auth login` or HF_TOKEN) and "
             "prints its URL. docs/hub.md explains the Hub side.",
             width=100,
@@ -29,6 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=(
             "examples:\n"
             "  negt2ibench eval-results results/sd_1_5.jsonl --dataset-id my-org/NegT2IBench --out sd_1_5.yaml\n"
+            "  negt2ibench eval-results results/sd_1_5.jsonl --dataset-id my-org/NegT2IBench \\\n"
+            "      --dataset-revision 5503434ddd753f426f4b38109466949a1217c2bb   # offline\n"
             "  negt2ibench eval-results results/sd_1_5.jsonl --dataset-id my-org/NegT2IBench \\\n"
             "      --model-repo stable-diffusion-v1-5/stable-diffusion-v1-5 --create-pr"
         ),
@@ -46,7 +51,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--dataset-revision",
         type=commit_sha,
         metavar="SHA",
-        help="dataset.revision: the benchmark dataset's commit the prompts came from",
+        help="dataset.revision: the benchmark dataset's commit the prompts came from (default: its current "
+        "commit, read from the Hub; required offline)",
+    )
+    parser.add_argument(
+        "--allow-other-evaluator",
+        action="store_true",
+        help="accept results scored by another evaluator version or configuration than the benchmark's "
+        "(the notes then say so)",
     )
     parser.add_argument(
         "--model-repo", type=repo_id, metavar="ORG/MODEL", help="the model repo the scores belong to (for --create-pr)"
@@ -71,6 +83,7 @@ def run_eval_results(args: argparse.Namespace) -> int:
 
     from .hub_results import (
         EVAL_RESULTS_PATH,
+        dataset_revision,
         eval_result_entries,
         eval_results_yaml,
         open_pull_request,
@@ -81,18 +94,28 @@ def run_eval_results(args: argparse.Namespace) -> int:
         raise UsageError("--create-pr needs --model-repo ORG/MODEL (the model repo the pull request goes to)")
     if args.out is not None and args.out.is_dir():
         raise UserError(f"--out {args.out} is a folder; name the YAML file to write")
-    scores = scores_of_file(args.results, expected_samples=args.samples)
+    scores = scores_of_file(
+        args.results, expected_samples=args.samples, allow_other_evaluator=args.allow_other_evaluator
+    )
+    revision = args.dataset_revision or dataset_revision(args.dataset_id)
     entries = eval_result_entries(
         scores.values,
         dataset_id=args.dataset_id,
         notes=scores.notes,
-        dataset_revision=args.dataset_revision,
+        dataset_revision=revision,
+        date=scores.date,
         source_url=args.source_url,
     )
     title = f"NegT2IBench scores of model key {scores.model_key} (negt2ibench eval-results)"
     text = eval_results_yaml(entries, title=title)
+    resolved = "" if args.dataset_revision else f" (the current commit of {args.dataset_id} on the Hub)"
+    said = [
+        *scores.notes_read,
+        f"dataset.revision: {revision}{resolved}",
+        f"date: {scores.date} (the results' last modification: when their last record was scored)",
+    ]
     # Printed YAML stays pipeable: what was read goes to stderr then.
-    for line in scores.notes_read:
+    for line in said:
         print(line, file=sys.stderr if args.out is None else sys.stdout)
     if args.out is not None:
         write_atomic(args.out, text)

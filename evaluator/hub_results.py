@@ -7,31 +7,36 @@ the number `negt2ibench report` prints for its Table 3 column, read back from th
 one decimal by Python's `format(value, ".1f")` (the nearest tenth of the float's exact binary
 value, ties to even: 14.25 → 14.2, 14.35 → 14.3 because 14.35 is stored as 14.3499…).
 
-Each entry names `evaluation_framework: negt2ibench`, `eval.yaml`'s own, as the Hub's page on
-eval results asks of an entry (`docs/hub/eval-results.md` in huggingface/hub-docs: optional, "should
-be the same as the one in the eval.yaml"). huggingface_hub 2.4's `EvalResultEntry` has no such field
-(nor the older `eval_results.yaml` spec), so it is added to each serialized entry, before `notes`;
-`parse_eval_result_entries` reads such a file back, leaving it out. Each entry's `notes` names the
-evaluator version, preset and config hash.
+An entry carries exactly the fields of the specification on huggingface/hub-docs' main
+(`docs/hub/eval-results.md` and `eval_results.yaml`, read at commit 242f4a1), as huggingface_hub's
+`eval_result_entries_to_yaml` writes them:
+`dataset.id`, `dataset.task_id`, `dataset.revision` (the benchmark dataset's commit), `value`,
+`date` (when the results were scored), `source` (`url`, `name`) when there is one, and `notes`
+(the evaluator version, preset and config hash). No `evaluation_framework`: that key belongs to
+`eval.yaml`, not to a result (the text asking for it exists only on an unmerged hub-docs branch).
 
 A results file is refused the way `report` refuses one (`read_report_inputs`: a model scored by
 different configurations, nothing to report), and also when it holds several models or misses
-images: a Hub score is a whole-benchmark number of one model (`report` marks such a row †).
+images: a Hub score is a whole-benchmark number of one model (`report` marks such a row †). It is
+refused too when another evaluator version or configuration than the benchmark's (`BENCHMARK_PRESET`)
+scored it (`other_evaluator`), unless the caller allows it, and then the notes say so.
 """
 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dataset_builder.benchmark import EVAL_TASKS, EVALUATION_FRAMEWORK
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
-from negt2ibench.core.errors import UserError
+from negt2ibench.core.errors import UsageError, UserError
 
-from .config import PRESETS
+from .config import EVALUATOR_VERSION, PRESETS
 from .report.tables import TABLE3_COLUMNS
 
 if TYPE_CHECKING:
@@ -43,6 +48,7 @@ ROUNDING = (
     "the float's binary value, ties to even)"
 )
 _COLUMNS = {column.key: column for column in TABLE3_COLUMNS}
+BENCHMARK_PRESET = "current"  # the configuration whose numbers are the benchmark's (the leaderboard's too)
 
 
 def task_values(numbers: Mapping[str, Any]) -> dict[str, float]:
@@ -64,6 +70,22 @@ def preset_of(config_hash: str) -> str | None:
     return next((name for name, config in PRESETS.items() if config.config_hash == config_hash), None)
 
 
+def iso_time(seconds: float) -> str:
+    """Epoch SECONDS as the ISO-8601 UTC datetime an entry's `date` holds (`2026-12-03T17:19:00Z`)."""
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def other_evaluator(evaluator_version: str, config_hash: str) -> str:
+    """Why numbers from this evaluator version and config are not the benchmark's ("" when they are)."""
+    benchmark = PRESETS[BENCHMARK_PRESET]
+    if evaluator_version == EVALUATOR_VERSION and config_hash == benchmark.config_hash:
+        return ""
+    return (
+        f"scored by {scorer_note(evaluator_version, config_hash)}, not the benchmark's "
+        f"{scorer_note(EVALUATOR_VERSION, benchmark.config_hash)}"
+    )
+
+
 def scorer_note(evaluator_version: str, config_hash: str) -> str:
     """Which scorer made the numbers: the framework, evaluator version, preset and config hash."""
     preset = preset_of(config_hash)
@@ -79,6 +101,7 @@ def eval_result_entries(
     dataset_id: str,
     notes: str,
     dataset_revision: str | None = None,
+    date: str | None = None,
     source_url: str | None = None,
     source_name: str | None = None,
 ) -> list[EvalResultEntry]:
@@ -91,21 +114,13 @@ def eval_result_entries(
             task_id=task.id,
             value=values[task.id],
             dataset_revision=dataset_revision,
+            date=date,
             source_url=source_url,
             source_name=source_name if source_url else None,
             notes=notes,
         )
         for task in EVAL_TASKS
     ]
-
-
-def with_framework(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """ENTRY (one serialized `.eval_results` entry) with `evaluation_framework`, placed before `notes`."""
-    fields = {key: value for key, value in entry.items() if key != "notes"}
-    fields["evaluation_framework"] = EVALUATION_FRAMEWORK
-    if "notes" in entry:
-        fields["notes"] = entry["notes"]
-    return fields
 
 
 def eval_results_yaml(entries: Sequence[EvalResultEntry], *, title: str = "") -> str:
@@ -118,7 +133,7 @@ def eval_results_yaml(entries: Sequence[EvalResultEntry], *, title: str = "") ->
         "# Values: % of images passing every statement of their prompt (Table 3 of the paper),",
         f"# {ROUNDING}.",
     ]
-    serialized = [with_framework(entry) for entry in eval_result_entries_to_yaml(list(entries))]
+    serialized = eval_result_entries_to_yaml(list(entries))
     body = yaml.safe_dump(serialized, sort_keys=False, allow_unicode=True, width=1000)
     return "\n".join(header) + "\n" + body
 
@@ -135,21 +150,32 @@ class FileScores:
     numbers: dict[str, Any]  # `table3()`'s dict for the model
     provenance: dict[str, str]  # evaluator_version, config_hash
     notes_read: tuple[str, ...]  # what the report's reader says (read, left out, error rows)
+    scored_at: float  # when the last record was written: the newest file's modification time
+    other_evaluator: str = ""  # why these are not the benchmark's evaluator's numbers ("" when they are)
 
     @property
     def notes(self) -> str:
         images = f"{self.numbers['images']:,} of {self.numbers['expected_images']:,} images scored"
-        return f"{scorer_note(**self.provenance)}; {images}"
+        other = f"; {self.other_evaluator} (allowed by --allow-other-evaluator)" if self.other_evaluator else ""
+        return f"{scorer_note(**self.provenance)}; {images}{other}"
+
+    @property
+    def date(self) -> str:
+        return iso_time(self.scored_at)
 
 
-def scores_of_file(paths: Iterable[str | Path], *, expected_samples: int = SAMPLES_PER_PROMPT) -> FileScores:
+def scores_of_file(
+    paths: Iterable[str | Path], *, expected_samples: int = SAMPLES_PER_PROMPT, allow_other_evaluator: bool = False
+) -> FileScores:
     """Read results files as `report` does and compute the model's task values.
 
     Raises:
         UserError: what `report` refuses (a model scored by different configurations, nothing to
-            report), several models, or missing images (with the count, as `report`'s † note)."""
+            report), several models, missing images (with the count, as `report`'s † note), or an
+            evaluator version or configuration other than the benchmark's unless `allow_other_evaluator`."""
     from .report import model_provenance, read_report_inputs, table3
 
+    paths = list(paths)
     inputs = read_report_inputs(paths, expected_samples=expected_samples)
     try:
         by_model = table3(list(inputs.records), expected_samples)
@@ -168,13 +194,44 @@ def scores_of_file(paths: Iterable[str | Path], *, expected_samples: int = SAMPL
             "image: score the missing ones (`negt2ibench score` resumes) and try again"
         )
     records = [record for record in inputs.records if record.model_key == model]
+    provenance = model_provenance(records)
+    other = other_evaluator(**provenance)
+    if other and not allow_other_evaluator:
+        raise UserError(
+            f"model {model!r} was {other}: the Hub's leaderboard ranks one scorer's numbers; re-score with "
+            f"`negt2ibench score --preset {BENCHMARK_PRESET}` (or pass --allow-other-evaluator: the notes say so)"
+        )
     return FileScores(
         model_key=model,
         values=task_values(numbers),
         numbers=numbers,
-        provenance=model_provenance(records),
+        provenance=provenance,
         notes_read=tuple(inputs.summary_lines()),
+        scored_at=max(os.stat(path).st_mtime for path in paths),
+        other_evaluator=other,
     )
+
+
+def dataset_revision(dataset_id: str, *, api: Any = None) -> str:
+    """The benchmark dataset's current commit on the Hub (`HfApi.dataset_info(...).sha`). Offline, a
+    `UsageError` asking for the commit; the Hub's refusal or no connection, one `UserError` line."""
+    from huggingface_hub import constants
+
+    from dataset_builder.hub import hub_errors
+
+    if api is None and constants.is_offline_mode():
+        raise UsageError(
+            f"HF_HUB_OFFLINE is set: pass --dataset-revision SHA, the commit of {dataset_id} the prompts came from"
+        )
+    if api is None:
+        from huggingface_hub import HfApi
+
+        api = HfApi()
+    with hub_errors(f"read the commit of the dataset {dataset_id} (or pass --dataset-revision SHA)"):
+        sha = api.dataset_info(dataset_id).sha
+    if not sha:
+        raise UserError(f"the Hub gave no commit for the dataset {dataset_id}; pass --dataset-revision SHA")
+    return str(sha)
 
 
 # --------------------------------------------------------------------------- the pull request

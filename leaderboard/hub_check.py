@@ -115,14 +115,15 @@ def hub_matches(rows: Sequence[HubRow], entries: Sequence[Entry]) -> list[HubMat
 
 @dataclass(frozen=True)
 class HubSnapshot:
-    """The last reading of the Hub's leaderboard: its rows (None: never read), when, and the problem
-    of the last attempt ("" when it worked)."""
+    """The last reading of the Hub's leaderboard: its rows (None: never read), when, the problem
+    of the last attempt ("" when it worked), and the dataset's commit (None: never read)."""
 
     dataset_id: str
     rows: tuple[HubRow, ...] | None = None
     read_at: float | None = None
     problem: str = ""
     tried_at: float | None = None
+    revision: str | None = None  # the benchmark dataset's commit, the `.eval_results` files' dataset.revision
 
 
 def read_hub_rows(api: Any, dataset_id: str) -> tuple[HubRow, ...]:
@@ -161,8 +162,11 @@ class HubLeaderboard:
 
     def refresh(self) -> HubSnapshot:
         now = self._clock()
+        revision = self.snapshot.revision
         try:
-            rows = read_hub_rows(self._api(), self.dataset_id)
+            api = self._api()
+            revision = self._revision(api, revision)
+            rows = read_hub_rows(api, self.dataset_id)
         except Exception as error:  # noqa: BLE001 - whatever the Hub does, the board stays up
             log.warning("reading the Hub leaderboard of %s failed: %s", self.dataset_id, error)
             with self._lock:
@@ -172,11 +176,21 @@ class HubLeaderboard:
                     self._snapshot.read_at,
                     hub_problem(error, self.dataset_id),
                     now,
+                    revision,
                 )
                 return self._snapshot
         with self._lock:
-            self._snapshot = HubSnapshot(self.dataset_id, rows, now, "", now)
+            self._snapshot = HubSnapshot(self.dataset_id, rows, now, "", now, revision)
             return self._snapshot
+
+    def _revision(self, api: Any, last: str | None) -> str | None:
+        """The dataset's current commit (`HfApi.dataset_info`), else the last one read: a dataset not yet
+        allow-listed has a commit but no leaderboard, so this is read on its own."""
+        try:
+            return str(api.dataset_info(self.dataset_id).sha)
+        except Exception as error:  # noqa: BLE001 - the YAML waits for a commit; the board stays up
+            log.warning("reading the commit of %s failed: %s", self.dataset_id, error)
+            return last
 
 
 # --------------------------------------------------------------------------- views

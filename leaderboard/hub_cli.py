@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from negt2ibench.core.errors import UsageError, UserError
-from negt2ibench.core.options import http_url, repo_id
+from negt2ibench.core.options import commit_sha, http_url, repo_id
 
 
 def _dataset_id(args: argparse.Namespace) -> str:
@@ -50,8 +50,12 @@ def _publish(args: argparse.Namespace) -> int:
             f"entry {entry.submission_id[:8]} ({entry.model_name}) links the model {linked}, not {args.model_repo}; "
             "publish it to the model it was submitted for"
         )
+    from evaluator.hub_results import dataset_revision
+
+    revision = args.dataset_revision or dataset_revision(dataset)
     try:
-        text = entry_eval_results(entry, dataset_id=dataset, page_url=entry_page_url(base, entry.submission_id))
+        page = entry_page_url(base, entry.submission_id)
+        text = entry_eval_results(entry, dataset_id=dataset, dataset_revision=revision, page_url=page)
     except ValueError as error:
         raise UserError(f"entry {entry.submission_id[:8]} ({entry.model_name}): {error}") from None
     print(text, end="")
@@ -107,6 +111,13 @@ def register_hub_actions(actions: argparse._SubParsersAction) -> None:
     publish.add_argument("--model-repo", required=True, type=repo_id, metavar="ORG/MODEL", help="the model repo")
     publish.add_argument(
         "--space-url", type=http_url, metavar="URL", help="the Space's address (default $NEGT2I_SPACE_URL)"
+    )
+    publish.add_argument(
+        "--dataset-revision",
+        type=commit_sha,
+        metavar="SHA",
+        help="dataset.revision: the benchmark dataset's commit (default: its current commit, read from the Hub; "
+        "required offline)",
     )
     publish.add_argument("--dry-run", action="store_true", help="print the YAML; open no pull request")
     check = actions.add_parser(

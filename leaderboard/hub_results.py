@@ -1,11 +1,12 @@
 """The `.eval_results` YAML the Space issues for a verified entry, and where the Hub settings come from.
 
 A verified entry's file is `evaluator.hub_results`'s (one `EvalResultEntry` per `eval.yaml` task,
-values from the entry's ranked row by `task_values`, the report's rounding), with `source.url` the
-entry's own page in the Space (`entry_page_url`: the Space's address with `?entry=<submission id>`;
-a Space page passes its query string on to the app, which opens that entry's detail) and `notes`
-saying how it was verified (`verification_note`). A pending, validated, received or rejected entry
-has none (`no_yaml_reason` says why).
+values from the entry's ranked row by `task_values`, the report's rounding), with `dataset.revision`
+the benchmark dataset's commit (read from the Hub by the caller), `date` when the ranked numbers
+were scored (`scored_date`), `source.url` the entry's own page in the Space (`entry_page_url`: the
+Space's address with `?entry=<submission id>`; a Space page passes its query string on to the app,
+which opens that entry's detail) and `notes` saying how it was verified (`verification_note`). A
+pending, validated, received or rejected entry has none (`no_yaml_reason` says why).
 
 Settings: the benchmark's Hub dataset (`hub_dataset_id`: NEGT2I_HUB_DATASET, else the repo an
 earlier `push` wrote into the dataset folder's card) and the Space's address (`space_base_url`:
@@ -18,7 +19,7 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from evaluator.hub_results import eval_result_entries, eval_results_yaml, scorer_note, task_values
+from evaluator.hub_results import eval_result_entries, eval_results_yaml, iso_time, scorer_note, task_values
 
 from .store import Entry
 
@@ -73,7 +74,7 @@ def model_repo_of(entry: Entry) -> str | None:
 
 
 def verification_note(entry: Entry) -> str:
-    """How the entry was verified: `sampled n=577, d=0 (...)` or `full re-score (...)`."""
+    """How the entry was verified: `sampled n=652, d=0 (...)` or `full re-score (...)`."""
     check = entry.verification
     if check is None:
         return "verified by the NegT2IBench Space"
@@ -95,14 +96,27 @@ def no_yaml_reason(entry: Entry) -> str:
     return ""
 
 
-def entry_eval_results(entry: Entry, *, dataset_id: str, page_url: str) -> str:
+def scored_date(entry: Entry) -> str:
+    """When the entry's ranked numbers were scored, as an entry's `date`: a full re-score's own time;
+    for a sampled verification the submitted numbers were scored before the submission, its time."""
+    check = entry.verification
+    return iso_time(check.at if check is not None and check.method == "full" else entry.created_at)
+
+
+def entry_eval_results(entry: Entry, *, dataset_id: str, dataset_revision: str, page_url: str) -> str:
     """The `.eval_results` YAML of a verified entry (a ValueError for any other, with the reason)."""
     reason = no_yaml_reason(entry)
     if reason:
         raise ValueError(reason)
     notes = f"{scorer_note(entry.evaluator_version, entry.config_hash)}; {verification_note(entry)}"
     entries = eval_result_entries(
-        task_values(entry.row or {}), dataset_id=dataset_id, notes=notes, source_url=page_url, source_name=SOURCE_NAME
+        task_values(entry.row or {}),
+        dataset_id=dataset_id,
+        notes=notes,
+        dataset_revision=dataset_revision,
+        date=scored_date(entry),
+        source_url=page_url,
+        source_name=SOURCE_NAME,
     )
     title = f"NegT2IBench scores of {entry.model_name}, entry {entry.submission_id[:8]} of the NegT2IBench Space"
     return eval_results_yaml(entries, title=title)

@@ -37,7 +37,7 @@ from negt2ibench.core.errors import UsageError
 from .handlers import Handlers, Rechecker, WorkDir
 from .judge_panel import judge_panel
 from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SWEEP_SECONDS, blocks_cache
-from .scoring import gpu_batch_scorer, gpu_scorer, on_zero_gpu, preload_models
+from .scoring import batch_scorer, gpu_scorer, on_zero_gpu, preload_models
 from .tabs import annotate, compare, explore, gallery, leaderboard, score, submit
 from .tabs.annotate import annotation_handlers
 from .tabs.compare import CompareHandlers
@@ -179,6 +179,7 @@ def build_app(
     if preload if preload is not None else on_zero_gpu():
         preload_models(evaluator)
     config = evaluator.config
+    zero_gpu = on_zero_gpu()
     work_dir = WorkDir()
     benchmark = hub_dataset_id(hub_dataset, dataset)
     hub_board = HubLeaderboard(benchmark, hub_api or default_api) if benchmark else None
@@ -192,7 +193,8 @@ def build_app(
         limits=limits,
         require_login=require_login,
         work_dir=work_dir,
-        rescore_on_gpu=gpu_batch_scorer(evaluator),
+        # On ZeroGPU a GPU is lent per visitor request: the spot check, a background pass, has none here.
+        rescore_on_gpu=None if zero_gpu else batch_scorer(evaluator),
         secret=verify_secret,
     )
     prompt_choices = [(prompt_label(p), p.prompt_id) for p in prompts]

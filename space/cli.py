@@ -55,17 +55,31 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _deploy(args: argparse.Namespace) -> int:
-    from .deploy import deploy_space
+    from .deploy import deploy_space, hardware_hint
 
     out = Path(args.out)
-    files, url = deploy_space(args.repo_id, out, dry_run=args.dry_run)
+    files, url = deploy_space(args.repo_id, out, dry_run=args.dry_run, hardware=args.hardware)
     for path in files:
         print(path)
     if args.dry_run:
         print(f"dry run: {len(files)} files assembled in {out}; nothing uploaded")
     else:
         print(f"uploaded {len(files)} files to https://huggingface.co/spaces/{args.repo_id} ({url})")
+    if args.hardware and not args.dry_run:
+        print(f"requested {args.hardware} hardware for {args.repo_id}: the Space restarts on it")
+    else:
+        print(hardware_hint(args.repo_id))
     return 0
+
+
+def _hardware(value: str) -> str:
+    """A Space hardware flavour huggingface_hub knows (`SpaceHardware`), e.g. zero-a10g for ZeroGPU."""
+    from huggingface_hub import SpaceHardware
+
+    flavours = [hardware.value for hardware in SpaceHardware]
+    if value not in flavours:
+        raise argparse.ArgumentTypeError(f"must be a Space hardware flavour ({', '.join(flavours)}), got {value!r}")
+    return value
 
 
 def _forwarded(value: str) -> str:
@@ -150,13 +164,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "deploy-space",
         help="assemble the Space folder and upload it to a Hugging Face Space",
         description=(
-            "Write the Space folder (app.py, the project's packages, requirements.txt, README.md with the Space YAML: "
-            "gradio SDK, ZeroGPU hardware) to --out and upload it with huggingface_hub "
-            "(token: HF_TOKEN or `hf auth login`). "
+            "Write the Space folder (app.py, the project's packages, requirements.txt pinned for ZeroGPU's Python "
+            "3.12 and torch 2.11, README.md with the Space YAML) to --out and upload it with huggingface_hub "
+            "(token: HF_TOKEN or `hf auth login`). --hardware zero-a10g then asks the Hub to run it on ZeroGPU "
+            "(HfApi.request_space_hardware); without it, pick ZeroGPU in the Space's settings. "
             "--dry-run lists the files and uploads nothing."
         ),
     )
     deploy.add_argument("--repo-id", required=True, type=repo_id, metavar="ORG/NAME", help="the Space, as ORG/NAME")
     deploy.add_argument("--dry-run", action="store_true", help="assemble and list the files; no network")
     deploy.add_argument("--out", default="build/space", help="where to assemble the folder (default build/space)")
+    deploy.add_argument(
+        "--hardware",
+        type=_hardware,
+        default=None,
+        metavar="FLAVOUR",
+        help="after the upload, request this hardware for the Space (zero-a10g: ZeroGPU; needs an account that "
+        "may host ZeroGPU Spaces)",
+    )
     deploy.set_defaults(handler=_deploy)

@@ -6,15 +6,24 @@ import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from negt2ibench.core.errors import UserError
+
+from .gpu_budget import DEFAULT_DURATION_FACTOR, charged_seconds, score_seconds
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("negt2ibench", "dataset_builder", "evaluator", "judges", "leaderboard", "space", "validation")
 GRADIO_VERSION = "6.31.0"  # the Space installs gradio (and gradio_client) itself from sdk_version
-ZERO_GPU_HARDWARE = "zero-a10g"  # huggingface_hub.SpaceHardware.ZERO_A10G
-# The Python of ZeroGPU Spaces, as the Hub's ZeroGPU docs list it ("Supported versions").
-PYTHON_VERSION = "3.10.13"
+# The Python and torch of ZeroGPU Spaces, as the Hub's ZeroGPU docs list them ("Supported versions",
+# huggingface/hub-docs docs/hub/spaces-zerogpu.md): Python 3.12.12 or 3.10.13; torch 2.8.0, 2.9.1,
+# 2.10.0 or 2.11.0. The pair is the one the GPU machine's image runs (benchmarks/device_image.txt),
+# on which `make device-dryrun` and `make test-space` pass.
+PYTHON_VERSION = "3.12.12"
+ZERO_GPU_TORCH = {"torch": "2.11.0", "torchvision": "0.26.0"}
+# ZeroGPU is not a `suggested_hardware` flavour (the config reference lists cpu-*, t4-*, l4x*, l40sx*,
+# a10g-*, a100-* only): it is picked in the Space's settings or requested by `deploy-space --hardware`.
+ZERO_GPU_HARDWARE = "zero-a10g"  # huggingface_hub.SpaceHardware.ZERO_A10G, what request_space_hardware takes
 
 # What the Space's code imports: the distributions behind every third-party import of the modules
 # space/app.py reaches (tests/space/test_deploy.py derives them and compares). Not diffusers,
@@ -47,20 +56,10 @@ RUNTIME_EXTRAS = {
     "itsdangerous": "gradio's Sign in with Hugging Face (hf_oauth: true)",
     "opencv-python-headless": "supervision draws the annotated image with OpenCV (else a slow numpy path)",
 }
-# requirements.txt pins releases that need Python 3.11; on the Space's 3.10 these are the newest
-# releases that install (their Requires-Python, as `pip index versions X --python-version 3.10` lists).
-# The whole set resolves for CPython 3.10 manylinux (pip --dry-run --python-version 3.10), and the Space's
-# tests pass on Python 3.11 with these releases in place of the pinned ones, but one: with pyarrow 25,
-# datasets 5.2 cannot fingerprint an in-memory `Dataset.from_dict` (the Space only uses `load_dataset`).
-PY310_VERSIONS = {
-    "filelock": "4.1.0",
-    "matplotlib": "3.10.9",
-    "numpy": "2.2.6",
-    "pandas": "2.3.3",
-    "pyarrow": "25.0.1",
-    "scipy": "1.15.3",
-    "transformers": "5.20.2",
-}
+# Where the Space pins another release than requirements.txt: ZeroGPU's torch pair. Every other pin
+# installs on Python 3.12 as it is (tests/space/test_deploy.py checks each Requires-Python), and the
+# whole set is what `make test-space` installs and tests.
+SPACE_VERSIONS = dict(ZERO_GPU_TORCH)
 
 APP_PY = '''"""Hugging Face Space entry point: the NegT2IBench app (see space/app.py)."""
 from space.app import LAUNCH_KWARGS, build_app
@@ -72,8 +71,21 @@ if __name__ == "__main__":
 '''
 
 
+def settings_url(repo_id: str) -> str:
+    return f"https://huggingface.co/spaces/{repo_id}/settings"
+
+
+def hardware_hint(repo_id: str) -> str:
+    """The one line that says how to put the Space on ZeroGPU by hand."""
+    return (
+        f"hardware: pick ZeroGPU under 'Space hardware' on {settings_url(repo_id)} "
+        f"(or deploy again with --hardware {ZERO_GPU_HARDWARE})"
+    )
+
+
 def space_readme(repo_id: str) -> str:
     title = repo_id.split("/")[-1]
+    one_image = charged_seconds(score_seconds(1), DEFAULT_DURATION_FACTOR)
     return f"""---
 title: {title}
 emoji: 🚫
@@ -83,7 +95,6 @@ sdk: gradio
 sdk_version: {GRADIO_VERSION}
 app_file: app.py
 python_version: "{PYTHON_VERSION}"
-suggested_hardware: {ZERO_GPU_HARDWARE}
 hf_oauth: true
 pinned: false
 license: apache-2.0
@@ -95,10 +106,15 @@ short_description: Negation benchmark for text-to-image models
 Explore the 4,800 prompts, score an image of your own with the detector-based evaluator,
 browse the leaderboard, and submit a model's results.
 
-This Space runs on ZeroGPU: pick **ZeroGPU** hardware in the Space settings (the evaluator's
-models load once and run inside `@spaces.GPU`). The leaderboard lives in SQLite under
-`NEGT2I_HOME` unless the variable `NEGT2I_RESULTS_REPO` names a Hub dataset repo (set the
-secret `HF_TOKEN` with write access to it).
+This Space runs on ZeroGPU: pick **ZeroGPU** under *Space hardware* in its settings (or deploy
+with `negt2ibench deploy-space --hardware {ZERO_GPU_HARDWARE}`). The evaluator's models load once at
+start-up and each score runs in a `@spaces.GPU` call sized to its work: scoring one image asks for
+{score_seconds(1)} s of GPU, {one_image} s of a visitor's daily ZeroGPU quota on the default GPU size
+(2 minutes without a Hugging Face account, 5 with a free one). The spot check of submissions does
+not run here: a maintainer runs `negt2ibench leaderboard verify` on a GPU machine.
+
+The leaderboard lives in SQLite under `NEGT2I_HOME` unless the variable `NEGT2I_RESULTS_REPO`
+names a Hub dataset repo (set the secret `HF_TOKEN` with write access to it).
 """
 
 
@@ -119,11 +135,12 @@ def pinned_versions(requirements: Path = REPO_ROOT / "requirements.txt") -> dict
 
 
 def space_requirements(requirements: Path = REPO_ROOT / "requirements.txt") -> str:
-    """The Space's requirements.txt: what it imports and needs at run time, pinned for Python 3.10."""
+    """The Space's requirements.txt: what it imports and needs at run time, pinned as requirements.txt
+    pins it but for ZeroGPU's torch pair (`SPACE_VERSIONS`)."""
     pins = pinned_versions(requirements)
     lines = []
     for name in sorted({*SPACE_IMPORTS, *RUNTIME_EXTRAS}, key=normalized):
-        version = PY310_VERSIONS.get(name) or pins.get(normalized(name))
+        version = SPACE_VERSIONS.get(name) or pins.get(normalized(name))
         if version is None:
             raise ValueError(f"{name} is needed by the Space but not pinned in {requirements}")
         lines.append(f"{name}=={version}")
@@ -163,12 +180,39 @@ def upload_space(folder: Path, repo_id: str, token: str | None = None) -> str:
     return str(getattr(commit, "commit_url", commit))
 
 
+def request_hardware(repo_id: str, hardware: str, api: Any = None) -> str:
+    """Ask the Hub to run the Space on `hardware` (`HfApi.request_space_hardware`); the hardware the
+    Hub then reports. A refusal (e.g. an account that cannot host ZeroGPU Spaces) is one `UserError`
+    line that says what to click instead."""
+    from huggingface_hub import HfApi, SpaceHardware
+
+    from dataset_builder.hub import hub_errors
+
+    api = api if api is not None else HfApi()
+    try:
+        with hub_errors(f"request {hardware} hardware for the Space {repo_id}"):
+            runtime = api.request_space_hardware(repo_id, SpaceHardware(hardware))
+    except UserError as error:
+        raise UserError(f"{error}; {hardware_hint(repo_id)}") from None
+    return str(getattr(runtime, "requested_hardware", None) or getattr(runtime, "hardware", None) or hardware)
+
+
 def deploy_space(
-    repo_id: str, out_dir: str | Path, *, dry_run: bool = False, upload: Callable[[Path, str], str] | None = None
+    repo_id: str,
+    out_dir: str | Path,
+    *,
+    dry_run: bool = False,
+    upload: Callable[[Path, str], str] | None = None,
+    hardware: str | None = None,
+    api: Any = None,
 ) -> tuple[list[Path], str | None]:
-    """Assemble the folder; upload it unless `dry_run`. The files and the commit URL (None when dry)."""
+    """Assemble the folder; unless `dry_run`, upload it and, with `hardware`, request that hardware
+    for the Space. The files and the commit URL (None when dry)."""
     files = assemble_space(out_dir, repo_id)
     if dry_run:
         return files, None
     uploader = upload or (lambda folder, repo: upload_space(folder, repo))
-    return files, uploader(Path(out_dir), repo_id)
+    url = uploader(Path(out_dir), repo_id)
+    if hardware is not None:
+        request_hardware(repo_id, hardware, api)
+    return files, url

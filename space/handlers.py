@@ -45,7 +45,7 @@ from negt2ibench.core.errors import MissingWeightsError, UserError
 
 from . import views
 from .resources import CacheBudget, ClientSlots, RecentEvents, bounded_image
-from .scoring import RescoreOnGpu, ScoreOnGpu
+from .scoring import RescoreOnGpu, ScoreOnGpu, zero_gpu_refusal
 
 WEIGHTS_RETRY_SECONDS = 300.0  # after "weights missing", clicks answer at once for this long, then retry
 MAX_PROMPT_CHARS = 400  # a typed prompt, at most (the benchmark's longest is under 250)
@@ -207,6 +207,9 @@ class Handlers:
         except UserError as error:  # a prompt problem, or e.g. MissingWeightsError
             return failed(str(error))
         except Exception as error:  # noqa: BLE001 - shown as one line; the traceback goes to the log
+            refused = zero_gpu_refusal(error)  # ZeroGPU's quota or queue: its reason and what to do
+            if refused is not None:
+                return failed(refused)
             log.exception("scoring failed")
             return failed(f"scoring failed: {type(error).__name__}: {error}")
         out = self.work_dir.path / f"result_{record.prompt_id}_{time.time_ns()}.json"

@@ -25,7 +25,7 @@ from evaluator.results import ResultRecord
 from negt2ibench.core.errors import UsageError, UserError
 
 from .resources import bounded_image
-from .scoring import JudgeOnGpu, gpu_judge, on_zero_gpu, preload_judge
+from .scoring import JudgeOnGpu, gpu_judge, on_zero_gpu, preload_judge, zero_gpu_refusal
 from .views import error_markdown
 
 log = logging.getLogger(__name__)
@@ -97,6 +97,9 @@ class JudgePanel:
         except UserError as error:  # e.g. MissingWeightsError
             return error_markdown(f"judge {self.key}: {error}"), judge_frame(None)
         except Exception as error:  # noqa: BLE001 - shown as one line; the traceback goes to the log
+            refused = zero_gpu_refusal(error)  # ZeroGPU's quota or queue: its reason and what to do
+            if refused is not None:
+                return error_markdown(f"judge {self.key}: {refused}"), judge_frame(None)
             log.exception("judge failed")
             return error_markdown(f"judge {self.key} failed: {type(error).__name__}: {error}"), judge_frame(None)
         return judge_summary(record), judge_frame(record)

@@ -1,4 +1,5 @@
-"""The Space's GPU side: the scoring function run under `@spaces.GPU`, and model preloading.
+"""The Space's GPU side: the functions run under `@spaces.GPU` (scoring an upload, a judge's
+answers), model preloading, and the spot check's batch scorer, which never runs under it.
 
 ZeroGPU rules: each `@spaces.GPU` call runs in a worker forked from the main process, and its
 arguments and return value are pickled. So the models must be loaded in the main process at
@@ -6,15 +7,24 @@ start-up (`preload_models`; models loaded inside a call would be lost after it),
 objects cross the call: a PIL image and a prompt record in, a result record and a PIL image out.
 The evaluator itself never crosses: the GPU function closes over it. Off ZeroGPU the decorator
 is a no-op.
+
+Each call asks for a duration sized to its work (`space.gpu_budget`: warm-up + images × a budget
+per image, or questions × a budget per question), and runs only inside a visitor's request: the
+client charges a call to the quota of the visitor whose request carries it, so a call from a
+background thread would spend the Space's own anonymous 2 minutes (`request_only` refuses one). A
+refusal by ZeroGPU (quota spent, no GPU free) becomes one line with what to do (`zero_gpu_refusal`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
+import gradio as gr
 import spaces
+from gradio.context import LocalContext
 from PIL import Image
 
 from dataset_builder.records import PromptRecord
@@ -22,14 +32,44 @@ from evaluator.results import ResultRecord
 from negt2ibench.api import Evaluator
 from negt2ibench.core.errors import UserError
 
+from .gpu_budget import judge_seconds, refusal_line, score_seconds
+
 log = logging.getLogger(__name__)
-GPU_SECONDS = 120  # ZeroGPU's time budget for one scoring call
+F = TypeVar("F", bound=Callable[..., Any])
 
 ScoreOnGpu = Callable[[Image.Image, PromptRecord, str, int], tuple[ResultRecord, Image.Image]]
 
 
 def on_zero_gpu() -> bool:
     return bool(spaces.config.Config.zero_gpu)
+
+
+class OutsideRequestError(RuntimeError):
+    """A ZeroGPU call was made outside a visitor's request (a bug: it would spend the Space's own quota)."""
+
+
+def request_only(function: F) -> F:
+    """FUNCTION (a `spaces.GPU` function), refusing on ZeroGPU a call made outside a gradio event:
+    such a call carries no visitor's token, so ZeroGPU would charge the Space's own anonymous quota."""
+
+    @functools.wraps(function)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        if on_zero_gpu() and LocalContext.request.get(None) is None:
+            raise OutsideRequestError(
+                f"{function.__name__} runs on ZeroGPU only inside a visitor's request (this call had none)"
+            )
+        return function(*args, **kwargs)
+
+    return cast(F, guarded)
+
+
+def zero_gpu_refusal(error: BaseException) -> str | None:
+    """The line to show for a refusal by the ZeroGPU client (a `gr.Error` titled "ZeroGPU ...": quota
+    spent, a duration over the maximum, no GPU free): its reason and what to do. None for any other error."""
+    title = getattr(error, "title", "")
+    if not isinstance(error, gr.Error) or not isinstance(title, str) or not title.startswith("ZeroGPU"):
+        return None
+    return refusal_line(title, str(error.message))
 
 
 def preload_models(evaluator: Evaluator) -> None:
@@ -43,7 +83,11 @@ def preload_models(evaluator: Evaluator) -> None:
 def gpu_scorer(evaluator: Evaluator) -> ScoreOnGpu:
     """The function that scores one image and draws the verdict on it, decorated for ZeroGPU."""
 
-    @spaces.GPU(duration=GPU_SECONDS)
+    def duration(image: Image.Image, prompt: PromptRecord, model_key: str = "upload", sample_index: int = 0) -> int:
+        return score_seconds(1)
+
+    @request_only
+    @spaces.GPU(duration=duration)
     def score_on_gpu(
         image: Image.Image, prompt: PromptRecord, model_key: str = "upload", sample_index: int = 0
     ) -> tuple[ResultRecord, Image.Image]:
@@ -58,11 +102,11 @@ def gpu_scorer(evaluator: Evaluator) -> ScoreOnGpu:
 RescoreOnGpu = Callable[[list[Image.Image], list[PromptRecord], str, list[int]], list[ResultRecord]]
 
 
-def gpu_batch_scorer(evaluator: Evaluator) -> RescoreOnGpu:
+def batch_scorer(evaluator: Evaluator) -> RescoreOnGpu:
     """The spot check's scorer: a batch of images through `Evaluator.score_many` (the engine of
-    `negt2ibench score`), one `spaces.GPU` call per batch; records only cross back."""
+    `negt2ibench score`), in this process. Never a `spaces.GPU` function: the spot check runs in a
+    background thread, outside any visitor's request, so on ZeroGPU the Space has none (`build_app`)."""
 
-    @spaces.GPU(duration=GPU_SECONDS)
     def rescore_on_gpu(
         images: list[Image.Image], prompts: list[PromptRecord], model_key: str, sample_indices: list[int]
     ) -> list[ResultRecord]:
@@ -87,8 +131,13 @@ def preload_judge(adapter: Any) -> None:
 def gpu_judge(adapter: Any, mode: str) -> JudgeOnGpu:
     """A judge's answers on one image in `mode` under `spaces.GPU`: a PIL image and a prompt record
     in, a result record (with every question's p_yes) out; the adapter stays in the main process."""
+    from judges.questions import questions_for
 
-    @spaces.GPU(duration=GPU_SECONDS)
+    def duration(image: Image.Image, prompt: PromptRecord) -> int:
+        return judge_seconds(len({question.text for question in questions_for(prompt, mode)}))
+
+    @request_only
+    @spaces.GPU(duration=duration)
     def judge_on_gpu(image: Image.Image, prompt: PromptRecord) -> ResultRecord:
         from judges.runner import judge_one
 

@@ -128,7 +128,7 @@ def _no_network():
     socket.socket.connect = _real_connect  # type: ignore[method-assign]
 
 
-# -- Without torch (CI's run on the Space's Python 3.10, which has no torch wheel here) ----------------
+# -- Without torch (CI's run on Python 3.10, the oldest supported, which installs no torch) -------------
 # A test module or a test that needs the model stack and cannot import it is skipped, saying so; with
 # torch installed (every other run) nothing changes: a missing import there is an error as usual.
 MODEL_STACK = frozenset({"torch", "torchvision", "transformers", "diffusers", "accelerate", "rfdetr", "bitsandbytes"})

@@ -84,10 +84,13 @@ class LeaderboardHandlers:
             return f"No `.eval_results` file: {reason}.", "", None
         if not self.hub_dataset:
             return "No `.eval_results` file: set NEGT2I_HUB_DATASET to the benchmark's dataset repo.", "", None
+        revision = self.hub.snapshot.revision if self.hub is not None else None
+        if not revision:
+            return f"No `.eval_results` file yet: the commit of {self.hub_dataset} was not read from the Hub.", "", None
         base = self.space_url or _base_url(request)
         page = entry_page_url(base, entry.submission_id)
         try:
-            text = entry_eval_results(entry, dataset_id=self.hub_dataset, page_url=page)
+            text = entry_eval_results(entry, dataset_id=self.hub_dataset, dataset_revision=revision, page_url=page)
         except ValueError as error:  # a stored row without a task's number
             return f"No `.eval_results` file: {error}.", "", None
         path = self.work_dir.path / f"eval_results_{entry.submission_id[:8]}" / "negt2ibench.yaml"

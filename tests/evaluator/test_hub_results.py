@@ -1,6 +1,7 @@
-"""`negt2ibench eval-results`: the `.eval_results` YAML parses with huggingface_hub, its values are
-the ones `report` prints for the same file, bad files are refused, and the pull request goes through
-an `HfApi` double that records what would be sent.
+"""`negt2ibench eval-results`: the `.eval_results` YAML parses with huggingface_hub and has exactly the
+specification's keys, its values are the ones `report` prints for the same file, bad files and another
+evaluator's are refused, the dataset's commit is read from the Hub (or required offline), and the pull
+request goes through an `HfApi` double that records what would be sent.
 
 Hand-derived numbers (`_planted`): every image fails except the 4 samples of color_pos1_neg0_000 to
 color_pos1_neg0_011 (12 prompts × 4 = 48 images of 19,200). Overall = 100 × 48 / 19,200 = 0.25
@@ -11,14 +12,18 @@ the mean of its 8 settings' accuracies).
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import yaml
 from huggingface_hub import parse_eval_result_entries
 
-from dataset_builder.benchmark import EVAL_TASKS, EVALUATION_FRAMEWORK
+from dataset_builder.benchmark import EVAL_TASKS
 from dataset_builder.loading import load_prompts
+from evaluator.config import EVALUATOR_VERSION, PRESETS
 from evaluator.hub_results import (
     EVAL_RESULTS_PATH,
+    dataset_revision,
     eval_result_entries,
     eval_results_yaml,
     open_pull_request,
@@ -32,6 +37,23 @@ from tests.helpers.hub_helpers import RecordingHfApi, http_error
 from tests.helpers.space_helpers import write_results
 
 PLANTED = {f"color_pos1_neg0_{k:03d}" for k in range(12)}
+REVISION = "a" * 40
+SCORED_AT = 1_796_000_000  # 2026-11-30 00:53:20 UTC: the files' modification time, set below
+# An entry's keys in the specification (huggingface/hub-docs main 242f4a1, eval_results.yaml and
+# docs/hub/eval-results.md): nested ones as "parent.child".
+SPEC_KEYS = {"dataset.id", "dataset.task_id", "dataset.revision", "value", "verifyToken", "date"} | {
+    "source.url",
+    "source.name",
+    "source.user",
+    "source.org",
+    "notes",
+}
+
+
+def entry_keys(entry: dict) -> set[str]:
+    return {f"{key}.{inner}" for key, value in entry.items() if isinstance(value, dict) for inner in value} | {
+        key for key, value in entry.items() if not isinstance(value, dict)
+    }
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +64,7 @@ def prompts():
 @pytest.fixture(scope="module")
 def files(prompts, tmp_path_factory):
     root = tmp_path_factory.mktemp("eval_results")
-    return {
+    made = {
         "planted": write_results(root / "planted.jsonl", prompts, "toy", passed=lambda p, s: p.prompt_id in PLANTED),
         # passes depend on prompt and sample: values with decimals in every column
         "mixed": write_results(
@@ -51,7 +73,12 @@ def files(prompts, tmp_path_factory):
         "part": write_results(root / "part.jsonl", prompts[:100], "toy", passed=True),
         "other_model": write_results(root / "other.jsonl", prompts[:10], "other", passed=True),
         "other_config": write_results(root / "cfg.jsonl", prompts[100:110], "toy", passed=True, config_hash="0" * 16),
+        "old_evaluator": write_results(root / "old.jsonl", prompts, "toy", passed=True, version="1.0.0"),
+        "custom_config": write_results(root / "custom.jsonl", prompts, "toy", passed=True, config_hash="0" * 16),
     }
+    for path in made.values():
+        os.utime(path, (SCORED_AT, SCORED_AT))
+    return made
 
 
 def run(argv, capsys):
@@ -102,15 +129,15 @@ def _report_row(out: str) -> dict[str, str]:
 @pytest.mark.parametrize("name", ["planted", "mixed"])
 def test_the_yaml_parses_and_its_values_are_what_report_prints(files, name, tmp_path, capsys):
     out_yaml = tmp_path / "toy.yaml"
-    code, printed, _ = run(
-        ["eval-results", str(files[name]), "--dataset-id", "org/NegT2IBench", "--out", str(out_yaml)], capsys
-    )
+    argv = ["eval-results", str(files[name]), "--dataset-id", "org/NegT2IBench", "--out", str(out_yaml)]
+    code, printed, _ = run([*argv, "--dataset-revision", REVISION], capsys)
     assert code == 0 and "wrote 7 entries (overall, color, material" in printed
+    assert "date: 2026-11-30T00:53:20Z (the results' last modification" in printed
     entries = parse_eval_result_entries(yaml.safe_load(out_yaml.read_text(encoding="utf-8")))
     assert [e.task_id for e in entries] == [task.id for task in EVAL_TASKS]
     assert {e.dataset_id for e in entries} == {"org/NegT2IBench"}
     assert all("negt2ibench evaluator" in e.notes and "preset current, config" in e.notes for e in entries)
-    assert all(e.source_url is None and e.dataset_revision is None for e in entries)
+    assert {(e.source_url, e.dataset_revision, e.date) for e in entries} == {(None, REVISION, "2026-11-30T00:53:20Z")}
 
     code, report_out, _ = run(["report", str(files[name]), "--out", str(tmp_path / "rep"), "--bootstrap", "0"], capsys)
     assert code == 0
@@ -131,13 +158,47 @@ def test_printed_yaml_is_pipeable_and_options_reach_every_entry(files, capsys):
             "--source-url",
             "https://example.org/logs",
             "--dataset-revision",
-            "a" * 40,
+            REVISION,
         ],
         capsys,
     )
     assert code == 0 and "read 19200 results" in err  # stdout holds only the YAML
     entries = parse_eval_result_entries(yaml.safe_load(out))
-    assert {(e.source_url, e.dataset_revision) for e in entries} == {("https://example.org/logs", "a" * 40)}
+    assert {(e.source_url, e.dataset_revision) for e in entries} == {("https://example.org/logs", REVISION)}
+    assert f"dataset.revision: {REVISION}\n" in err
+
+
+def test_the_dataset_commit_is_read_from_the_hub_and_required_offline(files, hub_api, capsys, monkeypatch):
+    argv = ["eval-results", str(files["planted"]), "--dataset-id", "org/NegT2IBench"]
+    code, _, err = run(argv, capsys)  # the tests run with HF_HUB_OFFLINE=1
+    assert code == 2 and "HF_HUB_OFFLINE is set: pass --dataset-revision SHA, the commit of org/NegT2IBench" in err
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    code, out, err = run(argv, capsys)
+    assert code == 0 and hub_api.calls == [("dataset_info", {"repo_id": "org/NegT2IBench"})]
+    assert {e.dataset_revision for e in parse_eval_result_entries(yaml.safe_load(out))} == {hub_api.sha}
+    assert f"dataset.revision: {hub_api.sha} (the current commit of org/NegT2IBench on the Hub)" in err
+    hub_api.error = http_error(404, "404 Client Error: Repository Not Found")
+    with pytest.raises(UserError, match="could not read the commit of the dataset o/n .*: the Hub answered HTTP 404"):
+        dataset_revision("o/n")
+
+
+def test_another_evaluators_file_is_refused_naming_both_unless_allowed(files, capsys):
+    current = PRESETS["current"].config_hash
+    for which, theirs in [
+        ("old_evaluator", f"negt2ibench evaluator 1.0.0, preset current, config {current}"),
+        ("custom_config", f"negt2ibench evaluator {EVALUATOR_VERSION}, a custom configuration, config {'0' * 16}"),
+    ]:
+        argv = ["eval-results", str(files[which]), "--dataset-id", "org/N", "--dataset-revision", REVISION]
+        code, _, err = run(argv, capsys)
+        ours = f"negt2ibench evaluator {EVALUATOR_VERSION}, preset current, config {current}"
+        assert code == 1 and err.count("\n") == 1
+        assert f"model 'toy' was scored by {theirs}, not the benchmark's {ours}" in err
+        code, out, _ = run([*argv, "--allow-other-evaluator"], capsys)
+        notes = {e.notes for e in parse_eval_result_entries(yaml.safe_load(out))}
+        assert code == 0 and len(notes) == 1
+        assert notes.pop().endswith(f"not the benchmark's {ours} (allowed by --allow-other-evaluator)")
 
 
 @pytest.mark.parametrize(
@@ -198,6 +259,8 @@ def test_create_pr_sends_the_yaml_to_the_model_repo(files, hub_api, capsys):
             "--model-repo",
             "org/toy-model",
             "--create-pr",
+            "--dataset-revision",
+            REVISION,
         ],
         capsys,
     )
@@ -230,18 +293,33 @@ def test_the_pull_request_fails_in_one_line(files, hub_api, monkeypatch):
         open_pull_request(text, "org/m")
 
 
-def test_entries_follow_the_hub_spec_field_names(files):
-    values = scores_of_file([files["planted"]]).values
-    entries = eval_result_entries(values, dataset_id="org/N", notes="n", source_url="https://s", source_name="S")
+def test_entries_carry_exactly_the_specifications_keys(files):
+    from huggingface_hub import EvalResultEntry, eval_result_entries_to_yaml
+
+    every_field = EvalResultEntry(
+        "d/n", "t", 1, dataset_revision="r", verify_token="v", date="d", source_url="u", source_name="n",
+        source_user="s", source_org="o", notes="x",
+    )  # fmt: skip
+    assert entry_keys(eval_result_entries_to_yaml([every_field])[0]) == SPEC_KEYS  # huggingface_hub's is the spec
+    scores = scores_of_file([files["planted"]])
+    entries = eval_result_entries(
+        scores.values,
+        dataset_id="org/N",
+        notes="n",
+        dataset_revision=REVISION,
+        date=scores.date,
+        source_url="https://s",
+        source_name="S",
+    )
     data = yaml.safe_load(eval_results_yaml(entries, title="t"))
-    # docs/hub/eval-results.md (huggingface/hub-docs, 064c754): dataset.{id, task_id, revision?}, value,
-    # source.{url, name?}, evaluation_framework ("the same as the one in the eval.yaml"), notes, in that order
-    assert [list(entry) for entry in data] == [["dataset", "value", "source", "evaluation_framework", "notes"]] * 7
+    # all of the specification's keys but the Hub's verifyToken and the source's user and org, no other
+    ours = frozenset(SPEC_KEYS - {"verifyToken", "source.user", "source.org"})
+    assert {frozenset(entry_keys(entry)) for entry in data} == {ours}
     assert data[0] == {
-        "dataset": {"id": "org/N", "task_id": "overall"},
+        "dataset": {"id": "org/N", "task_id": "overall", "revision": REVISION},
         "value": 0.2,
+        "date": "2026-11-30T00:53:20Z",
         "source": {"url": "https://s", "name": "S"},
-        "evaluation_framework": "negt2ibench",
         "notes": "n",
     }
-    assert {entry["evaluation_framework"] for entry in data} == {EVALUATION_FRAMEWORK}
+    assert len(parse_eval_result_entries(data)) == 7

@@ -4,7 +4,8 @@ leaderboard payload (`tests/data/hub/leaderboard.json`). No network.
 `RecordingHfApi` answers with huggingface_hub's own types: `create_commit` returns a real
 `CommitInfo` (its `pr_url` as the Hub sets it for `create_pr=True`), `get_dataset_leaderboard` real
 `DatasetLeaderboardEntry`s parsed from the payload, as `HfApi.get_dataset_leaderboard` parses the
-response of `GET /api/datasets/{repo_id}/leaderboard`. Set `error` to make every call raise it.
+response of `GET /api/datasets/{repo_id}/leaderboard`, `dataset_info` a real `DatasetInfo` with its
+`sha`, `request_space_hardware` a real `SpaceRuntime`. Set `error` to make every call raise it.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ def leaderboard_payload() -> list[dict[str, Any]]:
 class RecordingHfApi:
     """Records `create_commit` and `get_dataset_leaderboard` calls (with the files' bytes)."""
 
-    def __init__(self, token: Any = None, *, payload: list[dict[str, Any]] | None = None):
+    def __init__(self, token: Any = None, *, payload: list[dict[str, Any]] | None = None, sha: str = "e" * 40):
         self.token = token
         self.payload = leaderboard_payload() if payload is None else payload
+        self.sha = sha  # the dataset's commit `dataset_info` answers
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.error: BaseException | None = None
         self.pull_requests = 0
@@ -56,6 +58,22 @@ class RecordingHfApi:
         if self.error is not None:
             raise self.error
         return [DatasetLeaderboardEntry(**row) for row in self.payload]
+
+    def dataset_info(self, repo_id: str, **kwargs):
+        from huggingface_hub import DatasetInfo
+
+        self.calls.append(("dataset_info", {"repo_id": repo_id, **kwargs}))
+        if self.error is not None:
+            raise self.error
+        return DatasetInfo(id=repo_id, sha=self.sha, private=False, downloads=0, likes=0, tags=[])
+
+    def request_space_hardware(self, repo_id: str, hardware: Any, **kwargs):
+        from huggingface_hub import SpaceRuntime
+
+        self.calls.append(("request_space_hardware", {"repo_id": repo_id, "hardware": str(hardware.value), **kwargs}))
+        if self.error is not None:
+            raise self.error
+        return SpaceRuntime({"stage": "BUILDING", "hardware": {"current": None, "requested": str(hardware.value)}})
 
 
 def http_error(status: int, message: str = "error"):

@@ -10,6 +10,8 @@ The payload's three rows and the entries below give the three outcomes by hand:
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -26,14 +28,23 @@ from leaderboard.hub_check import (
     hub_status_markdown,
     read_hub_rows,
 )
-from leaderboard.hub_results import entry_eval_results, entry_page_url, model_repo_of, verification_note
+from leaderboard.hub_results import (
+    entry_eval_results,
+    entry_page_url,
+    model_repo_of,
+    scored_date,
+    verification_note,
+)
 from leaderboard.ranking import REPORTED
 from leaderboard.store import Entry, SQLiteStore, Verification
 from negt2ibench.cli import main
 from tests.helpers.hub_helpers import RecordingHfApi, http_error
 
+REPO = Path(__file__).resolve().parents[2]
 SPACE = "https://huggingface.co/spaces/org/negt2ibench-space"
 DATASET = "org/NegT2IBench"
+REVISION = "e" * 40  # the dataset's commit the recording double's `dataset_info` answers
+SUBMITTED, RESCORED = 1_796_000_000, 1_796_100_000  # 2026-11-30 00:53:20 and 2026-12-01 04:40:00 UTC
 CATEGORY_VALUES = {"color": 21.04, "material": 18.96, "directional": 9.65, "proximity": 9.1, "comparative": 8.0}
 
 
@@ -48,8 +59,10 @@ def _entry(name: str, link: str, overall: float, status: str = "verified", metho
         disagreements=2,
         allowed=4 if method == "sampled" else None,
         total=19_200,
+        at=RESCORED,
     )
     return Entry(
+        created_at=SUBMITTED,
         model_name=name,
         model_key=name.lower().replace(" ", "_").replace(".", "_"),
         submitter="alice",
@@ -88,8 +101,13 @@ def test_a_verified_entry_gets_yaml_with_its_page_and_how_it_was_verified(entrie
     sd, flux, _, waiting = entries
     page = entry_page_url(SPACE, sd.submission_id)
     assert page == f"{SPACE}?entry={sd.submission_id}"
-    parsed = parse_eval_result_entries(yaml.safe_load(entry_eval_results(sd, dataset_id=DATASET, page_url=page)))
+    text = entry_eval_results(sd, dataset_id=DATASET, dataset_revision=REVISION, page_url=page)
+    parsed = parse_eval_result_entries(yaml.safe_load(text))
     assert [e.task_id for e in parsed] == [task.id for task in EVAL_TASKS]
+    assert "evaluation_framework" not in text
+    # sampled: the ranked numbers are the submitted ones, scored before the submission; full: the re-score's
+    assert {(e.dataset_revision, e.date) for e in parsed} == {(REVISION, "2026-11-30T00:53:20Z")}
+    assert (scored_date(sd), scored_date(flux)) == ("2026-11-30T00:53:20Z", "2026-12-01T04:40:00Z")
     # The row's numbers as `report` prints them: 21.04 → 21.0, 18.96 → 19.0, 9.65 (stored 9.6500…04) → 9.7,
     # 7.25 (exact, a tie) → 7.2.
     assert {e.task_id: e.value for e in parsed} == {
@@ -108,10 +126,29 @@ def test_a_verified_entry_gets_yaml_with_its_page_and_how_it_was_verified(entrie
     assert "negt2ibench evaluator 1.1.0, preset current, config bbc03f064ef3ab0c" in parsed[0].notes
     assert verification_note(flux) == "verified by the NegT2IBench Space: full re-score of 19,200 images"
     with pytest.raises(ValueError, match="only verified entries get an .eval_results file; this one is pending"):
-        entry_eval_results(waiting, dataset_id=DATASET, page_url=page)
+        entry_eval_results(waiting, dataset_id=DATASET, dataset_revision=REVISION, page_url=page)
     rejected = _entry("Bad", "", 10.0, status="rejected")
     with pytest.raises(ValueError, match="this one is rejected"):
-        entry_eval_results(rejected, dataset_id=DATASET, page_url=page)
+        entry_eval_results(rejected, dataset_id=DATASET, dataset_revision=REVISION, page_url=page)
+
+
+def test_the_hub_page_states_the_spot_check_plan_and_the_scorer_as_the_code_has_them():
+    from dataset_builder.loading import load_prompts
+    from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
+    from evaluator.config import EVALUATOR_VERSION, PRESETS
+    from leaderboard.verification import spot_check_plan
+
+    text = " ".join((REPO / "docs" / "hub.md").read_text(encoding="utf-8").split())
+    total = len(load_prompts(None)) * SAMPLES_PER_PROMPT
+    plan = spot_check_plan(total)  # 652 of 19,200, at most 5 (leaderboard/verification.py)
+    assert set(re.findall(r"\bn=(\d+)", text)) == {str(plan.sample_size)}
+    assert set(re.findall(r"(\d[\d,]*) of (?:the )?([\d,]+) images re-scored", text)) == {
+        (str(plan.sample_size), f"{total:,}")
+    }
+    assert set(re.findall(r"at most (\d+) (?:may|disagreed)", text)) == {str(plan.max_disagreements)}
+    scorers = set(re.findall(r"evaluator (\d+\.\d+\.\d+), preset current, config ([0-9a-f]{16})", text))
+    assert scorers == {(EVALUATOR_VERSION, PRESETS["current"].config_hash)}
+    assert f"of {total:,} images scored" in text
 
 
 def test_the_recorded_leaderboard_gives_the_three_outcomes(entries):
@@ -143,12 +180,13 @@ def test_the_cache_keeps_the_last_reading_and_never_raises(entries):
     board = HubLeaderboard(DATASET, lambda: api, clock=lambda: next(clock))
     assert board.snapshot.rows is None
     first = board.refresh()
-    assert len(first.rows) == 3 and first.problem == "" and first.read_at == 1000.0
+    assert len(first.rows) == 3 and first.problem == "" and first.read_at == 1000.0 and first.revision == REVISION
     import httpx2
 
     api.error = httpx2.ConnectError("[Errno -3] Temporary failure in name resolution")
     second = board.refresh()
     assert second.rows == first.rows and second.problem == NOT_REACHABLE and second.tried_at == 2000.0
+    assert second.revision == REVISION  # the last commit read is kept too
     assert "Hub not reachable since" in hub_status_markdown(second, entries)
     api.error = http_error(404, "404 Not Found")
     third = HubLeaderboard(DATASET, lambda: api).refresh()
@@ -236,6 +274,9 @@ def test_publish_opens_the_pull_request_with_the_entry_yaml(home, hub_api, entri
         "stable-diffusion-v1-5/stable-diffusion-v1-5",
     ]
     argv += ["--dataset-id", DATASET, "--space-url", SPACE, "--home", str(home)]
+    code, _, err = run([*argv, "--dry-run"], capsys)  # the tests run with HF_HUB_OFFLINE=1
+    assert code == 2 and "HF_HUB_OFFLINE is set: pass --dataset-revision SHA, the commit of org/NegT2IBench" in err
+    argv += ["--dataset-revision", REVISION]
     code, out, _ = run([*argv, "--dry-run"], capsys)
     assert code == 0 and out.rstrip().endswith(
         "dry run: no pull request opened on stable-diffusion-v1-5/stable-diffusion-v1-5"
@@ -251,6 +292,7 @@ def test_publish_opens_the_pull_request_with_the_entry_yaml(home, hub_api, entri
     content = sent["files"][".eval_results/negt2ibench.yaml"].decode("utf-8")
     parsed = parse_eval_result_entries(yaml.safe_load(content))
     assert parsed[0].source_url == f"{SPACE}?entry={sd.submission_id}" and parsed[0].value == 14.5
+    assert parsed[0].dataset_revision == REVISION
 
 
 @pytest.mark.parametrize(
@@ -269,6 +311,7 @@ def test_publish_opens_the_pull_request_with_the_entry_yaml(home, hub_api, entri
 def test_publish_refuses_what_it_must_not_send(home, hub_api, entries, capsys, which, model_repo, message, code):
     wanted = entries[which].submission_id[:8] if which is not None else "ffffffff"
     argv = ["leaderboard", "publish", wanted, "--model-repo", model_repo, "--dataset-id", DATASET]
+    argv += ["--dataset-revision", REVISION]
     found, _, err = run([*argv, "--space-url", SPACE, "--home", str(home)], capsys)
     assert found == code and message in err and hub_api.calls == []
 
@@ -293,10 +336,13 @@ def test_an_entry_page_opens_that_entry_and_pending_ones_have_no_yaml(tmp_path, 
         store.add_submission(entry)
     api = RecordingHfApi()
     board = HubLeaderboard(DATASET, lambda: api)
-    board.refresh()
     work = WorkDir()
     try:
         on = LeaderboardHandlers(store, work, board, DATASET, SPACE)
+        unread = on.eval_results("FLUX.2 dev")  # before the Hub was read: no commit for dataset.revision
+        not_read = "No `.eval_results` file yet: the commit of org/NegT2IBench was not read from the Hub."
+        assert unread == (not_read, "", None)
+        board.refresh()
         flux = entries[1]
         request = SimpleNamespace(query_params={"entry": flux.submission_id})
         frame, _, picker, _ = on.leaderboard(request)
@@ -305,6 +351,7 @@ def test_an_entry_page_opens_that_entry_and_pending_ones_have_no_yaml(tmp_path, 
         assert on.leaderboard(SimpleNamespace(query_params={}))[2]["value"] == "SD 1.5"
         note, text, path = on.eval_results("FLUX.2 dev")
         assert f"{SPACE}?entry={flux.submission_id}" in note and "full re-score of 19,200 images" in text
+        assert f"revision: {REVISION}" in text and "date: '2026-12-01T04:40:00Z'" in text
         assert open(path, encoding="utf-8").read() == text
         assert on.eval_results("Waiting") == (
             "No `.eval_results` file: only verified entries get an .eval_results file; this one is pending.",
@@ -343,9 +390,13 @@ def test_the_app_shows_the_hub_column_status_and_yaml_and_survives_an_unreachabl
         hub_api=lambda: api,
         hub_refresh_every=0.2,
     )
+
+    def readings():
+        return sum(name == "get_dataset_leaderboard" for name, _ in api.calls)
+
     client = Client(launch_local(demo), verbose=False)
     try:
-        wait_for(lambda: len(api.calls) >= 2, "the Hub read at start-up, then again")  # periodic, not once
+        wait_for(lambda: readings() >= 2, "the Hub read at start-up, then again")  # periodic, not once
         board, _, _, _ = client.predict(api_name="/leaderboard")
         frame = pd.DataFrame(board["data"], columns=board["headers"])
         hub = dict(zip(frame["model"] + " | " + frame["status"], frame["hub"], strict=True))
@@ -359,8 +410,8 @@ def test_the_app_shows_the_hub_column_status_and_yaml_and_survives_an_unreachabl
         assert client.predict("Waiting", api_name="/eval_results")[1] == ""
 
         api.error = OSError("network down")
-        calls = len(api.calls)
-        wait_for(lambda: len(api.calls) > calls + 1, "a reading that fails")
+        calls = readings()
+        wait_for(lambda: readings() > calls + 1, "a reading that fails")
         status = client.predict(api_name="/hub_status")
         assert "Hub not reachable since" in status and "Error" not in status  # the last reading, said to be old
         fresh = build_app(

@@ -21,7 +21,7 @@ from negt2ibench.cli import build_parser, main
 BAD_INPUT, USAGE, NO_WEIGHTS, NO_LIBRARY = "bad input", "usage", "missing weights", "missing library"
 CODE = {BAD_INPUT: 1, USAGE: 2, NO_WEIGHTS: 2, NO_LIBRARY: 2}
 WEIGHTS = "error: model weights for "
-# Without torch (CI's run on the Space's Python 3.10) these commands stop at the missing library before
+# Without torch (CI's run on Python 3.10) these commands stop at the missing library before
 # they look for weights: their missing-weights case is the missing-library line, exit code 2 still.
 WITHOUT_TORCH = importlib.util.find_spec("torch") is None
 TORCH_BEFORE_WEIGHTS = {"score", "explain", "selftest", "geneval", "reward"}

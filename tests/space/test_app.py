@@ -61,6 +61,11 @@ class PerTest:
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
+    def observe(self, images, prompts):
+        # `Perception` is a runtime-checkable Protocol: from Python 3.12 its isinstance check looks the
+        # method up on the class (inspect.getattr_static), where `__getattr__` does not reach.
+        return self.inner.observe(images, prompts)
+
 
 @pytest.fixture(scope="module")
 def server(prompts, data, tmp_path_factory):

@@ -13,7 +13,9 @@ import pytest
 import yaml
 
 from negt2ibench.cli import main
+from negt2ibench.core.errors import UserError
 from space.deploy import assemble_space, deploy_space, space_requirements
+from tests.helpers.hub_helpers import RecordingHfApi, http_error
 from tests.helpers.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -25,12 +27,16 @@ def test_deploy_dry_run_lists_the_space_folder(tmp_path, capsys):
     printed = capsys.readouterr().out.splitlines()
     assert "app.py" in printed and "README.md" in printed and "requirements.txt" in printed
     assert "space/app.py" in printed and "evaluator/pipeline.py" in printed
-    assert printed[-1].startswith("dry run:") and "nothing uploaded" in printed[-1]
+    assert printed[-2].startswith("dry run:") and "nothing uploaded" in printed[-2]
+    assert printed[-1] == (
+        "hardware: pick ZeroGPU under 'Space hardware' on https://huggingface.co/spaces/org/negt2ibench/settings "
+        "(or deploy again with --hardware zero-a10g)"
+    )
     assert not any("__pycache__" in line for line in printed)
     front_matter = (out / "README.md").read_text().split("---")[1]
     meta = yaml.safe_load(front_matter)
     assert (meta["sdk"], meta["sdk_version"], meta["app_file"]) == ("gradio", "6.31.0", "app.py")
-    assert meta["suggested_hardware"] == "zero-a10g"
+    assert "suggested_hardware" not in meta  # ZeroGPU is none of its valid flavours
     assert meta["hf_oauth"] is True  # "Sign in with Hugging Face" for per-account submission limits
     assert "from space.app import" in (out / "app.py").read_text()
 
@@ -48,6 +54,29 @@ def test_deploy_uploads_through_the_given_function(tmp_path):
     )
     assert url == "URL" and calls == [(tmp_path / "f", "org/name")]
     assert Path("app.py") in files
+
+
+def test_deploy_requests_zerogpu_and_says_what_to_click_when_refused(tmp_path):
+    api = RecordingHfApi()
+    files, url = deploy_space(
+        "org/name", tmp_path / "f", upload=lambda folder, repo: "URL", hardware="zero-a10g", api=api
+    )
+    assert url == "URL" and api.calls == [("request_space_hardware", {"repo_id": "org/name", "hardware": "zero-a10g"})]
+    api.error = http_error(403, "403 Forbidden: ZeroGPU is not available for this account")
+    with pytest.raises(UserError) as refused:
+        deploy_space("org/name", tmp_path / "f", upload=lambda folder, repo: "URL", hardware="zero-a10g", api=api)
+    assert str(refused.value) == (
+        "could not request zero-a10g hardware for the Space org/name: the Hub answered HTTP 403 (403 Forbidden: "
+        "ZeroGPU is not available for this account); hardware: pick ZeroGPU under 'Space hardware' on "
+        "https://huggingface.co/spaces/org/name/settings (or deploy again with --hardware zero-a10g)"
+    )
+
+
+def test_an_unknown_hardware_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["deploy-space", "--repo-id", "org/x", "--dry-run", "--hardware", "zero-h200"])
+    assert exited.value.code == 2
+    assert "argument --hardware: must be a Space hardware flavour (cpu-basic, " in capsys.readouterr().err
 
 
 def test_assemble_replaces_stale_files(tmp_path):

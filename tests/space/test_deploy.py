@@ -1,9 +1,11 @@
-"""The Space folder carries only what the Space imports, pinned so that it installs on ZeroGPU's Python 3.10."""
+"""The Space folder carries only what the Space imports, pinned so that it installs on ZeroGPU's Python
+3.12 with a torch ZeroGPU runs; in `make test-space`'s venv, that file is what is installed."""
 
 from __future__ import annotations
 
 import ast
 import importlib.metadata
+import os
 import sys
 from pathlib import Path
 
@@ -15,10 +17,11 @@ from packaging.specifiers import SpecifierSet
 from space.deploy import (
     APP_PY,
     PACKAGES,
-    PY310_VERSIONS,
     PYTHON_VERSION,
     RUNTIME_EXTRAS,
     SPACE_IMPORTS,
+    SPACE_VERSIONS,
+    ZERO_GPU_TORCH,
     assemble_space,
     normalized,
     pinned_versions,
@@ -28,6 +31,14 @@ from space.deploy import (
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = ("negt2ibench", "dataset_builder", "evaluator", "leaderboard", "space", "generation", "validation", "judges")
 INSTALLED_BY_THE_SDK = {"gradio", "gradio-client"}  # sdk_version in the Space README
+# What ZeroGPU supports (huggingface/hub-docs main 242f4a1, docs/hub/spaces-zerogpu.md, "Supported Versions").
+ZERO_GPU_PYTHONS = ("3.12.12", "3.10.13")
+ZERO_GPU_TORCHES = ("2.8.0", "2.9.1", "2.10.0", "2.11.0")
+# The valid `suggested_hardware` flavours (hub-docs main 242f4a1, docs/hub/spaces-config-reference.md).
+SUGGESTED_HARDWARE = {"cpu-basic", "cpu-upgrade", "t4-small", "t4-medium", "l4x1", "l4x4", "l40sx1", "l40sx4"} | {
+    "l40sx8", "a10g-small", "a10g-large", "a10g-largex2", "a10g-largex4", "a100-large", "a100x4", "a100x8"
+}  # fmt: skip
+SPACE_VENV_REQUIREMENTS = os.environ.get("NEGT2I_SPACE_REQUIREMENTS")  # set by `make test-space`
 
 
 def _module_file(name: str) -> Path | None:
@@ -113,33 +124,44 @@ def test_the_space_requirements_are_exactly_what_its_modules_import():
 
 def test_every_pin_installs_on_the_spaces_python():
     python = PYTHON_VERSION
+    assert python in ZERO_GPU_PYTHONS and ZERO_GPU_TORCH["torch"] in ZERO_GPU_TORCHES
+    assert set(SPACE_VERSIONS) == {"torch", "torchvision"}  # only ZeroGPU's torch pair differs from ours
     pins = pinned_versions()
     for line in space_requirements().splitlines():
         name, version = line.split("==")
-        if name in PY310_VERSIONS:
-            # requirements.txt's release needs a newer Python: the override is the newest one for 3.10
-            # (verified with `pip index versions NAME --python-version 3.10`).
-            requires = importlib.metadata.metadata(name).get("Requires-Python") or ""
-            assert python not in SpecifierSet(requires), f"{name}: the override is no longer needed"
-            assert version != pins[normalized(name)]
+        if name in SPACE_VERSIONS:
+            assert version == ZERO_GPU_TORCH[name]
             continue
         assert version == pins[normalized(name)] == importlib.metadata.version(name), name
         requires = importlib.metadata.metadata(name).get("Requires-Python") or ""
         assert python in SpecifierSet(requires), f"{name}=={version} needs Python {requires}"
 
 
-def test_the_space_readme_declares_zerogpus_python(tmp_path):
+def test_the_space_readme_declares_zerogpus_python_and_no_invalid_hardware(tmp_path):
     assemble_space(tmp_path / "space", "org/negt2ibench")
     meta = yaml.safe_load((tmp_path / "space" / "README.md").read_text(encoding="utf-8").split("---")[1])
-    assert meta["python_version"] == "3.10.13" == PYTHON_VERSION
+    assert meta["python_version"] == "3.12.12" == PYTHON_VERSION
+    # ZeroGPU is no `suggested_hardware` flavour: picked in the settings or requested by `deploy-space --hardware`
+    assert meta.get("suggested_hardware", "cpu-basic") in SUGGESTED_HARDWARE
     assert (tmp_path / "space" / "requirements.txt").read_text(encoding="utf-8") == space_requirements()
 
 
-def test_the_linter_targets_that_python():
+@pytest.mark.skipif(not SPACE_VENV_REQUIREMENTS, reason="runs in `make test-space`'s venv (the Space's own set)")
+def test_this_venv_holds_exactly_what_the_space_installs():
+    written = Path(SPACE_VENV_REQUIREMENTS or "").read_text(encoding="utf-8")
+    assert written == space_requirements()  # the file `deploy-space` wrote is this checkout's
+    assert sys.version_info[:2] == (3, 12)
+    for line in written.splitlines():
+        name, version = line.split("==")
+        assert importlib.metadata.version(name) == version, name
+
+
+def test_the_linter_targets_the_projects_oldest_python():
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10: the backport pytest itself installs there
         import tomli as tomllib
 
-    ruff = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["ruff"]
-    assert ruff["target-version"] == "py310"
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["requires-python"] == ">=3.10"
+    assert project["tool"]["ruff"]["target-version"] == "py310" and project["tool"]["mypy"]["python_version"] == "3.10"

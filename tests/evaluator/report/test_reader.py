@@ -6,7 +6,7 @@ report before it gave: the same records and notes, and every report file byte fo
 seeded sweep (`tests.helpers.report_helpers.sweep_files`: objects with boxes, an error row, a bad
 line, a stray image, a second result of one image, a torn last line); its three PNGs again at
 38de041, the same code after issue 31 changed the plots' colours, under requirements.txt's matplotlib
-(3.11.2; the Space's Python 3.10 set has 3.10.9, whose PNG bytes differ)."""
+(3.11.2; the Python 3.10 set has 3.10.9, whose PNG bytes differ)."""
 
 from __future__ import annotations
 

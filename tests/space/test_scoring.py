@@ -1,0 +1,179 @@
+"""The Space's GPU functions on ZeroGPU: a call only inside a visitor's request, no GPU function behind
+the background spot check, and a refusal by the real `spaces` client (quota spent) shown as its
+reason and what to do, never a stack."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from datetime import timedelta
+from importlib.resources import files
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+from gradio_client import Client
+from PIL import Image
+
+import space.app
+from dataset_builder.loading import load_prompts
+from dataset_builder.records import PromptIndex
+from evaluator.config import PRESETS
+from leaderboard.store import SQLiteStore
+from leaderboard.submissions import hub_images
+from negt2ibench.api import Evaluator
+from space import scoring
+from space.app import build_app
+from space.gpu_budget import score_seconds
+from space.handlers import Handlers, WorkDir
+from space.judge_panel import JudgePanel
+from tests.helpers.net import launch_local
+from tests.helpers.space_helpers import RectanglePerception, scene_png, wait_for, write_results
+
+PROMPT_ID = "directional_pos1_neg0_003"  # a motorcycle left of a bowl: the double's layout passes it
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    return load_prompts(None)
+
+
+@pytest.fixture
+def zero_gpu(monkeypatch):
+    """This process as if it ran on ZeroGPU (the spaces decorator itself stays a no-op: no GPU here)."""
+    monkeypatch.setattr(scoring, "on_zero_gpu", lambda: True)
+    monkeypatch.setattr(space.app, "on_zero_gpu", lambda: True)
+
+
+class Headers(dict):
+    """Request headers as the client reads them (`.get`, and a `__dict__`)."""
+
+
+def client_refusal(monkeypatch, *, token: str | None, auth: str | None = None) -> tuple[gr.Error, dict]:
+    """The error the pinned client's `schedule()` raises when the quota has 4 s left, for a visitor
+    with `token` (None: no ZeroGPU token, as a call from a background thread) on the Blackwell
+    `large` size of its own configs.json; and what it asked the scheduler."""
+    import spaces.zero.client as client
+    import spaces.zero.config as zero_config
+    from spaces.zero import utils as zero_utils
+    from spaces.zero.api import QuotaInfos, ScheduleMetadata
+
+    configs = json.loads(files("spaces.zero").joinpath("configs.json").read_text())
+    asked: dict = {}
+
+    class SchedulerDouble:
+        def schedule(self, **kwargs):
+            asked.update(kwargs)
+            return QuotaInfos(left=4, wait=timedelta(hours=3)), ScheduleMetadata(auth=auth)
+
+    monkeypatch.setattr(client, "api_client", SchedulerDouble)
+    monkeypatch.setattr(zero_utils, "self_cgroup_device_path", lambda: "")
+    monkeypatch.setattr(zero_config, "get_config", lambda: max(configs, key=lambda c: c["duration_factor"]))
+    request = None if token is None else SimpleNamespace(headers=Headers({"x-ip-token": token, "x-gradio-user": "app"}))
+    with pytest.raises(gr.Error) as refused, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the client warns that this token is no JWT
+        client.schedule(task_id=1, request=request, duration=timedelta(seconds=score_seconds(1)))
+    return refused.value, asked
+
+
+def handlers_with(score_on_gpu, prompts) -> Handlers:
+    return Handlers(
+        prompts=prompts,
+        index=PromptIndex(prompts),
+        store=None,  # type: ignore[arg-type]
+        score_on_gpu=score_on_gpu,
+        config=PRESETS["current"],
+        open_images=hub_images,
+        limits=None,  # type: ignore[arg-type]
+        require_login=False,
+        work_dir=WorkDir(),
+    )
+
+
+@pytest.mark.parametrize(
+    ("token", "auth", "reason", "advice"),
+    [
+        (None, None, "Space app has reached its GPU limit", "log in to huggingface.co and reload this page"),
+        (
+            "not-a-jwt",
+            "regular",
+            "You have exceeded your free ZeroGPU quota (18s requested vs. 4s left). Try again in 3:00:00",
+            "or subscribe to PRO for 40 minutes a day",
+        ),
+    ],
+)
+def test_a_quota_refusal_shows_the_clients_reason_and_what_to_do(
+    monkeypatch, prompts, tmp_path, token, auth, reason, advice
+):
+    refused, asked = client_refusal(monkeypatch, token=token, auth=auth)
+    assert asked["duration_seconds"] == 18  # 12 s asked for, x 1.5 on that GPU
+    line = scoring.zero_gpu_refusal(refused)
+    assert line is not None and reason in line and advice in line
+
+    def refusing(*args):
+        raise refused
+
+    on = handlers_with(refusing, prompts)
+    visitor = SimpleNamespace(username=None, client=SimpleNamespace(host="198.51.100.7"))
+    try:
+        _, verdict, _, result_file = on.score(str(scene_png(tmp_path / "scene.png")), PROMPT_ID, "", visitor)
+    finally:
+        on.work_dir.cleanup()
+    shown = re.sub(r"\\(.)", r"\1", verdict)  # the Markdown's escapes taken out
+    assert result_file is None and shown.startswith("**Error:** no GPU time for this now (ZeroGPU quota exceeded: ")
+    assert reason in shown and advice in shown and "Traceback" not in shown
+    panel = JudgePanel("qwen2_5_vl_7b", "pos", refusing, lambda prompt_id, custom: PromptIndex(prompts)[prompt_id])
+    summary, frame = panel.judge(str(tmp_path / "scene.png"), PROMPT_ID, "")
+    shown = re.sub(r"\\(.)", r"\1", summary)
+    assert shown.startswith("**Error:** judge qwen2_5_vl_7b: no GPU time for this now") and frame.empty
+    assert reason in shown and advice in shown
+
+
+def test_other_errors_are_not_taken_for_a_refusal():
+    assert scoring.zero_gpu_refusal(RuntimeError("ZeroGPU quota exceeded")) is None
+    assert scoring.zero_gpu_refusal(gr.Error("the image is too small")) is None  # titled "Error"
+
+
+@pytest.mark.slow
+def test_a_gpu_function_runs_inside_a_request_and_refuses_outside_one(zero_gpu, prompts, tmp_path):
+    score_on_gpu = scoring.gpu_scorer(Evaluator(PRESETS["current"], perception=RectanglePerception()))
+    prompt = PromptIndex(prompts)[PROMPT_ID]
+    image = Image.open(scene_png(tmp_path / "scene.png"))
+    with pytest.raises(scoring.OutsideRequestError, match="only inside a visitor's request"):
+        score_on_gpu(image, prompt, "upload", 0)  # this test's thread: no gradio event, no visitor
+
+    def score(_: str) -> str:
+        record, _annotated = score_on_gpu(image, prompt, "upload", 0)
+        return "PASS" if record.passed else "FAIL"
+
+    with gr.Blocks() as demo:
+        button, verdict = gr.Button(), gr.Textbox()
+        button.click(score, button, verdict, api_name="score")
+    client = Client(launch_local(demo), verbose=False)
+    try:
+        assert client.predict("go", api_name="/score") == "PASS"  # a visitor's request: it runs
+    finally:
+        client.close()
+        demo.close()
+
+
+@pytest.mark.slow
+def test_on_zero_gpu_the_background_spot_check_calls_no_gpu_function(zero_gpu, prompts, tmp_path):
+    few = prompts[:10]
+    perception = RectanglePerception()
+    demo = build_app(
+        prompts=few, store=SQLiteStore(tmp_path / "lb.sqlite"), perception=perception, preload=False, recheck_every=3600
+    )
+    try:
+        on = demo.rechecker.run.__self__  # the handlers whose `recheck` the background thread runs
+        assert on.rescore_on_gpu is None and on.spot_check_setup.score is None
+        request = SimpleNamespace(username=None, client=SimpleNamespace(host="198.51.100.7"))
+        results = write_results(tmp_path / "toy.jsonl", few, "toy_model", passed=False)
+        on.submit(str(results), "Toy", "", "org/toy-images", "main", request)  # wakes the spot check
+        store = on.store
+        wait_for(lambda: store.list_entries()[0].status == "pending", "the spot check's pass over the entry")
+        entry = store.list_entries()[0]
+        assert "no scorer here" in entry.reason and perception.calls == 0
+    finally:
+        demo.close()
