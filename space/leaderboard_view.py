@@ -88,7 +88,14 @@ CAUSE_COLUMNS = ["category", *CAUSES, "failed"]
 POLARITY_COLUMNS = ["category", "polarity", "accuracy"]
 
 AWAITING_COLUMNS = ["model", "status", "reason", "attempts", "submitted (UTC)", "id"]
-AWAITING_WIDTHS = ["220px", "90px", "510px", "96px", "150px", "90px"]  # the reason wraps, the rest fit 1280 px
+AWAITING_WIDTHS: list[str | int] = [
+    "220px",
+    "90px",
+    "510px",
+    "96px",
+    "150px",
+    "90px",
+]  # the reason wraps, the rest fit 1280 px
 
 
 def awaiting_frame(entries: Sequence[Entry]) -> pd.DataFrame:
