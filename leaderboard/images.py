@@ -36,7 +36,8 @@ def _http_status(error: BaseException) -> int | None:
 
 
 def _hub_reason(error: BaseException, repo: str) -> str | None:
-    """Our words for a Hub library error, or None for an error that is not one."""
+    """Our words for a Hub library error, or None for an error that is not one. (The CLI's own
+    Hub errors, for the operator, are `dataset_builder.hub.hub_errors`; these are public.)"""
     try:
         from huggingface_hub import errors as hub_errors
     except ImportError:  # without the Hub library no error can come from it
@@ -67,12 +68,14 @@ def unreachable_reason(error: BaseException, repo: str = "") -> str:
     where = repo or "the images repo"
     reason = _hub_reason(error, where)
     if reason is None:
-        if isinstance(error, (ConnectionError, TimeoutError)):
-            reason = "the Hub could not be reached from here (a network error)"
-        elif isinstance(error, FileNotFoundError):
+        from dataset_builder.hub import is_network_error  # the one test of "the Hub was not reached"
+
+        if isinstance(error, FileNotFoundError):
             reason = f"a file of {where} is missing"
         elif isinstance(error, PermissionError):
             reason = f"{where} could not be read: permission denied"
+        elif is_network_error(error):
+            reason = "the Hub could not be reached from here (a network error)"
         else:
             reason = f"{where} could not be read (the error is in the server's log)"
     return f"images not reachable: {reason}"

@@ -51,6 +51,10 @@ def test_offline_hub_images_say_so_in_our_words(caplog):
             ("images not reachable: the Hub could not be reached from here (a network error)"),
         ),
         (
+            httpx2.ConnectError("[Errno 111] Connection refused"),
+            "images not reachable: the Hub could not be reached from here (a network error)",
+        ),
+        (
             FileNotFoundError("datasets/org/images/images/x-0.parquet"),
             "images not reachable: a file of org/images@main is missing",
         ),
