@@ -52,21 +52,50 @@ _CLASSES: frozenset[str] = frozenset(OBJECT_CLASSES)
 _CONSONANT_SOUND_VOWEL_WORDS = frozenset({"one", "unicorn", "uniform", "university", "user", "european"})
 _VOWEL_SOUND_CONSONANT_WORDS = frozenset({"hour", "honest", "heir"})
 
-GRAMMAR_HELP = """\
-prompts follow the benchmark's grammar (lower case, one category per prompt):
-  attributes (color: red orange yellow green blue purple pink brown black white;
-              material: wooden metal plastic glass):
-    a photo of a red cup
-    a photo of a non-red cup
-    a photo of a plastic bus, a plastic knife, a non-plastic sandwich, and a non-plastic toilet
-  relations (left of, right of, above, below, near, far from, bigger than, smaller than,
-             taller than, shorter than, in front of, behind):
-    a photo of a laptop and a zebra, where the laptop is right of the zebra
-    a photo of a laptop, a zebra, and a carrot, where the laptop is right of the zebra and is not
-      below the carrot
-    a photo of skis and a bench, where the skis are not bigger than the bench
-objects are the 79 COCO classes other than person, as GenEval names them (e.g. "tv remote",
-"hot dog", "computer mouse")."""
+# The grammar in words, once: the CLI shows it as indented text (`GRAMMAR_HELP`), the Space as a list.
+GRAMMAR_INTRO = "prompts follow the benchmark's grammar (lower case, one category per prompt):"
+GRAMMAR_KINDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "attributes (color: {}; material: {})".format(
+            *(" ".join(CATEGORY_VOCABULARY[c]) for c in ATTRIBUTE_CATEGORIES)
+        ),
+        (
+            "a photo of a red cup",
+            "a photo of a non-red cup",
+            "a photo of a plastic bus, a plastic knife, a non-plastic sandwich, and a non-plastic toilet",
+        ),
+    ),
+    (
+        "relations ({})".format(
+            ", ".join(p for c in CATEGORIES if kind_of(c) == "relation" for p in CATEGORY_VOCABULARY[c])
+        ),
+        (
+            "a photo of a laptop and a zebra, where the laptop is right of the zebra",
+            "a photo of a laptop, a zebra, and a carrot, where the laptop is right of the zebra and is not below the "
+            "carrot",
+            "a photo of skis and a bench, where the skis are not bigger than the bench",
+        ),
+    ),
+)
+GRAMMAR_OBJECTS = (
+    f"objects are the {len(OBJECT_CLASSES)} COCO classes other than person, as GenEval names them "
+    '(e.g. "tv remote", "hot dog", "computer mouse").'
+)
+
+
+def _grammar_text(width: int = 100) -> str:
+    import textwrap
+
+    lines = [GRAMMAR_INTRO]
+    for kind, examples in GRAMMAR_KINDS:
+        under = " " * (kind.index("(") + 3)  # a heading's next line starts under its first word in brackets
+        lines += textwrap.wrap(kind + ":", width, initial_indent="  ", subsequent_indent=under)
+        for example in examples:
+            lines += textwrap.wrap(example, width, initial_indent="    ", subsequent_indent="      ")
+    return "\n".join(lines + textwrap.wrap(GRAMMAR_OBJECTS, 80))  # 80: the examples of names stay whole
+
+
+GRAMMAR_HELP = _grammar_text()
 
 
 class PromptParseError(UserError, ValueError):

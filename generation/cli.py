@@ -148,7 +148,8 @@ def register(subparsers) -> None:
     importer.add_argument(
         "--num-images",
         type=positive_int,
-        help="expected images per prompt for the gap report (default: largest index + 1)",
+        help=f"expected images per prompt for the gap report (default {DEFAULT_NUM_IMAGES}, the benchmark's, or the "
+        "largest index + 1 when larger)",
     )
     importer.add_argument("--skip-bad", action="store_true", help="import the valid files even if others are bad")
     importer.add_argument(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dataset_builder.layout import image_file_key, image_file_name, lacks_sample_index
 from dataset_builder.records import PromptRecord
+from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.versions import library_versions
 
@@ -27,6 +28,8 @@ class ImportReport:
     problems: list[str] = field(default_factory=list)  # files that cannot be imported, with the reason
     ignored: list[str] = field(default_factory=list)  # files that are not PNG images at all
     missing: list[ImageKey] = field(default_factory=list)  # expected but absent after the import
+    prompts: int = 0  # the prompts the gaps are counted against
+    samples: int = 0  # images expected per prompt
 
     def summary_lines(self, show: int = 20) -> list[str]:
         lines = [f"split {self.key}: imported {self.imported}, already present {self.already_present}"]
@@ -41,9 +44,10 @@ class ImportReport:
             if len(self.problems) > show:
                 lines.append(f"  ... and {len(self.problems) - show} more")
         if self.missing:
+            expected = self.prompts * self.samples
             lines.append(
-                f"gaps: {len(self.missing)} expected images are missing, e.g. "
-                + ", ".join(image_file_name(p, i) for p, i in self.missing[:5])
+                f"gaps: {len(self.missing):,} of {expected:,} expected images are missing ({self.prompts:,} prompts × "
+                f"{self.samples} images each), e.g. " + ", ".join(image_file_name(p, i) for p, i in self.missing[:5])
             )
         return lines
 
@@ -97,7 +101,8 @@ def import_images(
 
     With any bad file (unknown id, undecodable, not PNG, bad name) nothing is written unless
     `skip_bad`. Images already in the split are skipped (an import can be resumed). Gaps are
-    reported against prompts × num_images (num_images: the largest sample index seen + 1).
+    reported against prompts × num_images images (num_images: the benchmark's 4 per prompt, or the
+    largest sample index seen + 1 when larger).
     """
     validate_key(key)
     folder = Path(folder)
@@ -158,7 +163,9 @@ def import_images(
     finally:
         writer.flush()
 
-    samples = num_images if num_images is not None else max((c.sample_index for c in candidates), default=-1) + 1
+    seen_samples = max((c.sample_index for c in candidates), default=-1) + 1
+    samples = num_images if num_images is not None else max(SAMPLES_PER_PROMPT, seen_samples)
     present = done | set(seen)
     report.missing = [(p.prompt_id, i) for p in prompts for i in range(samples) if (p.prompt_id, i) not in present]
+    report.prompts, report.samples = len(prompts), samples
     return report

@@ -116,15 +116,19 @@ def disagreement(submitted: ResultRecord, rescored: ResultRecord) -> str:
 
 def numbers_of(records: Sequence[ResultRecord]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The leaderboard row (keys `evaluator.report.LEADERBOARD_COLUMNS`) and the model detail
-    (`statement_accuracy`, `failure_causes` by category) of one model's records, from the fields
-    the spot check compares only (tests/leaderboard/test_compared.py); a number added to the detail is
-    added here."""
-    from evaluator.report import failure_causes, leaderboard_row, statement_accuracy
+    (`statement_accuracy`, `failure_causes` by category, and `overall_interval`: the overall
+    accuracy's 95% bootstrap interval over prompts, as [low, high]) of one model's records, from the
+    fields the spot check compares only (tests/leaderboard/test_compared.py); a number added to the
+    detail is added here."""
+    from evaluator.report import failure_causes, leaderboard_row, overall_interval, statement_accuracy
+    from evaluator.report.facts import record_facts
 
     row = dict(leaderboard_row(records, records[0].model_key))
+    facts = record_facts(records)
     detail = {
-        "statement_accuracy": statement_accuracy(records),
+        "statement_accuracy": statement_accuracy(records, facts=facts),
         "failure_causes": failure_causes(records)["by_category"],
+        "overall_interval": list(overall_interval(records, facts=facts)),
     }
     return row, detail
 

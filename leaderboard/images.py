@@ -4,11 +4,14 @@ as one (``images/<split>-*.parquet``, `dataset_builder.layout`).
 An `ImageSource` yields the images of given (prompt_id, sample_index) keys; `ParquetImages` reads
 only the row groups and cells it needs; `hub_images` opens a Hub repo's split lazily over HTTP.
 Any failure to read is `ImagesUnreachable` (a one-line `UserError`): the spot check then waits,
-and the Gallery says so instead of showing a picture.
+and the Gallery says so instead of showing a picture. Its message is public (a pending entry's
+reason, a Gallery caption), so it is a sentence of ours (`unreachable_reason`), never a library's
+exception text: the full error goes to the log.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -19,9 +22,63 @@ from PIL import Image
 from dataset_builder.layout import split_files, split_glob
 from negt2ibench.core.errors import UserError
 
+log = logging.getLogger(__name__)
+
 
 class ImagesUnreachable(UserError, RuntimeError):
     """The submitted images dataset cannot be read from here."""
+
+
+def _http_status(error: BaseException) -> int | None:
+    response = getattr(error, "response", None)
+    status = getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _hub_reason(error: BaseException, repo: str) -> str | None:
+    """Our words for a Hub library error, or None for an error that is not one. (The CLI's own
+    Hub errors, for the operator, are `dataset_builder.hub.hub_errors`; these are public.)"""
+    try:
+        from huggingface_hub import errors as hub_errors
+    except ImportError:  # without the Hub library no error can come from it
+        return None
+    if isinstance(error, hub_errors.OfflineModeIsEnabled):
+        return "the Hub cannot be reached from here (offline mode is on)"
+    if isinstance(error, hub_errors.GatedRepoError):
+        return f"{repo} is gated: this Space cannot read it"
+    if isinstance(error, hub_errors.RepositoryNotFoundError):
+        return f"{repo} does not exist on the Hub, or is private"
+    if isinstance(error, hub_errors.RevisionNotFoundError):
+        return f"{repo} has no such revision"
+    if isinstance(error, hub_errors.HfHubHTTPError):
+        status = _http_status(error)
+        if status in (401, 403):
+            return f"{repo} is private or needs a token this Space does not have"
+        return f"the Hub answered with an error{f' (HTTP {status})' if status else ''}; it may be down for now"
+    return None
+
+
+def unreachable_reason(error: BaseException, repo: str = "") -> str:
+    """Why images could not be read, as a public sentence of ours ("images not reachable: ..."),
+    from the error a reading library raised; the full error goes to the log. An
+    `ImagesUnreachable` is ours already: its first line."""
+    if isinstance(error, ImagesUnreachable):
+        return (str(error).strip().splitlines() or ["images not reachable"])[0]
+    log.warning("images of %s not reachable: %s: %s", repo or "a submission", type(error).__name__, error)
+    where = repo or "the images repo"
+    reason = _hub_reason(error, where)
+    if reason is None:
+        from dataset_builder.hub import is_network_error  # the one test of "the Hub was not reached"
+
+        if isinstance(error, FileNotFoundError):
+            reason = f"a file of {where} is missing"
+        elif isinstance(error, PermissionError):
+            reason = f"{where} could not be read: permission denied"
+        elif is_network_error(error):
+            reason = "the Hub could not be reached from here (a network error)"
+        else:
+            reason = f"{where} could not be read (the error is in the server's log)"
+    return f"images not reachable: {reason}"
 
 
 Key = tuple[str, int]  # (prompt_id, sample_index)
@@ -88,7 +145,7 @@ class ParquetImages:
         except ImagesUnreachable:
             raise
         except Exception as error:  # noqa: BLE001 - any read failure means: not reachable
-            raise ImagesUnreachable(f"images not reachable: {type(error).__name__}: {error}") from None
+            raise ImagesUnreachable(unreachable_reason(error)) from None
         if wanted:
             prompt_id, sample_index = min(wanted)
             raise ImagesUnreachable(
@@ -104,7 +161,7 @@ def hub_images(repo_id: str, revision: str, split: str) -> ImageSource:
         filesystem = HfFileSystem(token=os.environ.get("HF_TOKEN"))
         files = filesystem.glob(f"datasets/{repo_id}@{revision or 'main'}/{split_glob(split)}")
     except Exception as error:  # noqa: BLE001 - offline, missing repo, private repo ...
-        raise ImagesUnreachable(f"images not reachable: {type(error).__name__}: {error}") from None
+        raise ImagesUnreachable(unreachable_reason(error, f"{repo_id}@{revision or 'main'}")) from None
     if not files:
         raise ImagesUnreachable(f"images not reachable: {repo_id}@{revision} has no {split_glob(split)}")
     return ParquetImages(files, filesystem=filesystem)

@@ -13,6 +13,7 @@ for the next attempt (`leaderboard.submissions`).
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 from collections.abc import Callable, Sequence
@@ -25,8 +26,10 @@ from evaluator.results import ResultRecord
 from negt2ibench.core.errors import MissingWeightsError, NegT2IError
 
 from .compared import disagreement
-from .images import ImageSource, ImagesUnreachable
+from .images import ImageSource, ImagesUnreachable, unreachable_reason
 from .verification import SpotCheckPlan, draw_sample, results_digest, sample_seed
+
+log = logging.getLogger(__name__)
 
 SECRET_ENV = "NEGT2I_VERIFY_SECRET"
 SPOT_CHECK_BATCH = 16  # images per re-scoring call (one `spaces.GPU` call each on ZeroGPU)
@@ -107,21 +110,22 @@ def spot_check(
 
 
 def spot_check_failure(error: BaseException) -> str:
-    """Why a spot check could not run, in one line (the submission waits for the next attempt).
+    """Why a spot check could not run, in one public sentence of ours (the submission waits for the
+    next attempt); the full error goes to the log, never into the reason.
 
     Any error counts: the images dataset not reachable, the evaluator's weights missing here, a
     ZeroGPU quota error (a `gradio.Error` from `spaces`), the GPU out of memory, or anything else."""
-    message = getattr(error, "message", None)  # gradio.Error's own text (its str() is a repr)
-    if isinstance(error, NegT2IError):
-        message = error.one_line()
-    text = str(message if isinstance(message, str) else error).strip().splitlines()
-    first = text[0] if text else type(error).__name__
     if isinstance(error, ImagesUnreachable):
-        return first if first.startswith("images") else f"images not reachable: {first}"
+        return unreachable_reason(error)  # its message is ours (`leaderboard.images`)
+    log.warning("a spot check could not run: %s: %s", type(error).__name__, error)
+    message = getattr(error, "message", None)  # gradio.Error's own text (its str() is a repr)
+    text = str(message if isinstance(message, str) else error).lower()
     if isinstance(error, MissingWeightsError):
-        return f"the scorer's models are not on this machine ({first})"
-    if "out of memory" in first.lower() or "OutOfMemory" in type(error).__name__:
-        return f"the GPU ran out of memory ({type(error).__name__})"
-    if "quota" in first.lower() or "gpu limit" in first.lower():
-        return f"no GPU time left here now ({first})"
-    return f"the spot check failed: {type(error).__name__}: {first}"
+        return "the scorer's model weights are not on this machine"
+    if "out of memory" in text or "OutOfMemory" in type(error).__name__:
+        return "the GPU ran out of memory"
+    if "quota" in text or "gpu limit" in text:
+        return "no GPU time left here now (the ZeroGPU quota is spent)"
+    if isinstance(error, NegT2IError):  # our own errors speak our words
+        return f"the spot check could not run: {error.one_line()}"
+    return "the spot check failed here (an internal error; it is in the server's log)"

@@ -42,7 +42,8 @@ from .tabs import annotate, compare, explore, gallery, leaderboard, score, submi
 from .tabs.annotate import annotation_handlers
 from .tabs.compare import CompareHandlers
 from .tabs.explore import ExploreHandlers
-from .tabs.leaderboard import LeaderboardHandlers
+from .tabs.leaderboard import BOARD_REFRESH_SECONDS, LeaderboardHandlers
+from .tabs.score import ScoreExample
 from .views import prompt_label
 
 # gradio switches matplotlib's backend around every event, importing pyplot on first use; two
@@ -126,6 +127,9 @@ def build_app(
     space_url: str | None = None,
     hub_api: Any = None,
     hub_refresh_every: float = HUB_REFRESH_SECONDS,
+    board_refresh_every: float = BOARD_REFRESH_SECONDS,
+    demo_note: str | None = None,
+    score_example: ScoreExample | None = None,
 ) -> gr.Blocks:
     """The Space.
 
@@ -155,12 +159,16 @@ def build_app(
         cache_bytes: the bound on the app's files on disk (uploads, outputs, its temporary folder).
         verify_secret: the spot check's sample secret (default: NEGT2I_VERIFY_SECRET, else one per process).
         hub_dataset: the benchmark's Hub dataset repo (default NEGT2I_HUB_DATASET, else the repo the
-            dataset folder's card names after a push): verified entries get `.eval_results` YAML
+            dataset folder's card names after a push; "": none): verified entries get `.eval_results` YAML
             naming it, and the board a `hub` column from its Hub leaderboard (docs/hub.md).
         space_url: the Space's public address, the base of an entry's page (default
             NEGT2I_SPACE_URL, else the Space's Hub page on a Space, else the request's address).
         hub_api: a factory of the `HfApi` that reads the Hub's leaderboard (default `HfApi()`; a test double).
         hub_refresh_every: seconds between readings of the Hub's leaderboard (one at start-up).
+        board_refresh_every: seconds between readings of the leaderboard while a submission awaits
+            verification (the page reads it again without a reload).
+        demo_note: a note shown under the title on every page (`negt2ibench serve --demo`: what is synthetic).
+        score_example: what the Score tab shows before anything is scored (the demo's example).
     """
     if evaluator is not None and perception is not None:
         raise UsageError("pass evaluator or perception to build_app, not both")
@@ -181,7 +189,7 @@ def build_app(
     config = evaluator.config
     zero_gpu = on_zero_gpu()
     work_dir = WorkDir()
-    benchmark = hub_dataset_id(hub_dataset, dataset)
+    benchmark = None if hub_dataset == "" else hub_dataset_id(hub_dataset, dataset)
     hub_board = HubLeaderboard(benchmark, hub_api or default_api) if benchmark else None
     on = Handlers(
         prompts=prompts,
@@ -196,6 +204,8 @@ def build_app(
         # On ZeroGPU a GPU is lent per visitor request: the spot check, a background pass, has none here.
         rescore_on_gpu=None if zero_gpu else batch_scorer(evaluator),
         secret=verify_secret,
+        check_weights=evaluator.require_weights,
+        stand_in=type(perception).__name__ if perception is not None else "",
     )
     prompt_choices = [(prompt_label(p), p.prompt_id) for p in prompts]
     annotating = annotation_handlers(
@@ -212,12 +222,15 @@ def build_app(
             "positive:negated settings, scored by a detector-based evaluator "
             f"(version {EVALUATOR_VERSION}, config `{config.config_hash}`)."
         )
+        if demo_note:
+            gr.Markdown(demo_note, elem_id="demo-note")
         explore.build(demo, ExploreHandlers(prompts, index), prompt_choices)
-        score.build(on, prompt_choices, judging)
-        leaderboard.build(demo, LeaderboardHandlers(store, work_dir, hub_board, benchmark, space_base_url(space_url)))
+        score.build(on, prompt_choices, judging, score_example)
+        board = LeaderboardHandlers(store, work_dir, hub_board, benchmark, space_base_url(space_url))
+        refreshed = leaderboard.build(demo, board, board_refresh_every)
         gallery.build(looking)
         compare.build(CompareHandlers(looking, prompts), prompt_choices)
-        submit.build(demo, on, login_button=login_button)
+        refreshed.after(submit.build(demo, on, login_button=login_button))  # a stored submission shows at once
         annotate.build(demo, annotating, login_button=login_button)
     demo.queue(max_size=QUEUE_SIZE)
     on.cache = blocks_cache(demo, cache_bytes, work_dir.existing)

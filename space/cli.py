@@ -8,13 +8,36 @@ import os
 from pathlib import Path
 
 from dataset_builder.layout import DEFAULT_DATASET_DIR
-from negt2ibench.core.errors import UserError
+from negt2ibench.core.errors import UsageError, UserError
 from negt2ibench.core.options import positive_int, repo_id
 
 DEFAULT_DATASET = DEFAULT_DATASET_DIR
 
 
+def _serve_demo(args: argparse.Namespace) -> int:
+    """`serve --demo`: the Space on the shipped synthetic examples, in a temporary folder removed at the end."""
+    given = [flag for flag, value in (("--dataset", args.dataset), ("--home", args.home)) if value is not None]
+    given += ["--annotation-sample"] if args.annotation_sample is not None else []
+    if given:
+        raise UsageError(f"--demo brings its own prompts, store and sample: drop {', '.join(given)}")
+    import tempfile
+
+    from .app import LAUNCH_KWARGS, build_app
+    from .demo import demo_setup
+
+    with tempfile.TemporaryDirectory(prefix="negt2i_demo_") as folder:
+        setup = demo_setup(folder)
+        print(f"demo: synthetic examples and a leaderboard store in {folder} (removed when it stops)")
+        demo = build_app(
+            forwarded_allow_ips=args.forwarded_allow_ips, weights_dir=args.weights_dir, **setup.app_kwargs()
+        )
+        demo.launch(server_name=args.host, server_port=args.port, **LAUNCH_KWARGS)
+    return 0
+
+
 def _serve(args: argparse.Namespace) -> int:
+    if args.demo:
+        return _serve_demo(args)
     if args.home:
         os.environ["NEGT2I_HOME"] = str(args.home)
     dataset = args.dataset
@@ -120,6 +143,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="IPS",
         help="proxies whose X-Forwarded-For is believed, comma-separated addresses or networks (uvicorn's "
         "convention; default $FORWARDED_ALLOW_IPS, else none: the socket peer is the client)",
+    )
+    serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="every tab filled from the shipped synthetic examples (a verified and a pending entry, images in the "
+        "Gallery and Compare, an annotation sample), each marked synthetic; no weights, no network; "
+        "its store is a temporary folder",
     )
     serve.add_argument("--dataset", type=Path, default=None, help="built dataset folder (from `negt2ibench build`)")
     serve.add_argument(

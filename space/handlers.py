@@ -23,6 +23,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from dataset_builder.grammar import PromptParseError
 from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EvaluatorConfig
 from leaderboard.identity import requester
@@ -137,6 +138,8 @@ class Handlers:
     cache: CacheBudget | None = None  # the upload cache, kept under its bound after each upload
     secret: bytes | None = None  # the spot check's sample secret (None: `spotcheck.verification_secret()`)
     on_stored: Callable[[], None] | None = None  # a submission was stored: start its spot check
+    check_weights: Callable[[], None] | None = None  # raises when the scorer cannot run here (a look at the disk)
+    stand_in: str = ""  # the name of a perception given in place of the models (a test double): verdicts say so
     # The last "weights missing" answer and when it came: clicks within WEIGHTS_RETRY_SECONDS reuse it.
     _missing_weights: tuple[float, str] | None = field(default=None, repr=False)
 
@@ -189,11 +192,30 @@ class Handlers:
             finally:
                 self._tidy()
 
+    def scorer_notice(self) -> str:
+        """What the Score tab says before anything is scored: that a stand-in scores here, or that
+        the scorer cannot run (its weights or libraries missing: a look at the disk, no load), and
+        how to fix it; "" when the models are here."""
+        if self.stand_in:
+            return views.stand_in_note(self.stand_in)
+        if self.check_weights is None:
+            return ""
+        try:
+            self.check_weights()
+        except MissingWeightsError as error:
+            return f"**Score cannot run here yet.** {views.weights_missing(error.model)}"
+        except ModuleNotFoundError as error:
+            return f"**Score cannot run here:** {views.library_missing(error.name or 'torch')}"
+        except UserError as error:
+            return f"**Score cannot run here:** {views.plain_markdown(error.one_line())}"
+        return ""
+
     def _score(self, upload: str | None, prompt_id: str | None, custom_prompt: str | None):
         from evaluator.images import ImageError, load_image
 
-        def failed(message: str):
-            return None, error_reply(message), views.verdict_frame(None, None), None
+        def failed(message: str, below: str = ""):
+            reply = error_reply(message) + (f"\n\n{below}" if below else "")
+            return None, reply, views.verdict_frame(None, None), None
 
         if not upload:
             return failed("upload an image (PNG or JPEG)")
@@ -205,16 +227,20 @@ class Handlers:
             record = self.prompt_of(prompt_id, custom_prompt)
             result, annotated = self._score_once(image, record)
         except UserError as error:  # a prompt problem, or e.g. MissingWeightsError
+            parse = error if isinstance(error, PromptParseError) else error.__cause__
+            if isinstance(parse, PromptParseError):  # the problem in one line, the grammar as a list below it
+                return failed(f"cannot parse the prompt: {parse.problem}", views.grammar_markdown())
             return failed(str(error))
-        except Exception as error:  # noqa: BLE001 - shown as one line; the traceback goes to the log
+        except Exception as error:  # noqa: BLE001 - our sentence shown; the error and its traceback go to the log
             refused = zero_gpu_refusal(error)  # ZeroGPU's quota or queue: its reason and what to do
             if refused is not None:
                 return failed(refused)
             log.exception("scoring failed")
-            return failed(f"scoring failed: {type(error).__name__}: {error}")
+            return failed("scoring failed here: an internal error (it is in the server's log)")
         out = self.work_dir.path / f"result_{record.prompt_id}_{time.time_ns()}.json"
         out.write_text(result.model_dump_json(indent=2), encoding="utf-8")
-        return annotated, views.verdict_summary(record, result), views.verdict_frame(record, result), str(out)
+        summary = views.verdict_summary(record, result, stand_in=self.stand_in)
+        return annotated, summary, views.verdict_frame(record, result), str(out)
 
     def _score_once(self, image, record: PromptRecord):
         """Score on the GPU; weights found missing are not looked for again on every click (each
@@ -227,9 +253,8 @@ class Handlers:
         try:
             return self.score_on_gpu(image, record, "upload", 0)
         except MissingWeightsError as error:
-            here = "or start this app with `serve --weights-dir DIR`"  # no option to pass to a running app
-            how = error.one_line().replace("or pass --weights-dir DIR", here)
-            message = f"{how} (this app looks for them again in {WEIGHTS_RETRY_SECONDS / 60:.0f} minutes)"
+            again = f" This app looks for them again in {WEIGHTS_RETRY_SECONDS / 60:.0f} minutes."
+            message = views.weights_missing(error.model, markdown=False) + again
             self._missing_weights = (time.monotonic(), message)
             raise UserError(message) from None
 
@@ -301,11 +326,10 @@ class Handlers:
         except SubmissionStoredError as error:  # stored, then stuck: say what the store holds
             log.exception("submission stored but not advanced")
             return error_reply(self._stored_then_failed(error)), self.submissions()
-        except Exception as error:  # noqa: BLE001 - failed before anything was stored
+        except Exception:  # noqa: BLE001 - failed before anything was stored
             log.exception("submission failed")
-            return error_reply(
-                f"submission failed before it was stored: {type(error).__name__}: {error}"
-            ), self.submissions()
+            message = "the submission failed before it was stored: an internal error (it is in the server's log)"
+            return error_reply(f"{message}; {NOT_COUNTED}"), self.submissions()
         if entry.status == "rejected":
             gr.Warning(html.escape(f"submission rejected: {shorten(entry.reason, QUOTE_LIMIT)}"))
         elif self.on_stored is not None:

@@ -1,23 +1,28 @@
 """Pure view builders of the Space's Leaderboard tab: stored entries in, tables, frames and figures out.
 
-The leaderboard is a `Table` (negt2ibench.core.table) whose columns are Table 3's
-(`evaluator.report.TABLE3_COLUMNS`: the same keys, labels and directions as the report), between
-the Space's own `status` and `link`; each stored row is the `leaderboard_row` of a submission.
-The paper's reported rows (`PAPER_ROWS`) carry the paper's citation in `link` and are explained by
-`PAPER_ROWS_NOTE` (measured on the paper's corpus draw, not this one). The model detail of an
-entry that is not verified is its file's claim: its plot and its table say so in themselves
-(`UNVERIFIED`). Every number comes from the fields the spot check compares (`leaderboard.compared`).
+The leaderboard is a `Table` (negt2ibench.core.table) that leads with the ranking: `rank`, the
+model, `overall` with its 95% interval (`overall_ci`, the bootstrap over prompts computed when the
+entry was validated: `leaderboard.compared`), `polarity_gap`, then `status` (the verification and
+its marks, e.g. † for an entry that covers part of the corpus), then the six categories and the
+eight settings (Table 3's columns, `evaluator.report.TABLE3_COLUMNS`: the same keys and directions
+as the report), coverage, images and `link`. Only verified entries are ranked (`RANKING_NOTE` says
+how, in one line); the paper's reported rows (`PAPER_ROWS`) follow them unranked, carry the
+paper's citation in `link` and are explained by `PAPER_ROWS_NOTE` (measured on the paper's corpus
+draw, not this one). The model detail of an entry that is not verified is its file's claim: its
+plot and its table say so in themselves (`UNVERIFIED`). Every number comes from the fields the spot
+check compares (`leaderboard.compared`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pandas as pd
 
 from dataset_builder.corpus import CORPUS_VERSION
 from dataset_builder.vocabulary import CATEGORIES
-from evaluator.report import LEADERBOARD_COLUMNS, TABLE3_COLUMNS
+from evaluator.report import SETTING_LABELS, TABLE3_CATEGORIES, TABLE3_COLUMNS
 from evaluator.results import CAUSES
 from leaderboard.identity import shown_identity
 from leaderboard.names import csv_cell, plain_markdown
@@ -31,7 +36,7 @@ from leaderboard.ranking import (
 )
 from leaderboard.store import Entry
 from negt2ibench.core import palette
-from negt2ibench.core.table import Column, Table, to_frame
+from negt2ibench.core.table import MISSING_TEXT, Column, Table, to_frame
 
 # Shown above the leaderboard: what the reported rows are, and why they are not quite comparable.
 PAPER_ROWS_NOTE = (
@@ -39,20 +44,58 @@ PAPER_ROWS_NOTE = (
     f"here. They were measured on the paper's own draw of the corpus, not on this corpus (version "
     f"{CORPUS_VERSION}, whose prompts name other objects), so compare them with the other rows with care."
 )
+RANK = Column("rank", "Rank", fmt="{:.0f}")
+OVERALL_CI = Column("overall_ci", "95% CI", fmt=str)
 STATUS = Column("status", "Status", fmt=str)
 LINK = Column("link", "Link", fmt=str)
+_TABLE3 = {column.key: column for column in TABLE3_COLUMNS}
 LEADERBOARD_TABLE_COLUMNS: tuple[Column, ...] = (
-    TABLE3_COLUMNS[0],  # model
+    RANK,
+    _TABLE3["model"],
+    _TABLE3["overall"],
+    OVERALL_CI,
+    _TABLE3["polarity_gap"],
     STATUS,
-    *(column for column in TABLE3_COLUMNS[1:] if column.key in LEADERBOARD_COLUMNS),
+    *(_TABLE3[category] for category in TABLE3_CATEGORIES),
+    *(_TABLE3[setting] for setting in SETTING_LABELS),
+    _TABLE3["coverage"],
+    _TABLE3["images"],
     LINK,
 )
 LEADERBOARD_HEADERS: list[str] = [column.key for column in LEADERBOARD_TABLE_COLUMNS]
+# The headline columns' widths, so that they fit 1280 px side by side; the others size to their cells.
+HEADLINE_WIDTHS: dict[str, str] = {
+    "rank": "64px",
+    "model": "230px",
+    "overall": "84px",
+    "overall_ci": "118px",
+    "polarity_gap": "132px",
+    "status": "250px",
+}
+OTHER_WIDTH, TEXT_WIDTH = "100px", "220px"  # a number column's width; `link`'s (and the Hub's `hub`)
 SORT_KEY = "overall"
+RANKING_NOTE = (
+    f"Ranked by `{SORT_KEY}`, the % of images that pass every statement, best first (equal values share a "
+    f"rank); only verified submissions are ranked, and the rows *{REPORTED}* follow them, unranked."
+)
+COLUMNS_NOTE = (
+    "`overall_ci`: its 95% bootstrap interval, prompts resampled with their images; `polarity_gap` = 0:1 − 1:0 "
+    "(points); then the six categories and the eight P:N settings (accuracy, %). † in `status`: the entry "
+    "scored only part of the corpus (its coverage), so its accuracies are over those images only. A click on "
+    "a column's header sorts by it."
+)
 CAUSE_COLUMNS = ["category", *CAUSES, "failed"]
 POLARITY_COLUMNS = ["category", "polarity", "accuracy"]
 
 AWAITING_COLUMNS = ["model", "status", "reason", "attempts", "submitted (UTC)", "id"]
+AWAITING_WIDTHS: list[str | int] = [
+    "220px",
+    "90px",
+    "510px",
+    "96px",
+    "150px",
+    "90px",
+]  # the reason wraps, the rest fit 1280 px
 
 
 def awaiting_frame(entries: Sequence[Entry]) -> pd.DataFrame:
@@ -75,14 +118,41 @@ def awaiting_frame(entries: Sequence[Entry]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=AWAITING_COLUMNS)
 
 
+def _interval_text(detail: dict | None) -> str:
+    """The overall accuracy's interval as shown ("[13.9, 15.1]"), or `–` when the entry has none
+    (stored before intervals were computed, or the paper's rows)."""
+    bounds = (detail or {}).get("overall_interval")
+    if not bounds or len(bounds) != 2 or not all(isinstance(b, (int, float)) and math.isfinite(b) for b in bounds):
+        return MISSING_TEXT
+    return f"[{bounds[0]:.1f}, {bounds[1]:.1f}]"
+
+
+def status_cell(entry: Entry) -> str:
+    """The Status cell: the verification label, then its marks (†: part of the corpus scored)."""
+    label = verification_label(entry)
+    coverage = (entry.row or {}).get("coverage")
+    if isinstance(coverage, (int, float)) and math.isfinite(coverage) and coverage < 100:
+        images = (entry.row or {}).get("images")
+        scored = f"{images:,} images, " if isinstance(images, int) else ""
+        label += f" · † {scored}{coverage:.1f}% of the corpus"
+    return label
+
+
 def leaderboard_table(entries: Sequence[Entry], include_paper: bool = True) -> Table:
     """One row per model with a verified entry (its newest), then the paper's reported rows,
     marked; a value a row does not have is None. Pending submissions are not ranked
-    (`awaiting_frame` lists them)."""
+    (`awaiting_frame` lists them); `leaderboard_frame` ranks and orders the rows."""
     rows = []
     for entry in ranked_entries(entries):
         row = dict(entry.row or {})
-        row.update({"model": entry.model_name, "status": verification_label(entry), "link": entry.link})
+        row.update(
+            {
+                "model": entry.model_name,
+                "status": status_cell(entry),
+                "overall_ci": _interval_text(entry.detail),
+                "link": entry.link,
+            }
+        )
         rows.append(row)
     if include_paper:
         for paper in PAPER_ROWS:
@@ -90,6 +160,7 @@ def leaderboard_table(entries: Sequence[Entry], include_paper: bool = True) -> T
                 {
                     **paper,
                     "status": REPORTED,
+                    "overall_ci": MISSING_TEXT,
                     "polarity_gap": round(paper["0:1"] - paper["1:0"], 1),
                     "link": PAPER_CITATION,
                 }
@@ -99,10 +170,17 @@ def leaderboard_table(entries: Sequence[Entry], include_paper: bool = True) -> T
 
 
 def leaderboard_frame(entries: Sequence[Entry], include_paper: bool = True) -> pd.DataFrame:
-    """The leaderboard as shown: numbers to one decimal, best `overall` first (missing last)."""
+    """The leaderboard as shown: numbers to one decimal; the verified rows by `overall`, best first,
+    ranked 1, 2, ... (equal shown values share the better rank; a row without `overall` comes last,
+    unranked); then the paper's rows, by `overall`, unranked."""
     frame = to_frame(leaderboard_table(entries, include_paper), digits=1)
-    best_first = not LEADERBOARD_TABLE_COLUMNS[LEADERBOARD_HEADERS.index(SORT_KEY)].higher_is_better
-    return frame.sort_values(SORT_KEY, ascending=best_first, na_position="last").reset_index(drop=True)
+    reported = frame["status"] == REPORTED
+    frame["group"] = reported.astype(int)
+    frame = frame.sort_values(["group", SORT_KEY], ascending=[True, False], na_position="last")
+    frame = frame.drop(columns="group").reset_index(drop=True)
+    ranked = (frame["status"] != REPORTED) & frame[SORT_KEY].notna()
+    frame["rank"] = frame[SORT_KEY].where(ranked).rank(method="min", ascending=False).astype("Int64")
+    return frame
 
 
 def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:

@@ -131,16 +131,61 @@ def verdict_frame(prompt: PromptRecord | None, result: ResultRecord | None) -> p
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
-def verdict_summary(prompt: PromptRecord, result: ResultRecord) -> str:
+def verdict_summary(prompt: PromptRecord, result: ResultRecord, stand_in: str = "") -> str:
+    """The verdict's heading, the prompt and the counts; `stand_in` (the name of a perception given
+    in place of the models, a test double) marks the verdict as that double's."""
     verdict = "PASS" if result.passed else "FAIL"
     satisfied = sum(s.satisfied for s in result.statements)
-    return (
+    summary = (
         f"## Image verdict: <span class='verdict-{verdict.lower()}'>{verdict}</span>\n\n"
         f"> {plain_markdown(prompt.prompt)}\n\n"
         f"{sum(o.present for o in result.objects)}/{len(result.objects)} objects present, "
         f"{satisfied}/{len(result.statements)} statements satisfied "
         f"(evaluator {result.evaluator_version}, config {result.config_hash})"
     )
+    return summary + (f"\n\n{stand_in_note(stand_in)}" if stand_in else "")
+
+
+def stand_in_note(name: str) -> str:
+    """Says that verdicts here come from a stand-in for the evaluator's models (a test double)."""
+    return (
+        f"**Not the evaluator's models:** verdicts here come from {plain_markdown(name)}, a test double this "
+        "app was built with in its models' place; they say nothing about what the models would see."
+    )
+
+
+def weights_missing(models: str, markdown: bool = True) -> str:
+    """What the Space says when the scorer's weights are not on this machine, and how to get them
+    (the commands as code in Markdown; as plain text where the message is escaped)."""
+    code = (lambda text: f"`{text}`") if markdown else (lambda text: text)
+    names = plain_markdown(models) if markdown else models
+    return (
+        f"Scoring needs the evaluator's model weights ({names}), and they are not on this machine. Fetch them "
+        f"once with {code('negt2ibench download-models')} (it needs internet access), then start this app "
+        f"again, or start it with {code('negt2ibench serve --weights-dir DIR')} on a folder that "
+        f"{code('download-models --dir DIR')} filled."
+    )
+
+
+def library_missing(module: str) -> str:
+    """What the Space says when a library the scorer needs is not installed."""
+    return (
+        f"the scorer needs {plain_markdown(module)}, which is not installed here: install the models extra "
+        '(`pip install "negt2ibench[models]"`) and start this app again.'
+    )
+
+
+def grammar_markdown() -> str:
+    """The benchmark's prompt grammar (`dataset_builder.grammar`'s words) as a Markdown list: each
+    kind of prompt with its vocabulary, its examples below it."""
+    from dataset_builder.grammar import GRAMMAR_INTRO, GRAMMAR_KINDS, GRAMMAR_OBJECTS
+
+    lines = [GRAMMAR_INTRO[:1].upper() + GRAMMAR_INTRO[1:], ""]
+    for kind, examples in GRAMMAR_KINDS:
+        lines.append(f"- {kind}:")
+        lines += [f"    - `{example}`" for example in examples]
+    lines.append(f"- {GRAMMAR_OBJECTS}")
+    return "\n".join(lines)
 
 
 def error_markdown(message: str) -> str:
@@ -170,23 +215,29 @@ def submissions_frame(entries: Sequence[Entry]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SUBMISSION_COLUMNS)
 
 
-# What each stored status means for the submitter (leaderboard/submissions.py's state machine).
+# What each stored status means for the submitter (leaderboard/submissions.py's state machine), in
+# words that do not repeat the status itself.
 STATUS_MEANING: dict[str, str] = {
-    "received": "stored; being checked",
-    "validated": "stored and validated; its spot check runs next, in the background (refresh the list below)",
-    "verified": "stored, verified, and ranked on the leaderboard",
-    "rejected": "stored as rejected; not on the leaderboard (it counts toward the daily limit)",
-    "pending": "stored; listed apart from the ranking until its spot check runs (retried automatically)",
-    "held": "stored and listed apart: ranked only after a maintainer's full re-score (the reason says why)",
+    "received": "stored; its file is being checked",
+    "validated": "stored and its file checked; the spot check runs next, in the background: refresh the list below "
+    "to follow it",
+    "verified": "ranked on the leaderboard",
+    "rejected": "stored but not ranked; it counts toward the daily limit",
+    "pending": "stored and listed apart from the ranking until its spot check can run; it is retried automatically",
+    "held": "stored and listed apart: ranked only after a maintainer's full re-score",
 }
+# The statuses whose stored reason only restates what STATUS_MEANING says (the state machine's own words).
+SAYS_NO_MORE = ("received", "validated")
 
 
 def submission_message(entry: Entry) -> str:
-    """What the Submit tab says about a stored submission: exactly its stored status and reason."""
+    """What the Submit tab says about a stored submission: its stored status, what that means, and
+    its stored reason where the reason adds something; each said once."""
     meaning = STATUS_MEANING.get(entry.status, "")
+    why = "" if entry.status in SAYS_NO_MORE or not entry.reason else f" Why: {plain_markdown(entry.reason)}."
     return (
-        f"**{plain_markdown(entry.model_name)}**: status **{entry.status}** ({meaning}): "
-        f"{plain_markdown(entry.reason)} (id `{entry.submission_id[:8]}`)"
+        f"**{plain_markdown(entry.model_name)}**: status **{entry.status}**: {meaning} "
+        f"(id `{entry.submission_id[:8]}`).{why}"
     )
 
 

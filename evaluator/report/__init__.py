@@ -18,6 +18,7 @@ from .aggregate import (
     dead_zone_passes,
     failure_causes,
     matched_group_deltas,
+    overall_interval,
     statement_accuracy,
     table3,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "leaderboard_row",
     "matched_group_deltas",
     "model_provenance",
+    "overall_interval",
     "parse_prompt_id",
     "read_report_inputs",
     "report_markdown",

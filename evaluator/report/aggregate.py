@@ -10,6 +10,7 @@ and plots are made from a `Report` by `evaluator.report.tables`, `.document` and
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from typing import Any
 from dataset_builder.records import PromptIndex
 from dataset_builder.vocabulary import PROMPTS_PER_SETTING, RELATION_CATEGORIES, SAMPLES_PER_PROMPT
 from evaluator.results import CAUSES, ResultRecord
-from negt2ibench.core.bootstrap import mean_interval
+from negt2ibench.core.bootstrap import mean_interval, percentile_interval, resample_indices
 from negt2ibench.core.strict_json import json_ready
 
 from .facts import (
@@ -98,6 +99,26 @@ def table3(results: Sequence[ResultRecord], expected_samples: int = SAMPLES_PER_
     images), `polarity_gap` = acc(0:1) − acc(1:0), `coverage` = scored images / (4,800 × samples),
     `images`, `passed`, `errors`, `expected_images` and `complete`."""
     return {model: _table3_one(records, expected_samples) for model, records in group_by_model(results).items()}
+
+
+def overall_interval(
+    results: Sequence[ResultRecord],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    facts: Facts | None = None,
+) -> tuple[float, float]:
+    """The percentile bootstrap interval (%) of one model's overall accuracy (`table3`'s `overall`:
+    passed / scored images), prompts resampled with replacement and each prompt's images drawn
+    together, as the report's other intervals draw them. (NaN, NaN) without a scored image."""
+    total, passed = (array.ravel() for array in by_prompt(facts or record_facts(results)))
+    kept = total > 0
+    total, passed = total[kept].astype(float), passed[kept].astype(float)
+    if not total.size or n_resamples < 1:
+        return (math.nan, math.nan)
+    draws = resample_indices(total.size, resamples=n_resamples, seed=seed)
+    shares = 100.0 * passed[draws].sum(axis=1) / total[draws].sum(axis=1)
+    return percentile_interval(shares, confidence=confidence)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,8 +15,8 @@ questions answered in both forms, paired: a resample draws a question with both 
 
 Letter bias: the share of answers that are A, beside the share of A in the answer key (NegVQA
 shuffles the two choices, so about half); a judge that answers A whatever is asked shows 100% against
-about 50%. With `--generate`, the share of written replies that name another letter than the scores
-(or none).
+about 50%. With `--generate`, how many written replies name the letter the scores chose, the other
+letter, or none.
 """
 
 from __future__ import annotations
@@ -236,6 +236,13 @@ def _with_interval(key: str, label: str) -> list[Column]:
     ]
 
 
+# Under every table with a Drop: it is over the pairs only, while the NegVQA column is over every question.
+PAIRED_NOTE = (
+    "Original: the affirmative questions' accuracy over the questions answered in both forms; Drop: original − "
+    "negated over those pairs only, so it is not Original − NegVQA when some questions were asked only negated."
+)
+
+
 def judges_table(summaries: Sequence[Mapping[str, Any]]) -> Table:
     """One row per judge: parameters, questions, accuracy overall and by domain, the original's
     accuracy and the drop, the share of A answers (the seed's Table 1 and its Figure 3 by size)."""
@@ -265,9 +272,8 @@ def judges_table(summaries: Sequence[Mapping[str, Any]]) -> Table:
         rows.append(row)
     notes = (
         "Accuracy on the negated questions (%), 95% bootstrap interval (questions resampled within each source "
-        "dataset). A domain is the mean of its source datasets' accuracies, as NegVQA reports it. Original: the "
-        "affirmative questions' accuracy over the questions answered in both forms; Drop: original − negated over "
-        "those pairs. A chosen / A in key: the share of answers that are A, and of A in the answer key.",
+        f"dataset). A domain is the mean of its source datasets' accuracies, as NegVQA reports it. {PAIRED_NOTE} "
+        "A chosen / A in key: the share of answers that are A, and of A in the answer key.",
     )
     return Table("negvqa", "NegVQA accuracy by judge", columns, rows, notes=notes, bold_best=len(rows) > 1)
 
@@ -295,7 +301,10 @@ def domain_table(summary: Mapping[str, Any]) -> Table:
             }
         )
     title = f"NegVQA by domain: {summary['judge']}"
-    return Table("negvqa_domains", title, columns, rows, notes=("A domain: the mean of its source datasets.",))
+    notes = ["A domain: the mean of its source datasets' accuracies, as NegVQA reports it."]
+    if summary["original"]:
+        notes.append(PAIRED_NOTE)
+    return Table("negvqa_domains", title, columns, rows, notes=notes)
 
 
 def source_table(summary: Mapping[str, Any]) -> Table:
@@ -352,8 +361,16 @@ def headline(summary: Mapping[str, Any]) -> list[str]:
     )
     generated = summary["generated"]
     if generated:
-        lines.append(
-            f"  written replies: {generated['disagree']} of {generated['replies']} name another letter than the "
-            f"scores ({generated['unread']} name neither)"
-        )
+        lines.append("  " + replies_line(generated))
     return lines
+
+
+def replies_line(generated: Mapping[str, int]) -> str:
+    """What the written replies name: the scores' letter, the other letter, or no letter (a reply that
+    names none counts as disagreeing in `disagree`, `NegVQARecord.disagrees`)."""
+    replies, unread, disagree = generated["replies"], generated["unread"], generated["disagree"]
+    same, other = replies - disagree, disagree - unread
+    return (
+        f"written replies: {replies}; {same} name the letter the scores chose, {other} the other letter, "
+        f"{unread} no letter"
+    )

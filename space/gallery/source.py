@@ -29,7 +29,7 @@ from pathlib import Path
 from PIL import Image
 
 from evaluator.results import ResultRecord
-from leaderboard.images import ImageSource, ImageSourceFactory, ImagesUnreachable
+from leaderboard.images import ImageSource, ImageSourceFactory, unreachable_reason
 from leaderboard.store import Entry, LeaderboardStore
 from negt2ibench.core.atomic import write_atomic
 
@@ -185,8 +185,7 @@ class GalleryImages:
             for key, image in opened.images(keys):
                 got[key] = image
         except Exception as error:  # noqa: BLE001 - any failure of a read is this page's reason, not its end
-            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-            return first if isinstance(error, ImagesUnreachable) else f"{type(error).__name__}: {first}"
+            return unreachable_reason(error)  # a sentence of ours: the library's text goes to the log
         return ""
 
     def fetch(self, source: tuple[str, str, str], keys: Sequence[Key]) -> tuple[dict[Key, Image.Image], dict[Key, str]]:
@@ -204,9 +203,7 @@ class GalleryImages:
         try:
             opened = self._open(source)
         except Exception as error:  # noqa: BLE001 - unreachable, private, missing ...
-            reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
-            if not isinstance(error, ImagesUnreachable):
-                reason = f"images not reachable: {type(error).__name__}: {reason}"
+            reason = unreachable_reason(error, f"{source[0]}@{source[1] or 'main'}")
             self._remember((source,), reason)
             return got, {**failed, **dict.fromkeys(wanted, reason)}
         reason = self._read(opened, wanted, got)

@@ -19,11 +19,14 @@ import gradio as gr
 
 from dataset_builder.records import PromptLookupError, PromptRecord
 from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES, SAMPLES_PER_PROMPT, setting_label
+from leaderboard.names import plain_markdown
+from leaderboard.ranking import verification_label
+from leaderboard.store import Entry
 
 from .. import views
 from ..gallery import view
 from ..handlers import error_reply
-from .gallery import GalleryHandlers, full_view_layout
+from .gallery import LOGGED, GalleryHandlers, full_view_layout
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +68,9 @@ class CompareHandlers:
                 indexed = self.looking.records.of(entry)
                 rows = indexed.by_prompt.get(record.prompt_id, [])
                 reason = "" if rows else "no image of this prompt in its results file"
-            except Exception as error:  # noqa: BLE001 - one entry's store failure is its row's reason
+            except Exception:  # noqa: BLE001 - one entry's store failure is its row's reason
                 log.exception("reading the records of %s failed", entry.submission_id)
-                rows, reason = [], f"its records could not be read: {type(error).__name__}: {error}"
+                rows, reason = [], f"its records could not be read here {LOGGED}"
             if reason:
                 slot = (self.looking.images.placeholder(reason), f"{reason} · {entry.model_name}")
                 thumbnails += [slot] * SAMPLES_PER_PROMPT
@@ -84,12 +87,7 @@ class CompareHandlers:
                 missing = f"no sample {sample} in its results file"
                 thumbnails.append((self.looking.images.placeholder(missing), f"{missing} · {entry.model_name}"))
                 keys.append(None)
-        summary = (
-            f"{len(entries)} verified model{'' if len(entries) == 1 else 's'}, one row each (best overall first); "
-            "the same content in its other polarities: pick one above."
-            if entries
-            else "No verified entry yet: Compare shows the images of verified submissions."
-        )
+        summary = rows_summary(entries)
         group_picker = gr.update(choices=choices, value=record.prompt_id)
         return views.prompt_header(record), group_picker, summary, thumbnails, view.compare_frame(shown), keys
 
@@ -101,6 +99,20 @@ class CompareHandlers:
             return None, "Pick an image.", views.verdict_frame(None, None)
         model, prompt_id, sample_index = chosen
         return self.looking.item(model, prompt_id, sample_index)
+
+
+def rows_summary(entries: Sequence[Entry]) -> str:
+    """What the rows are: each model's full name in row order, with its verification (a
+    thumbnail's caption cuts a long name)."""
+    if not entries:
+        return "No verified entry yet: Compare shows the images of verified submissions."
+    count = f"{len(entries)} verified model{'' if len(entries) == 1 else 's'}"
+    rows = [
+        f"{number}. **{plain_markdown(entry.model_name)}** ({plain_markdown(verification_label(entry))})"
+        for number, entry in enumerate(entries, 1)
+    ]
+    lead = f"{count}, one row each, best overall first (the same content in its other polarities: pick one above):"
+    return lead + "\n\n" + "\n".join(rows)
 
 
 def build(on: CompareHandlers, prompt_choices: Sequence[tuple[str, str]]) -> None:

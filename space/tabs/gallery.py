@@ -34,6 +34,7 @@ from ..handlers import WorkDir, error_reply
 
 log = logging.getLogger(__name__)
 FULL_SIDE = 1024  # the full view's placeholder side
+LOGGED = "(the error is in the server's log)"  # where a failure's details go: never on the page
 NO_ENTRY = "No verified entry yet: the gallery shows the images of verified submissions."
 
 
@@ -81,9 +82,9 @@ class GalleryHandlers:
             return reply, [], view.page_frame(view.page_of([], 1), [], self.prompts), 1, []
         try:
             indexed = self.records.of(entry)
-        except Exception as error:  # noqa: BLE001 - the store failed for this entry: said, not raised
+        except Exception:  # noqa: BLE001 - the store failed for this entry: said, not raised
             log.exception("reading the records of %s failed", entry.submission_id)
-            reply = error_reply(f"the records of {entry.model_name} could not be read: {type(error).__name__}: {error}")
+            reply = error_reply(f"the records of {entry.model_name} could not be read here {LOGGED}")
             return reply, [], view.page_frame(view.page_of([], 1), [], self.prompts), 1, []
         shown_page = view.page_of(view.matching_rows(indexed.rows, self.prompts, wanted), page)
         shown = self.images.thumbnails(entry, indexed.split, [indexed.record(r.key) for r in shown_page.rows])
@@ -128,9 +129,9 @@ class GalleryHandlers:
     def full_view(self, entry: Entry, key: view.Key):
         try:
             indexed = self.records.of(entry)
-        except Exception as error:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - said in our words; the error goes to the log
             log.exception("reading the records of %s failed", entry.submission_id)
-            return None, error_reply(f"the records could not be read: {type(error).__name__}: {error}"), _no_table()
+            return None, error_reply(f"the records could not be read here {LOGGED}"), _no_table()
         if key not in indexed.lines or key[0] not in self.prompts:
             return None, error_reply(f"{entry.model_name} has no image {key[0]} #{key[1]}"), _no_table()
         record, prompt = indexed.record(key), self.prompts[key[0]]

@@ -1,9 +1,12 @@
-"""The Leaderboard tab: the ranked board and its CSV, a model's detail (statements by polarity
-and failure causes per category), and the submissions awaiting verification, listed apart.
+"""The Leaderboard tab: the ranked board (rank, model, overall and its interval, gap, status, then
+categories and settings) and its CSV, the submissions awaiting verification, listed apart, and a
+model's detail (statements by polarity and failure causes per category).
 
 API names (for gradio_client): ``leaderboard`` (→ the board, the CSV, the model picker, the
 awaiting list) and ``model_detail`` (a model name → its status, plot and causes). The frames and
-the figure come from `space.leaderboard_view`.
+the figure come from `space.leaderboard_view`. The board and the awaiting list are read again
+after a submission (`BoardRefresh.after`) and on a timer while something awaits verification, so a
+stored submission shows without a reload.
 
 The Hub (`leaderboard.hub_check`, `leaderboard.hub_results`; docs/hub.md): with a benchmark dataset set, the
 board gains a `hub` column and ``hub_status`` (→ the line under it) says what the Hub's own
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import gradio as gr
 
@@ -26,9 +30,15 @@ from leaderboard.store import LeaderboardStore
 from ..handlers import WorkDir
 from ..leaderboard_view import (
     AWAITING_COLUMNS,
+    AWAITING_WIDTHS,
     CAUSE_COLUMNS,
+    COLUMNS_NOTE,
+    HEADLINE_WIDTHS,
     LEADERBOARD_HEADERS,
+    OTHER_WIDTH,
     PAPER_ROWS_NOTE,
+    RANKING_NOTE,
+    TEXT_WIDTH,
     awaiting_frame,
     causes_frame,
     csv_frame,
@@ -40,6 +50,8 @@ from ..views import error_markdown
 from . import leaderboard_figures
 
 log = logging.getLogger(__name__)
+BOARD_REFRESH_SECONDS = 15.0  # how often the board is read again while a submission awaits verification
+PRIVATE: dict[str, Any] = {"api_name": "internal", "api_visibility": "private"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,21 +69,40 @@ class LeaderboardHandlers:
         benchmark is set), its CSV, the model picker (on the `?entry=` entry's model when the address
         names one), and the submissions awaiting verification, listed apart."""
         entries = self.store.list_entries()
+        frame, csv_path, models, awaiting = self._board(entries)
+        wanted = _query(request).get(ENTRY_PARAM, "")
+        named = next((e.model_name for e in entries if wanted and e.submission_id == wanted), None)
+        chosen = named if named in models else (models[0] if models else None)
+        return frame, csv_path, gr.update(choices=models, value=chosen), awaiting
+
+    def refresh(self, current: str | None):
+        """The board read again (after a submission, on the timer): the picker keeps the model it
+        shows, and the timer runs while a submission awaits verification."""
+        frame, csv_path, models, awaiting = self._board(self.store.list_entries())
+        chosen = current if current in models else (models[0] if models else None)
+        return frame, csv_path, gr.update(choices=models, value=chosen), awaiting, gr.Timer(active=not awaiting.empty)
+
+    def timer_state(self):
+        """The refresh timer: on while a submission awaits verification."""
+        return gr.Timer(active=not awaiting_frame(self.store.list_entries()).empty)
+
+    def _board(self, entries: list):
         frame = leaderboard_frame(entries)
         if self.hub is not None:
             frame["hub"] = hub_cells(list(frame["model"]), list(frame["status"]), entries, self.hub.snapshot)
         csv_path = self.work_dir.path / "negt2ibench_leaderboard.csv"
         csv_frame(frame).to_csv(csv_path, index=False)
         models = [e.model_name for e in newest_entries(entries)]
-        wanted = _query(request).get(ENTRY_PARAM, "")
-        named = next((e.model_name for e in entries if wanted and e.submission_id == wanted), None)
-        chosen = named if named in models else (models[0] if models else None)
-        picker = gr.update(choices=models, value=chosen)
-        return frame, str(csv_path), picker, awaiting_frame(entries)
+        return frame, str(csv_path), models, awaiting_frame(entries)
 
     def hub_status(self) -> str:
         """The line under the board: what the Hub's leaderboard of the benchmark holds."""
         return hub_status_markdown(self.hub.snapshot if self.hub else None, self.store.list_entries())
+
+    @staticmethod
+    def shown_if_filled(text: str | None, path: str | None):
+        """The YAML box and the file box, shown only when there is a file (no empty boxes)."""
+        return gr.update(visible=bool(text)), gr.update(visible=bool(path))
 
     def eval_results(self, model_name: str | None, request: gr.Request | None = None):
         """The model's verified entry's `.eval_results` YAML: a note, the YAML, the file (none for an
@@ -110,10 +141,10 @@ class LeaderboardHandlers:
             return message, polarity_figure(None), causes_frame(None)
         try:
             figure = polarity_figure(entry)
-        except Exception as error:  # noqa: BLE001 - the status still belongs to this model
+        except Exception:  # noqa: BLE001 - the status still belongs to this model
             log.exception("detail plot failed")
             figure = polarity_figure(None)
-            failed = error_markdown(f"the plot failed: {error}")
+            failed = error_markdown("the plot could not be drawn (the error is in the server's log)")
             return f"{model_status(entry)}\n\n{failed}", figure, causes_frame(entry)
         return model_status(entry), figure, causes_frame(entry)
 
@@ -140,41 +171,78 @@ OPEN_ENTRY_JS = f"""() => {{
 }}"""
 
 
-def build(demo: gr.Blocks, on: LeaderboardHandlers) -> None:
-    """The Leaderboard tab, filled on load and on Refresh."""
+@dataclass(frozen=True, eq=False)
+class BoardRefresh:
+    """The board's components, read again by `after(event)` once another tab's event has run (a
+    submission) and by the timer."""
+
+    on: LeaderboardHandlers
+    model_pick: gr.Dropdown
+    outputs: list[Any]  # the board, its CSV, the picker, the awaiting list, the timer
+
+    def after(self, event: Any) -> None:
+        event.then(self.on.refresh, self.model_pick, self.outputs, **PRIVATE)
+
+
+def build(demo: gr.Blocks, on: LeaderboardHandlers, refresh_every: float = BOARD_REFRESH_SECONDS) -> BoardRefresh:
+    """The Leaderboard tab, filled on load and on Refresh, and read again every `refresh_every`
+    seconds while a submission awaits verification."""
+    headers = LEADERBOARD_HEADERS + (["hub"] if on.hub is not None else [])
     with gr.Tab("Leaderboard", id="leaderboard", elem_id="leaderboard-tab"):
-        gr.Markdown(f"Accuracy (%) of images passing every statement. {PAPER_ROWS_NOTE} `polarity_gap` = 0:1 − 1:0.")
+        gr.Markdown(RANKING_NOTE, elem_id="leaderboard-ranking")
         board = gr.Dataframe(
-            headers=LEADERBOARD_HEADERS,
+            headers=headers,
             interactive=False,
             show_search="filter",
-            pinned_columns=1,
+            pinned_columns=2,  # rank and model stay when the other columns scroll
+            column_widths=[
+                HEADLINE_WIDTHS.get(key, TEXT_WIDTH if key in ("link", "hub") else OTHER_WIDTH) for key in headers
+            ],
+            wrap=True,
             label="Leaderboard",
             elem_id="leaderboard",
         )
+        gr.Markdown(f"{COLUMNS_NOTE} {PAPER_ROWS_NOTE}")
         hub_md = gr.Markdown()
         with gr.Row():
             refresh = gr.Button("Refresh")
             csv_file = gr.File(label="CSV")
+        gr.Markdown("Submissions awaiting verification are not ranked; they are retried automatically.")
+        awaiting = gr.Dataframe(
+            headers=AWAITING_COLUMNS,
+            interactive=False,
+            wrap=True,
+            column_widths=AWAITING_WIDTHS,
+            label="Awaiting verification (not ranked)",
+            elem_id="leaderboard-awaiting",
+        )
         model_pick = gr.Dropdown([], label="Model detail")
         model_status_md = gr.Markdown()
-        plot = gr.Plot(label="Positive vs negated statements per category")
+        plot = gr.Plot(label="Positive vs negated statements per category", show_label=False)  # the title says it
         causes = gr.Dataframe(
             headers=CAUSE_COLUMNS, interactive=False, label="Failure causes by category (failed statements)"
         )
         leaderboard_figures.build(model_pick, leaderboard_figures.DetailFigures(on.store, on.work_dir))
         eval_note = gr.Markdown()
-        eval_yaml = gr.Code(language="yaml", label=".eval_results YAML (verified entries)", interactive=False)
-        eval_file = gr.File(label=".eval_results/negt2ibench.yaml")
-        gr.Markdown("Submissions awaiting verification are not ranked; they are retried automatically.")
-        awaiting = gr.Dataframe(
-            headers=AWAITING_COLUMNS, interactive=False, wrap=True, label="Awaiting verification (not ranked)"
+        eval_yaml = gr.Code(
+            language="yaml", label=".eval_results YAML (verified entries)", interactive=False, visible=False
         )
+        eval_file = gr.File(label=".eval_results/negt2ibench.yaml", visible=False)
+        timer = gr.Timer(refresh_every, active=False)
         board_outputs = [board, csv_file, model_pick, awaiting]
-        refresh.click(on.leaderboard, None, board_outputs, api_name="leaderboard")
+        refresh.click(on.leaderboard, None, board_outputs, api_name="leaderboard").then(
+            on.timer_state, None, timer, **PRIVATE
+        )
         model_pick.change(on.model_details, model_pick, [model_status_md, plot, causes], api_name="model_detail")
-        model_pick.change(on.eval_results, model_pick, [eval_note, eval_yaml, eval_file], api_name="eval_results")
+        model_pick.change(on.eval_results, model_pick, [eval_note, eval_yaml, eval_file], api_name="eval_results").then(
+            on.shown_if_filled, [eval_yaml, eval_file], [eval_yaml, eval_file], **PRIVATE
+        )
         refresh.click(on.hub_status, None, hub_md, api_name="hub_status")
-    demo.load(on.leaderboard, None, board_outputs, api_name="internal", api_visibility="private")
+        refreshed = BoardRefresh(on, model_pick, [*board_outputs, timer])
+        timer.tick(on.refresh, model_pick, refreshed.outputs, **PRIVATE)
+    demo.load(on.leaderboard, None, board_outputs, api_name="internal", api_visibility="private").then(
+        on.timer_state, None, timer, **PRIVATE
+    )
     demo.load(on.hub_status, None, hub_md, api_name="internal_hub", api_visibility="private")
     demo.load(None, None, None, js=OPEN_ENTRY_JS)
+    return refreshed

@@ -1,5 +1,8 @@
 """The Score tab: upload an image, pick a benchmark prompt or type one, and see the evaluator's
 annotated image, verdict and per-statement table (and a VLM judge's answers when one is set).
+A notice above it, read on every page load, says when the scorer cannot run here (its weights
+missing, and how to get them) or when a stand-in scores in its place; a `ScoreExample` (the
+demo's) fills the tab with a picture, its prompt and a stored verdict, labelled as what it is.
 
 API names (for gradio_client): ``score`` (image, prompt id, typed prompt → annotated image,
 verdict, table, result JSON) and, with a judge, ``judge`` (the same inputs → its summary and table).
@@ -9,6 +12,7 @@ The handlers are `Handlers.score` and the `JudgePanel`'s.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -17,6 +21,18 @@ from ..handlers import Handlers
 from ..judge_panel import JudgePanel
 from ..resources import SCORE_CONCURRENCY
 from ..views import VERDICT_COLUMNS
+
+
+@dataclass(frozen=True)
+class ScoreExample:
+    """What the tab shows before anything is scored: a picture and its prompt in the inputs, and a
+    verdict already made of it (drawn image, summary with `label` saying where it comes from, table)."""
+
+    image: str  # the picture's file
+    prompt_id: str
+    drawn: Any  # the picture with the verdict drawn (PIL)
+    summary: str  # Markdown: the verdict summary and its label
+    table: Any  # the verdict frame
 
 
 def image_upload(**kwargs: Any) -> gr.Image:
@@ -36,15 +52,27 @@ def image_upload(**kwargs: Any) -> gr.Image:
     return component
 
 
-def build(on: Handlers, prompt_choices: Sequence[tuple[str, str]], judging: JudgePanel | None) -> None:
+def build(
+    on: Handlers,
+    prompt_choices: Sequence[tuple[str, str]],
+    judging: JudgePanel | None,
+    example: ScoreExample | None = None,
+) -> None:
     """The Score tab; `prompt_choices`: (label, prompt id) of every prompt; `judging`: the judge
-    panel shown beside the verdict (None: no judge)."""
+    panel shown beside the verdict (None: no judge); `example`: what it shows before a score."""
     with gr.Tab("Score an image", id="score"):
+        gr.Markdown(on.scorer_notice, elem_id="score-notice")  # a callable value: read on every page load
         with gr.Row():
             with gr.Column():
-                upload = image_upload(label="Image (PNG / JPEG)", sources=["upload", "clipboard"], height=320)
+                upload = image_upload(
+                    value=example.image if example else None,
+                    label="Image (PNG / JPEG)",
+                    sources=["upload", "clipboard"],
+                    height=320,
+                )
                 prompt_pick = gr.Dropdown(
                     list(prompt_choices),
+                    value=example.prompt_id if example else None,
                     label="Benchmark prompt (type an id or words to search)",
                     filterable=True,
                     allow_custom_value=True,
@@ -56,9 +84,17 @@ def build(on: Handlers, prompt_choices: Sequence[tuple[str, str]], judging: Judg
                 )
                 score_button = gr.Button("Score", variant="primary")
             with gr.Column():
-                annotated = gr.Image(label="Annotated", format="png", type="pil", interactive=False)
-                verdict = gr.Markdown(elem_id="verdict")
-        verdicts = gr.Dataframe(headers=VERDICT_COLUMNS, label="Objects and statements", interactive=False, wrap=True)
+                annotated = gr.Image(
+                    example.drawn if example else None, label="Annotated", format="png", type="pil", interactive=False
+                )
+                verdict = gr.Markdown(example.summary if example else "", elem_id="verdict")
+        verdicts = gr.Dataframe(
+            example.table if example else None,
+            headers=VERDICT_COLUMNS,
+            label="Objects and statements",
+            interactive=False,
+            wrap=True,
+        )
         if judging is not None:  # a VLM judge's answers beside the verdict (off by default)
             judge_outputs = judging.layout()
             score_button.click(

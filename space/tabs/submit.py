@@ -8,6 +8,8 @@ and the list) and ``submissions`` (→ the list). The handlers are `Handlers.sub
 
 from __future__ import annotations
 
+from typing import Any
+
 import gradio as gr
 
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
@@ -18,8 +20,9 @@ from ..resources import SUBMIT_CONCURRENCY
 from ..views import SUBMISSION_COLUMNS, submit_help
 
 
-def build(demo: gr.Blocks, on: Handlers, *, login_button: bool) -> None:
-    """The Submit tab; `login_button`: show "Sign in with Hugging Face" (on a Space that requires it)."""
+def build(demo: gr.Blocks, on: Handlers, *, login_button: bool) -> Any:
+    """The Submit tab; `login_button`: show "Sign in with Hugging Face" (on a Space that requires it).
+    Returns the submit event, which other tabs chain their own refresh to."""
     plan = on.limits.plan_for(len(on.prompts) * SAMPLES_PER_PROMPT)
     with gr.Tab("Submit", id="submit"):
         gr.Markdown(
@@ -50,7 +53,7 @@ def build(demo: gr.Blocks, on: Handlers, *, login_button: bool) -> None:
         submissions = gr.Dataframe(headers=SUBMISSION_COLUMNS, label="Submissions", interactive=False, wrap=True)
         # spot checks run in the background: the list shows where each one is
         gr.Button("Refresh the list").click(on.submissions, None, submissions, api_name="submissions")
-        send.click(
+        sent = send.click(
             on.submit,
             [results_upload, model_name, link, images_repo, revision],
             [submit_status, submissions],
@@ -58,3 +61,4 @@ def build(demo: gr.Blocks, on: Handlers, *, login_button: bool) -> None:
             concurrency_limit=SUBMIT_CONCURRENCY,  # one slot per client (`Handlers.submit`), so never all of them
         )
     demo.load(on.submissions, None, submissions, api_name="internal", api_visibility="private")
+    return sent

@@ -139,7 +139,7 @@ def test_import_images_validates_everything_before_writing(dataset, tmp_path, ca
     assert main(argv + ["--skip-bad", "--num-images", "2"]) == 0
     out = capsys.readouterr().out
     assert "imported 2" in out and "3 files not imported" in out and "ignored 1 files" in out
-    assert "gaps: 4 expected images are missing" in out
+    assert "gaps: 4 of 6 expected images are missing (3 prompts × 2 images each)" in out
     import pyarrow.parquet as pq
 
     [shard] = split_files(dataset, "elsewhere")
@@ -152,6 +152,17 @@ def test_import_images_validates_everything_before_writing(dataset, tmp_path, ca
     assert main(argv + ["--skip-bad"]) == 0  # a second import adds nothing
     assert "imported 0, already present 2" in capsys.readouterr().out
     assert len(split_files(dataset, "elsewhere")) == 1
+
+
+def test_import_images_counts_the_missing_images_of_four_per_prompt(dataset, tmp_path, capsys):
+    folder = tmp_path / "first-samples"
+    folder.mkdir()
+    for prompt in three_prompts():  # sample 0 of each prompt only
+        png_file(folder / f"{prompt.prompt_id}_0.png")
+    assert main(["import-images", "--key", "firsts", "--dir", str(folder), "--out", str(dataset)]) == 0
+    out = capsys.readouterr().out
+    # The benchmark scores 4 images a prompt: 3 of 12 are here, 9 missing (not 0, as "largest index + 1" gave).
+    assert "gaps: 9 of 12 expected images are missing (3 prompts × 4 images each)" in out
 
 
 def test_merge_images_without_shards_is_a_clear_error(dataset, capsys):

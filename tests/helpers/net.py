@@ -14,17 +14,48 @@ def free_port() -> int:
 
 
 def launch_local(demo: Any, attempts: int = 3) -> str:
-    """Launch a Gradio app on a free loopback port without blocking; its URL.
+    """Launch a Gradio app on a free loopback port without blocking, with the Space's own launch
+    settings (`space.app.LAUNCH_KWARGS`: its theme, css and upload limit, as `negt2ibench serve`
+    launches it); its URL.
 
     Between choosing a port and binding it another process may take it: try a fresh port then.
     """
+    from space.app import LAUNCH_KWARGS
+
     for attempt in range(attempts):
         try:
             _, url, _ = demo.launch(
-                prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True
+                prevent_thread_lock=True,
+                server_name="127.0.0.1",
+                server_port=free_port(),
+                quiet=True,
+                **LAUNCH_KWARGS,
             )
             return url
         except OSError:
             if attempt == attempts - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+def served_launch_settings(url: str) -> dict[str, Any]:
+    """What a running Gradio app says of its launch settings (its /config): theme, css, upload limit."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(url.rstrip("/") + "/config", timeout=30) as answer:
+        config = json.loads(answer.read())
+    return {key: config.get(key) for key in ("theme", "css", "max_file_size")}
+
+
+def space_launch_settings() -> dict[str, Any]:
+    """The settings `space.app.LAUNCH_KWARGS` gives a launch, as /config reports them."""
+    from leaderboard.submissions import SubmissionLimits
+    from space.app import LAUNCH_KWARGS
+
+    assert LAUNCH_KWARGS["max_file_size"] == f"{SubmissionLimits().max_bytes // 2**20}mb"
+    return {
+        "theme": LAUNCH_KWARGS["theme"].name,
+        "css": LAUNCH_KWARGS["css"],
+        "max_file_size": SubmissionLimits().max_bytes // 2**20 * 2**20,
+    }

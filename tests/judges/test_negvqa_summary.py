@@ -22,7 +22,15 @@ import math
 import pytest
 
 from judges.negvqa.records import NegVQARecord
-from judges.negvqa.summary import JudgeRecords, group_by_judge, judges_table, summarize_judge
+from judges.negvqa.summary import (
+    PAIRED_NOTE,
+    JudgeRecords,
+    domain_table,
+    group_by_judge,
+    headline,
+    judges_table,
+    summarize_judge,
+)
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.table import to_markdown
 
@@ -125,6 +133,43 @@ def test_judges_table_one_row_per_judge_with_parameters_and_domains():
     assert markdown.splitlines()[0] == (
         "| Judge | Params | n | NegVQA | General | Reasoning | OCR | Original | Drop | A chosen | A in key |"
     )
+
+
+def test_written_replies_say_which_letter_they_name_and_none_is_not_another():
+    # A judge that writes no letter at all: 8 replies, none names A or B.
+    silent = judge_records()
+    silent.negated = [
+        r.model_copy(update={"generated": "I cannot tell.", "generated_letter": None}) for r in silent.negated
+    ]
+    lines = headline(summarize_judge(silent, resamples=0))
+    assert lines[-1] == "  written replies: 8; 0 name the letter the scores chose, 0 the other letter, 8 no letter"
+    # v1 writes the other letter, v2 none, the other six the letter the scores chose.
+    mixed = judge_records()
+    other = {"A": "B", "B": "A"}
+    mixed.negated = [
+        r.model_copy(
+            update={
+                "generated": "…",
+                "generated_letter": None
+                if r.question_id == "v2"
+                else (other[r.letter] if r.question_id == "v1" else r.letter),
+            }
+        )
+        for r in mixed.negated
+        if r.error is None
+    ]
+    assert headline(summarize_judge(mixed, resamples=0))[-1] == (
+        "  written replies: 8; 6 name the letter the scores chose, 1 the other letter, 1 no letter"
+    )
+
+
+def test_a_drop_over_pairs_says_so_under_the_one_judge_table_too():
+    summary = summarize_judge(judge_records(), resamples=0)
+    assert PAIRED_NOTE in domain_table(summary).notes and PAIRED_NOTE in judges_table([summary]).notes[0]
+    assert "over those pairs only" in to_markdown(domain_table(summary))
+    alone = judge_records()
+    alone.original = []
+    assert PAIRED_NOTE not in domain_table(summarize_judge(alone, resamples=0)).notes  # no Drop column filled
 
 
 def test_grouping_reads_forms_by_judge_and_refuses_originals_alone():

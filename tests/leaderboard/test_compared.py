@@ -164,7 +164,7 @@ def test_the_shown_numbers_read_only_compared_fields(prompts):
         records.append(record)
     seen: set[str] = set()
     row, detail = numbers_of([Recording(record, "", seen) for record in records])  # type: ignore[misc]
-    assert row["images"] > 0 and set(detail) == {"statement_accuracy", "failure_causes"}
+    assert row["images"] > 0 and set(detail) == {"statement_accuracy", "failure_causes", "overall_interval"}
     assert {"passed", "error", "statements.satisfied", "statements.cause"} <= seen  # it did read records
     not_compared = seen - COMPARED_FIELDS - CHECKED_FIELDS
     assert not not_compared, (

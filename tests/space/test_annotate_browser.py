@@ -69,7 +69,7 @@ def test_annotator_answers_three_restarts_and_resumes_on_the_fourth(tmp_path):
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
-            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page = browser.new_page(viewport={"width": 1280, "height": 1100})
 
             def sign_in() -> None:
                 page.get_by_role("tab", name="Annotate").click()

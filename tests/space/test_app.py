@@ -18,7 +18,8 @@ from leaderboard.store import Entry, SQLiteStore
 from leaderboard.submissions import ImagesUnreachable, ParquetImages, SpotCheckPlan, SubmissionLimits
 from space.app import build_app
 from space.leaderboard_view import leaderboard_frame
-from tests.helpers.net import launch_local
+from space.views import grammar_markdown
+from tests.helpers.net import launch_local, served_launch_settings, space_launch_settings
 from tests.helpers.space_helpers import (
     RectanglePerception,
     ToggleImages,
@@ -105,6 +106,13 @@ def app(server, tmp_path):
     }
 
 
+def test_the_tests_launch_the_app_as_serve_does(server):
+    """launch_local (every browser test, `make screenshots`) launches with `space.app.LAUNCH_KWARGS`,
+    as `negt2ibench serve` does (tests/space/test_cli.py): the indigo Soft theme, the css, the upload limit."""
+    served = served_launch_settings(server["client"].src)
+    assert served == space_launch_settings() and served["theme"] == "soft"
+
+
 def settled(store, model_name: str, timeout: float = 240.0) -> Entry:
     """The stored entry of a model once its background spot check is done (waiting on the store)."""
     wait_for(
@@ -182,11 +190,21 @@ def test_bad_score_input_gets_a_clear_message(app, data, upload, prompt_id, cust
     assert "Traceback" not in verdict and image is None and result_json is None
 
 
-def test_unparseable_prompt_shows_the_grammar(app, data):
+def test_unparseable_prompt_shows_the_grammar_as_a_list(app, data):
     _, verdict, _, _ = app["client"].predict(
-        handle_file(str(data["scene"])), None, "a photo of a cat near", api_name="/score"
+        handle_file(str(data["scene"])), None, "a photo of a cat that is not a dog, sort of", api_name="/score"
     )
-    assert "prompts follow the benchmark's grammar" in verdict
+    first, grammar = verdict.split("\n\n", 1)
+    assert first.startswith("**Error:** cannot parse the prompt\\: cannot read \\'a cat that is not a dog\\'")
+    assert grammar == grammar_markdown()  # a Markdown list, not an indented block
+
+
+def test_a_stand_ins_verdict_is_marked_as_such(app, data):
+    _, verdict, _, _ = app["client"].predict(
+        handle_file(str(data["scene"])), "color_pos1_neg0_000", "", api_name="/score"
+    )
+    assert "## Image verdict" in verdict and "**Not the evaluator's models:** verdicts here come from" in verdict
+    assert "a test double this app was built with in its models' place" in verdict
 
 
 # ------------------------------------------------------------------------ explore
@@ -214,7 +232,8 @@ def test_submissions_and_leaderboard(app, data, prompts):
     status, _ = client.predict(
         handle_file(str(data["good"])), "Toy Model", "https://example.org", IMAGES_REPO, "main", api_name="/submit"
     )
-    assert "status **validated** (stored and validated; its spot check runs next, in the background" in status
+    assert "status **validated**: stored and its file checked; the spot check runs next, in the background" in status
+    assert status.count("validated") == 1  # the status said once, not again in its reason
     toy = settled(store, "Toy Model")  # the background thread re-scores 652 of the 19,200 images
     assert (
         toy.status == "verified"
@@ -256,7 +275,10 @@ def test_submissions_and_leaderboard(app, data, prompts):
     assert statuses["SD 1.5"] == REPORTED
     assert statuses["Toy Model"] == "verified (sampled, n=652, 0 disagreements)"
     assert dict(zip(frame["model"], frame["polarity_gap"], strict=False))["SD 1.5"] == pytest.approx(8.0)
-    assert list(frame["overall"][:2]) == [14.9, 14.5]  # sorted by overall, best first
+    # The verified rows first, ranked (equal overall: equal rank), then the paper's, unranked, best first.
+    assert list(frame["rank"][:2]) == [1, 1] and frame["rank"][2:].isna().all()
+    assert list(frame["overall"]) == [0.0, 0.0, 14.9, 14.5]
+    assert list(frame["overall_ci"][:2]) == ["[0.0, 0.0]"] * 2  # every image fails: no resample passes one
     assert pd.read_csv(csv_path)["model"].tolist() == frame["model"].tolist()
     waiting = table(awaiting)
     assert waiting[["model", "status"]].values.tolist() == [["Offline Model", "pending"]]
@@ -398,7 +420,54 @@ def test_missing_weights_are_not_looked_for_on_every_click(prompts, tmp_path):
     # the message is Markdown with every punctuation mark escaped: compare the text it shows
     answers = [re.sub(r"\\(.)", r"\1", on.score(scene, prompts[0].prompt_id, "")[1]) for _ in range(3)]
     assert len(calls) == 1 and answers[0] == answers[1] == answers[2]
-    assert "model weights for RFDETRSegXLarge are not on this machine" in answers[0]
-    assert "start this app with `serve --weights-dir DIR`" in answers[0] and "or pass --weights-dir" not in answers[0]
-    assert "looks for them again in 5 minutes" in answers[0]
+    assert answers[0] == (
+        "**Error:** Scoring needs the evaluator's model weights (RFDETRSegXLarge), and they are not on this machine. "
+        "Fetch them once with negt2ibench download-models (it needs internet access), then start this app again, or "
+        "start it with negt2ibench serve --weights-dir DIR on a folder that download-models --dir DIR filled. This "
+        "app looks for them again in 5 minutes."
+    )
     on.work_dir.cleanup()
+
+
+def test_the_score_tab_says_before_any_score_that_weights_are_missing_or_a_stand_in_scores(prompts, tmp_path):
+    from leaderboard.submissions import hub_images
+    from negt2ibench.core.errors import MissingWeightsError
+    from space.handlers import Handlers, WorkDir
+
+    def handlers(**fields) -> Handlers:
+        return Handlers(
+            prompts=prompts[:10],
+            index=PromptIndex(prompts[:10]),
+            store=SQLiteStore(tmp_path / "n.sqlite"),
+            score_on_gpu=lambda *args: None,
+            config=PRESETS["current"],
+            open_images=hub_images,
+            limits=SubmissionLimits(),
+            require_login=False,
+            work_dir=WorkDir(),
+            **fields,
+        )
+
+    def no_weights():
+        raise MissingWeightsError("RF-DETR Seg XL and SAM 2.1", "/somewhere/on/this/machine")
+
+    def no_torch():
+        raise ModuleNotFoundError("No module named 'torch'", name="torch")
+
+    assert handlers(check_weights=no_weights).scorer_notice() == (
+        "**Score cannot run here yet.** Scoring needs the evaluator's model weights (RF\\-DETR Seg XL and SAM 2\\.1), "
+        "and they are not on this machine. Fetch them once with `negt2ibench download-models` (it needs internet "
+        "access), then start this app again, or start it with `negt2ibench serve --weights-dir DIR` on a folder that "
+        "`download-models --dir DIR` filled."
+    )
+    assert (
+        handlers(check_weights=no_torch)
+        .scorer_notice()
+        .startswith("**Score cannot run here:** the scorer needs torch, which is not installed here")
+    )
+    assert (
+        handlers(check_weights=no_weights, stand_in="RectanglePerception")
+        .scorer_notice()
+        .startswith("**Not the evaluator's models:** verdicts here come from RectanglePerception")
+    )
+    assert handlers(check_weights=lambda: None).scorer_notice() == ""

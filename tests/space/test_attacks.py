@@ -330,7 +330,7 @@ def test_rewritten_causes_lookalike_names_and_retries_get_nothing(behind_proxy, 
     assert "ranked only after a full re-score" in retry.reason and "verify --full" in retry.reason
     viewer = app.client()
     board, _, picker, waiting = viewer.predict(api_name="/leaderboard")
-    ranked = {row[0] for row in board["data"]}
+    ranked = {row[board["headers"].index("model")] for row in board["data"]}
     assert "Second Try" not in ranked and "Cause Model" not in ranked and "First Model" in ranked
     held = [row for row in waiting["data"] if row[0] == "Second Try"]
     assert held and held[0][1] == "held" and "held: a spot check rejected" in held[0][2]

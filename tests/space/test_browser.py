@@ -1,7 +1,9 @@
-"""One real headless-browser pass over the Space: open it, upload an image, see the verdict table,
-the leaderboard, a verified model's gallery and one prompt compared across models. Screenshots of
-every tab go to the test's tmp dir, and with NEGT2I_DOC_IMAGES set (`make screenshots`) to the
-manual's pictures, docs/img/space_*.png.
+"""One real headless-browser pass over the Space, at 1280 px and launched with the app's own launch
+settings (`launch_local`: `space.app.LAUNCH_KWARGS`): open it, upload an image, see the verdict
+table, submit a results file and see it awaiting verification on the leaderboard without a reload,
+whose first visible columns are the ranking's, then a verified model's gallery and one prompt
+compared across models. Screenshots of every tab go to the test's tmp dir, and with NEGT2I_DOC_IMAGES
+set (`make screenshots`) to the manual's pictures, docs/img/space_*.png.
 
 The models are made up and say so: "Toy model (hand-written records)" has records written by
 `result_line` and no images; "Synthetic scenes (rectangle double)" has synthetic scenes scored by
@@ -25,13 +27,20 @@ from space.app import build_app
 from tests.helpers.doc_pictures import doc_images_dir, small_png
 from tests.helpers.gallery_helpers import some_prompts
 from tests.helpers.net import launch_local
-from tests.helpers.space_helpers import RectanglePerception, result_line, scene_png
+from tests.helpers.space_helpers import RectanglePerception, result_line, scene_png, write_results
 from tests.helpers.synthetic_scenes import SYNTHETIC_KEY, SYNTHETIC_MODEL, scored_scenes, write_scene_repo
 
 CHROMIUM = Path("/usr/bin/chromium")
 WAIT_MS = 120_000  # for anything the server computes or sends
 TOY = "Toy model (hand-written records)"
+SUBMITTED = "Submitted toy model (offline images)"
 SCENES_REPO = "demo/synthetic-scenes"
+WIDTH = 1280  # the narrow desktop the leaderboard's headline columns must fit
+HEADLINE = ["rank", "model", "overall", "overall_ci", "polarity_gap"]
+# The header cells of a table whose right edge is inside the window: what is seen without scrolling.
+VISIBLE_HEADERS_JS = """(id) => [...document.querySelectorAll(`#${id} thead th`)]
+  .filter((th) => th.getBoundingClientRect().width > 0 && th.getBoundingClientRect().right <= window.innerWidth)
+  .map((th) => th.innerText.trim())"""
 
 
 @pytest.mark.browser
@@ -83,9 +92,16 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard_gallery_and_compare(
             raise ImagesUnreachable(f"images not reachable: {repo_id} (offline test)")
         return ParquetImages.from_folder(repo, split)
 
-    demo = build_app(prompts=prompts, store=store, perception=RectanglePerception(), open_images=open_images)
+    demo = build_app(
+        prompts=prompts,
+        store=store,
+        perception=RectanglePerception(),
+        open_images=open_images,
+        board_refresh_every=2.0,  # the awaiting list is read again this often while something waits
+    )
     url = launch_local(demo)
     image = scene_png(tmp_path / "scene.png")
+    submitted = write_results(tmp_path / "submitted.jsonl", prompts, "submitted_toy", passed=False)
     screens: list[Path] = []
     docs = doc_images_dir()
     try:
@@ -102,7 +118,7 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard_gallery_and_compare(
                     "--no-first-run",
                 ],
             )
-            page = browser.new_page(viewport={"width": 1400, "height": 1100})
+            page = browser.new_page(viewport={"width": WIDTH, "height": 1100})
             page.set_default_timeout(WAIT_MS)
             page.goto(url, timeout=WAIT_MS)
             expect(page.get_by_text("4800 prompts")).to_be_visible(timeout=WAIT_MS)
@@ -139,16 +155,36 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard_gallery_and_compare(
             expect(verdicts.get_by_text("statement 0").filter(visible=True).first).to_be_visible(timeout=WAIT_MS)
             shot("2_score")
 
+            page.get_by_role("tab", name="Submit").click()
+            panel = page.get_by_role("tabpanel")
+            expect(page.get_by_role("button", name="Submit", exact=True)).to_be_visible(timeout=WAIT_MS)
+            panel.locator("input[type=file]").first.set_input_files(str(submitted))
+            expect(panel.get_by_text("submitted.jsonl").first).to_be_visible(timeout=WAIT_MS)
+            page.get_by_label("Model name").fill(SUBMITTED)
+            page.get_by_label("Images dataset (Hub repo id; split = your results' model key)").fill("org/offline")
+            page.get_by_role("button", name="Submit", exact=True).click()
+            expect(page.get_by_text("status validated: stored and its file checked")).to_be_visible(timeout=WAIT_MS)
+            shot("7_submit")
+
+            # No reload: the awaiting list was read again after the submission, and is on the timer.
             page.get_by_role("tab", name="Leaderboard").click()
+            awaiting = page.locator("#leaderboard-awaiting")
+            expect(awaiting.get_by_text(SUBMITTED).filter(visible=True).first).to_be_visible(timeout=WAIT_MS)
+            # its spot check cannot reach the images: pending, as the timer's next reading shows
+            expect(awaiting.get_by_text("spot check waits").filter(visible=True).first).to_be_visible(timeout=WAIT_MS)
             board = page.get_by_role("grid", name="Leaderboard")
             expect(board.get_by_text("SD 1.5 + NegationCLIP").filter(visible=True).first).to_be_visible(timeout=WAIT_MS)
             expect(board.get_by_text("reported (paper)").filter(visible=True).first).to_be_visible(timeout=WAIT_MS)
             expect(board.get_by_text(TOY).filter(visible=True).first).to_be_visible(timeout=WAIT_MS)
+            visible = page.evaluate(VISIBLE_HEADERS_JS, "leaderboard")
+            assert visible[: len(HEADLINE)] == HEADLINE and "status" in visible, visible  # at 1280 px, unscrolled
+            expect(page.locator("#leaderboard-ranking")).to_contain_text("best first")
             expect(
                 page.get_by_text(f"{TOY}: verified (spot check: 8 of 8 re-scored images agree); submitted by alice")
             ).to_be_visible(timeout=WAIT_MS)
             # the detail's figures beside its tables, and their data as CSV
             expect(page.get_by_role("cell", name="toy_model_accuracy_by_setting.csv")).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_label(".eval_results YAML (verified entries)")).to_be_hidden()  # no Hub: no empty box
             shot("3_leaderboard")
 
             page.get_by_role("tab", name="Gallery").click()
@@ -179,18 +215,14 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard_gallery_and_compare(
             expect(compared).to_have_count(8, timeout=WAIT_MS)
             expect(compared.first).to_be_visible()
             shot("6_compare")
-
-            page.get_by_role("tab", name="Submit").click()
-            expect(page.get_by_role("button", name="Submit")).to_be_visible(timeout=WAIT_MS)
-            shot("7_submit")
             browser.close()
     finally:
         demo.close()
     assert [p.name for p in screens] == [
         "1_explore.png",
         "2_score.png",
+        "7_submit.png",
         "3_leaderboard.png",
         "5_gallery.png",
         "6_compare.png",
-        "7_submit.png",
     ]

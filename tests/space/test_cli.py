@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from negt2ibench.cli import main
 from negt2ibench.core.errors import UserError
 from space.deploy import assemble_space, deploy_space, space_requirements
 from tests.helpers.hub_helpers import RecordingHfApi, http_error
-from tests.helpers.net import free_port
+from tests.helpers.net import free_port, served_launch_settings, space_launch_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -112,9 +113,9 @@ def test_help_texts(capsys):
     assert "is held (taken first)" in text
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(300)
-def test_serve_runs_the_app_on_localhost(tmp_path):
+def start_serve(tmp_path: Path, *options: str) -> tuple[subprocess.Popen, str, Path]:
+    """`negt2ibench serve OPTIONS` in a bare environment (offline, HOME and TMPDIR in tmp_path) on a free
+    port, once its page answers: the process, its address and its log."""
     port = free_port()
     env = {
         "PATH": "/usr/bin:/bin",
@@ -131,26 +132,43 @@ def test_serve_runs_the_app_on_localhost(tmp_path):
     log_path = tmp_path / "serve.log"  # a file, not a pipe: a full pipe would block the server
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "negt2ibench", "serve", "--port", str(port), "--home", str(tmp_path / "home")],
+            [sys.executable, "-m", "negt2ibench", "serve", "--port", str(port), *options],
             cwd=tmp_path,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
         )
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 240  # generous: the first start imports gradio and torch under load
+    page = ""
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            page = urllib.request.urlopen(url, timeout=5).read().decode()
+            break
+        except OSError:
+            time.sleep(0.5)
+    if "NegT2IBench" not in page:
+        stop(process)
+        raise AssertionError(f"exit code {process.poll()}; server output:\n{log_path.read_text()[-4000:]}")
+    return process, url, log_path
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait(timeout=30)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_serve_runs_the_app_on_localhost(tmp_path):
+    process, url, log_path = start_serve(tmp_path, "--home", str(tmp_path / "home"))
     try:
-        deadline = time.monotonic() + 240  # generous: the first start imports gradio and torch under load
-        page = ""
-        while time.monotonic() < deadline and process.poll() is None:
-            try:
-                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read().decode()
-                break
-            except OSError:
-                time.sleep(0.5)
-        assert "NegT2IBench" in page, f"exit code {process.poll()}; server output:\n{log_path.read_text()[-4000:]}"
         assert (tmp_path / "home" / "leaderboard.sqlite").exists()
+        assert served_launch_settings(url) == space_launch_settings()  # as launch_local
         from gradio_client import Client
 
-        client = Client(f"http://127.0.0.1:{port}/", verbose=False, download_files=str(tmp_path / "downloads"))
+        client = Client(url, verbose=False, download_files=str(tmp_path / "downloads"))
         client.predict(api_name="/leaderboard")  # writes the CSV into the app's temporary folder
         client.close()
         [work_dir] = list(tmp_path.glob("negt2i_space_*"))
@@ -159,6 +177,41 @@ def test_serve_runs_the_app_on_localhost(tmp_path):
         assert process.wait(timeout=60) == 0, log_path.read_text()[-4000:]
         assert not work_dir.exists()  # removed on SIGTERM too, not only on Ctrl-C
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=30)
+        stop(process)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_serve_demo_fills_every_tab_from_the_examples_offline_and_leaves_nothing(tmp_path):
+    from space.demo import PENDING_NAME, VERIFIED_NAME
+
+    process, url, log_path = start_serve(tmp_path, "--demo")
+    try:
+        from gradio_client import Client
+
+        client = Client(url, verbose=False, download_files=False)
+        board, _, _, awaiting = client.predict(api_name="/leaderboard")
+        models = [row[board["headers"].index("model")] for row in board["data"]]
+        assert models == [VERIFIED_NAME, "SD 1.5 + NegationCLIP", "SD 1.5"]
+        assert [row[0] for row in awaiting["data"]] == [PENDING_NAME]
+        summary, thumbnails, *_ = client.predict(
+            VERIFIED_NAME, "any", "any", "any", "any", "any", 1, api_name="/gallery"
+        )
+        assert "48 of 48 images match" in summary and len(thumbnails) == 24
+        header, _, compared, shown, *_ = client.predict("color_pos1_neg0_000", api_name="/compare")
+        assert f"1. **{VERIFIED_NAME}** (verified)" in re.sub(r"\\(.)", r"\1", compared)  # its full name
+        assert len(shown) == 4  # its one drawing, and placeholders for samples 1-3
+        client.close()
+        [folder] = list(tmp_path.glob("negt2i_demo_*"))
+        assert (folder / "examples" / "sample.jsonl").is_file()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0, log_path.read_text()[-4000:]
+        assert not folder.exists()  # the demo's store and examples go with it
+        assert not (tmp_path / ".cache").exists()  # nothing written to the default store
+    finally:
+        stop(process)
+
+
+def test_serve_demo_refuses_options_it_would_ignore(capsys):
+    assert main(["serve", "--demo", "--home", "elsewhere", "--dataset", "build/x"]) == 2
+    assert capsys.readouterr().err == "error: --demo brings its own prompts, store and sample: drop --dataset, --home\n"

@@ -7,7 +7,7 @@ from PIL import Image
 
 from dataset_builder.loading import load_prompts
 from evaluator.config import PRESETS
-from evaluator.report import LEADERBOARD_COLUMNS, TABLE3_COLUMNS
+from evaluator.report import LEADERBOARD_COLUMNS, SETTING_LABELS, TABLE3_CATEGORIES, TABLE3_COLUMNS
 from leaderboard.ranking import PAPER_CITATION, PAPER_ROWS, REPORTED
 from leaderboard.store import Entry, SQLiteStore
 from negt2ibench.api import Evaluator
@@ -18,12 +18,13 @@ from space.views import error_markdown, verdict_frame
 from tests.helpers.space_helpers import RectanglePerception, scene_png
 
 
-def test_the_leaderboard_uses_table3_columns():
+def test_the_leaderboard_leads_with_the_ranking_then_table3s_columns():
     keys = [column.key for column in LEADERBOARD_TABLE_COLUMNS]
-    assert keys == ["model", "status", *LEADERBOARD_COLUMNS[1:], "link"]
-    shared = [column for column in LEADERBOARD_TABLE_COLUMNS if column.key in LEADERBOARD_COLUMNS]
-    assert shared == [column for column in TABLE3_COLUMNS if column.key in LEADERBOARD_COLUMNS]
-    row = {key: 1.0 for key in LEADERBOARD_COLUMNS} | {"model": "m", "extra": "dropped"}
+    assert keys[:6] == ["rank", "model", "overall", "overall_ci", "polarity_gap", "status"]
+    assert keys[6:] == [*TABLE3_CATEGORIES, *SETTING_LABELS, "coverage", "images", "link"]
+    shared = {column.key: column for column in LEADERBOARD_TABLE_COLUMNS if column.key in LEADERBOARD_COLUMNS}
+    assert shared == {column.key: column for column in TABLE3_COLUMNS if column.key in LEADERBOARD_COLUMNS}
+    row = {key: 1.0 for key in LEADERBOARD_COLUMNS} | {"model": "m", "coverage": 100.0, "extra": "dropped"}
     entry = Entry(model_name="M", model_key="m", submitter="a", created_at=1, status="verified", row=row, link="x")
     table = leaderboard_table([entry])
     assert table.rows[0]["model"] == "M" and table.rows[0]["status"] == "verified" and "extra" not in table.rows[0]
@@ -114,3 +115,58 @@ def test_numbers_that_are_not_verified_say_so_where_they_are_drawn():
             assert len(marked) == 2, status  # the title and the watermark across the bars
             assert causes["category"].str.endswith(f"({UNVERIFIED})").all()
         plt.close(figure)
+
+
+def test_the_submit_tab_says_each_status_once_and_the_reason_only_when_it_adds_something():
+    from space.views import submission_message
+
+    stored = Entry(
+        model_name="Toy *Model*",
+        model_key="toy_model",
+        submitter="a",
+        submission_id="abcdef0123456789",
+        status="validated",
+        reason="validated; its spot check comes next",
+    )
+    assert submission_message(stored) == (
+        "**Toy \\*Model\\***: status **validated**: stored and its file checked; the spot check runs next, in the "
+        "background: refresh the list below to follow it (id `abcdef01`)."
+    )
+    rejected = stored.model_copy(update={"status": "rejected", "reason": "inconsistent results: no cause"})
+    assert submission_message(rejected) == (
+        "**Toy \\*Model\\***: status **rejected**: stored but not ranked; it counts toward the daily limit "
+        "(id `abcdef01`). Why: inconsistent results\\: no cause."
+    )
+
+
+def test_the_grammar_is_a_markdown_list_of_the_cli_grammars_words():
+    from dataset_builder.grammar import GRAMMAR_HELP
+    from space.views import grammar_markdown
+
+    lines = grammar_markdown().splitlines()
+    assert lines[:2] == ["Prompts follow the benchmark's grammar (lower case, one category per prompt):", ""]
+    assert lines[2].startswith("- attributes (color: red orange") and lines[3] == "    - `a photo of a red cup`"
+    assert [line for line in lines if line.startswith("- ")][-1].startswith("- objects are the 79 COCO classes")
+    examples = [line.strip()[3:-1] for line in lines if line.startswith("    - ")]
+    assert len(examples) == 6 and all(example in " ".join(GRAMMAR_HELP.split()) for example in examples)
+
+
+def test_a_stand_ins_verdict_says_whose_it_is_and_missing_weights_say_how_to_get_them():
+    from space.views import verdict_summary, weights_missing
+
+    prompt = next(p for p in load_prompts(None) if p.prompt_id == "color_pos1_neg0_000")
+    result = gpu_scorer(Evaluator(PRESETS["current"], perception=RectanglePerception()))(
+        Image.new("RGB", (64, 64)), prompt, "upload", 0
+    )[0]
+    marked = verdict_summary(prompt, result, stand_in="RectanglePerception")
+    assert marked.endswith(
+        "\n\n**Not the evaluator's models:** verdicts here come from RectanglePerception, a test double this app "
+        "was built with in its models' place; they say nothing about what the models would see."
+    )
+    assert "Not the evaluator's models" not in verdict_summary(prompt, result)
+    assert weights_missing("RF-DETR Seg XL and SAM 2.1") == (
+        "Scoring needs the evaluator's model weights (RF\\-DETR Seg XL and SAM 2\\.1), and they are not on this "
+        "machine. Fetch them once with `negt2ibench download-models` (it needs internet access), then start this app "
+        "again, or start it with `negt2ibench serve --weights-dir DIR` on a folder that `download-models --dir DIR` "
+        "filled."
+    )

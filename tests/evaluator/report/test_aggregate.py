@@ -16,13 +16,14 @@ from evaluator.report import (
     group_by_model,
     leaderboard_row,
     matched_group_deltas,
+    overall_interval,
     parse_prompt_id,
     report_markdown,
     statement_accuracy,
     table3,
     table3_markdown,
 )
-from negt2ibench.core.bootstrap import mean_interval
+from negt2ibench.core.bootstrap import mean_interval, resample_indices
 from tests.helpers.report_helpers import hand_results, neg_ok, pos_ok, record, statement
 
 FULL = 4800 * 4
@@ -320,6 +321,40 @@ def test_bootstrap_is_deterministic_for_a_seed():
     assert first != mean_interval(values, resamples=500, seed=4)
     assert first[0] <= -65.0 <= first[1]
     assert all(math.isnan(v) for v in mean_interval([], resamples=500))
+
+
+def test_overall_interval_resamples_prompts_with_their_images():
+    # Two prompts of four images: all of color_pos1_neg0_000's pass, none of color_pos1_neg0_001's.
+    records = [record("color_pos1_neg0_000", "m", s, [pos_ok()]) for s in range(4)]
+    records += [
+        record("color_pos1_neg0_001", "m", s, [statement(0, "positive", False, "subject_missing")]) for s in range(4)
+    ]
+    records.append(record("color_pos1_neg0_002", "m", 0, [], error="unreadable"))  # an error row: not a prompt drawn
+    assert table3(records)["m"]["overall"] == pytest.approx(50.0)
+    # A resample draws the two prompts whole: both passing (100%), one of each (50%) or both failing
+    # (0%), with chances 1/4, 1/2, 1/4; the 2.5th and 97.5th percentiles are then 0% and 100%.
+    # (Drawing the eight images one by one would give a far narrower interval.)
+    assert overall_interval(records, n_resamples=2000, seed=3) == (0.0, 100.0)
+    # The draws are `resample_indices` over the prompts with a scored image, in corpus order.
+    draws = resample_indices(2, resamples=200, seed=5)
+    shares = sorted(100.0 * (draws == 0).sum(axis=1) / 2)
+    low, high = overall_interval(records, n_resamples=200, seed=5)
+    assert shares[4] <= low <= shares[5] and shares[194] <= high <= shares[195]
+
+
+def test_overall_interval_of_equal_prompts_is_the_point_and_empty_is_nan():
+    records = [
+        record(
+            f"depth_pos0_neg1_{k:03d}",
+            "m",
+            s,
+            [neg_ok()] if s < 3 else [statement(0, "negated", False, "forbidden_rendered")],
+        )
+        for k in range(5)
+        for s in range(4)
+    ]
+    assert overall_interval(records, n_resamples=300) == (pytest.approx(75.0), pytest.approx(75.0))
+    assert all(math.isnan(v) for v in overall_interval([record("depth_pos0_neg1_000", "m", 0, [], error="x")]))
 
 
 # --- the whole report ---------------------------------------------------------------------------

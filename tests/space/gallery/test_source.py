@@ -113,7 +113,10 @@ def test_any_error_of_a_source_is_a_reason_not_a_failure(entry_and_records, tmp_
     _, entry, results = entry_and_records
     images = GalleryImages(Factory(error=PermissionError("401 private repo")), lambda: tmp_path / "w")
     image, reason = images.image(entry, "m", (results[0].prompt_id, 0))
-    assert image is None and reason == "images not reachable: PermissionError: 401 private repo"
+    # a sentence of ours: the library's text goes to the log (`leaderboard.images.unreachable_reason`)
+    assert (
+        image is None and reason == "images not reachable: org/gallery-images@main could not be read: permission denied"
+    )
     no_repo = entry.model_copy(update={"images_repo": ""})
     assert images.thumbnails(no_repo, "m", results[:1])[0].reason == "this entry names no images repo"
 

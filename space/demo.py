@@ -1,0 +1,158 @@
+"""`negt2ibench serve --demo`: every tab of the Space filled from the shipped synthetic examples,
+with no weights, no network and no Python to write.
+
+`demo_setup(folder)` writes the examples into FOLDER (`validation.examples.write_examples`, what
+`negt2ibench examples` writes) and a SQLite store beside them, holding
+
+- `VERIFIED_NAME`: the example drawings' shipped results under the `current` preset, its images the
+  examples' dataset split, read from FOLDER (the Gallery and Compare show them). It is stored as
+  verified without a spot check: a demo has no weights to re-score with, and its reason says so;
+- `PENDING_NAME`: the same drawings' results under the `no_sam` preset, listed apart as pending:
+  scored with another configuration than the Space's, it is never spot-checked here;
+
+beside the paper's reported rows, as always. Their numbers come from the real code (`shown_numbers`,
+the spot check's fields). The Annotate tab opens on the examples' sample, the Score tab on one
+drawing with its shipped verdict (`ScoreExample`), labelled. Every page says it is a demo
+(`DEMO_NOTE`), and each synthetic thing says so where it is shown: the names, the reasons, the
+drawings themselves (SYNTHETIC EXAMPLE). `DemoSetup.app_kwargs()` are `build_app`'s arguments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dataset_builder.loading import load_prompts
+from dataset_builder.records import PromptIndex, PromptRecord
+from evaluator.config import PRESETS
+from evaluator.resultio import read_results
+from evaluator.results import ResultRecord
+from leaderboard.compared import shown_numbers
+from leaderboard.images import ImageSource, ImagesUnreachable, ParquetImages
+from leaderboard.store import Entry, SQLiteStore
+from validation.examples import EXAMPLE_KEY, write_examples
+
+from . import views
+from .gallery.view import drawn
+from .tabs.score import ScoreExample
+
+VERIFIED_NAME = "Synthetic drawings (demo)"
+PENDING_NAME = "Synthetic drawings, no-SAM preset (demo)"
+DEMO_SUBMITTER = "demo (synthetic examples)"
+DEMO_IMAGES = "local:examples/dataset"  # the images "repo" of the verified entry: the examples' folder
+SYNTHETIC = (  # plain text: it is also a stored reason, shown in tables
+    "synthetic: the drawings of negt2ibench examples (each says SYNTHETIC EXAMPLE), scored by the real "
+    "pipeline with tiny random-weight models standing in for the weights, so it says nothing about any model"
+)
+DEMO_NOTE = (
+    "**Demo (`negt2ibench serve --demo`): nothing here is a model's output.** The entries "
+    f"*{VERIFIED_NAME}* (ranked, its images in the Gallery and Compare) and *{PENDING_NAME}* (awaiting "
+    f"verification) are {SYNTHETIC}; the Score tab's example and the Annotate tab's sample are of those "
+    "drawings. The prompts are the benchmark's and the rows *reported (paper)* the paper's. Nothing is "
+    "downloaded; the store is a temporary folder, removed when the demo stops."
+)
+EXAMPLE_LABEL = (
+    "**Synthetic example, not scored here:** a drawing from `negt2ibench examples` and its verdict from the "
+    "shipped results file, written by the real pipeline with tiny random-weight models standing in for the "
+    "weights; it says nothing about any model. Score scores it with this machine's models, when they are here."
+)
+
+
+@dataclass(frozen=True)
+class DemoSetup:
+    """The demo's files and store, and what `build_app` needs of them."""
+
+    folder: Path
+    prompts: list[PromptRecord]
+    store: SQLiteStore
+    score_example: ScoreExample
+
+    @property
+    def examples(self) -> Path:
+        return self.folder / "examples"
+
+    def open_images(self, repo_id: str, revision: str, split: str) -> ImageSource:
+        """The verified entry's images, from the examples' dataset folder; nothing else is read."""
+        if repo_id != DEMO_IMAGES:
+            raise ImagesUnreachable("images not reachable: the demo reads only its own synthetic drawings")
+        return ParquetImages.from_folder(self.examples / "dataset", split)
+
+    def app_kwargs(self) -> dict[str, Any]:
+        """`build_app`'s arguments for the demo: its store, images, sample, notes; no Hub, no rechecks."""
+        return {
+            "prompts": self.prompts,
+            "store": self.store,
+            "open_images": self.open_images,
+            "annotation_sample": self.examples / "sample.jsonl",
+            "annotation_images": str(self.examples / "dataset"),
+            "recheck_every": None,  # the pending entry waits by design: nothing to re-score it with
+            "hub_dataset": "",  # no Hub leaderboard to read, whatever NEGT2I_HUB_DATASET says
+            "demo_note": DEMO_NOTE,
+            "score_example": self.score_example,
+        }
+
+
+def _entry(name: str, key: str, results: list[ResultRecord], **fields: Any) -> Entry:
+    row, detail = shown_numbers(results)  # what the Space shows of any submission
+    return Entry(
+        model_name=name,
+        model_key=key,
+        submitter=DEMO_SUBMITTER,
+        evaluator_version=results[0].evaluator_version,
+        config_hash=results[0].config_hash,
+        row={**row, "model": name},
+        detail=detail,
+        **fields,
+    )
+
+
+def _score_example(examples: Path, results: list[ResultRecord], prompts: PromptIndex) -> ScoreExample:
+    """The first drawing (by prompt id) in whose verdict an object was found, with that verdict."""
+    from PIL import Image
+
+    record = min((r for r in results if any(o.present for o in r.objects)), key=lambda r: r.prompt_id)
+    prompt = prompts[record.prompt_id]
+    picture = examples / "pictures" / f"{record.prompt_id}_{record.sample_index}.png"
+    with Image.open(picture) as image:
+        shown = drawn(image.convert("RGB"), record)
+    summary = f"{views.verdict_summary(prompt, record)}\n\n{EXAMPLE_LABEL}"
+    return ScoreExample(str(picture), prompt.prompt_id, shown, summary, views.verdict_frame(prompt, record))
+
+
+def demo_setup(folder: str | Path) -> DemoSetup:
+    """Write the examples and the demo's store into FOLDER (empty or absent); what the app needs."""
+    folder = Path(folder)
+    examples = folder / "examples"
+    write_examples(examples)
+    store = SQLiteStore(folder / "leaderboard.sqlite")
+    current = read_results(examples / "results" / "current.jsonl")
+    store.add_submission(
+        _entry(
+            VERIFIED_NAME,
+            EXAMPLE_KEY,
+            current,
+            status="verified",
+            reason=f"demo entry, {SYNTHETIC}; stored as verified without a spot check (a demo has no weights)",
+            images_repo=DEMO_IMAGES,
+            images_revision="main",
+        ),
+        current,
+    )
+    no_sam = read_results(examples / "results" / "no_sam.jsonl")
+    space_config = PRESETS["current"].config_hash
+    store.add_submission(
+        _entry(
+            PENDING_NAME,
+            f"{EXAMPLE_KEY}_no_sam",
+            no_sam,
+            status="pending",
+            reason=(
+                f"demo entry, {SYNTHETIC}; it was scored with the no_sam preset (config {no_sam[0].config_hash}), "
+                f"not this Space's (config {space_config}), so its spot check cannot run here"
+            ),
+        ),
+        no_sam,
+    )
+    prompts = load_prompts(None)
+    return DemoSetup(folder, prompts, store, _score_example(examples, current, PromptIndex(prompts)))
