@@ -90,6 +90,10 @@ def verify_job(args: argparse.Namespace, evaluator=None) -> int:
 
     store = _open_named_store(args)
     evaluator, setup = _spot_setup(args, evaluator)
+    if args.download:
+        from evaluator.models import weights
+
+        weights.download(setup.config, args.weights_dir, echo=lambda line: print(line, flush=True))
     context = VerifyContext(
         store,
         setup,
@@ -191,6 +195,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             help="sqlite:PATH or hub:ORG/NAME (default: NEGT2I_RESULTS_REPO, else SQLite under NEGT2I_HOME)",
         )
     withdrawn.add_argument("--reason", default="", help="why (shown on the entry)")
+    job.add_argument(
+        "--download",
+        action="store_true",
+        help="first fetch the evaluator's weights that are not here (a fresh machine, e.g. a Hugging Face Job)",
+    )
     _add_scoring_options(verify, again, job)
     for sub in (verify, job):
         sub.add_argument("--full", action="store_true", help="re-score every image, not a sample")
