@@ -50,6 +50,7 @@ Mode = Literal["spot", "full"]
 class VerifyBackend(Protocol):
     name: str
     reason: str  # "" when it launches jobs; else why none runs (shown on each waiting entry)
+    max_running: int  # jobs at once (local: one, the machine's one GPU; hf-jobs: each its own machine)
 
     def launch(self, entry: Entry, mode: Mode, timeout_s: int) -> JobRef: ...
 
@@ -72,6 +73,7 @@ class NoBackend:
 
     reason: str
     name: str = "none"
+    max_running: int = 0
 
     def launch(self, entry: Entry, mode: Mode, timeout_s: int) -> JobRef:
         raise UsageError(f"no verification backend: {self.reason}")
@@ -108,6 +110,7 @@ class LocalBackend:
     env: dict[str, str] = field(default_factory=dict)
     name: str = "local"
     reason: str = ""
+    max_running: int = 1
     _jobs: dict[str, _Process] = field(default_factory=dict, repr=False)
 
     def launch(self, entry: Entry, mode: Mode, timeout_s: int) -> JobRef:
@@ -190,6 +193,7 @@ class HfJobsBackend:
     space: str = ""
     name: str = "hf-jobs"
     reason: str = ""
+    max_running: int = 4
 
     def launch(self, entry: Entry, mode: Mode, timeout_s: int) -> JobRef:
         labels = {"negt2ibench-entry": entry.submission_id, "negt2ibench-check": mode}

@@ -16,7 +16,8 @@ backend, job id, logs link, stage, launches, failures, last error), which the Su
   ...) is launched again after `retry_after_s`;
 - a withdrawn entry's running job is cancelled;
 - at most `per_day` jobs are launched in any 24 hours, for the whole Space (the budget; an entry
-  that waits for it says when the next launch is possible).
+  that waits for it says when the next launch is possible), and at most the backend's
+  `max_running` run at once (one for `local`: the machine's GPU holds one set of models).
 
 With the `none` backend no job is launched: each waiting entry's record says why (the reason).
 """
@@ -103,24 +104,29 @@ class JobKeeper:
                 done.append(entry)
         return done
 
+    def _active(self, entry: Entry) -> bool:
+        """Whether the entry has a job of this backend that has not ended."""
+        job = entry.job
+        return job is not None and bool(job.job_id) and job.stage not in TERMINAL and job.backend == self.backend.name
+
     def _keep(self, entry: Entry) -> Entry:
         job = entry.job
-        active = job is not None and job.job_id and job.stage not in TERMINAL and job.backend == self.backend.name
+        active = self._active(entry)
         if entry.status == "withdrawn":
             if active:
                 assert job is not None
                 self.backend.cancel(job.job_id)
                 return self._record(entry, job, stage="CANCELED", message="cancelled: the entry was withdrawn")
             return entry
+        if active:
+            assert job is not None
+            return self._poll(entry, job)  # to its end, whatever the entry became meanwhile
         if entry.status not in AWAITING:
             return entry
         if self.backend.reason:
             if job is None or job.message != self.backend.reason or job.backend != self.backend.name:
                 return self._write(entry, JobRecord(backend=self.backend.name, message=self.backend.reason))
             return entry
-        if active:
-            assert job is not None
-            return self._poll(entry, job)
         return self._maybe_launch(entry)
 
     # -- polling ----------------------------------------------------------------------------------
@@ -135,7 +141,7 @@ class JobKeeper:
             entry = self._record(current, job, stage="COMPLETED", message=state.message, failures=0, last_error="")
             return entry if current.status not in AWAITING else self._maybe_launch(entry)
         lines = self.backend.tail(job.job_id, 20)
-        error = last_error_line(lines) or state.message or state.stage.lower()
+        error = last_error_line(lines, state.message) or state.stage.lower()
         failures = job.failures + 1
         given_up = failures >= self.policy.max_failures
         entry = self._record(
@@ -176,7 +182,15 @@ class JobKeeper:
         completed = job is not None and job.stage == "COMPLETED" and bool(job.launches)
         if completed and job is not None and now - job.launches[-1] < self.policy.retry_after_s:
             return entry  # its check could not run; tried again later
-        recent = launches_since(self.store.list_entries(), now - DAY)
+        entries = self.store.list_entries()
+        running = sum(self._active(other) for other in entries)
+        if running >= self.backend.max_running:
+            message = f"queued: {running} verification job(s) run at once here ({self.backend.name})"
+            base = job or JobRecord(backend=self.backend.name)
+            if base.message != message:
+                return self._write(entry, base.model_copy(update={"message": message, "updated_at": now}))
+            return entry
+        recent = launches_since(entries, now - DAY)
         if len(recent) >= self.policy.per_day:
             free = time.strftime("%H:%M UTC", time.gmtime(recent[-self.policy.per_day] + DAY))
             budget = self.policy.per_day

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -24,7 +24,7 @@ STATEMENT_COLUMNS = ["#", "polarity", "subject", "target", "predicate", "sentenc
 VERDICT_COLUMNS = ["item", "text", "polarity", "verdict", "cause", "observed", "measured"]
 SUBMISSION_COLUMNS = ["submitted (UTC)", "model", "submitter", "status", "reason", "verification job", "id"]
 # The job column is Markdown (its logs link); every other cell is plain text.
-SUBMISSION_TYPES = ["str", "str", "str", "str", "str", "markdown", "str"]
+SUBMISSION_TYPES: list[Literal["str", "markdown"]] = ["str", "str", "str", "str", "str", "markdown", "str"]
 
 
 # -- Explore -------------------------------------------------------------------------------------------

@@ -195,11 +195,12 @@ def _status_code(error: BaseException) -> int | None:
     return getattr(getattr(error, "response", None), "status_code", None)
 
 
-def last_error_line(lines: Iterable[str]) -> str:
-    """The last log line that reads as an error, else the last non-empty line ("" for none)."""
+def last_error_line(lines: Iterable[str], fallback: str = "") -> str:
+    """The last log line that reads as an error, else `fallback` (e.g. the job's own status message),
+    else the last non-empty line ("" for none)."""
     kept = [line.strip() for line in lines if line.strip()]
     errors = [line for line in kept if _ERROR_LINE.search(line)]
-    return (errors or kept or [""])[-1][:300]
+    return (errors or ([fallback] if fallback else kept) or [""])[-1][:300]
 
 
 class HfJobs:

@@ -40,10 +40,15 @@ def main(argv: list[str]) -> int:
     from leaderboard.submissions import PRESET
     from negt2ibench.api import Evaluator
     from negt2ibench.cli import build_parser
+    from negt2ibench.core.errors import NegT2IError
 
     args = build_parser().parse_args(argv[split + 1 :])
-    evaluator = Evaluator(PRESET, prompts=prompt_index(args.dataset), perception=GatedPerception(options.gate))
-    return verify_job(args, evaluator=evaluator)
+    try:  # as `negt2ibench.cli.main` answers: one line, the error's exit code
+        evaluator = Evaluator(PRESET, prompts=prompt_index(args.dataset), perception=GatedPerception(options.gate))
+        return verify_job(args, evaluator=evaluator)
+    except NegT2IError as error:
+        print(f"error: {error.one_line()}", file=sys.stderr)
+        return error.exit_code
 
 
 if __name__ == "__main__":
