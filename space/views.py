@@ -3,6 +3,7 @@ Markdown out. No gradio, no models, no store: each is testable on plain data."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -24,6 +25,7 @@ STATEMENT_COLUMNS = ["#", "polarity", "subject", "target", "predicate", "sentenc
 VERDICT_COLUMNS = ["item", "text", "polarity", "verdict", "cause", "observed", "measured"]
 SUBMISSION_COLUMNS = ["submitted (UTC)", "model", "submitter", "status", "reason", "verification job", "id"]
 # The job column is Markdown (its logs link); every other cell is plain text.
+_LINK = re.compile(r"^https://[A-Za-z0-9.-]+(/[A-Za-z0-9._~%-]*)*$")  # a job page's address, nothing that ends a link
 SUBMISSION_TYPES: list[Literal["str", "markdown"]] = ["str", "str", "str", "str", "str", "markdown", "str"]
 
 
@@ -171,8 +173,8 @@ def job_cell(entry: Entry) -> str:
     if job.message:
         parts.append(job.message)
     text = plain_markdown(" · ".join(parts))
-    if job.url.startswith("https://"):
-        text += f" · [logs]({job.url.replace(')', '%29').replace(' ', '%20')})"
+    if _LINK.match(job.url):
+        text += f" · [logs]({job.url})"
     elif job.url:
         text += f" · logs: {plain_markdown(job.url)}"
     if job.last_error:
