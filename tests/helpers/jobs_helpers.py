@@ -32,8 +32,8 @@ def _digest(value: str) -> str:
 class JobsHfApi:
     """`HfApi`'s Jobs methods over an in-memory set of jobs; `calls` records each call."""
 
-    def __init__(self, user: str = "space-owner"):
-        self.user = user
+    def __init__(self, user: str = "space-owner", repos: Path | None = None):
+        self.user, self.repos = user, repos  # repos: the Hub's dataset repos, as folders ROOT/ORG/NAME
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.jobs: dict[str, dict[str, Any]] = {}
         self.sent_secrets: list[dict[str, str]] = []  # per launch: name → SHA-256 of the value
@@ -49,6 +49,10 @@ class JobsHfApi:
 
     def forget(self, job_id: str) -> None:
         del self.jobs[job_id]
+
+    def script(self, job_id: str, steps: Sequence[tuple[str, Sequence[str]]]) -> None:
+        """The stages (with new log lines) the job goes through, one per look at it (`inspect_job`)."""
+        self.jobs[job_id]["script"] = list(steps)
 
     def _info(self, job_id: str):
         from huggingface_hub import JobInfo
@@ -101,6 +105,9 @@ class JobsHfApi:
         self.calls.append(("inspect_job", {"job_id": job_id, "namespace": namespace}))
         if job_id not in self.jobs:
             raise http_error(404, "Job not found")
+        if self.jobs[job_id].get("script"):
+            stage, lines = self.jobs[job_id]["script"].pop(0)
+            self.set_stage(job_id, stage, None, lines)
         return self._info(job_id)
 
     def fetch_job_logs(self, *, job_id, namespace=None, follow=False, tail=None, token=None):
@@ -115,6 +122,43 @@ class JobsHfApi:
         if job_id not in self.jobs:
             raise http_error(404, "Job not found")
         self.jobs[job_id]["stage"] = "CANCELED"
+
+    # -- dataset repos (ROOT/ORG/NAME)
+    def _repo(self, repo_id: str) -> Path:
+        assert self.repos is not None, "give JobsHfApi(repos=FOLDER) for the repo calls"
+        return self.repos / repo_id
+
+    def create_repo(self, repo_id, *, repo_type=None, private=None, exist_ok=False, token=None):
+        self.calls.append(("create_repo", {"repo_id": repo_id, "repo_type": repo_type, "private": private}))
+        self._repo(repo_id).mkdir(parents=True, exist_ok=exist_ok)
+
+    def hf_hub_download(self, repo_id, filename, *, repo_type=None, **kwargs):
+        self.calls.append(("hf_hub_download", {"repo_id": repo_id, "filename": filename, "repo_type": repo_type}))
+        path = self._repo(repo_id) / filename
+        if not path.is_file():
+            raise http_error(404, "Entry not found")
+        return str(path)
+
+    def snapshot_download(self, repo_id, *, repo_type=None, local_dir=None, **kwargs):
+        import shutil
+
+        self.calls.append(("snapshot_download", {"repo_id": repo_id, "repo_type": repo_type}))
+        if not self._repo(repo_id).is_dir():
+            raise http_error(404, "Repository not found")
+        shutil.copytree(self._repo(repo_id), local_dir, dirs_exist_ok=True)
+        return str(local_dir)
+
+    def upload_file(self, *, path_or_fileobj, path_in_repo, repo_id, repo_type=None, **kwargs):
+        self.calls.append(("upload_file", {"path_in_repo": path_in_repo, "repo_id": repo_id, "repo_type": repo_type}))
+        target = self._repo(repo_id) / path_in_repo
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(Path(path_or_fileobj).read_bytes())
+
+    def upload_folder(self, *, folder_path, repo_id, repo_type=None, **kwargs):
+        import shutil
+
+        self.calls.append(("upload_folder", {"repo_id": repo_id, "repo_type": repo_type}))
+        shutil.copytree(folder_path, self._repo(repo_id), dirs_exist_ok=True)
 
 
 def wheel_file(folder: Path, version: str, requires: Sequence[str]) -> Path:
