@@ -282,12 +282,12 @@ def default_backend(
     def make_hf() -> VerifyBackend:
         from huggingface_hub import HfApi
 
-        from negt2ibench import __version__
         from negt2ibench.core.hf_jobs import job_package
         from negt2ibench.core.options import job_flavor
+        from negt2ibench.core.versions import project_version
 
         root = project_root or Path(__file__).resolve().parent.parent
-        package = job_package(__version__, root, home, ("leaderboard", "models"))
+        package = job_package(project_version(), root, home, ("leaderboard", "models"))
         jobs = HfJobs(api or HfApi(token=token), namespace=os.environ.get(NAMESPACE_ENV) or None, package=package)
         flavor = job_flavor(os.environ.get(FLAVOR_ENV) or DEFAULT_FLAVOR)
         return HfJobsBackend(jobs, store_locator, flavor, job_secrets(token), space=os.environ.get("SPACE_ID", ""))

@@ -163,12 +163,12 @@ class Launcher:
         return [*wrapper, "--", *command], name
 
 
-def _token() -> str:
+def _token(what: str = "--hf-job runs") -> str:
     from huggingface_hub import get_token
 
     token = get_token()
     if not token:
-        raise UserError("--hf-job runs on your Hugging Face account: log in (`hf auth login`) or set HF_TOKEN")
+        raise UserError(f"{what} on your Hugging Face account: log in (`hf auth login`) or set HF_TOKEN")
     return token
 
 
@@ -193,6 +193,13 @@ def hf_api(token: str | None = None) -> Any:
 
 def run_on_hub(args: argparse.Namespace) -> int:
     """Launch ARGS's command as a job; follow it unless --detach. The exit code."""
+    from dataset_builder.hub import hub_errors
+
+    with hub_errors(f"run {args.hf_job_command} as a Hugging Face Job"):
+        return _run_on_hub(args)
+
+
+def _run_on_hub(args: argparse.Namespace) -> int:
     from .core.hf_jobs import JobRequest
 
     if not args.push_to:
@@ -285,24 +292,32 @@ def _exec(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    jobs = _jobs(hf_api())
-    state = jobs.state(args.job_id)
+    from dataset_builder.hub import hub_errors
+
+    with hub_errors(f"read job {args.job_id}"):
+        state = _jobs(hf_api(_token("jobs live"))).state(args.job_id)
     print(f"{args.job_id}: {state.stage}" + (f" ({state.message})" if state.message else "") + f" {state.url}".rstrip())
     return 0
 
 
 def _logs(args: argparse.Namespace) -> int:
-    jobs = _jobs(hf_api())
-    if args.follow:
-        state = jobs.follow(args.job_id, print, lines=args.tail, every=POLL_SECONDS)
-        return 0 if state.stage == "COMPLETED" else 1
-    for line in jobs.tail(args.job_id, args.tail):
-        print(line)
+    from dataset_builder.hub import hub_errors
+
+    with hub_errors(f"read the logs of job {args.job_id}"):
+        jobs = _jobs(hf_api(_token("jobs live")))
+        if args.follow:
+            state = jobs.follow(args.job_id, print, lines=args.tail, every=POLL_SECONDS)
+            return 0 if state.stage == "COMPLETED" else 1
+        for line in jobs.tail(args.job_id, args.tail):
+            print(line)
     return 0
 
 
 def _cancel(args: argparse.Namespace) -> int:
-    _jobs(hf_api()).cancel(args.job_id)
+    from dataset_builder.hub import hub_errors
+
+    with hub_errors(f"cancel job {args.job_id}"):
+        _jobs(hf_api(_token("jobs live"))).cancel(args.job_id)
     print(f"{args.job_id}: cancel requested")
     return 0
 
