@@ -25,6 +25,7 @@ With the `none` backend no job is launched: each waiting entry's record says why
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from .store import Entry, JobRecord, LeaderboardStore, StaleEntryError
 log = logging.getLogger(__name__)
 DAY = 24 * 3600
 KEPT_LAUNCHES = 50  # launch times kept per entry (enough for any day's budget)
+BUDGET_ENV = "NEGT2I_VERIFY_JOBS_PER_DAY"
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,14 @@ class JobPolicy:
     seconds_per_image: float = 0.5
     min_timeout_s: int = 1800
     max_timeout_s: int = 6 * 3600
+
+    @classmethod
+    def from_env(cls) -> JobPolicy:
+        """The defaults, with NEGT2I_VERIFY_JOBS_PER_DAY (a positive integer) as the daily budget."""
+        from negt2ibench.core.options import check, positive_int
+
+        budget = os.environ.get(BUDGET_ENV)
+        return cls(per_day=check(BUDGET_ENV, budget, positive_int)) if budget else cls()
 
 
 def timeout_for(images: int, policy: JobPolicy) -> int:
@@ -84,7 +94,7 @@ class JobKeeper:
         self.store, self.backend = store, backend
         self.limits = limits or SubmissionLimits()
         self.images_per_entry = images_per_entry
-        self.policy = policy or JobPolicy()
+        self.policy = policy or JobPolicy.from_env()
         self.clock = clock
 
     # -- one pass ---------------------------------------------------------------------------------

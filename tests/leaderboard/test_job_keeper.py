@@ -214,3 +214,11 @@ def test_a_job_gets_the_token_and_the_sample_secret(monkeypatch):
     assert job_secrets("t") == {"HF_TOKEN": "t", "NEGT2I_VERIFY_SECRET": "s"}
     monkeypatch.delenv("NEGT2I_VERIFY_SECRET")
     assert job_secrets(None) == {}
+
+
+def test_the_daily_budget_is_a_setting(monkeypatch):
+    monkeypatch.setenv("NEGT2I_VERIFY_JOBS_PER_DAY", "5")
+    assert JobPolicy.from_env().per_day == 5
+    monkeypatch.setenv("NEGT2I_VERIFY_JOBS_PER_DAY", "0")
+    with pytest.raises(UsageError, match="NEGT2I_VERIFY_JOBS_PER_DAY must be a positive integer"):
+        JobPolicy.from_env()
