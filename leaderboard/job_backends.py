@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO, Any, Literal, Protocol
 
 from negt2ibench.core.errors import UsageError
-from negt2ibench.core.hf_jobs import VANISHED, HfJobs, JobRef, JobRequest, JobState
+from negt2ibench.core.hf_jobs import VANISHED, HfJobs, JobPackage, JobRef, JobRequest, JobState
 
 from .checking import JOB_ID_ENV
 from .spotcheck import SECRET_ENV
@@ -287,7 +287,10 @@ def default_backend(
         from negt2ibench.core.versions import project_version
 
         root = project_root or Path(__file__).resolve().parent.parent
-        package = job_package(project_version(), root, home, ("leaderboard", "models"))
+
+        def package() -> JobPackage:  # on the first launch, not when the app starts
+            return job_package(project_version(), root, home, ("leaderboard", "models"))
+
         jobs = HfJobs(api or HfApi(token=token), namespace=os.environ.get(NAMESPACE_ENV) or None, package=package)
         flavor = job_flavor(os.environ.get(FLAVOR_ENV) or DEFAULT_FLAVOR)
         return HfJobsBackend(jobs, store_locator, flavor, job_secrets(token), space=os.environ.get("SPACE_ID", ""))

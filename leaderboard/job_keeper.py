@@ -211,8 +211,36 @@ class JobKeeper:
             return entry
         mode = self._mode(entry)
         images = self.limits.plan_for(self.images_per_entry).sample_size if mode == "spot" else self.images_per_entry
-        ref = self.backend.launch(entry, mode, timeout_for(images, self.policy))
+        try:
+            ref = self.backend.launch(entry, mode, timeout_for(images, self.policy))
+        except Exception as error:  # noqa: BLE001 - a refused launch (no credits, no wheel ...) is a failed job
+            log.warning("launching the verification job of %s failed: %s", entry.submission_id, error)
+            return self._launch_failed(entry, job, error, now)
         return self._launched(entry, job, ref, mode, now)
+
+    def _launch_failed(self, entry: Entry, job: JobRecord | None, error: Exception, now: float) -> Entry:
+        """A launch that raised counts as a failed job (the bound applies), with the error's first line."""
+        from negt2ibench.core.errors import NegT2IError
+
+        text = error.one_line() if isinstance(error, NegT2IError) else f"{type(error).__name__}: {error}"
+        message = f"could not launch: {text.splitlines()[0] if text else type(error).__name__}"[:300]
+        base = job or JobRecord(backend=self.backend.name)
+        failures = base.failures + 1
+        given_up = failures >= self.policy.max_failures
+        record = base.model_copy(
+            update={
+                "job_id": "",
+                "stage": "",
+                "message": message,
+                "failures": failures,
+                "last_error": message,
+                "given_up": given_up,
+                "launches": [*base.launches, now][-KEPT_LAUNCHES:],
+                "updated_at": now,
+            }
+        )
+        entry = self._write(entry, record)
+        return self._give_up(entry, record, failures, message) if given_up else entry
 
     def _launched(self, entry: Entry, job: JobRecord | None, ref: JobRef, mode: Mode, now: float) -> Entry:
         base = job or JobRecord(backend=self.backend.name)

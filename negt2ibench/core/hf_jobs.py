@@ -205,11 +205,25 @@ def last_error_line(lines: Iterable[str], fallback: str = "") -> str:
 
 class HfJobs:
     """Launch, inspect, read and cancel jobs through `api` (an `HfApi`), in `namespace` (default:
-    the token's own account, asked once with `whoami`)."""
+    the token's own account, asked once with `whoami`). `package` is what a launched job installs,
+    or a function that makes it on the first launch (building a wheel takes a while)."""
 
-    def __init__(self, api: Any, *, namespace: str | None = None, package: JobPackage | None = None):
-        self.api, self.package = api, package
+    def __init__(
+        self,
+        api: Any,
+        *,
+        namespace: str | None = None,
+        package: JobPackage | Callable[[], JobPackage] | None = None,
+    ):
+        self.api = api
+        self._package = package
         self._namespace = namespace
+
+    @property
+    def package(self) -> JobPackage | None:
+        if callable(self._package):
+            self._package = self._package()
+        return self._package
 
     @property
     def namespace(self) -> str:

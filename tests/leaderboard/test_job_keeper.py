@@ -222,3 +222,24 @@ def test_the_daily_budget_is_a_setting(monkeypatch):
     monkeypatch.setenv("NEGT2I_VERIFY_JOBS_PER_DAY", "0")
     with pytest.raises(UsageError, match="NEGT2I_VERIFY_JOBS_PER_DAY must be a positive integer"):
         JobPolicy.from_env()
+
+
+def test_a_launch_that_is_refused_counts_as_a_failed_job(world):
+    from negt2ibench.core.errors import UserError
+
+    store, api = world["store"], world["api"]
+
+    def no_package():
+        raise UserError("could not build a wheel of /space for the job (no pyproject.toml); set NEGT2I_JOB_WHEEL")
+
+    backend = HfJobsBackend(HfJobs(api, package=no_package), LOCATOR, secrets={"HF_TOKEN": TOKEN})
+    keeper = JobKeeper(store, backend, clock=world["clock"])
+    entry = waiting(store)
+    for attempt in (1, 2, 3):
+        keeper.run_pass()
+        assert store.get_entry(entry.submission_id).job.failures == attempt
+    stuck = store.get_entry(entry.submission_id)
+    assert stuck.status == "pending" and stuck.job.given_up and api.called("run_uv_job") == []
+    assert "last error: could not launch: could not build a wheel of /space" in stuck.reason
+    keeper.run_pass()
+    assert store.get_entry(entry.submission_id).job.failures == 3
