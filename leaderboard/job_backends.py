@@ -127,7 +127,7 @@ class LocalBackend:
             start_new_session=True,
         )
         self._jobs[job_id] = _Process(process, time.monotonic() + timeout_s, log, handle)
-        return JobRef(job_id, "", str(log))
+        return JobRef(job_id, "", str(log), "RUNNING")
 
     def pid(self, job_id: str) -> int | None:
         known = self._jobs.get(job_id)

@@ -53,7 +53,7 @@ class JobPolicy:
 
     max_failures: int = 3
     per_day: int = 24
-    retry_after_s: float = 3 * 3600
+    retry_after_s: float | None = None  # None: 30 minutes on `local` (free), 3 hours elsewhere (billed)
     startup_s: int = 1200
     seconds_per_image: float = 0.5
     min_timeout_s: int = 1800
@@ -96,6 +96,8 @@ class JobKeeper:
         self.images_per_entry = images_per_entry
         self.policy = policy or JobPolicy.from_env()
         self.clock = clock
+        wait = self.policy.retry_after_s
+        self.retry_after_s = wait if wait is not None else (1800.0 if backend.name == "local" else 3 * 3600.0)
 
     # -- one pass ---------------------------------------------------------------------------------
     def run_pass(self) -> list[Entry]:
@@ -190,7 +192,7 @@ class JobKeeper:
         if job is not None and job.given_up:
             return entry
         completed = job is not None and job.stage == "COMPLETED" and bool(job.launches)
-        if completed and job is not None and now - job.launches[-1] < self.policy.retry_after_s:
+        if completed and job is not None and now - job.launches[-1] < self.retry_after_s:
             return entry  # its check could not run; tried again later
         entries = self.store.list_entries()
         running = sum(self._active(other) for other in entries)
@@ -248,7 +250,7 @@ class JobKeeper:
             update={
                 "job_id": ref.job_id,
                 "url": ref.url,
-                "stage": "SCHEDULING",
+                "stage": ref.stage,
                 "message": "",
                 "mode": mode,
                 "launches": [*base.launches, now][-KEPT_LAUNCHES:],

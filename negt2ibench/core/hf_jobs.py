@@ -178,6 +178,7 @@ class JobRef:
     job_id: str
     namespace: str
     url: str
+    stage: str = "SCHEDULING"  # as the launch answered
 
 
 @dataclass(frozen=True)
@@ -268,7 +269,9 @@ class HfJobs:
             volumes=[*self._wheel_volume(), *request.volumes],
             namespace=self.namespace,
         )
-        return JobRef(str(info.id), self.namespace, str(getattr(info, "url", "")))
+        status = getattr(info, "status", None)
+        stage = getattr(getattr(status, "stage", None), "value", getattr(status, "stage", None))
+        return JobRef(str(info.id), self.namespace, str(getattr(info, "url", "")), str(stage or "SCHEDULING"))
 
     def state(self, job_id: str) -> JobState:
         """The job's stage and message; VANISHED when the Hub answers 404."""
