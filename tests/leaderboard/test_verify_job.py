@@ -204,3 +204,24 @@ def test_two_job_processes_at_once_leave_one_outcome_and_a_sound_database(tmp_pa
         assert any("nothing to check: it is verified" in out for out in outputs)
     with sqlite3.connect(store.path) as connection:
         assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+@pytest.mark.slow
+def test_a_job_on_another_machine_verifies_an_entry_of_the_hub_results_repo(tmp_path, corpus):
+    """The Space stores the entry in the results repo; a job elsewhere opens the repo by its locator,
+    verifies the entry and commits the outcome; the Space's next look at the repo sees it."""
+    from leaderboard.store import HubStore
+    from tests.helpers.hub_helpers import HubDouble
+
+    remote = tmp_path / "remote"
+    space = HubStore.from_repo("org/results", tmp_path / "space", api=HubDouble(remote))
+    entry = stored_entry(space, corpus["results"])
+    assert space.locator() == "hub:org/results"
+    job_store = HubStore.from_repo("org/results", tmp_path / "job", api=HubDouble(remote))
+    verified = verify_entry(
+        context(job_store, corpus, tmp_path, CountingScorer(corpus["prompts"]), []), entry.submission_id
+    )
+    assert verified.status == "verified"
+    assert space.get_entry(entry.submission_id).status == "received"  # the Space's clone, not read again yet
+    space.refresh()
+    assert space.get_entry(entry.submission_id) == verified
