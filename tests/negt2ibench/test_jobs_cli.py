@@ -154,6 +154,7 @@ def test_jobs_status_logs_and_cancel(hub, capsys):
     assert hub.jobs["job0001"]["stage"] == "CANCELED" and "cancel requested" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_inside_the_job_output_is_fetched_the_command_run_and_the_output_pushed(hub, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     repo = tmp_path / "hub" / "alice" / "results"
