@@ -14,6 +14,7 @@ from evaluator.config import PRESET_HELP, PRESETS
 from evaluator.geneval.config import PRESETS as GENEVAL_PRESETS
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.options import device, non_negative_int, positive_int, split_name
+from negt2ibench.jobs_cli import add_hf_job_options, run_on_hub, wants_hf_job
 
 PRESET_NAMES = tuple(PRESETS)
 GENEVAL_PRESET_NAMES = tuple(GENEVAL_PRESETS)
@@ -65,7 +66,9 @@ def register(subparsers) -> None:
             "  negt2ibench score --images out/sd_1_5 --out results/sd_1_5.jsonl\n"
             "  negt2ibench score --images data/ --split sd_1_5 --out results/sd_1_5.jsonl --batch-size 16\n"
             "  negt2ibench score --images user/negt2ibench --split flux_1_dev --out flux.jsonl\n"
-            "  negt2ibench score --images cat.png --prompt-id color_pos1_neg0_000 --out one.jsonl"
+            "  negt2ibench score --images cat.png --prompt-id color_pos1_neg0_000 --out one.jsonl\n"
+            "  negt2ibench score --images user/negt2ibench --split flux_1_dev --out flux.jsonl \\\n"
+            "      --hf-job l4x1 --push-to user/negt2ibench-results    # on the Hub's GPUs (docs/hub-jobs.md)"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -110,6 +113,7 @@ def register(subparsers) -> None:
     )
     score.add_argument("--no-progress", action="store_true", help="no progress bar")
     _add_model_options(score)
+    add_hf_job_options(score, "score")
     score.set_defaults(handler=run_score)
 
     explain = subparsers.add_parser(
@@ -226,6 +230,8 @@ def run_selftest(args: argparse.Namespace) -> int:
 def run_score(args: argparse.Namespace) -> int:
     from negt2ibench.api import Evaluator
 
+    if wants_hf_job(args):
+        return run_on_hub(args)
     evaluator = Evaluator(
         args.preset, device=args.device, weights_dir=args.weights_dir, batch_size=args.batch_size, prompts=args.prompts
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from negt2ibench.core.errors import UsageError, UserError
 from negt2ibench.core.options import device, non_negative_number, positive_int, split_name
+from negt2ibench.jobs_cli import add_hf_job_options, run_on_hub, wants_hf_job
 
 DEFAULT_NUM_IMAGES = SAMPLES_PER_PROMPT
 DEFAULT_SHARD_SIZE = 128
@@ -130,6 +131,7 @@ def register(subparsers) -> None:
         "need `hf auth login`); without it only local files are read and a missing model stops at once",
     )
     _add_selection(generate)
+    add_hf_job_options(generate, "generate")
     generate.set_defaults(handler=run_generate)
 
     importer = subparsers.add_parser(
@@ -211,6 +213,8 @@ def run_generate(args) -> int:
     if args.list:
         print("\n".join(registry_lines()))
         return 0
+    if wants_hf_job(args):
+        return run_on_hub(args)
     spec = _spec_from_args(args)
     if spec.backend == "unsupported":
         load_generator(spec, "cpu")  # raises the clear "use import-images" message

@@ -12,6 +12,7 @@ from typing import Any
 
 from negt2ibench.core.errors import UsageError
 from negt2ibench.core.options import device, non_negative_int, positive_int, split_name
+from negt2ibench.jobs_cli import add_hf_job_options, run_on_hub, wants_hf_job
 
 
 def add_download_flag(parser: argparse.ArgumentParser) -> None:
@@ -122,6 +123,7 @@ def register(subparsers) -> None:
     add_download_flag(judge)
     judge.add_argument("--json", action="store_true", help="also print the run summary (costs, counts) as JSON")
     judge.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_hf_job_options(judge, "judge")
     judge.set_defaults(handler=run_judge)
 
 
@@ -143,6 +145,8 @@ def run_judge(args: argparse.Namespace) -> int:
     missing = [flag for flag, value in (("--images", args.images), ("--out", args.out)) if not value]
     if missing:
         raise UsageError(f"judge needs {' and '.join(missing)} (see `negt2ibench judge --help`)")
+    if wants_hf_job(args):
+        return run_on_hub(args)
 
     from dataset_builder.loading import prompt_index
 

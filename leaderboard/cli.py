@@ -1,5 +1,5 @@
-"""`negt2ibench leaderboard list|verify|recheck|publish|hub-check`: the leaderboard's back end from the
-command line, without gradio (the Hub actions: `leaderboard.hub_cli`)."""
+"""`negt2ibench leaderboard list|verify|recheck|verify-job|withdraw|publish|hub-check`: the leaderboard's
+back end from the command line, without gradio (the Hub actions: `leaderboard.hub_cli`)."""
 
 from __future__ import annotations
 
@@ -24,20 +24,21 @@ def _leaderboard_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _leaderboard_verify(args: argparse.Namespace) -> int:
+def _spot_setup(args: argparse.Namespace, evaluator=None):
+    """The prompts, the evaluator (`evaluator`, else this machine's models) and the spot check's setup."""
     from dataset_builder.loading import prompt_index
     from negt2ibench.api import Evaluator
 
-    from .rescore import local_images, verify_full, verify_sampled
-    from .store import negt2i_home, open_store
+    from .rescore import local_images
     from .submissions import PRESET, SpotCheckSetup, hub_images
 
     if args.images_from is not None and not args.images_from.is_dir():
         raise UserError(f"--images-from {args.images_from}: no such folder")
     index = prompt_index(args.dataset)
-    evaluator = Evaluator(
-        PRESET, device=args.device, weights_dir=args.weights_dir, prompts=index, batch_size=args.batch_size
-    )
+    if evaluator is None:
+        evaluator = Evaluator(
+            PRESET, device=args.device, weights_dir=args.weights_dir, prompts=index, batch_size=args.batch_size
+        )
 
     def score(images, prompts, model_key, sample_indices):
         return evaluator.score_many(
@@ -45,21 +46,75 @@ def _leaderboard_verify(args: argparse.Namespace) -> int:
         )
 
     images = local_images(args.images_from) if args.images_from is not None else hub_images
-    setup = SpotCheckSetup(index, score, images, config=evaluator.config)
+    return evaluator, SpotCheckSetup(index, score, images, config=evaluator.config)
+
+
+def _work_dir(args: argparse.Namespace) -> Path:
+    from .store import negt2i_home
+
+    home = Path(args.home).expanduser() if args.home else negt2i_home()
+    return args.work_dir or home / "verify"
+
+
+def _leaderboard_verify(args: argparse.Namespace) -> int:
+    from .rescore import verify_full, verify_sampled
+    from .store import open_store
+
+    evaluator, setup = _spot_setup(args)
     if not getattr(args, "full", False):
         verify_sampled(open_store(args.home), setup)
         return 0
-    home = Path(args.home).expanduser() if args.home else negt2i_home()
     verify_full(
         lambda: open_store(args.home),
         setup,
         evaluator,
-        work=args.work_dir or home / "verify",
+        work=_work_dir(args),
         images_from=args.images_from,
         limit=args.limit,
         progress=not args.no_progress,
         num_workers=args.num_workers,
     )
+    return 0
+
+
+def _open_named_store(args: argparse.Namespace):
+    from .store import open_store, open_store_at
+
+    return open_store_at(args.store, args.home) if args.store else open_store(args.home)
+
+
+def verify_job(args: argparse.Namespace, evaluator=None) -> int:
+    """`leaderboard verify-job`: one entry's verification (`leaderboard.verify_job`). EVALUATOR: the
+    scorer to use instead of this machine's models (a test's perception double)."""
+    from .verify_job import VerifyContext, verify_entry
+
+    store = _open_named_store(args)
+    evaluator, setup = _spot_setup(args, evaluator)
+    if args.download:
+        from evaluator.models import weights
+
+        weights.download(setup.config, args.weights_dir, echo=lambda line: print(line, flush=True))
+    context = VerifyContext(
+        store,
+        setup,
+        _work_dir(args),
+        evaluator=evaluator,
+        open_store=lambda: _open_named_store(args),
+        images_from=args.images_from,
+        progress=not args.no_progress,
+        num_workers=args.num_workers,
+    )
+    verify_entry(context, args.entry, "full" if args.full else "spot")
+    return 0
+
+
+def _withdraw(args: argparse.Namespace) -> int:
+    from .submissions import withdraw
+    from .verify_job import find_entry
+
+    store = _open_named_store(args)
+    entry = withdraw(store, find_entry(store, args.entry), args.reason)
+    print(f"{entry.submission_id[:8]}  {entry.model_name}: {entry.status}: {entry.reason}")
     return 0
 
 
@@ -69,11 +124,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="list the leaderboard's submissions, verify those waiting, publish them to the Hub, check the Hub's",
         description=(
             "The leaderboard store the Space uses (SQLite under NEGT2I_HOME, or the Hub dataset repo named by "
-            "NEGT2I_RESULTS_REPO). A submission whose spot check could not run (images unreachable, no GPU) is "
-            "pending; the Space retries it at start-up and every 30 minutes. `verify` runs the spot check here, "
-            "and `verify --full` re-scores every image with this machine's models (docs/leaderboard.md); `publish` "
-            "proposes a verified entry's .eval_results to its model repo and `hub-check` compares the Hub's "
-            "leaderboard with the entries verified here (docs/hub.md)."
+            "NEGT2I_RESULTS_REPO). A submission waits (pending) until a verification job checks it: the Space "
+            "launches `verify-job --entry ID` through its backend (NEGT2I_VERIFY_BACKEND: hf-jobs, local or none; "
+            "docs/leaderboard.md), and a maintainer can run it anywhere. `verify` runs the spot check of every "
+            "waiting submission here, and `verify --full` re-scores every image with this machine's models; "
+            "`withdraw` takes an entry off (its job is cancelled); `publish` proposes a verified entry's "
+            ".eval_results to its model repo and `hub-check` compares the Hub's leaderboard with the entries "
+            "verified here (docs/hub.md)."
         ),
     )
     actions = board.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -102,9 +159,80 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Validate received submissions and re-run the spot check of validated and pending ones "
         "with this machine's models; prints each one's new status and reason.",
     )
-    for sub in (listing, verify, again):
+    job = actions.add_parser(
+        "verify-job",
+        help="verify one submission (the job the Space launches; run it anywhere to settle a waiting entry)",
+        description=(
+            "Read one entry from the store (--store, else NEGT2I_RESULTS_REPO or SQLite under NEGT2I_HOME), "
+            "validate it if it was only received, then run its spot check (or with --full re-score every image), "
+            "and write the outcome back as one conditional write. Idempotent: an entry with nothing left to do is "
+            "left as it is. Resumable: rerun the same command after an interruption (the re-scored images are kept "
+            "in --work-dir). Safe to run twice at once: each run claims the entry, a newer run takes the claim "
+            "over, and only the holder's outcome lands."
+        ),
+        epilog="examples:\n"
+        "  negt2ibench leaderboard verify-job --entry 3f2a9c1e\n"
+        "  negt2ibench leaderboard verify-job --entry 3f2a9c1e --full --work-dir /scratch/verify\n"
+        "  negt2ibench leaderboard verify-job --entry 3f2a9c1e --store hub:org/negt2ibench-results",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    withdrawn = actions.add_parser(
+        "withdraw",
+        help="take a submission off the leaderboard (the Space cancels its verification job)",
+        description="Mark one entry withdrawn: never ranked, its verification job cancelled at the Space's next "
+        "pass, and a run still checking it writes nothing.",
+    )
+    for sub in (listing, verify, again, job, withdrawn):
         sub.add_argument("--home", type=Path, default=None, help="NEGT2I_HOME (where the SQLite leaderboard lives)")
-    for sub in (verify, again):
+    for sub in (job, withdrawn):
+        sub.add_argument(
+            "--entry", required=True, metavar="ID", help="the submission's id (or its first 8+ characters)"
+        )
+        sub.add_argument(
+            "--store",
+            default=None,
+            metavar="LOCATOR",
+            help="sqlite:PATH or hub:ORG/NAME (default: NEGT2I_RESULTS_REPO, else SQLite under NEGT2I_HOME)",
+        )
+    withdrawn.add_argument("--reason", default="", help="why (shown on the entry)")
+    job.add_argument(
+        "--download",
+        action="store_true",
+        help="first fetch the evaluator's weights that are not here (a fresh machine, e.g. a Hugging Face Job)",
+    )
+    _add_scoring_options(verify, again, job)
+    for sub in (verify, job):
+        sub.add_argument("--full", action="store_true", help="re-score every image, not a sample")
+        sub.add_argument(
+            "--work-dir",
+            type=Path,
+            default=None,
+            metavar="DIR",
+            help="where re-scored records and downloaded images go (default NEGT2I_HOME/verify); keep it to resume",
+        )
+        sub.add_argument(
+            "--num-workers",
+            type=non_negative_int,
+            default=None,
+            metavar="N",
+            help="with --full: image-decoding processes per model process (as `score --num-workers`)",
+        )
+        sub.add_argument("--no-progress", action="store_true", help="no progress bar")
+    verify.add_argument(
+        "--limit", type=positive_int, default=None, metavar="N", help="with --full: at most N submissions this run"
+    )
+    from .hub_cli import register_hub_actions
+
+    register_hub_actions(actions)
+    listing.set_defaults(handler=_leaderboard_list)
+    verify.set_defaults(handler=_leaderboard_verify)
+    again.set_defaults(handler=_leaderboard_verify)
+    job.set_defaults(handler=verify_job)
+    withdrawn.set_defaults(handler=_withdraw)
+
+
+def _add_scoring_options(*parsers: argparse.ArgumentParser) -> None:
+    for sub in parsers:
         sub.add_argument(
             "--dataset",
             type=Path,
@@ -130,29 +258,3 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         sub.add_argument(
             "--batch-size", type=positive_int, default=8, metavar="N", help="images per model batch (default: 8)"
         )
-    verify.add_argument("--full", action="store_true", help="re-score every image, not a sample")
-    verify.add_argument(
-        "--limit", type=positive_int, default=None, metavar="N", help="with --full: at most N submissions this run"
-    )
-    verify.add_argument(
-        "--work-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="with --full: where the re-scored records and downloaded images go (default NEGT2I_HOME/verify); "
-        "keep it to resume",
-    )
-    verify.add_argument(
-        "--num-workers",
-        type=non_negative_int,
-        default=None,
-        metavar="N",
-        help="with --full: image-decoding processes per model process (as `score --num-workers`)",
-    )
-    verify.add_argument("--no-progress", action="store_true", help="no progress bar")
-    from .hub_cli import register_hub_actions
-
-    register_hub_actions(actions)
-    listing.set_defaults(handler=_leaderboard_list)
-    verify.set_defaults(handler=_leaderboard_verify)
-    again.set_defaults(handler=_leaderboard_verify)

@@ -60,10 +60,10 @@ PAPER_ROWS: tuple[dict[str, Any], ...] = (
 
 def newest_entries(entries: Sequence[Entry]) -> list[Entry]:
     """Per model, its newest verified entry, else its newest validated or pending one (for the
-    model detail view); rejected ones never."""
+    model detail view); rejected and withdrawn ones never."""
     chosen: dict[str, Entry] = {}
     for entry in sorted(entries, key=lambda e: e.created_at):
-        if entry.status == "rejected" or entry.row is None:
+        if entry.status in ("rejected", "withdrawn") or entry.row is None:
             continue
         current = chosen.get(entry.model_key)
         if current is None or entry.status == "verified" or current.status != "verified":

@@ -24,10 +24,12 @@ from evaluator.results import ResultRecord
 from negt2ibench.core.atomic import write_atomic
 from negt2ibench.core.errors import UserError
 
+from .checking import new_run
 from .compared import disagreement, shown_numbers
 from .images import ImagesUnreachable, ParquetImages, hub_images
-from .store import Entry, LeaderboardStore, Verification
-from .submissions import AWAITING, SpotCheckSetup, advance, awaiting, recheck, transition
+from .states import AWAITING, SpotCheckSetup, transition
+from .store import Entry, LeaderboardStore, RunClaim, StaleEntryError, Verification
+from .submissions import advance, awaiting, recheck
 
 Say = Callable[[str], None]
 
@@ -88,10 +90,13 @@ def full_candidates(entries: Sequence[Entry]) -> list[Entry]:
     return sorted(chosen, key=lambda e: (e.status != "held", e.created_at))
 
 
-def plan_jobs(store: LeaderboardStore, setup: SpotCheckSetup, limit: int | None) -> list[Job]:
-    """Validate what was only received, then the jobs of the entries to re-score (at most `limit`)."""
+def plan_jobs(store: LeaderboardStore, setup: SpotCheckSetup, limit: int | None, only: str | None = None) -> list[Job]:
+    """Validate what was only received, then the jobs of the entries to re-score (at most `limit`;
+    only the submission `only` when given)."""
     jobs: list[Job] = []
     for entry in full_candidates(store.list_entries()):
+        if only is not None and entry.submission_id != only:
+            continue
         if limit is not None and len(jobs) >= limit:
             break
         if entry.status == "received":
@@ -144,10 +149,25 @@ def drop_error_rows(path: Path) -> int:
     return len(records) - len(kept)
 
 
+def claim_full(store: LeaderboardStore, submission_id: str, run: RunClaim) -> Entry:
+    """Hold the entry for this full re-score (its status unchanged: a verified entry stays ranked
+    meanwhile); a newer run takes the claim over, and only the holder's numbers land."""
+
+    def check(current: Entry) -> str:
+        return "" if current in full_candidates([current]) else f"it is {current.status}: nothing to re-score"
+
+    return store.update_entry(submission_id, check, run=run)
+
+
 def record_full(
-    store: LeaderboardStore, entry: Entry, submitted: Sequence[ResultRecord], rescored: Sequence[ResultRecord]
+    store: LeaderboardStore,
+    entry: Entry,
+    submitted: Sequence[ResultRecord],
+    rescored: Sequence[ResultRecord],
+    run_id: str | None = None,
 ) -> Entry:
-    """Write a complete re-score's numbers into the entry: verified (full re-score)."""
+    """Write a complete re-score's numbers into the entry: verified (full re-score); given `run_id`,
+    only while that run holds the entry."""
     ours = {(r.prompt_id, r.sample_index): r for r in rescored}
     differing = [
         why for theirs in submitted if (why := disagreement(theirs, ours[theirs.prompt_id, theirs.sample_index]))
@@ -171,10 +191,12 @@ def record_full(
         detail=detail,
         claimed_row=entry.claimed_row or entry.row,
         verification=verification,
+        run_id=run_id,
+        **({"run": None} if run_id is not None else {}),
     )
 
 
-def _finish(store: LeaderboardStore, job: Job, out: Path, say: Say) -> Entry | None:
+def _finish(store: LeaderboardStore, job: Job, out: Path, say: Say, run: RunClaim) -> Entry | None:
     from evaluator.resultio import read_results
 
     entry = store.get_entry(job.submission_id)
@@ -189,7 +211,11 @@ def _finish(store: LeaderboardStore, job: Job, out: Path, say: Say) -> Entry | N
             f"re-scored, {len(missing)} missing (e.g. {first}); rerun to try them again"
         )
         return None
-    entry = record_full(store, entry, submitted, rescored)
+    try:
+        entry = record_full(store, entry, submitted, rescored, run.run_id)
+    except StaleEntryError as error:
+        say(f"{job.submission_id[:8]}  {job.model_name}: not written: {error}")
+        return None
     say(f"{job.submission_id[:8]}  {job.model_name}: {entry.reason}")
     return entry
 
@@ -202,11 +228,13 @@ def verify_full(
     work: Path,
     images_from: Path | None = None,
     limit: int | None = None,
+    only: str | None = None,
     progress: bool = True,
     num_workers: int | None = None,
     say: Say = print,
 ) -> list[Entry]:
-    """Re-score every image of the submissions `full_candidates` picks; the entries written."""
+    """Re-score every image of the submissions `full_candidates` picks (only the submission `only`
+    when given); the entries written. Each is held by this run (`claim_full`) while it is re-scored."""
     from negt2ibench.core.launch import Launch, launched_world_size
 
     launch = Launch.detect() if launched_world_size() > 1 else Launch()
@@ -216,7 +244,7 @@ def verify_full(
 
     def plan() -> None:
         assert store is not None  # on_main runs this on the main process, which holds the store
-        jobs = plan_jobs(store, setup, limit)
+        jobs = plan_jobs(store, setup, limit, only)
         write_atomic(plan_path, json.dumps([asdict(job) for job in jobs]).encode("utf-8"))
 
     launch.on_main(plan)
@@ -224,14 +252,17 @@ def verify_full(
     if launch.is_main:
         say(f"{len(jobs)} submission(s) to re-score in full in {store!r}" + (" ..." if jobs else ""))
     written = []
+    run = new_run("full")
     for job in jobs:
         out = work / f"{job.submission_id}.jsonl"
         folders: dict[str, Path | str] = {}
 
         def prepare(job: Job = job, out: Path = out, folders: dict = folders) -> None:
+            assert store is not None  # on_main runs this on the main process, which holds the store
             try:
+                claim_full(store, job.submission_id, run)
                 folders["images"] = images_folder(job, images_from, work)
-            except ImagesUnreachable as error:
+            except (ImagesUnreachable, StaleEntryError) as error:
                 folders["error"] = str(error)
             drop_error_rows(out)
             write_atomic(work / f"{job.submission_id}.folder", json.dumps(folders, default=str).encode())
@@ -256,11 +287,20 @@ def verify_full(
                 say(f"{job.submission_id[:8]}  {job.model_name}: skipped: {error}")
             continue
         if store is not None:  # the main process
-            entry = _finish(store, job, out, say)
+            entry = _finish(store, job, out, say, run)
             if entry is not None:
                 written.append(entry)
     launch.barrier()
     return written
 
 
-__all__ = ["Job", "full_candidates", "hub_images", "local_images", "record_full", "verify_full", "verify_sampled"]
+__all__ = [
+    "Job",
+    "claim_full",
+    "full_candidates",
+    "hub_images",
+    "local_images",
+    "record_full",
+    "verify_full",
+    "verify_sampled",
+]

@@ -17,14 +17,18 @@ A valid file is stored, and from then on every state is what the store holds:
 held: the account had a submission rejected by a spot check, or the file has error rows
 (`leaderboard.holds`, the guarantee per account; a rejection also holds the account's sampled
 verifications). `leaderboard.rescore`'s full re-score makes held entries "verified (full re-score)".
+A maintainer may withdraw any entry that is not rejected (`withdraw`): never ranked, its
+verification job cancelled (`leaderboard.job_backends`). The rules are `leaderboard.states`.
 
 The spot check re-scores `leaderboard.verification.spot_check_plan(images)` images (652 of 19,200),
 drawn with a seed nobody knows before submitting; while it runs the entry is pending, saying so.
 
-`advance()` moves one entry as far as it can go; `recheck()` advances every entry that is not
-final (at the Space's start-up, periodically while it runs, and by `negt2ibench leaderboard
-verify`), so a submission left pending, or half done by a crash, is finished later. The Space
-stores and validates in the request and spot-checks in its background thread (`submit(check=False)`).
+`advance()` moves one entry as far as it can go, its spot check as a claimed run
+(`leaderboard.checking`); `recheck()` advances every entry that is not final (`negt2ibench
+leaderboard verify`), so a submission left pending, or half done by a crash, is finished later.
+The Space stores and validates in the request (`submit(check=False)`) and never re-scores in its
+own process: a verification job does (`negt2ibench leaderboard verify-job`, `leaderboard.verify_job`),
+launched through the Space's backend (`leaderboard.job_backends`).
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from dataset_builder.records import PromptIndex
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
@@ -46,18 +49,18 @@ from negt2ibench.core.errors import NegT2IError, UserError
 from negt2ibench.core.jsonl import parse_jsonl
 from negt2ibench.core.options import REPO_ID
 
+from .checking import new_run, run_spot_check
 from .compared import model_detail, shown_numbers
-from .holds import FULL_RESCORE_NEXT, held_again_reason, hold_reason, to_hold_after
 from .images import ImageSource, ImageSourceFactory, ImagesUnreachable, ParquetImages, hub_images
 from .names import MAX_NAME, clean, clip, http_link, revision_name
-from .spotcheck import ScoreFn, spot_check, spot_check_failure, submission_seed
-from .store import Entry, LeaderboardStore, OwnershipError, Status, Verification, model_key_of, name_conflict
-from .verification import SpotCheckPlan, spot_check_plan
-
-PRESET = "current"  # the preset the leaderboard scores with and accepts submissions for
+from .spotcheck import ScoreFn, spot_check
+from .states import AWAITING, DEFAULT_LIMITS, PRESET, TRANSITIONS, SpotCheckSetup, SubmissionLimits, transition
+from .store import Entry, LeaderboardStore, OwnershipError, model_key_of, name_conflict
+from .verification import SpotCheckPlan
 
 __all__ = [
     "AWAITING",
+    "PRESET",
     "TRANSITIONS",
     "ImageSource",
     "ImageSourceFactory",
@@ -71,6 +74,7 @@ __all__ = [
     "SubmissionLimits",
     "SubmissionStoredError",
     "SpotCheckPlan",
+    "TRANSITIONS",
     "advance",
     "check_results",
     "hub_images",
@@ -78,22 +82,12 @@ __all__ = [
     "recheck",
     "spot_check",
     "submit",
+    "transition",
+    "withdraw",
 ]
 
 log = logging.getLogger(__name__)
 DAY_SECONDS = 24 * 60 * 60
-# The state machine: what each status may become. rejected is final; verified stays verified (a
-# maintainer's full re-score replaces a sampled verification's numbers with the project's own),
-# or, verified by a sample, is held when its account is caught; held waits for the full re-score.
-TRANSITIONS: dict[str, frozenset[str]] = {
-    "received": frozenset({"validated", "rejected"}),
-    "validated": frozenset({"verified", "held", "rejected", "pending"}),
-    "pending": frozenset({"verified", "held", "rejected", "pending"}),
-    "verified": frozenset({"verified", "held"}),
-    "held": frozenset({"verified"}),
-    "rejected": frozenset(),
-}
-AWAITING: tuple[str, ...] = ("received", "validated", "pending")  # not final: `recheck` picks them up
 NOT_COUNTED = "nothing was stored, and this attempt does not count toward the daily limit"
 
 
@@ -116,18 +110,6 @@ class SubmissionStoredError(NegT2IError, RuntimeError):
 
 
 @dataclass(frozen=True)
-class SubmissionLimits:
-    max_bytes: int = 200 * 1024 * 1024  # 19,200 result lines are ~30-60 MB
-    per_day: int = 5  # stored submissions per submitter per 24 hours (refused uploads do not count)
-    invalid_per_hour: int = 10  # uploads refused as invalid files per client per hour (the Space's handler)
-    # None: `spot_check_plan(images)`, the stated guarantee; a fixed plan only for tests of other things.
-    spot_check: SpotCheckPlan | None = None
-
-    def plan_for(self, images: int) -> SpotCheckPlan:
-        return self.spot_check or spot_check_plan(images)
-
-
-@dataclass(frozen=True)
 class SubmissionForm:
     """What the submitter types in."""
 
@@ -136,18 +118,6 @@ class SubmissionForm:
     images_repo: str
     images_revision: str
     submitter: str
-
-
-@dataclass(frozen=True)
-class SpotCheckSetup:
-    """What advancing a submission needs: the prompts, the scorer (None: none here) and the images."""
-
-    prompts: PromptIndex
-    score: ScoreFn | None
-    open_images: ImageSourceFactory = hub_images
-    config: EvaluatorConfig = PRESETS[PRESET]
-    limits: SubmissionLimits = SubmissionLimits()
-    secret: bytes | None = None  # the sample's secret (None: `spotcheck.verification_secret()`)
 
 
 def check_results(
@@ -200,14 +170,6 @@ def check_results(
 
 _busy: set[str] = set()  # entries being advanced in this process (a submit and the rechecker never race)
 _busy_lock = threading.Lock()
-_verdict_lock = threading.Lock()  # an account's verdicts are decided one at a time (`leaderboard.holds`)
-
-
-def transition(store: LeaderboardStore, entry: Entry, status: Status, reason: str, **fields: Any) -> Entry:
-    """Move ENTRY to STATUS in the store, if the state machine allows it (a bug otherwise)."""
-    if status not in TRANSITIONS[entry.status]:
-        raise RuntimeError(f"submission {entry.submission_id[:8]}: {entry.status} cannot become {status}")
-    return store.update_status(entry.submission_id, status, reason, **fields)
 
 
 def _validate(store: LeaderboardStore, entry: Entry, results: list[ResultRecord]) -> Entry:
@@ -218,67 +180,6 @@ def _validate(store: LeaderboardStore, entry: Entry, results: list[ResultRecord]
         return transition(store, entry, "rejected", f"inconsistent results: {error}")
     row["model"] = entry.model_name
     return transition(store, entry, "validated", "validated; its spot check comes next", row=row, detail=detail)
-
-
-def _reject(store: LeaderboardStore, entry: Entry, reason: str, **fields: Any) -> Entry:
-    """The spot check rejects `entry`: what its account had ranked on a sample is held (`leaderboard.holds`)."""
-    with _verdict_lock:
-        rejected = transition(store, entry, "rejected", reason, **fields)
-        for other in to_hold_after(store.list_entries(), rejected):
-            transition(store, other, "held", held_again_reason(rejected))
-    return rejected
-
-
-def _spot_check(store: LeaderboardStore, entry: Entry, results: list[ResultRecord], setup: SpotCheckSetup) -> Entry:
-    """validated | pending → verified, held, rejected, or pending with the reason the check could not run.
-
-    While the images are re-scored the entry is pending, saying so: a check of hundreds of images
-    takes minutes on a Space, and a crash in between leaves a truthful entry that `recheck` retries."""
-    attempts = entry.attempts + 1
-    plan = setup.limits.plan_for(len(results))
-    if setup.score is None:
-        why = "no scorer here to re-score the images"
-    elif entry.config_hash != setup.config.config_hash:
-        why = f"it was scored with config {entry.config_hash}; this Space scores with {setup.config.config_hash}"
-    else:
-        started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-        running = f"spot check running since {started}: {plan.describe()} (attempt {attempts})"
-        entry = transition(store, entry, "pending", running, attempts=attempts, checked_at=time.time())
-        try:
-            split = results[0].model_key  # the images split is the results' model key
-            images = setup.open_images(entry.images_repo, entry.images_revision, split)
-            seed = submission_seed(entry.submission_id, results, setup.secret)
-            outcome = spot_check(results, images, setup.prompts, setup.score, plan=plan, seed=seed)
-        except Exception as error:  # noqa: BLE001 - whatever stops the check, the entry waits for the next try
-            why = spot_check_failure(error)
-        else:
-            found = len(outcome.disagreements)
-            verification = Verification(
-                method="sampled",
-                checked=outcome.checked,
-                disagreements=found,
-                allowed=plan.max_disagreements,
-                total=len(results),
-            )
-            fields = {"attempts": attempts, "checked_at": time.time(), "verification": verification}
-            if not outcome.accepted:
-                shown = "; ".join(outcome.disagreements[:3])
-                reason = (
-                    f"spot check: {found} of {outcome.checked} re-scored images disagree, more than the "
-                    f"{plan.max_disagreements} of {plan.sample_size} allowed ({shown})"
-                )
-                return _reject(store, entry, reason, **fields)
-            reason = (
-                f"spot check: {outcome.checked - found} of {outcome.checked} re-scored images agree "
-                f"({found} disagree; at most {plan.max_disagreements} may)"
-            )
-            with _verdict_lock:  # the account's state read and the verdict written as one step
-                held = hold_reason(store.list_entries(), entry, results)
-                if held:
-                    return transition(store, entry, "held", f"{reason}; held: {held}; {FULL_RESCORE_NEXT}", **fields)
-                return transition(store, entry, "verified", reason, **fields)
-    reason = f"spot check waits (attempt {attempts}): {why}; it is retried automatically"
-    return transition(store, entry, "pending", reason, attempts=attempts, checked_at=time.time())
 
 
 def advance(
@@ -308,7 +209,7 @@ def advance(
         if entry.status == "received":
             entry = _validate(store, entry, results)
         if check and entry.status in ("validated", "pending"):
-            entry = _spot_check(store, entry, results, setup)
+            entry = run_spot_check(store, entry, results, setup, new_run())
         return entry
     finally:
         with _busy_lock:
@@ -358,7 +259,7 @@ def submit(
     score: ScoreFn | None,
     open_images: ImageSourceFactory = hub_images,
     config: EvaluatorConfig = PRESETS[PRESET],
-    limits: SubmissionLimits = SubmissionLimits(),
+    limits: SubmissionLimits = DEFAULT_LIMITS,
     now: float | None = None,
     secret: bytes | None = None,
     check: bool = True,
@@ -441,3 +342,11 @@ def submit(
 def awaiting(entries: Iterable[Entry]) -> list[Entry]:
     """The entries that are not final (what `recheck` would advance), oldest first."""
     return sorted((e for e in entries if e.status in AWAITING), key=lambda e: e.created_at)
+
+
+def withdraw(store: LeaderboardStore, entry: Entry, reason: str = "") -> Entry:
+    """A maintainer takes ENTRY off: withdrawn (final, never ranked); a run still checking it loses
+    its claim, so its outcome is not written. A rejected entry stays rejected (StaleEntryError)."""
+    why = clip(clean(reason), 200)
+    text = "withdrawn by a maintainer" + (f": {why}" if why else "")
+    return transition(store, entry, "withdrawn", text, run=None)

@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "validation.examples_cli",
     "space.cli",
     "leaderboard.cli",
+    "negt2ibench.jobs_cli",
 )
 
 

@@ -25,11 +25,15 @@ import matplotlib.pyplot  # noqa: F401  (see below)
 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex, PromptRecord
+from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from evaluator.config import EVALUATOR_VERSION
 from leaderboard.hub_check import HUB_REFRESH_SECONDS, HubLeaderboard, default_api
 from leaderboard.hub_results import hub_dataset_id, space_base_url
 from leaderboard.identity import FORWARDED_ENV, check_forwarded_allow_ips, default_forwarded_allow_ips
-from leaderboard.store import LeaderboardStore, open_store
+from leaderboard.job_backends import LocalBackend, VerifyBackend, default_backend
+from leaderboard.job_keeper import JobKeeper, JobPolicy
+from leaderboard.spotcheck import SECRET_ENV
+from leaderboard.store import LeaderboardStore, negt2i_home, open_store
 from leaderboard.submissions import PRESET, ImageSourceFactory, SubmissionLimits, hub_images
 from negt2ibench.api import Evaluator
 from negt2ibench.core.errors import UsageError
@@ -37,7 +41,7 @@ from negt2ibench.core.errors import UsageError
 from .handlers import Handlers, Rechecker, WorkDir
 from .judge_panel import judge_panel
 from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SWEEP_SECONDS, blocks_cache
-from .scoring import batch_scorer, gpu_scorer, on_zero_gpu, preload_models
+from .scoring import gpu_scorer, on_zero_gpu, preload_models
 from .tabs import annotate, compare, explore, gallery, leaderboard, score, submit
 from .tabs.annotate import annotation_handlers
 from .tabs.compare import CompareHandlers
@@ -50,7 +54,9 @@ from .views import prompt_label
 # first events at once then race on a half-imported module ("partially initialized module
 # 'matplotlib.pyplot'"). Importing it above, before any event runs, removes the race.
 
-RECHECK_SECONDS = 30 * 60  # how often pending spot checks are retried while the app runs
+# How often the verification jobs' pass runs while the app runs (launch, poll, relaunch, cancel; a
+# stored submission wakes it at once). Cheap: a store read, and one state call per running job.
+RECHECK_SECONDS = 60
 # theme/css go to launch() in gradio 6; uploads above the size limit are refused before any handler runs.
 LAUNCH_KWARGS: dict[str, Any] = {
     "theme": gr.themes.Soft(),
@@ -74,6 +80,7 @@ class SpaceBlocks(gr.Blocks):
         self.rechecker: Rechecker | None = None
         self.sweeper: Rechecker | None = None
         self.hub_reader: Rechecker | None = None
+        self.verify_backend: VerifyBackend | None = None
 
     def launch(self, *args: Any, **kwargs: Any):
         """`gr.Blocks.launch`, with uvicorn trusting X-Forwarded-For from `forwarded_allow_ips` only
@@ -100,6 +107,8 @@ class SpaceBlocks(gr.Blocks):
             for thread in (self.rechecker, self.sweeper, self.hub_reader):
                 if thread is not None:
                     thread.stop()
+            if isinstance(self.verify_backend, LocalBackend):
+                self.verify_backend.close()  # its subprocesses end with the app (the next start relaunches)
             self.work_dir.cleanup()
 
 
@@ -130,6 +139,8 @@ def build_app(
     board_refresh_every: float = BOARD_REFRESH_SECONDS,
     demo_note: str | None = None,
     score_example: ScoreExample | None = None,
+    verify_backend: VerifyBackend | None = None,
+    job_policy: JobPolicy | None = None,
 ) -> gr.Blocks:
     """The Space.
 
@@ -137,9 +148,9 @@ def build_app(
         prompts: the prompt records; else read from the built `dataset` folder; else the corpus
             built in memory.
         store: the leaderboard store; else `open_store()` (SQLite under NEGT2I_HOME or the Hub repo).
-        evaluator: the models that score uploads and spot-check submissions; else an
-            `Evaluator(PRESET)` whose models load on the first score. `perception` (e.g. a test
-            double) builds that evaluator around it instead.
+        evaluator: the models that score uploads; else an `Evaluator(PRESET)` whose models load on
+            the first score. `perception` (e.g. a test double) builds that evaluator around it
+            instead. Submissions are never re-scored here: a verification job does (`verify_backend`).
         preload: load the models now (default: when running on ZeroGPU, where it must happen in
             the main process at start-up).
         require_login: show "Sign in with Hugging Face" and refuse anonymous submissions, so the
@@ -150,14 +161,15 @@ def build_app(
         judge: a VLM judge (adapter or registered key; default env NEGT2I_JUDGE) whose answers the
             Score tab shows beside the verdict, in `judge_mode` (pos, neg or whole; env NEGT2I_JUDGE_MODE).
         weights_dir: the folder `negt2ibench download-models --dir DIR` filled (`serve --weights-dir`).
-        recheck_every: retry the spot check of submissions that are not final at start-up and
-            then every so many seconds, in a background thread (None: never); a stored submission
-            wakes it at once.
+        recheck_every: run the verification jobs' pass (`leaderboard.job_keeper`: launch, poll,
+            relaunch, cancel) at start-up and then every so many seconds, in a background thread
+            (None: never); a stored submission wakes it at once.
         forwarded_allow_ips: the proxies whose X-Forwarded-For is believed (uvicorn's convention:
             addresses or networks, comma-separated); default `identity.default_forwarded_allow_ips()`
             (FORWARDED_ALLOW_IPS, else the Spaces proxy's network on a Space, else none).
         cache_bytes: the bound on the app's files on disk (uploads, outputs, its temporary folder).
-        verify_secret: the spot check's sample secret (default: NEGT2I_VERIFY_SECRET, else one per process).
+        verify_secret: the spot check's sample secret, given to the jobs this app launches (default:
+            NEGT2I_VERIFY_SECRET, else each job draws its own).
         hub_dataset: the benchmark's Hub dataset repo (default NEGT2I_HUB_DATASET, else the repo the
             dataset folder's card names after a push; "": none): verified entries get `.eval_results` YAML
             naming it, and the board a `hub` column from its Hub leaderboard (docs/hub.md).
@@ -169,6 +181,10 @@ def build_app(
             verification (the page reads it again without a reload).
         demo_note: a note shown under the title on every page (`negt2ibench serve --demo`: what is synthetic).
         score_example: what the Score tab shows before anything is scored (the demo's example).
+        verify_backend: where verification jobs run (`leaderboard.job_backends`); default
+            `default_backend`: NEGT2I_VERIFY_BACKEND, else hf-jobs on ZeroGPU with a token, none on
+            ZeroGPU without one, local elsewhere (a subprocess with this app's weights and dataset).
+        job_policy: the jobs' bounds (failures, daily budget, retry wait, timeout; `JobPolicy`).
     """
     if evaluator is not None and perception is not None:
         raise UsageError("pass evaluator or perception to build_app, not both")
@@ -187,10 +203,14 @@ def build_app(
     if preload if preload is not None else on_zero_gpu():
         preload_models(evaluator)
     config = evaluator.config
-    zero_gpu = on_zero_gpu()
     work_dir = WorkDir()
     benchmark = None if hub_dataset == "" else hub_dataset_id(hub_dataset, dataset)
     hub_board = HubLeaderboard(benchmark, hub_api or default_api) if benchmark else None
+    if verify_backend is None:
+        verify_backend = _default_verify_backend(store, dataset, weights_dir, verify_secret)
+    jobs = JobKeeper(
+        store, verify_backend, limits=limits, images_per_entry=len(prompts) * SAMPLES_PER_PROMPT, policy=job_policy
+    )
     on = Handlers(
         prompts=prompts,
         index=index,
@@ -201,11 +221,9 @@ def build_app(
         limits=limits,
         require_login=require_login,
         work_dir=work_dir,
-        # On ZeroGPU a GPU is lent per visitor request: the spot check, a background pass, has none here.
-        rescore_on_gpu=None if zero_gpu else batch_scorer(evaluator),
-        secret=verify_secret,
         check_weights=evaluator.require_weights,
         stand_in=type(perception).__name__ if perception is not None else "",
+        jobs=jobs,
     )
     prompt_choices = [(prompt_label(p), p.prompt_id) for p in prompts]
     annotating = annotation_handlers(
@@ -217,6 +235,7 @@ def build_app(
     login_button = bool(require_login and os.environ.get("SPACE_ID"))
 
     with SpaceBlocks(work_dir, forwarded, title="NegT2IBench", delete_cache=DELETE_CACHE) as demo:
+        demo.verify_backend = verify_backend
         gr.Markdown(
             "# NegT2IBench\nDo text-to-image models respect *negation*? 4,800 prompts in 6 categories × 8 "
             "positive:negated settings, scored by a detector-based evaluator "
@@ -241,3 +260,19 @@ def build_app(
         demo.rechecker = Rechecker(on.recheck, recheck_every).start()
         on.on_stored = demo.rechecker.wake
     return demo
+
+
+def _default_verify_backend(
+    store: LeaderboardStore, dataset: str | Path | None, weights_dir: str | Path | None, secret: bytes | None
+) -> VerifyBackend:
+    """`default_backend` for this app: a local job gets the app's dataset and weights folder, and the
+    spot check's secret when the app was given one."""
+    extra: list[str] = []
+    if dataset is not None:
+        extra += ["--dataset", str(Path(dataset).resolve())]
+    if weights_dir is not None:
+        extra += ["--weights-dir", str(Path(weights_dir).resolve())]
+    backend = default_backend(store.locator(), on_zero_gpu=on_zero_gpu(), home=negt2i_home(), local_extra=extra)
+    if secret is not None and isinstance(backend, LocalBackend):
+        backend.env[SECRET_ENV] = secret.decode("utf-8", "surrogateescape")
+    return backend

@@ -27,18 +27,17 @@ from dataset_builder.grammar import PromptParseError
 from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EvaluatorConfig
 from leaderboard.identity import requester
+from leaderboard.job_keeper import JobKeeper
 from leaderboard.names import QUOTE_LIMIT, shorten
 from leaderboard.store import LeaderboardStore
 from leaderboard.submissions import (
     NOT_COUNTED,
     ImageSourceFactory,
     InvalidFileError,
-    SpotCheckSetup,
     SubmissionError,
     SubmissionForm,
     SubmissionLimits,
     SubmissionStoredError,
-    recheck,
     submit,
 )
 from negt2ibench.api import resolve_prompt
@@ -46,7 +45,7 @@ from negt2ibench.core.errors import MissingWeightsError, UserError
 
 from . import views
 from .resources import CacheBudget, ClientSlots, RecentEvents, bounded_image
-from .scoring import RescoreOnGpu, ScoreOnGpu, zero_gpu_refusal
+from .scoring import ScoreOnGpu, zero_gpu_refusal
 
 WEIGHTS_RETRY_SECONDS = 300.0  # after "weights missing", clicks answer at once for this long, then retry
 MAX_PROMPT_CHARS = 400  # a typed prompt, at most (the benchmark's longest is under 250)
@@ -81,9 +80,9 @@ class WorkDir:
 
 
 class Rechecker:
-    """Retries the spot check of every submission that is not final: once at start-up, then every
-    `interval` seconds, in a daemon thread, until `stop()` (when the app closes). `wake()` runs it
-    now. Each pass is `recheck`; what it does is in the store, where tests wait for it."""
+    """Runs `run` once at start-up, then every `interval` seconds, in a daemon thread, until `stop()`
+    (when the app closes); `wake()` runs it now. The verification jobs' pass (`JobKeeper.run_pass`)
+    is one: what it does is in the store, where tests wait for it."""
 
     def __init__(self, run: Callable[[], object], interval: float, name: str = "negt2i-recheck"):
         self.run, self.interval = run, interval
@@ -131,22 +130,16 @@ class Handlers:
     limits: SubmissionLimits
     require_login: bool
     work_dir: WorkDir
-    rescore_on_gpu: RescoreOnGpu | None = None  # the spot check's batch scorer (None: none here)
+    jobs: JobKeeper | None = None  # the verification jobs (None: none launched from this app)
     slots: ClientSlots = field(default_factory=ClientSlots)  # scoring events per client at once
     submit_slots: ClientSlots = field(default_factory=ClientSlots)  # submitting events per client at once
     invalid_uploads: RecentEvents = field(default_factory=RecentEvents)  # refused as invalid, per client, last hour
     cache: CacheBudget | None = None  # the upload cache, kept under its bound after each upload
-    secret: bytes | None = None  # the spot check's sample secret (None: `spotcheck.verification_secret()`)
-    on_stored: Callable[[], None] | None = None  # a submission was stored: start its spot check
+    on_stored: Callable[[], None] | None = None  # a submission was stored: launch its verification job
     check_weights: Callable[[], None] | None = None  # raises when the scorer cannot run here (a look at the disk)
     stand_in: str = ""  # the name of a perception given in place of the models (a test double): verdicts say so
     # The last "weights missing" answer and when it came: clicks within WEIGHTS_RETRY_SECONDS reuse it.
     _missing_weights: tuple[float, str] | None = field(default=None, repr=False)
-
-    @property
-    def spot_check_setup(self) -> SpotCheckSetup:
-        score = self.rescore if self.rescore_on_gpu is not None else None
-        return SpotCheckSetup(self.index, score, self.open_images, self.config, self.limits, self.secret)
 
     def _tidy(self) -> None:
         """After an event that took an upload: the cache back under its bound."""
@@ -157,8 +150,9 @@ class Handlers:
                 log.exception("cache sweep failed")
 
     def recheck(self) -> list:
-        """Retry every submission that is not final (start-up, the periodic pass)."""
-        return recheck(self.store, self.spot_check_setup)
+        """The verification jobs' pass (start-up, a stored submission, then periodically): launch,
+        poll, relaunch, cancel (`leaderboard.job_keeper`). The Space never re-scores in its own process."""
+        return self.jobs.run_pass() if self.jobs is not None else []
 
     # -- Score an image
     def prompt_of(self, prompt_id: str | None, custom_prompt: str | None) -> PromptRecord:
@@ -258,11 +252,6 @@ class Handlers:
             self._missing_weights = (time.monotonic(), message)
             raise UserError(message) from None
 
-    def rescore(self, images: list, prompts: list[PromptRecord], model_key: str, sample_indices: list[int]):
-        """The spot check's scorer: a batch through the GPU function of `Evaluator.score_many`."""
-        assert self.rescore_on_gpu is not None  # noqa: S101 - spot_check_setup passes None otherwise
-        return self.rescore_on_gpu(images, prompts, model_key, sample_indices)
-
     # -- Submit
     def submissions(self):
         return views.submissions_frame(self.store.list_entries())
@@ -312,12 +301,11 @@ class Handlers:
                 form,
                 results_file,
                 prompts=self.index,
-                score=self.rescore,
+                score=None,  # never here: a verification job re-scores (`leaderboard.job_keeper`)
                 open_images=self.open_images,
                 config=self.config,
                 limits=self.limits,
-                secret=self.secret,
-                check=False,  # the background thread spot-checks it (hundreds of images take minutes)
+                check=False,
             )
         except SubmissionError as error:  # refused: nothing stored, not counted toward the day
             if isinstance(error, InvalidFileError):  # ... but toward the hour's invalid uploads

@@ -99,24 +99,6 @@ def gpu_scorer(evaluator: Evaluator) -> ScoreOnGpu:
     return score_on_gpu
 
 
-RescoreOnGpu = Callable[[list[Image.Image], list[PromptRecord], str, list[int]], list[ResultRecord]]
-
-
-def batch_scorer(evaluator: Evaluator) -> RescoreOnGpu:
-    """The spot check's scorer: a batch of images through `Evaluator.score_many` (the engine of
-    `negt2ibench score`), in this process. Never a `spaces.GPU` function: the spot check runs in a
-    background thread, outside any visitor's request, so on ZeroGPU the Space has none (`build_app`)."""
-
-    def rescore_on_gpu(
-        images: list[Image.Image], prompts: list[PromptRecord], model_key: str, sample_indices: list[int]
-    ) -> list[ResultRecord]:
-        return evaluator.score_many(
-            images, prompts, model_key=model_key, sample_indices=sample_indices, progress=False, num_workers=0
-        )
-
-    return rescore_on_gpu
-
-
 JudgeOnGpu = Callable[[Image.Image, PromptRecord], ResultRecord]
 
 

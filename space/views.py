@@ -3,9 +3,10 @@ Markdown out. No gradio, no models, no store: each is testable on plain data."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -22,7 +23,10 @@ SETTING_CHOICES = [(f"{setting_label(p, n)} ({setting_name(p, n)})", setting_nam
 PROMPT_COLUMNS = ["prompt_id", "setting", "prompt"]
 STATEMENT_COLUMNS = ["#", "polarity", "subject", "target", "predicate", "sentence"]
 VERDICT_COLUMNS = ["item", "text", "polarity", "verdict", "cause", "observed", "measured"]
-SUBMISSION_COLUMNS = ["submitted (UTC)", "model", "submitter", "status", "reason", "id"]
+SUBMISSION_COLUMNS = ["submitted (UTC)", "model", "submitter", "status", "reason", "verification job", "id"]
+# The job column is Markdown (its logs link); every other cell is plain text.
+_LINK = re.compile(r"^https://[A-Za-z0-9.-]+(/[A-Za-z0-9._~%-]*)*$")  # a job page's address, nothing that ends a link
+SUBMISSION_TYPES: list[Literal["str", "markdown"]] = ["str", "str", "str", "str", "str", "markdown", "str"]
 
 
 # -- Explore -------------------------------------------------------------------------------------------
@@ -200,6 +204,29 @@ def error_markdown(message: str) -> str:
 # -- Submit --------------------------------------------------------------------------------------------
 
 
+def job_cell(entry: Entry) -> str:
+    """The entry's verification job as Markdown: backend, stage, attempts, the logs link (a Hub job's
+    page, or a local job's log file), the last error; the reason when no job runs. Plain text otherwise."""
+    job = entry.job
+    if job is None:
+        return ""
+    if not job.job_id:
+        return plain_markdown(f"{job.backend}: {job.message}" if job.message else job.backend)
+    parts = [f"{job.backend} {job.stage or 'launched'}".strip()]
+    if len(job.launches) > 1:
+        parts.append(f"launch {len(job.launches)}")
+    if job.message:
+        parts.append(job.message)
+    text = plain_markdown(" · ".join(parts))
+    if _LINK.match(job.url):
+        text += f" · [logs]({job.url})"
+    elif job.url:
+        text += f" · logs: {plain_markdown(job.url)}"
+    if job.last_error:
+        text += f" · last error: {plain_markdown(clip(job.last_error, 200))}"
+    return text
+
+
 def submissions_frame(entries: Sequence[Entry]) -> pd.DataFrame:
     rows = [
         {
@@ -208,6 +235,7 @@ def submissions_frame(entries: Sequence[Entry]) -> pd.DataFrame:
             "submitter": shown_identity(e.submitter),
             "status": e.status,
             "reason": e.reason,
+            "verification job": job_cell(e),
             "id": e.submission_id[:8],
         }
         for e in sorted(entries, key=lambda e: e.created_at, reverse=True)
@@ -219,12 +247,13 @@ def submissions_frame(entries: Sequence[Entry]) -> pd.DataFrame:
 # words that do not repeat the status itself.
 STATUS_MEANING: dict[str, str] = {
     "received": "stored; its file is being checked",
-    "validated": "stored and its file checked; the spot check runs next, in the background: refresh the list below "
-    "to follow it",
+    "validated": "stored and its file checked; the spot check runs next, as a verification job: refresh the list "
+    "below to follow it",
     "verified": "ranked on the leaderboard",
     "rejected": "stored but not ranked; it counts toward the daily limit",
     "pending": "stored and listed apart from the ranking until its spot check can run; it is retried automatically",
     "held": "stored and listed apart: ranked only after a maintainer's full re-score",
+    "withdrawn": "withdrawn by a maintainer; not on the leaderboard",
 }
 # The statuses whose stored reason only restates what STATUS_MEANING says (the state machine's own words).
 SAYS_NO_MORE = ("received", "validated")
@@ -259,14 +288,15 @@ def submit_help(
         "`negt2ibench push --repo-id ORG/NAME --images KEY`, where KEY, the images split, is the `model_key` "
         "of your results (`score --model-key KEY`); enter ORG/NAME and its revision below.\n\n"
         f"After you submit, {sample} of your images, drawn with a seed nobody knows in advance, are re-scored "
-        f"here: an image disagrees when its pass or fail, a statement's verdict or cause, an object's presence "
+        "by a verification job (the list below shows its state and logs): an image disagrees when its pass "
+        "or fail, a statement's verdict or cause, an object's presence "
         f"or whether it could be scored differs; at most {tolerance} may → **verified (sampled)** and ranked; "
         "more → **rejected**. A file that disagrees with a re-score on 2% of its images or more gets through "
         "with probability at most 1%, per account however often it tries: after a rejection, your later "
         "submissions (and those verified by a sample) are **held**, ranked only after a full re-score, as is "
         "a file with error rows. An honest file (0.26% of images flipped by hardware) is rejected with "
-        "probability at most 1%. While the check runs, or when it cannot run now (images unreachable, no GPU "
-        "time here), the submission is **pending**: stored, listed apart, and retried automatically. "
+        "probability at most 1%. While the check runs, or when it cannot run now (images unreachable, a failed "
+        "job), the submission is **pending**: stored, listed apart, and retried automatically. "
         "A maintainer's full re-score (`negt2ibench leaderboard verify --full`) replaces your numbers with "
         "the project's own: **verified (full re-score)**.\n\n"
         f"Limits: {max_megabytes} MB per file; {per_day} stored submissions per user per 24 hours, whatever "

@@ -59,6 +59,8 @@ _SETTINGS = {
     "no_proxy": "localhost,127.0.0.1",
     "MPLBACKEND": "Agg",
     "CUDA_VISIBLE_DEVICES": "",  # CPU only, as on CI: same numbers on a GPU machine
+    # An app a test builds launches no verification job unless the test gives it a backend.
+    "NEGT2I_VERIFY_BACKEND": "none",
 }
 # Variables that change what the code does: a token, a results repo, a Space, a launcher, a port.
 _REMOVED = (
@@ -69,6 +71,10 @@ _REMOVED = (
     "ROBOFLOW_HOME",
     "NEGT2I_RESULTS_REPO",
     "NEGT2I_DEBUG",
+    "NEGT2I_VERIFY_SECRET",
+    "NEGT2I_VERIFY_FLAVOR",
+    "NEGT2I_VERIFY_NAMESPACE",
+    "NEGT2I_JOB_WHEEL",
     "SPACE_ID",
     "SYSTEM",
     "GRADIO_SERVER_PORT",

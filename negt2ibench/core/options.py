@@ -127,6 +127,35 @@ def http_url(value: Any) -> str:
     return text
 
 
+def job_flavor(value: Any) -> str:
+    """A Hugging Face Jobs hardware flavour (`huggingface_hub.JobHardware`: cpu-basic ... l4x1, a10g-large, h200)."""
+    from huggingface_hub import JobHardware
+
+    flavors = [flavor.value for flavor in JobHardware]
+    if value in flavors:
+        return str(value)
+    gpus = ", ".join(f for f in flavors if not f.startswith("cpu"))
+    raise OptionError(f"unknown Jobs flavour {value!r}; choose one of {gpus} (or a cpu-* flavour)")
+
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd]?)$")
+_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(value: Any) -> int:
+    """A duration in whole seconds, at least 1: a number of seconds, or with s, m, h or d (90m, 2h)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        seconds = value
+    else:
+        found = _DURATION.match(str(value).strip().lower())
+        if found is None:
+            raise OptionError(f"must be a duration such as 3600, 90m or 2h, got {value!r}")
+        seconds = math.ceil(float(found.group(1)) * _SECONDS[found.group(2)])
+    if seconds < 1:
+        raise OptionError(f"must be a duration of at least 1 second, got {value!r}")
+    return seconds
+
+
 def one_of(choices: tuple[str, ...], what: str = "value") -> Callable[[Any], str]:
     """A validator for a fixed set of names whose error lists them (for names not known to argparse)."""
 

@@ -1,5 +1,5 @@
 """The Submit tab: upload a results JSONL with the model's name, link and images repo; the list of
-submissions shows where each spot check is (they run in the background).
+submissions shows where each spot check is (a verification job's state and logs link).
 
 API names (for gradio_client): ``submit`` (file, name, link, images repo, revision → the status
 and the list) and ``submissions`` (→ the list). The handlers are `Handlers.submit` and
@@ -17,7 +17,7 @@ from evaluator.config import EVALUATOR_VERSION
 
 from ..handlers import Handlers
 from ..resources import SUBMIT_CONCURRENCY
-from ..views import SUBMISSION_COLUMNS, submit_help
+from ..views import SUBMISSION_COLUMNS, SUBMISSION_TYPES, submit_help
 
 
 def build(demo: gr.Blocks, on: Handlers, *, login_button: bool) -> Any:
@@ -50,8 +50,10 @@ def build(demo: gr.Blocks, on: Handlers, *, login_button: bool) -> Any:
             revision = gr.Textbox(label="Revision", value="main")
         send = gr.Button("Submit", variant="primary")
         submit_status = gr.Markdown()
-        submissions = gr.Dataframe(headers=SUBMISSION_COLUMNS, label="Submissions", interactive=False, wrap=True)
-        # spot checks run in the background: the list shows where each one is
+        submissions = gr.Dataframe(
+            headers=SUBMISSION_COLUMNS, datatype=SUBMISSION_TYPES, label="Submissions", interactive=False, wrap=True
+        )
+        # verification jobs run apart: the list shows where each one is (its state and logs link)
         gr.Button("Refresh the list").click(on.submissions, None, submissions, api_name="submissions")
         sent = send.click(
             on.submit,

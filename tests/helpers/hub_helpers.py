@@ -1,7 +1,8 @@
 """A test double of `huggingface_hub.HfApi` that records what would be sent, and the Hub's recorded
 leaderboard payload (`tests/data/hub/leaderboard.json`). No network.
 
-`RecordingHfApi` answers with huggingface_hub's own types: `create_commit` returns a real
+`HubDouble` is one dataset repo as a folder (create, snapshot, head, commits on a parent: the
+Hub's 412 on an older one). `RecordingHfApi` answers with huggingface_hub's own types: `create_commit` returns a real
 `CommitInfo` (its `pr_url` as the Hub sets it for `create_pr=True`), `get_dataset_leaderboard` real
 `DatasetLeaderboardEntry`s parsed from the payload, as `HfApi.get_dataset_leaderboard` parses the
 response of `GET /api/datasets/{repo_id}/leaderboard`, `dataset_info` a real `DatasetInfo` with its
@@ -83,3 +84,66 @@ def http_error(status: int, message: str = "error"):
 
     request = httpx2.Request("GET", "https://huggingface.co/api/datasets/org/x/leaderboard")
     return HfHubHTTPError(message, response=httpx2.Response(status, request=request))
+
+
+class HubDouble:
+    """`huggingface_hub.HfApi` at its boundary: one remote dataset repo as a folder (created private,
+    downloaded as a snapshot, changed by commits of add and delete operations). Each commit moves its
+    head; a commit on another parent than the head is refused with the Hub's HTTP 412."""
+
+    instances: list[HubDouble] = []
+
+    def __init__(self, remote: Path, token: str | None = None):
+        self.remote, self.token, self.calls = remote, token, []
+        self.before_commit = None  # called before a commit lands (a test's other writer)
+        HubDouble.instances.append(self)
+
+    def _head_file(self) -> Path:
+        return self.remote.parent / f"{self.remote.name}.head"
+
+    def head(self) -> str:
+        path = self._head_file()
+        return path.read_text() if path.exists() else "0" * 40
+
+    def create_repo(self, repo_id, *, repo_type=None, private=None, exist_ok=False):
+        self.calls.append(("create_repo", repo_id, repo_type, private, exist_ok))
+        if self.remote.exists() and not exist_ok:
+            raise FileExistsError(repo_id)
+        self.remote.mkdir(parents=True, exist_ok=True)
+
+    def repo_info(self, repo_id, *, repo_type=None):
+        from types import SimpleNamespace
+
+        self.calls.append(("repo_info", repo_id, repo_type))
+        return SimpleNamespace(sha=self.head())
+
+    def snapshot_download(self, repo_id, *, repo_type=None, local_dir=None, allow_patterns=None, **kwargs):
+        import fnmatch
+        import shutil
+
+        self.calls.append(("snapshot_download", repo_id, repo_type, kwargs.get("token")))
+        for path in self.remote.rglob("*"):
+            rel = path.relative_to(self.remote).as_posix()
+            if path.is_file() and (allow_patterns is None or any(fnmatch.fnmatch(rel, p) for p in allow_patterns)):
+                target = Path(local_dir) / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+        return str(local_dir)
+
+    def create_commit(self, *, repo_id, repo_type, operations, commit_message, parent_commit=None):
+        from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+        self.calls.append(("create_commit", repo_id, repo_type, commit_message))
+        if self.before_commit is not None:
+            hook, self.before_commit = self.before_commit, None
+            hook()
+        if parent_commit is not None and parent_commit != self.head():
+            raise http_error(412, "A commit has happened since. Please refresh and try again.")
+        for operation in operations:
+            target = self.remote / operation.path_in_repo
+            if isinstance(operation, CommitOperationAdd):
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(Path(operation.path_or_fileobj).read_bytes())
+            elif isinstance(operation, CommitOperationDelete):
+                target.unlink()
+        self._head_file().write_text(f"{int(self.head(), 16) + 1:040x}")

@@ -13,11 +13,16 @@ from leaderboard.store import (
     HubStore,
     LeaderboardStore,
     OwnershipError,
+    RunClaim,
     SQLiteStore,
+    StaleEntryError,
     StoreError,
     model_key_of,
     open_store,
+    open_store_at,
 )
+from negt2ibench.core.errors import UserError
+from tests.helpers.hub_helpers import HubDouble
 
 
 class RecordingUpload:
@@ -202,42 +207,6 @@ def test_hub_uploader_makes_one_dataset_commit_with_the_env_token(tmp_path, monk
     assert "hf_secret_value" not in captured.out + captured.err + repr(hub)
 
 
-class HubDouble:
-    """`huggingface_hub.HfApi` at its boundary: one remote dataset repo as a folder (created private,
-    downloaded as a snapshot, changed by commits of add and delete operations)."""
-
-    instances: list[HubDouble] = []
-
-    def __init__(self, remote: Path, token: str | None = None):
-        self.remote, self.token, self.calls = remote, token, []
-        HubDouble.instances.append(self)
-
-    def create_repo(self, repo_id, *, repo_type=None, private=None, exist_ok=False):
-        self.calls.append(("create_repo", repo_id, repo_type, private, exist_ok))
-        if self.remote.exists() and not exist_ok:
-            raise FileExistsError(repo_id)
-        self.remote.mkdir(parents=True, exist_ok=True)
-
-    def snapshot_download(self, repo_id, *, repo_type=None, local_dir=None, **kwargs):
-        import shutil
-
-        self.calls.append(("snapshot_download", repo_id, repo_type, kwargs.get("token")))
-        shutil.copytree(self.remote, local_dir, dirs_exist_ok=True)
-        return str(local_dir)
-
-    def create_commit(self, *, repo_id, repo_type, operations, commit_message):
-        from huggingface_hub import CommitOperationAdd, CommitOperationDelete
-
-        self.calls.append(("create_commit", repo_id, repo_type, commit_message))
-        for operation in operations:
-            target = self.remote / operation.path_in_repo
-            if isinstance(operation, CommitOperationAdd):
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(Path(operation.path_or_fileobj).read_bytes())
-            elif isinstance(operation, CommitOperationDelete):
-                target.unlink()
-
-
 def test_open_store_runs_from_repo_against_the_hub(tmp_path, monkeypatch, capsys):
     """`open_store` with NEGT2I_RESULTS_REPO: `HubStore.from_repo` for real, through a double of
     `HfApi` (the token from HF_TOKEN; a private dataset repo; the snapshot; each write one commit),
@@ -259,7 +228,8 @@ def test_open_store_runs_from_repo_against_the_hub(tmp_path, monkeypatch, capsys
     ]
     added = first.add_submission(entry(), records(3))
     first.update_status(added.submission_id, "validated", "validated")
-    assert [call[0] for call in api.calls[2:]] == ["create_commit", "create_commit"]
+    # each write: the head read, the entries brought to it, one commit on it
+    assert [call[0] for call in api.calls[2:]] == ["repo_info", "snapshot_download", "create_commit"] * 2
     assert sorted(p.relative_to(remote).as_posix() for p in remote.rglob("*") if p.is_file()) == [
         f"results/{added.submission_id}.jsonl.gz",
         f"submissions/{added.submission_id}.json",
@@ -269,3 +239,95 @@ def test_open_store_runs_from_repo_against_the_hub(tmp_path, monkeypatch, capsys
     assert second.get_results(added.submission_id) == records(3)
     captured = capsys.readouterr()
     assert "hf_secret_value" not in captured.out + captured.err + repr(first) + repr(second)
+
+
+def test_a_conditional_change_writes_nothing_when_its_check_fails(store):
+    first = store.add_submission(entry(), records(2))
+    with pytest.raises(StaleEntryError, match="not changed: taken"):
+        store.update_entry(first.submission_id, lambda current: "taken", status="verified", reason="no")
+    assert reopen(store).get_entry(first.submission_id) == first
+    claimed = store.update_entry(first.submission_id, lambda current: "", run=RunClaim(run_id="a" * 32))
+    assert claimed.run is not None and claimed.run.run_id == "a" * 32 and claimed.status == "received"
+    cleared = store.update_entry(first.submission_id, None, run=None, attempts=3)
+    assert (cleared.run, cleared.attempts) == (None, 3)
+    with pytest.raises(StoreError, match="no field"):
+        store.update_entry(first.submission_id, None, colour="red")
+
+
+def test_modify_decides_on_every_stored_entry(store):
+    first = store.add_submission(entry("A", "alice", 100.0), records(1))
+    store.add_submission(entry("B", "alice", 200.0, status="rejected"), records(1))
+
+    def decide(current, entries):
+        rejected = [e.model_name for e in entries if e.status == "rejected"]
+        return {"status": "held", "reason": f"held: {', '.join(rejected)} was rejected"}
+
+    assert store.modify(first.submission_id, decide).reason == "held: B was rejected"
+
+
+def _add_attempts(path: str, submission_id: str, times: int) -> None:
+    store = SQLiteStore(path)
+
+    def more(current, entries):
+        return {"attempts": current.attempts + 1}
+
+    for _ in range(times):
+        store.modify(submission_id, more)
+
+
+@pytest.mark.slow
+def test_two_processes_changing_one_entry_lose_no_change(tmp_path):
+    import multiprocessing
+    import sqlite3
+
+    path = tmp_path / "leaderboard.sqlite"
+    added = SQLiteStore(path).add_submission(entry(), records(2))
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=_add_attempts, args=(str(path), added.submission_id, 40)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert [worker.exitcode for worker in workers] == [0, 0]
+    assert SQLiteStore(path).get_entry(added.submission_id).attempts == 80  # every read-change-write kept
+    with sqlite3.connect(path) as connection:
+        assert connection.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_a_store_names_where_another_process_finds_it(tmp_path):
+    sqlite = SQLiteStore(tmp_path / "lb.sqlite")
+    assert sqlite.locator() == f"sqlite:{(tmp_path / 'lb.sqlite').resolve()}"
+    assert open_store_at(sqlite.locator()).locator() == sqlite.locator()
+    assert HubStore(tmp_path / "clone", RecordingUpload()).locator() == ""  # no repo known: not launchable
+    for bad, message in [
+        ("sqlite:" + str(tmp_path / "none.sqlite"), "no leaderboard database"),
+        ("hub:not a repo", "ORG/NAME"),
+        ("ftp:x", "expected sqlite:PATH or hub:ORG/NAME"),
+    ]:
+        with pytest.raises(UserError, match=message):
+            open_store_at(bad)
+
+
+def test_two_machines_on_one_results_repo_never_overwrite_each_other(tmp_path):
+    """A job on another machine changes the entry after this Space cloned the repo, and another
+    commit lands between this Space's read of the head and its commit: its change is decided
+    again on the new head (the Hub's 412), and both changes are in the repo."""
+    remote = tmp_path / "remote"
+    space_api, job_api = HubDouble(remote), HubDouble(remote)
+    space = HubStore.from_repo("org/results", tmp_path / "space", api=space_api)
+    added = space.add_submission(entry(), records(2))
+    job = HubStore.from_repo("org/results", tmp_path / "job", api=job_api)
+    assert job.locator() == "hub:org/results"
+    job.update_entry(added.submission_id, None, status="validated", reason="by the job")
+
+    def another_commit():
+        job.update_entry(added.submission_id, None, attempts=7)
+
+    space_api.before_commit = another_commit
+    changed = space.update_entry(added.submission_id, None, checked_at=123.0)
+    expected = ("validated", "by the job", 7, 123.0)
+    assert (changed.status, changed.reason, changed.attempts, changed.checked_at) == expected
+    stored = Entry.model_validate_json((remote / f"submissions/{added.submission_id}.json").read_text())
+    assert stored == changed
+    refused = [call for call in space_api.calls if call[0] == "create_commit"]
+    assert len(refused) == 3  # the submission, the refused commit, the one decided again

@@ -396,7 +396,7 @@ def test_recheck_finishes_pending_and_half_done_submissions(
     ]
     assert settled[0].reason == "spot check: 2 of 2 re-scored images agree (0 disagree; at most 0 may)"
     assert recheck(store, setup) == []  # nothing left to do
-    with pytest.raises(RuntimeError, match="verified cannot become pending"):
+    with pytest.raises(RuntimeError, match="it is verified, which cannot become pending"):
         transition(store, settled[0], "pending", "no")
 
 
@@ -412,7 +412,7 @@ def test_a_submission_of_another_config_waits_and_says_why(tmp_path, failing_res
 @pytest.mark.slow
 def test_a_store_that_fails_after_storing_is_reported_as_stored(tmp_path, failing_results_file, index):
     class FlakyStore(SQLiteStore):
-        def update_status(self, *args, **kwargs):
+        def modify(self, *args, **kwargs):  # every change of a stored entry
             raise OSError("the Hub commit failed")
 
     store = FlakyStore(tmp_path / "lb.sqlite")

@@ -15,14 +15,14 @@ from dataset_builder.records import PromptIndex
 from evaluator.config import PRESETS
 from leaderboard.ranking import PAPER_ROWS, REPORTED, newest_entries
 from leaderboard.store import Entry, SQLiteStore
-from leaderboard.submissions import ImagesUnreachable, ParquetImages, SpotCheckPlan, SubmissionLimits
+from leaderboard.submissions import ImagesUnreachable, ParquetImages, SubmissionLimits
 from space.app import build_app
 from space.leaderboard_view import leaderboard_frame
 from space.views import grammar_markdown
+from tests.helpers.jobs_helpers import double_jobs
 from tests.helpers.net import launch_local, served_launch_settings, space_launch_settings
 from tests.helpers.space_helpers import (
     RectanglePerception,
-    ToggleImages,
     scene_png,
     wait_for,
     write_images_dataset,
@@ -44,7 +44,8 @@ def data(prompts, tmp_path_factory):
     return {
         "good": write_results(root / "good.jsonl", prompts, SPLIT, passed=False),
         "old_version": write_results(root / "old.jsonl", prompts[:10], SPLIT, passed=False, version="0.1.0"),
-        "images": write_images_dataset(root / "images_repo", prompts, SPLIT),
+        "hub": root / "hub",  # ORG/NAME folders laid out as the Hub repos, for the verification jobs
+        "images": write_images_dataset(root / "hub" / IMAGES_REPO, prompts, SPLIT),
         "scene": scene_png(root / "scene.png"),
         "not_image": (root / "notes.png").write_bytes(b"this is not an image") and root / "notes.png",
         "tiny": scene_png(root / "tiny.png", size=(8, 8)),
@@ -79,16 +80,20 @@ def server(prompts, data, tmp_path_factory):
 
     store = PerTest(SQLiteStore(tmp_path_factory.mktemp("space_store") / "lb.sqlite"))
     perception = PerTest(RectanglePerception())
+    # the spot check runs as a job subprocess: the real command, the rectangle double as its scorer,
+    # a fixed sample secret (each test has one outcome)
+    jobs = double_jobs(store.locator(), tmp_path_factory.mktemp("jobs"), images_from=data["hub"], secret=b"test secret")
     demo = build_app(
         prompts=prompts,
         store=store,
         perception=perception,
         open_images=open_images,
         limits=SubmissionLimits(per_day=3),  # the spot check of the stated guarantee: 652 images
-        verify_secret=b"test secret",  # a fixed sample per submission, so each test has one outcome
+        verify_backend=jobs,
+        recheck_every=0.5,
     )
     client = Client(launch_local(demo), verbose=False)
-    yield {"client": client, "store": store, "perception": perception, "demo": demo}
+    yield {"client": client, "store": store, "perception": perception, "demo": demo, "jobs": jobs}
     client.close()
     demo.close()
 
@@ -97,6 +102,7 @@ def server(prompts, data, tmp_path_factory):
 def app(server, tmp_path):
     """The module's app with an empty store and a fresh perception double for this test."""
     server["store"].inner = SQLiteStore(tmp_path / "lb.sqlite")
+    server["jobs"].locator = server["store"].inner.locator()  # this test's store, for its jobs
     server["perception"].inner = RectanglePerception()
     return {
         "client": server["client"],
@@ -114,7 +120,7 @@ def test_the_tests_launch_the_app_as_serve_does(server):
 
 
 def settled(store, model_name: str, timeout: float = 240.0) -> Entry:
-    """The stored entry of a model once its background spot check is done (waiting on the store)."""
+    """The stored entry of a model once its verification job's spot check is done (waiting on the store)."""
     wait_for(
         lambda: any(e.model_name == model_name and e.status in ("verified", "rejected") for e in store.list_entries()),
         f"the spot check of {model_name}",
@@ -232,9 +238,11 @@ def test_submissions_and_leaderboard(app, data, prompts):
     status, _ = client.predict(
         handle_file(str(data["good"])), "Toy Model", "https://example.org", IMAGES_REPO, "main", api_name="/submit"
     )
-    assert "status **validated**: stored and its file checked; the spot check runs next, in the background" in status
+    assert (
+        "status **validated**: stored and its file checked; the spot check runs next, as a verification job" in status
+    )
     assert status.count("validated") == 1  # the status said once, not again in its reason
-    toy = settled(store, "Toy Model")  # the background thread re-scores 652 of the 19,200 images
+    toy = settled(store, "Toy Model")  # the job re-scores 652 of the 19,200 images
     assert (
         toy.status == "verified"
         and toy.reason == "spot check: 652 of 652 re-scored images agree (0 disagree; at most 5 may)"
@@ -254,7 +262,8 @@ def test_submissions_and_leaderboard(app, data, prompts):
         "the offline model's spot check to wait",
     )
     [offline] = [e for e in store.list_entries() if e.model_name == "Offline Model"]
-    assert offline.status == "pending" and "images not reachable: org/elsewhere (offline test)" in offline.reason
+    assert offline.status == "pending" and "images not reachable: no images/toy_model-*.parquet in" in offline.reason
+    assert f"{data['hub'] / 'org' / 'elsewhere'}" in offline.reason
     submissions = client.predict(api_name="/submissions")
     assert list(table(submissions)["status"]) == ["pending", "verified"]
 
@@ -355,42 +364,43 @@ def test_a_space_with_login_refuses_anonymous_submissions(prompts, data, tmp_pat
 
 
 @pytest.mark.slow
-def test_pending_spot_checks_are_retried_at_start_up_and_while_the_app_runs(prompts, data, tmp_path):
+def test_waiting_submissions_get_a_job_at_start_up_and_again_while_the_app_runs(prompts, data, tmp_path):
+    import shutil
+
     from dataset_builder.records import PromptIndex
+    from leaderboard.job_keeper import JobPolicy
     from leaderboard.submissions import SubmissionForm, submit
 
     store = SQLiteStore(tmp_path / "recheck.sqlite")
-    images = ToggleImages(data["images"])
 
     def send(name: str):
         form = SubmissionForm(name, "", IMAGES_REPO, "main", submitter="alice")
-        return submit(store, form, data["good"], prompts=PromptIndex(prompts), score=None, open_images=images)
+        return submit(store, form, data["good"], prompts=PromptIndex(prompts), score=None)
 
-    first = send("Waiting Model")  # no scorer at submit time: pending
+    first = send("Waiting Model")  # stored while no app runs: it waits, saying why
     assert first.status == "pending" and first.attempts == 1
-    images.reachable = True
+    hub = tmp_path / "hub"  # the images dataset appears only later
+    hub.mkdir()
     demo = build_app(
         prompts=prompts,
         store=store,
         perception=RectanglePerception(),
-        open_images=images,
-        limits=SubmissionLimits(spot_check=SpotCheckPlan(2, 0)),
+        verify_backend=double_jobs(store.locator(), tmp_path, images_from=hub),
         recheck_every=0.2,
+        job_policy=JobPolicy(retry_after_s=0),  # a job that found no images is launched again at once
     )
     try:
-        wait_for(lambda: store.get_entry(first.submission_id).status == "verified", "the start-up recheck")
-        assert store.get_entry(first.submission_id).attempts == 2
-
-        images.reachable = False
-        second = send("Later Model")  # pending while the app runs
-        opened = images.opened
-        wait_for(lambda: images.opened > opened + 1, "a periodic recheck")  # tried again, still unreachable
-        assert store.get_entry(second.submission_id).status == "pending"
-        images.reachable = True
-        wait_for(lambda: store.get_entry(second.submission_id).status == "verified", "the next periodic recheck")
+        wait_for(lambda: "images not reachable" in store.get_entry(first.submission_id).reason, "the first job", 120)
+        waits = store.get_entry(first.submission_id)
+        assert waits.status == "pending" and waits.attempts == 2 and waits.run is None
+        shutil.copytree(data["images"], hub / IMAGES_REPO)
+        wait_for(lambda: store.get_entry(first.submission_id).status == "verified", "a job once the images exist", 240)
+        second = send("Later Model")  # stored behind the app's back: the periodic pass finds it
+        wait_for(lambda: store.get_entry(second.submission_id).status == "verified", "the periodic pass's job", 240)
+        assert store.get_entry(second.submission_id).job.stage in ("RUNNING", "COMPLETED")
     finally:
         demo.close()
-    demo.rechecker._thread.join(timeout=30)  # closing the app stops its rechecks
+    demo.rechecker._thread.join(timeout=30)  # closing the app stops its passes
     assert not demo.rechecker._thread.is_alive()
 
 

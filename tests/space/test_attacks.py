@@ -32,6 +32,7 @@ from leaderboard.identity import address_identity
 from leaderboard.store import SQLiteStore
 from leaderboard.submissions import ImagesUnreachable, ParquetImages, SubmissionLimits
 from space.app import build_app
+from tests.helpers.jobs_helpers import double_jobs
 from tests.helpers.net import launch_local
 from tests.helpers.space_helpers import RectanglePerception, scene_png, wait_for, write_images_dataset, write_results
 
@@ -61,7 +62,8 @@ def files(prompts, tmp_path_factory):
         "inflated_5": claiming(0.05, 2),
         "inflated_25": claiming(0.25, 3),
         "true": write_results(root / "true.jsonl", prompts, SPLIT, passed=False),
-        "images": write_images_dataset(root / "images_repo", prompts, SPLIT),
+        "hub": root / "hub",  # ORG/NAME folders as the Hub repos, for the verification jobs
+        "images": write_images_dataset(root / "hub" / IMAGES_REPO, prompts, SPLIT),
         "scene": scene_png(root / "scene.png"),
     }
 
@@ -101,7 +103,9 @@ def behind_proxy(prompts, files, tmp_path):
         perception=RectanglePerception(),
         open_images=images_of(files),
         forwarded_allow_ips="127.0.0.1",
-        verify_secret=b"attack tests",
+        # the spot checks run as job subprocesses (the real command, the rectangle double as the scorer)
+        verify_backend=double_jobs(store.locator(), tmp_path, images_from=files["hub"], secret=b"attack tests"),
+        recheck_every=0.5,
     )
     app = Launched(demo, store)
     yield app

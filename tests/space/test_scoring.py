@@ -159,21 +159,26 @@ def test_a_gpu_function_runs_inside_a_request_and_refuses_outside_one(zero_gpu, 
 
 
 @pytest.mark.slow
-def test_on_zero_gpu_the_background_spot_check_calls_no_gpu_function(zero_gpu, prompts, tmp_path):
+def test_on_zero_gpu_the_space_rescores_nothing_itself(zero_gpu, prompts, tmp_path, monkeypatch):
+    # ZeroGPU without a token: no job backend can run, so entries wait with the reason; the app's own
+    # models are never called outside a visitor's request.
+    monkeypatch.delenv("NEGT2I_VERIFY_BACKEND", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
     few = prompts[:10]
     perception = RectanglePerception()
     demo = build_app(
         prompts=few, store=SQLiteStore(tmp_path / "lb.sqlite"), perception=perception, preload=False, recheck_every=3600
     )
     try:
+        assert demo.verify_backend is not None and demo.verify_backend.name == "none"
         on = demo.rechecker.run.__self__  # the handlers whose `recheck` the background thread runs
-        assert on.rescore_on_gpu is None and on.spot_check_setup.score is None
         request = SimpleNamespace(username=None, client=SimpleNamespace(host="198.51.100.7"))
         results = write_results(tmp_path / "toy.jsonl", few, "toy_model", passed=False)
-        on.submit(str(results), "Toy", "", "org/toy-images", "main", request)  # wakes the spot check
+        on.submit(str(results), "Toy", "", "org/toy-images", "main", request)  # wakes the jobs' pass
         store = on.store
-        wait_for(lambda: store.list_entries()[0].status == "pending", "the spot check's pass over the entry")
+        wait_for(lambda: store.list_entries()[0].job is not None, "the jobs' pass over the entry")
         entry = store.list_entries()[0]
-        assert "no scorer here" in entry.reason and perception.calls == 0
+        assert entry.status != "verified" and demo.verify_backend.reason in entry.job.message
+        assert perception.calls == 0
     finally:
         demo.close()

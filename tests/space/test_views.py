@@ -129,8 +129,8 @@ def test_the_submit_tab_says_each_status_once_and_the_reason_only_when_it_adds_s
         reason="validated; its spot check comes next",
     )
     assert submission_message(stored) == (
-        "**Toy \\*Model\\***: status **validated**: stored and its file checked; the spot check runs next, in the "
-        "background: refresh the list below to follow it (id `abcdef01`)."
+        "**Toy \\*Model\\***: status **validated**: stored and its file checked; the spot check runs next, as a "
+        "verification job: refresh the list below to follow it (id `abcdef01`)."
     )
     rejected = stored.model_copy(update={"status": "rejected", "reason": "inconsistent results: no cause"})
     assert submission_message(rejected) == (
@@ -170,3 +170,30 @@ def test_a_stand_ins_verdict_says_whose_it_is_and_missing_weights_say_how_to_get
         "again, or start it with `negt2ibench serve --weights-dir DIR` on a folder that `download-models --dir DIR` "
         "filled."
     )
+
+
+def test_the_job_cell_shows_each_state_its_logs_link_and_last_error_as_text():
+    from leaderboard.store import JobRecord
+    from space.views import SUBMISSION_COLUMNS, SUBMISSION_TYPES, job_cell, submissions_frame
+
+    def cell(**job) -> str:
+        return job_cell(Entry(model_name="M", model_key="m", submitter="a", job=JobRecord(**job)))
+
+    assert job_cell(Entry(model_name="M", model_key="m", submitter="a")) == ""
+    assert cell(backend="none", message="a maintainer runs it") == "none\\: a maintainer runs it"
+    url = "https://huggingface.co/jobs/owner/68a1"
+    assert cell(backend="hf-jobs", job_id="68a1", stage="RUNNING", url=url, launches=[1.0]) == (
+        f"hf\\-jobs RUNNING · [logs]({url})"
+    )
+    failed = cell(
+        backend="hf-jobs", job_id="68a2", stage="ERROR", url=url + ") [x](https://e.vil", launches=[1.0, 2.0],
+        message="exit code 1", last_error="error: <img src=x> [y](https://e.vil)",
+    )  # fmt: skip
+    assert failed.startswith("hf\\-jobs ERROR · launch 2 · exit code 1 · logs: https\\:")  # not a link: text
+    assert "<img" not in failed and "](" not in failed and "last error: error\\: &lt;img" in failed
+    local = cell(backend="local", job_id="local-1", stage="COMPLETED", url="/tmp/logs/local-1.log", launches=[1.0])
+    assert local == "local COMPLETED · logs: \\/tmp\\/logs\\/local\\-1\\.log"
+    assert SUBMISSION_TYPES[SUBMISSION_COLUMNS.index("verification job")] == "markdown"
+    assert set(SUBMISSION_TYPES) == {"str", "markdown"} and SUBMISSION_TYPES.count("markdown") == 1
+    frame = submissions_frame([Entry(model_name="M", model_key="m", submitter="a")])
+    assert list(frame.columns) == SUBMISSION_COLUMNS

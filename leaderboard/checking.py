@@ -1,0 +1,133 @@
+"""The verification stage of the state machine: a run claims an entry, checks it, and only its outcome lands.
+
+A verification run (`RunClaim`) first claims the entry in one write of the store (`claim`): a
+validated or pending entry becomes pending, "spot check running since ... (attempt n)", held by
+the run. A newer run takes the claim over (a job relaunched after its predecessor was killed, or
+a maintainer's run beside the Space's): the older run then finds, when it writes, that it no
+longer holds the entry, and its outcome is dropped (`StaleEntryError`). So two runs at once for one
+entry land exactly one outcome, and a run killed at any point leaves a truthful pending entry that
+the next run finishes. The outcome is written in the same step as the account's state is read
+(`LeaderboardStore.modify`), so the per-account rule of `leaderboard.holds` holds across processes:
+a verdict reads every rejection written before it, and a rejection holds what was verified before it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from evaluator.results import ResultRecord
+
+from .holds import FULL_RESCORE_NEXT, held_again_reason, hold_reason, to_hold_after
+from .spotcheck import spot_check, spot_check_failure, submission_seed
+from .states import TRANSITIONS, SpotCheckSetup, held_by, transition
+from .store import Entry, LeaderboardStore, RunClaim, StaleEntryError, Verification
+
+JOB_ID_ENV = "NEGT2I_VERIFY_JOB_ID"  # set by the backend that launched this run (its job's id)
+
+
+def new_run(mode: Literal["spot", "full"] = "spot") -> RunClaim:
+    """A claim for a run in this process: where it runs, for the entry's reason and the Space's table."""
+    job = os.environ.get(JOB_ID_ENV, "")
+    where = f"job {job}" if job else f"{socket.gethostname()} pid {os.getpid()}"
+    return RunClaim(mode=mode, where=where)
+
+
+def claim(store: LeaderboardStore, entry: Entry, run: RunClaim, setup: SpotCheckSetup, total: int) -> Entry:
+    """validated | pending → pending, held by `run` (taking over any older run's claim); one write."""
+    plan = setup.limits.plan_for(total)
+
+    def decide(current: Entry, entries: Sequence[Entry]) -> dict[str, Any]:
+        if current.status not in ("validated", "pending"):
+            raise StaleEntryError(f"submission {current.submission_id[:8]} is {current.status}: nothing to check")
+        attempts = current.attempts + 1
+        started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(run.started_at))
+        took_over = f"; took over from run {current.run.run_id[:8]}" if current.run is not None else ""
+        reason = f"spot check running since {started} ({run.where}): {plan.describe()} (attempt {attempts}){took_over}"
+        return {"status": "pending", "reason": reason, "attempts": attempts, "checked_at": time.time(), "run": run}
+
+    return store.modify(entry.submission_id, decide)
+
+
+def _reject(store: LeaderboardStore, entry: Entry, reason: str, run_id: str, **fields: Any) -> Entry:
+    """The spot check rejects `entry`: what its account had ranked on a sample is held (`leaderboard.holds`)."""
+    rejected = transition(store, entry, "rejected", reason, run_id=run_id, run=None, **fields)
+    for other in to_hold_after(store.list_entries(), rejected):
+        try:
+            transition(store, other, "held", held_again_reason(rejected))
+        except StaleEntryError:
+            continue  # it changed meanwhile (withdrawn, or held already): nothing to hold
+    return rejected
+
+
+def _accept(
+    store: LeaderboardStore, entry: Entry, results: Sequence[ResultRecord], reason: str, run_id: str, **fields: Any
+) -> Entry:
+    """The sample agrees: verified, or held when the account was caught or the file has error rows,
+    decided on the store's entries in the same write as the verdict."""
+    mine = held_by(run_id)
+
+    def decide(current: Entry, entries: Sequence[Entry]) -> dict[str, Any]:
+        why = mine(current)
+        if why:
+            raise StaleEntryError(f"submission {current.submission_id[:8]}: outcome dropped: {why}")
+        held = hold_reason(entries, current, results)
+        status = "held" if held else "verified"
+        if status not in TRANSITIONS[current.status]:
+            raise StaleEntryError(f"submission {current.submission_id[:8]} is {current.status}")
+        text = f"{reason}; held: {held}; {FULL_RESCORE_NEXT}" if held else reason
+        return {"status": status, "reason": text, "run": None, **fields}
+
+    return store.modify(entry.submission_id, decide)
+
+
+def run_spot_check(
+    store: LeaderboardStore, entry: Entry, results: list[ResultRecord], setup: SpotCheckSetup, run: RunClaim
+) -> Entry:
+    """validated | pending → verified, held, rejected, or pending with the reason the check could not
+    run; the entry as stored afterwards. Raises StaleEntryError when another run took the entry over
+    (this run's outcome is then not written) or it became final meanwhile."""
+    plan = setup.limits.plan_for(len(results))
+    if setup.score is None:
+        why = "no scorer here to re-score the images"
+    elif entry.config_hash != setup.config.config_hash:
+        why = f"it was scored with config {entry.config_hash}; this Space scores with {setup.config.config_hash}"
+    else:
+        entry = claim(store, entry, run, setup, len(results))
+        try:
+            split = results[0].model_key  # the images split is the results' model key
+            images = setup.open_images(entry.images_repo, entry.images_revision, split)
+            seed = submission_seed(entry.submission_id, results, setup.secret)
+            outcome = spot_check(results, images, setup.prompts, setup.score, plan=plan, seed=seed)
+        except Exception as error:  # noqa: BLE001 - whatever stops the check, the entry waits for the next try
+            why = spot_check_failure(error)
+        else:
+            found = len(outcome.disagreements)
+            verification = Verification(
+                method="sampled",
+                checked=outcome.checked,
+                disagreements=found,
+                allowed=plan.max_disagreements,
+                total=len(results),
+            )
+            fields = {"checked_at": time.time(), "verification": verification}
+            if not outcome.accepted:
+                shown = "; ".join(outcome.disagreements[:3])
+                reason = (
+                    f"spot check: {found} of {outcome.checked} re-scored images disagree, more than the "
+                    f"{plan.max_disagreements} of {plan.sample_size} allowed ({shown})"
+                )
+                return _reject(store, entry, reason, run.run_id, **fields)
+            reason = (
+                f"spot check: {outcome.checked - found} of {outcome.checked} re-scored images agree "
+                f"({found} disagree; at most {plan.max_disagreements} may)"
+            )
+            return _accept(store, entry, results, reason, run.run_id, **fields)
+        reason = f"spot check waits (attempt {entry.attempts}): {why}; it is retried automatically"
+        return transition(store, entry, "pending", reason, run_id=run.run_id, run=None, checked_at=time.time())
+    attempts = entry.attempts + 1
+    reason = f"spot check waits (attempt {attempts}): {why}; it is retried automatically"
+    return transition(store, entry, "pending", reason, attempts=attempts, checked_at=time.time())

@@ -1,0 +1,256 @@
+"""What the leaderboard store holds, whatever holds it: an `Entry` per submission, and the store's interface.
+
+An entry is one submission: who sent it, for which model, its status with the reason
+(`leaderboard.submissions` moves it: received → validated → verified | rejected | pending | held,
+or withdrawn by a maintainer), its leaderboard row once validated, its spot-check attempts, the
+verification run that holds it now (`run`, `leaderboard.verify_job`) and the job the Space launched
+for it (`job`, `leaderboard.job_backends`). Results are stored beside it.
+
+Every change of a stored entry is `LeaderboardStore.modify`: the entry (and the others) read and the
+change written as one step of the store (one SQLite write transaction; one Hub commit on the
+commit read), so two processes that change one entry at once never lose each other's change, and a
+check that fails writes nothing (`StaleEntryError`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evaluator.results import ResultRecord
+from negt2ibench.core.errors import NegT2IError, UserError
+from negt2ibench.core.jsonl import JsonlError, parse_jsonl
+from negt2ibench.core.names import slug
+from validation.annotations import AnnotationRecord, ImageKey
+
+from .names import confusable_key
+
+# received: stored with its results; validated: its leaderboard row computed, the spot check next;
+# verified / rejected: final; pending: the spot check could not run yet (the reason says why);
+# held: ranked only after a full re-score (`leaderboard.holds`: the reason says why);
+# withdrawn: taken off by a maintainer (its verification job cancelled), never ranked.
+Status = Literal["received", "validated", "verified", "rejected", "pending", "held", "withdrawn"]
+STATUSES: tuple[str, ...] = get_args(Status)
+
+
+class StoreError(NegT2IError, RuntimeError):
+    """The store could not do what was asked (unknown id, taken model name, failed upload)."""
+
+
+class OwnershipError(StoreError, UserError):
+    """The model name belongs to another submitter's entry."""
+
+
+class StaleEntryError(StoreError):
+    """A conditional change found the stored entry other than expected (another run took it over,
+    or it became final meanwhile): nothing was written."""
+
+
+def model_key_of(model_name: str) -> str:
+    """The split-safe key of a model name (`negt2ibench.core.names.slug`): lower case, runs of other
+    characters as one `_`. A name with no letter or digit raises `SlugError` (a `ValueError`)."""
+    return slug(model_name)
+
+
+class Verification(BaseModel):
+    """How a verified (or rejected) entry was checked: a sample (`leaderboard.verification`'s plan) or every image."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: Literal["sampled", "full"]
+    checked: int  # images re-scored
+    disagreements: int  # of them, images whose verdicts differ from the submitted file's
+    allowed: int | None = None  # the sampled plan's tolerance
+    total: int  # images in the submission
+    at: float = Field(default_factory=time.time)
+
+
+class RunClaim(BaseModel):
+    """The verification run that holds an entry now (`leaderboard.verify_job`): only its outcome may land.
+    A newer run takes the claim over; the older one's outcome is then dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    mode: Literal["spot", "full"] = "spot"
+    where: str = ""  # host and process, or the job's id
+    started_at: float = Field(default_factory=time.time)
+
+
+class JobRecord(BaseModel):
+    """The verification job the Space launched for an entry, as its backend last reported it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str  # hf-jobs | local | none
+    job_id: str = ""
+    url: str = ""  # the job's page (its logs) on the Hub; a log file's path for `local`
+    stage: str = ""  # SCHEDULING, RUNNING, COMPLETED, ERROR, CANCELED, DELETED, VANISHED ("" before a launch)
+    message: str = ""  # the backend's message, or why no job runs
+    mode: Literal["spot", "full"] = "spot"
+    launches: list[float] = Field(default_factory=list)  # when its jobs were launched (the newest few)
+    failures: int = 0  # jobs in a row that failed or vanished before writing an outcome
+    last_error: str = ""  # the last failed job's last error line
+    given_up: bool = False  # failures reached the bound: no automatic launch any more
+    updated_at: float = Field(default_factory=time.time)
+
+
+class Entry(BaseModel):
+    """One submission and its state."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    submission_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    model_name: str
+    model_key: str
+    submitter: str
+    link: str = ""
+    images_repo: str = ""
+    images_revision: str = ""
+    created_at: float = Field(default_factory=time.time)
+    status: Status = "received"
+    reason: str = ""
+    evaluator_version: str = ""
+    config_hash: str = ""
+    row: dict[str, Any] | None = None  # leaderboard row (Table 3 columns) once validated
+    detail: dict[str, Any] | None = None  # per-model detail: polarity × category, failure causes
+    attempts: int = 0  # spot checks tried (a pending one is retried)
+    checked_at: float | None = None  # when the last spot check was tried (epoch seconds)
+    verification: Verification | None = None  # how it was verified (or rejected)
+    claimed_row: dict[str, Any] | None = None  # the submitted numbers, once a full re-score replaced `row`
+    run: RunClaim | None = None  # the verification run holding it now
+    job: JobRecord | None = None  # the Space's verification job for it
+
+
+def with_status(
+    entry: Entry,
+    status: Status,
+    reason: str = "",
+    *,
+    row: dict | None = None,
+    detail: dict | None = None,
+    **fields: Any,
+) -> Entry:
+    """A copy of `entry` with a new status and reason (and its row/detail and other fields, e.g.
+    `attempts`, when given): both backends' update. The copy is validated as an `Entry`."""
+    changes: dict[str, Any] = {"status": status, "reason": reason, **fields}
+    if row is not None:
+        changes["row"] = row
+    if detail is not None:
+        changes["detail"] = detail
+    return changed(entry, changes)
+
+
+def changed(entry: Entry, changes: dict[str, Any]) -> Entry:
+    """A copy of `entry` with `changes` (field → value; None clears an optional field), validated."""
+    unknown = set(changes) - set(Entry.model_fields)
+    if unknown:
+        raise StoreError(f"an entry has no field {', '.join(sorted(unknown))}")
+    dumped = {key: value.model_dump() if isinstance(value, BaseModel) else value for key, value in changes.items()}
+    return Entry.model_validate({**entry.model_dump(), **dumped})
+
+
+# decide(stored entry, every stored entry) -> the fields to change; raise StaleEntryError to write nothing.
+Decide = Callable[[Entry, Sequence[Entry]], dict[str, Any]]
+# check(stored entry) -> "" to go on, else why the change must not be written.
+Check = Callable[[Entry], str]
+
+
+def checked(check: Check | None, changes: dict[str, Any]) -> Decide:
+    """A `Decide` that writes `changes` when `check` passes on the stored entry."""
+
+    def decide(current: Entry, entries: Sequence[Entry]) -> dict[str, Any]:
+        why = check(current) if check is not None else ""
+        if why:
+            raise StaleEntryError(f"submission {current.submission_id[:8]}: not changed: {why}")
+        return changes
+
+    return decide
+
+
+@runtime_checkable
+class LeaderboardStore(Protocol):
+    """What the Space needs from a store, whatever holds the data."""
+
+    def add_submission(self, entry: Entry, results: Iterable[ResultRecord] = ()) -> Entry:
+        """Store an entry with its results atomically; nothing earlier is removed (the leaderboard
+        shows each model's newest entry). Another submitter's model raises OwnershipError."""
+
+    def update_status(self, submission_id: str, status: Status, reason: str = "", **fields: Any) -> Entry:
+        """Set an entry's status and reason, and the other fields given (`with_status`: `row`,
+        `detail`, `attempts` ...); one write."""
+
+    def modify(self, submission_id: str, decide: Decide) -> Entry:
+        """Read the stored entry and every entry, and write `decide`'s changes to it, as one step
+        no other writer interleaves with (a StaleEntryError from `decide` writes nothing)."""
+
+    def update_entry(self, submission_id: str, check: Check | None = None, **changes: Any) -> Entry:
+        """Write `changes` when `check` passes on the stored entry (`modify`)."""
+
+    def locator(self) -> str:
+        """Where another process finds this store (`leaderboard.store.open_store_at`): ``sqlite:PATH``
+        or ``hub:ORG/NAME``; "" when it cannot."""
+
+    def get_entry(self, submission_id: str) -> Entry: ...
+
+    def list_entries(self, status: Status | None = None) -> list[Entry]: ...
+
+    def get_results(self, submission_id: str) -> list[ResultRecord]: ...
+
+    def count_recent(self, submitter: str, since: float) -> int:
+        """Submissions by `submitter` created at or after `since` (epoch seconds)."""
+
+    # Human annotations (docs/validation.md; leaderboard/annotation_store.py): one record per image × annotator.
+    def add_annotation(self, record: AnnotationRecord) -> AnnotationRecord:
+        """Store at once; replaces the annotator's earlier record of that image (changed answers)."""
+
+    def add_annotations(self, records: Iterable[AnnotationRecord]) -> int:
+        """Store many as one transaction / one Hub commit (imports); same replacement rule."""
+
+    def annotations(self, annotator: str | None = None) -> list[AnnotationRecord]: ...
+
+    def annotators_of(self, image_key: ImageKey) -> list[str]: ...
+
+    def get_annotation(self, image_key: ImageKey, annotator: str) -> AnnotationRecord | None: ...
+
+
+def results_blob(results: Iterable[ResultRecord]) -> bytes:
+    lines = (record.model_dump_json() + "\n" for record in results)
+    return gzip.compress("".join(lines).encode("utf-8"), compresslevel=5)
+
+
+def parse_results_blob(blob: bytes, source: str = "stored results") -> list[ResultRecord]:
+    contents = parse_jsonl(gzip.decompress(blob), ResultRecord.model_validate_json, source=source, kind="result")
+    if contents.torn:
+        raise JsonlError(contents.torn)
+    return contents.records
+
+
+def name_conflict(existing: Iterable[Entry], model_name: str, model_key: str, submitter: str) -> str:
+    """Why `model_name` cannot be this submitter's ("" when it can): the model belongs to another
+    submitter, or the name looks like another model's (the same TR39 skeleton, `leaderboard.names`).
+    Rejected entries own nothing."""
+    looks = confusable_key(model_name)
+    for other in existing:
+        if other.status == "rejected":
+            continue
+        if other.model_key == model_key:
+            if other.submitter != submitter:
+                return f"model {model_name!r} was submitted by another user; choose another model name"
+        elif confusable_key(other.model_name) == looks:
+            return f"{model_name!r} looks like the model {other.model_name!r}; choose a name that does not"
+    return ""
+
+
+def check_owner(existing: list[Entry], entry: Entry) -> None:
+    """Raise if the entry's model belongs to another submitter or its name looks like another model's."""
+    if entry.status == "rejected":
+        return
+    problem = name_conflict(existing, entry.model_name, entry.model_key, entry.submitter)
+    if problem:
+        raise OwnershipError(problem)

@@ -1,0 +1,94 @@
+"""The submission state machine's rules: what each status may become, and the one way to change it.
+
+`transition` checks the rule against the entry *as stored when it writes* (`LeaderboardStore.update_entry`),
+not a copy read earlier, so two processes moving one entry (the Space and a verification job, or
+two jobs) cannot both land a change the machine forbids. A change made by a verification run names
+its claim (`RunClaim`, `leaderboard.checking`): it lands only while that run still holds the entry.
+
+The setups the machine runs with (`SubmissionLimits`, `SpotCheckSetup`) live here too, below both
+`leaderboard.submissions` (uploads) and `leaderboard.checking` (the spot check).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dataset_builder.records import PromptIndex
+from evaluator.config import PRESETS, EvaluatorConfig
+
+from .images import ImageSourceFactory, hub_images
+from .spotcheck import ScoreFn
+from .store import Entry, LeaderboardStore, Status
+from .verification import SpotCheckPlan, spot_check_plan
+
+PRESET = "current"  # the preset the leaderboard scores with and accepts submissions for
+
+# What each status may become. rejected and withdrawn are final; verified stays verified (a
+# maintainer's full re-score replaces a sampled verification's numbers with the project's own),
+# or, verified by a sample, is held when its account is caught; held waits for the full re-score.
+# A maintainer may withdraw any entry that is not rejected (its verification job is cancelled).
+TRANSITIONS: dict[str, frozenset[str]] = {
+    "received": frozenset({"validated", "rejected", "withdrawn"}),
+    "validated": frozenset({"verified", "held", "rejected", "pending", "withdrawn"}),
+    "pending": frozenset({"verified", "held", "rejected", "pending", "withdrawn"}),
+    "verified": frozenset({"verified", "held", "withdrawn"}),
+    "held": frozenset({"verified", "withdrawn"}),
+    "rejected": frozenset(),
+    "withdrawn": frozenset(),
+}
+AWAITING: tuple[str, ...] = ("received", "validated", "pending")  # not final: `recheck` picks them up
+
+
+@dataclass(frozen=True)
+class SubmissionLimits:
+    max_bytes: int = 200 * 1024 * 1024  # 19,200 result lines are ~30-60 MB
+    per_day: int = 5  # stored submissions per submitter per 24 hours (refused uploads do not count)
+    invalid_per_hour: int = 10  # uploads refused as invalid files per client per hour (the Space's handler)
+    # None: `spot_check_plan(images)`, the stated guarantee; a fixed plan only for tests of other things.
+    spot_check: SpotCheckPlan | None = None
+
+    def plan_for(self, images: int) -> SpotCheckPlan:
+        return self.spot_check or spot_check_plan(images)
+
+
+DEFAULT_LIMITS = SubmissionLimits()
+
+
+@dataclass(frozen=True)
+class SpotCheckSetup:
+    """What advancing a submission needs: the prompts, the scorer (None: none here) and the images."""
+
+    prompts: PromptIndex
+    score: ScoreFn | None
+    open_images: ImageSourceFactory = hub_images
+    config: EvaluatorConfig = PRESETS[PRESET]
+    limits: SubmissionLimits = DEFAULT_LIMITS
+    secret: bytes | None = None  # the sample's secret (None: `spotcheck.verification_secret()`)
+
+
+def held_by(run_id: str):
+    """A check (`LeaderboardStore.update_entry`) that the verification run `run_id` still holds the entry."""
+
+    def check(current: Entry) -> str:
+        if current.run is None or current.run.run_id != run_id:
+            holder = f"run {current.run.run_id[:8]}" if current.run is not None else "no run"
+            return f"this run ({run_id[:8]}) no longer holds it ({holder} does; it is {current.status})"
+        return ""
+
+    return check
+
+
+def transition(
+    store: LeaderboardStore, entry: Entry, status: Status, reason: str, *, run_id: str | None = None, **fields: Any
+) -> Entry:
+    """Move ENTRY to STATUS in the store, if the state machine allows it from the status stored now
+    (and, given `run_id`, while that run holds the entry); else `StaleEntryError`, nothing written."""
+    claim = held_by(run_id) if run_id is not None else None
+
+    def check(current: Entry) -> str:
+        if status not in TRANSITIONS[current.status]:
+            return f"it is {current.status}, which cannot become {status}"
+        return claim(current) if claim is not None else ""
+
+    return store.update_entry(entry.submission_id, check, status=status, reason=reason, **fields)
