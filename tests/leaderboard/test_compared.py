@@ -278,6 +278,27 @@ def test_each_disagreement_path(prompts):
     assert disagreement(failed, failed.model_copy(update={"score": 0.5})) == ""
 
 
+def test_statements_and_objects_added_or_removed_disagree(prompts):
+    """A file that drops a failed statement or object (or adds one) from an image disagrees with the
+    re-score, even when every item both sides list agrees and the verdict is the same."""
+    prompt = next(p for p in prompts if p.prompt_id == "color_pos1_neg1_000")
+    failed = ResultRecord.model_validate(result_line(prompt, 0, "toy", passed=False))
+    assert len(failed.statements) == 2 and len(failed.objects) >= 1
+    first_statement = failed.model_copy(update={"statements": failed.statements[:1]})
+    extra = failed.statements[-1].model_copy(update={"index": 2})
+    one_more = failed.model_copy(update={"statements": [*failed.statements, extra]})
+    assert "submitted 1 statements, re-scored 2" in disagreement(first_statement, failed)
+    assert "submitted 2 statements, re-scored 1" in disagreement(failed, first_statement)
+    assert "submitted 3 statements, re-scored 2" in disagreement(one_more, failed)
+    no_objects = failed.model_copy(update={"objects": []})
+    another = ObjectResult(name="zebra", present=False, confidence=0.0)
+    more_objects = failed.model_copy(update={"objects": [*failed.objects, another]})
+    assert "objects present: submitted []" in disagreement(no_objects, failed)
+    assert "objects present" in disagreement(failed, no_objects)
+    assert "('zebra', False)" in disagreement(more_objects, failed)
+    assert disagreement(failed, failed.model_copy()) == ""
+
+
 def test_shared_error_rows_agree_but_stay_out_of_the_ranking(truth, prompts):
     """Error rows both sides share are no disagreement (an honest file with a broken image is not
     rejected for it); such a file is held for a full re-score instead (test_holds)."""
