@@ -53,7 +53,7 @@ RECHECK_SECONDS = 30 * 60  # how often pending spot checks are retried while the
 # theme/css go to launch() in gradio 6; uploads above the size limit are refused before any handler runs.
 LAUNCH_KWARGS: dict[str, Any] = {
     "theme": gr.themes.Soft(),
-    "css": ".verdict-pass{color:#15803d}.verdict-fail{color:#b91c1c}",
+    "css": ".verdict-pass{color:#15803d}.verdict-fail,.verdict-error{color:#b91c1c}",
     "max_file_size": f"{SubmissionLimits().max_bytes // 2**20}mb",
 }
 
