@@ -181,11 +181,7 @@ TABLE: tuple[Mutation, ...] = (
 
 # Module → the fast tests that hold it (the generated pass).
 GENERATED: dict[str, tuple[str, ...]] = {
-    "leaderboard/spotcheck.py": (
-        "tests/leaderboard/test_compared.py",
-        "tests/leaderboard/test_verification.py",
-        "tests/leaderboard/test_submissions.py",
-    ),
+    "leaderboard/spotcheck.py": ("tests/leaderboard/test_spotcheck.py", "tests/leaderboard/test_compared.py"),
     "leaderboard/verification.py": ("tests/leaderboard/test_verification.py",),
     "leaderboard/compared.py": ("tests/leaderboard/test_compared.py", "tests/evaluator/test_results.py"),
     "leaderboard/names.py": ("tests/leaderboard/test_names.py", "tests/leaderboard/test_identity_names.py"),
