@@ -331,6 +331,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--generated", action="store_true", help="run the generated pass instead of the table")
     parser.add_argument("--module", action="append", help="with --generated: only this module (repeatable)")
     parser.add_argument("--match", help="only the mutations whose name contains this text")
+    parser.add_argument(
+        "--rerun", type=Path, help="with --generated: only the mutants this earlier output says survived"
+    )
     parser.add_argument("--list", action="store_true", help="list the mutations and exit")
     parser.add_argument("--workers", type=int, default=2, help="copies run at once (default 2)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds for one mutant's tests (default 300)")
@@ -343,6 +346,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for mutation in chosen:  # each must apply before anything runs
             applied(mutation, (ROOT / mutation.path).read_text(encoding="utf-8"))
     chosen = [m for m in chosen if not args.match or args.match in m.name]
+    if args.rerun:
+        survived = re.findall(r"^\[\d+/\d+\] survived (.*)$", args.rerun.read_text(encoding="utf-8"), re.MULTILINE)
+        chosen = [m for m in chosen if m.name in set(survived)]
     if args.list:
         print("\n".join(m.name for m in chosen))
         return 0

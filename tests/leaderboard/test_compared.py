@@ -26,8 +26,10 @@ from evaluator.results import ObjectResult, ResultRecord, StatementResult
 from leaderboard.compared import (
     CHECKED_FIELDS,
     COMPARED_FIELDS,
+    NOT_SCORED,
     compared_fields,
     disagreement,
+    model_detail,
     numbers_of,
     shown_numbers,
 )
@@ -176,6 +178,7 @@ def test_the_shown_numbers_read_only_compared_fields(prompts):
 
 def test_shown_numbers_ignore_what_is_not_compared(prompts):
     records = [scored(p) for p in prompts[::50]]
+    assert model_detail(records) == shown_numbers(records)[1]
     noisy = [
         r.model_copy(update={"score": 0.123, "objects": [o.model_copy(update={"confidence": 0.0}) for o in r.objects]})
         for r in records
@@ -276,6 +279,14 @@ def test_each_disagreement_path(prompts):
     assert disagreement(error_row, other_error) == ""  # neither side could score it: they agree
     assert "objects present" in disagreement(objects_claimed(failed), failed)
     assert disagreement(failed, failed.model_copy(update={"score": 0.5})) == ""
+    flagged = failed.model_copy(
+        update={"statements": [failed.statements[0], failed.statements[1].model_copy(update={"dead_zone_pass": True})]}
+    )
+    assert "submitted negated 1 failed (subject_missing), dead-zone pass" in disagreement(flagged, failed)
+    # what the comparison sees: an error row is not passed whatever it claims; confidences are emptied
+    seen = compared_fields(error_row.model_copy(update={"passed": True}))
+    assert (seen.passed, seen.error, seen.objects, seen.statements) == (False, NOT_SCORED, [], [])
+    assert [o.confidence for o in compared_fields(objects_claimed(failed)).objects] == [0.0] * len(failed.objects)
 
 
 def test_statements_and_objects_added_or_removed_disagree(prompts):

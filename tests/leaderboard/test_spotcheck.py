@@ -68,6 +68,19 @@ def test_the_sample_is_rescored_in_batches_and_every_image_counted(prompts, trut
     assert outcome.accepted and outcome.disagreements == []
 
 
+def test_a_sample_of_whole_batches_is_checked_once_and_a_short_answer_refused(prompts, truth):
+    calls: list[int] = []
+    plan = SpotCheckPlan(8, 0)
+    outcome = spot_check(truth, Images(), PromptIndex(prompts), scorer(truth, calls), plan=plan, seed=3, batch_size=4)
+    assert calls == [4, 4] and outcome.checked == 8 and outcome.accepted
+
+    def one_short(images, batch, model_key, sample_indices):
+        return scorer(truth, [])(images, batch, model_key, sample_indices)[:-1]
+
+    with pytest.raises(ValueError):  # a re-score that answers for fewer images than asked is no comparison
+        spot_check(truth, Images(), PromptIndex(prompts), one_short, plan=plan, seed=3, batch_size=4)
+
+
 def test_the_check_stops_once_more_images_disagree_than_allowed(prompts, truth):
     claimed = [r.model_copy(update={"passed": True}) for r in truth]  # every image a claimed pass
     calls: list[int] = []
