@@ -116,8 +116,9 @@ def frozen_twin(model: type[BaseModel], *, bases: tuple[type, ...] = ()) -> type
         namespace[name] = copy.copy(info)  # default or factory, constraints, aliases ... as the model declares them
     namespace.update(_validators(model))
     plain = types.new_class(model.__name__, bases, {}, lambda body: body.update(namespace))
-    settings = {key: value for key, value in model.model_config.items() if key not in ("frozen", "title")}
-    config = ConfigDict(**settings, title=model.__name__)  # type: ignore[typeddict-item]
+    config = ConfigDict(**model.model_config)  # extra, strictness, whitespace, aliases by name ... as the model's
+    config["title"] = model.__name__
+    config.pop("frozen", None)  # the twin is frozen whatever the model says
     twin = pydantic_dataclasses.dataclass(plain, frozen=True, slots=True, kw_only=True, config=config)
     twin.__qualname__ = f"{model.__qualname__}.frozen"
     _TWINS[model, bases] = twin
