@@ -9,7 +9,7 @@ from PIL import Image
 
 from dataset_builder.records import PromptRecord
 from evaluator.observation import ImageObservation, class_names, confidences
-from evaluator.results import ResultRecord
+from evaluator.results import ResultRecord, record_verdict
 
 
 def annotate(image: Image.Image, observation: ImageObservation, result: ResultRecord | None = None) -> Image.Image:
@@ -39,14 +39,14 @@ def annotate(image: Image.Image, observation: ImageObservation, result: ResultRe
             text_scale=max(0.4, min(image.size) / 1024), smart_position=True, color_lookup=by_object
         ).annotate(scene, detections, labels=labels)
     if result is not None:
-        passed = result.passed and not result.error
+        verdict = record_verdict(result)
         scene = sv.draw_text(
             scene,
-            "PASS" if passed else ("ERROR" if result.error else "FAIL"),
+            verdict.upper(),
             text_anchor=sv.Point(x=40, y=16),
             text_color=sv.Color.WHITE,
             text_scale=0.6,
-            background_color=sv.Color.GREEN if passed else sv.Color.RED,
+            background_color=sv.Color.GREEN if verdict == "pass" else sv.Color.RED,
         )
     return Image.fromarray(np.ascontiguousarray(scene[:, :, ::-1]))
 

@@ -303,7 +303,7 @@ def run_records(
                     continue
                 counts = run.outputs[name]
                 counts.written += 1
-                if record.error:
+                if record.error is not None:  # an error row, whatever its text (`results.is_error_row`)
                     counts.errors += 1
                     counts.error_reasons[error_kind(record.error, error_kinds)] += 1
                 else:

@@ -10,6 +10,8 @@ from negt2ibench.core.frozen import frozen_twin, thaw, twin_parser
 
 Cause = Literal["subject_missing", "target_missing", "forbidden_rendered", "wrong_value", "dead_zone"]
 CAUSES: tuple[str, ...] = get_args(Cause)  # in this order in every table and plot
+Verdict = Literal["pass", "fail", "error"]
+VERDICTS: tuple[str, ...] = get_args(Verdict)
 
 
 class ObjectResult(BaseModel):
@@ -59,6 +61,7 @@ class _ResultProperties:
 
     __slots__ = ()
     if TYPE_CHECKING:  # the fields it reads, for the type checker only (at run time they would be fields here)
+        passed: bool
         score: float | None
         error: str | None
         objects: list[ObjectResult]
@@ -70,7 +73,7 @@ class _ResultProperties:
     @property
     def image_score(self) -> float | None:
         """`score`, or the share of satisfied elements for records that predate it (None on error rows)."""
-        if self.score is not None or self.error:
+        if self.score is not None or is_error_row(self):
             return self.score
         elements = [obj.present for obj in self.objects] + [s.satisfied for s in self.statements]
         return sum(elements) / len(elements) if elements else None
@@ -78,6 +81,23 @@ class _ResultProperties:
     @property
     def key(self) -> tuple[str, str, int]:
         return (self.model_key, self.prompt_id, self.sample_index)
+
+
+def is_error_row(record: _ResultProperties) -> bool:
+    """Whether RECORD (a `ResultRecord` or its frozen twin) is an error row, an image that could not
+    be scored: its `error` is set, to any text, "" included (the text says why; only its presence
+    counts). Every reader asks this: the report leaves such a row out of every accuracy, the spot
+    check compares its state, the Gallery shows it as "error"."""
+    return record.error is not None
+
+
+def record_verdict(record: _ResultProperties) -> Verdict:
+    """The verdict on one image, the one the report, the leaderboard, the spot check, the Gallery and
+    Compare show: "error" for an error row (`is_error_row`, whatever `passed` says), else "pass" or
+    "fail" (`passed`)."""
+    if is_error_row(record):
+        return "error"
+    return "pass" if record.passed else "fail"
 
 
 class ResultRecord(_ResultProperties, BaseModel):

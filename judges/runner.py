@@ -21,7 +21,7 @@ from PIL import Image
 from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.engine import BatchStep, Failed, Job, run_records
 from evaluator.loader import Loaded, Work
-from evaluator.results import ResultRecord
+from evaluator.results import ResultRecord, is_error_row
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.options import check, non_negative_int
 
@@ -177,7 +177,7 @@ def judge_images(
     summary.load_seconds = time.perf_counter() - started
 
     def count_questions(mode: str, record: ResultRecord) -> None:
-        if not record.error:
+        if not is_error_row(record):
             summary.modes[mode].questions += len(record.questions)
 
     started = time.perf_counter()

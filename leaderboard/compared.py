@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from evaluator.results import ObjectResult, ResultRecord, StatementResult
+from evaluator.results import ObjectResult, ResultRecord, StatementResult, is_error_row, record_verdict
 
 # Field paths: "statements.cause" is the `cause` of every statement of a record.
 COMPARED_FIELDS: frozenset[str] = frozenset(
@@ -59,7 +59,7 @@ def compared_fields(record: ResultRecord) -> ResultRecord:
         "evaluator_version": record.evaluator_version,
         "config_hash": record.config_hash,
     }
-    if record.error is not None:
+    if is_error_row(record):
         return ResultRecord(**base, passed=False, error=NOT_SCORED)
     return ResultRecord(
         **base,
@@ -80,12 +80,9 @@ def compared_fields(record: ResultRecord) -> ResultRecord:
 
 def _differences(submitted: ResultRecord, rescored: ResultRecord) -> list[str]:
     """What differs between two compared records, in words (empty when they agree)."""
-
-    def verdict(record: ResultRecord) -> str:
-        return "error" if record.error is not None else ("pass" if record.passed else "fail")
-
-    if (submitted.error is None) != (rescored.error is None) or submitted.passed != rescored.passed:
-        return [f"submitted {verdict(submitted)}, re-scored {verdict(rescored)}"]
+    theirs_verdict, our_verdict = record_verdict(submitted), record_verdict(rescored)
+    if theirs_verdict != our_verdict:
+        return [f"submitted {theirs_verdict}, re-scored {our_verdict}"]
     found = []
     theirs_objects = [(o.name, o.present) for o in submitted.objects]
     ours_objects = [(o.name, o.present) for o in rescored.objects]

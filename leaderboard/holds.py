@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from evaluator.results import ResultRecord
+from evaluator.results import ResultRecord, is_error_row
 
 from .store import Entry
 
@@ -49,7 +49,7 @@ def caught(entries: Iterable[Entry], submitter: str) -> list[Entry]:
 def hold_reason(entries: Iterable[Entry], entry: Entry, results: Sequence[ResultRecord]) -> str:
     """Why `entry`, whose sample agreed, is not ranked on it ("" when it is): its account had a
     submission rejected by a spot check, or its file has error rows."""
-    errors = sum(record.error is not None for record in results)
+    errors = sum(map(is_error_row, results))
     if errors:
         return f"{errors} of its {len(results)} images are error rows (not scored), which its numbers leave out"
     rejected = [e for e in caught(entries, entry.submitter) if e.submission_id != entry.submission_id]

@@ -60,7 +60,7 @@ RECHECK_SECONDS = 60
 # theme/css go to launch() in gradio 6; uploads above the size limit are refused before any handler runs.
 LAUNCH_KWARGS: dict[str, Any] = {
     "theme": gr.themes.Soft(),
-    "css": ".verdict-pass{color:#15803d}.verdict-fail{color:#b91c1c}",
+    "css": ".verdict-pass{color:#15803d}.verdict-fail,.verdict-error{color:#b91c1c}",
     "max_file_size": f"{SubmissionLimits().max_bytes // 2**20}mb",
 }
 

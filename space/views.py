@@ -12,7 +12,7 @@ import pandas as pd
 
 from dataset_builder.records import PromptRecord
 from dataset_builder.vocabulary import SETTINGS, setting_label, setting_name
-from evaluator.results import ResultRecord
+from evaluator.results import ResultRecord, record_verdict
 from leaderboard.identity import shown_identity
 from leaderboard.names import clip, plain_markdown, shorten
 from leaderboard.store import Entry
@@ -138,7 +138,7 @@ def verdict_frame(prompt: PromptRecord | None, result: ResultRecord | None) -> p
 def verdict_summary(prompt: PromptRecord, result: ResultRecord, stand_in: str = "") -> str:
     """The verdict's heading, the prompt and the counts; `stand_in` (the name of a perception given
     in place of the models, a test double) marks the verdict as that double's."""
-    verdict = "PASS" if result.passed else "FAIL"
+    verdict = record_verdict(result).upper()
     satisfied = sum(s.satisfied for s in result.statements)
     summary = (
         f"## Image verdict: <span class='verdict-{verdict.lower()}'>{verdict}</span>\n\n"

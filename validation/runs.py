@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dataset_builder.records import PromptRecord
-from evaluator.results import ResultRecord
+from evaluator.results import ResultRecord, is_error_row
 from negt2ibench.core.errors import UserError
 
 from .annotations import ImageKey
@@ -68,7 +68,7 @@ def check_results(
             raise UserError(
                 f"{source}: {record.prompt_id} does not match the prompt ({problem}): results of another corpus version"
             )
-        if record.error or record.image_score is None:
+        if is_error_row(record) or record.image_score is None:
             errors.add(record.key)
         else:
             usable[record.key] = record

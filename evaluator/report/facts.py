@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dataset_builder.vocabulary import PROMPTS_PER_SETTING
-from evaluator.results import CAUSES, ResultRecord
+from evaluator.results import CAUSES, ResultRecord, is_error_row
 
 from .keys import MISSING_CAUSES, SETTING_LABELS, TABLE3_CATEGORIES, parse_prompt_id
 
@@ -63,7 +63,7 @@ def record_facts(records: Iterable[ResultRecord]) -> Facts:
     """The facts of RECORDS' scored records (error rows left out); a prompt id that is not a
     NegT2IBench id is a ValueError (`parse_prompt_id`). The fields are read by `attrgetter`s over
     all records, then all statements, at once (a Python loop per record took twice as long)."""
-    scored = [record for record in records if record.error is None]
+    scored = [record for record in records if not is_error_row(record)]
     prompt_ids, passed, statement_lists = zip(*map(_RECORD_FIELDS, scored), strict=True) if scored else ((), (), ())
     places: dict[str, tuple[int, int, int]] = {}
     for prompt_id in dict.fromkeys(prompt_ids):  # in order: the first id that is not one raises

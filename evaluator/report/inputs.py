@@ -22,7 +22,7 @@ from typing import Any
 
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from evaluator.resultio import ResultFileError
-from evaluator.results import FrozenResultRecord, ResultRecord, parse_frozen_result
+from evaluator.results import FrozenResultRecord, ResultRecord, is_error_row, parse_frozen_result
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.jsonl import parse_jsonl, require_file
 
@@ -101,7 +101,7 @@ def record_problem(record: ResultRecord, expected_samples: int = SAMPLES_PER_PRO
             f"sample index {record.sample_index} is outside 0–{expected_samples - 1} "
             f"(pass --samples if the run made more images per prompt)"
         )
-    if record.error is None:
+    if not is_error_row(record):
         for statement in record.statements:
             if not statement.satisfied and statement.cause is None:
                 return f"statement {statement.index} failed without a cause"
@@ -144,9 +144,9 @@ def read_report_inputs(paths: Iterable[str | Path], *, expected_samples: int = S
                 (record.evaluator_version, record.config_hash), where
             )
             previous = chosen.get(record.key)
-            if previous is None or (previous[0].error is not None and record.error is None):
+            if previous is None or (is_error_row(previous[0]) and not is_error_row(record)):
                 chosen[record.key] = (record, where)  # a scored record replaces an error row (a rerun fixed it)
-            elif previous[0].error is None and record.error is None and previous[0] != record:
+            elif not is_error_row(previous[0]) and not is_error_row(record) and previous[0] != record:
                 reason = f"another result of this image, different, is at {previous[1]} (that one is reported)"
                 notes.append(InputNote(where, reason, record.prompt_id, record.sample_index))
         left_out += sorted(notes, key=lambda note: int(note.where.rsplit(":", 1)[1]))  # in line order
@@ -158,7 +158,7 @@ def read_report_inputs(paths: Iterable[str | Path], *, expected_samples: int = S
             + (f": {len(left_out)} line(s) left out, e.g. {shown}" if left_out else ": the files hold no results")
         )
     _check_one_configuration_per_model(configurations)
-    errors = [InputNote(where, r.error or "", r.prompt_id, r.sample_index) for r, where in kept if r.error is not None]
+    errors = [InputNote(where, r.error or "", r.prompt_id, r.sample_index) for r, where in kept if is_error_row(r)]
     return ReportInputs(
         files=tuple(map(str, files)),
         records=tuple(record for record, _ in kept),

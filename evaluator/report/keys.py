@@ -27,7 +27,7 @@ from dataset_builder.vocabulary import (
     kind_of,
     setting_label,
 )
-from evaluator.results import ResultRecord
+from evaluator.results import ResultRecord, is_error_row
 
 # Table 3's column order: settings by load, then categories as the paper lists them.
 SETTING_LABELS: tuple[str, ...] = tuple(setting_label(p, n) for p, n in SETTINGS)
@@ -120,9 +120,9 @@ def _deduplicate(records: Sequence[ResultRecord]) -> list[ResultRecord]:
     chosen: dict[tuple[str, str, int], ResultRecord] = {}
     for record in records:
         previous = chosen.get(record.key)
-        if previous is None or (previous.error is not None and record.error is None):
+        if previous is None or (is_error_row(previous) and not is_error_row(record)):
             chosen[record.key] = record
-        elif previous.error is None and record.error is None and previous != record:
+        elif not is_error_row(previous) and not is_error_row(record) and previous != record:
             model, prompt_id, sample = record.key
             raise ValueError(
                 f"two different results for model {model!r}, prompt {prompt_id!r}, sample {sample}: "
@@ -162,4 +162,4 @@ def group_by_model(results: Sequence[ResultRecord]) -> dict[str, list[ResultReco
 
 
 def scored_only(records: Iterable[ResultRecord]) -> list[ResultRecord]:
-    return [record for record in records if record.error is None]
+    return [record for record in records if not is_error_row(record)]

@@ -33,7 +33,7 @@ import numpy as np
 
 from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.geneval.rules import relative_position
-from evaluator.results import ResultRecord
+from evaluator.results import ResultRecord, is_error_row
 from negt2ibench.core.bootstrap import DEFAULT_CONFIDENCE, percentile_interval, resample_indices
 from negt2ibench.core.table import Column, Table
 
@@ -186,7 +186,7 @@ def result_observations(
     observations = []
     plans = {} if plans is None else plans  # per prompt id, worked out once (shared by `ots_by_model`'s models)
     for record in records:
-        if record.error:
+        if is_error_row(record):
             continue
         if record.prompt_id not in plans:
             plans[record.prompt_id] = _plan(prompts[record.prompt_id]) if record.prompt_id in prompts else None

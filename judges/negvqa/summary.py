@@ -145,8 +145,11 @@ def _accuracies(records: Sequence[NegVQARecord], resamples: int, seed: int, conf
 def _drop(
     negated: Sequence[NegVQARecord], original: Sequence[NegVQARecord], resamples: int, seed: int, confidence: float
 ) -> dict[str, Any]:
-    """Original − negated accuracy over the questions answered in both forms, paired."""
+    """Original − negated accuracy over the questions answered in both forms, paired; the originals'
+    letters against their own key (the other letter of the negated one's, the seed's §2.1); their
+    error rows counted (`error_rows`) and, having no answer, in no pair."""
     originals = {r.question_id: r for r in original if r.error is None}
+    errors = len(original) - len(originals)
     pairs = [(r, originals[r.question_id]) for r in negated if r.question_id in originals]
     grouped: dict[str, list[tuple[NegVQARecord, NegVQARecord]]] = {}
     for pair in pairs:
@@ -173,11 +176,13 @@ def _drop(
         }
 
     if not total:
-        return {"pairs": 0, "accuracy_original": NAN, "accuracy_negated": NAN, "drop": NAN, "by_domain": {}}
+        empty = {"pairs": 0, "accuracy_original": NAN, "accuracy_negated": NAN, "drop": NAN, "by_domain": {}}
+        return empty | {"error_rows": errors}
     block = figures(list(values), macro=False)
     domain_of = {source: group[0][0].domain for source, group in grouped.items()}
     block["by_domain"] = {domain: figures(members, macro=True) for domain, members in _domains(domain_of).items()}
-    block["chosen_A"] = _share(sum(o.letter == "A" for _, o in pairs), total)
+    chosen, key = sum(o.letter == "A" for _, o in pairs), sum(o.answer == "A" for _, o in pairs)
+    block |= {"chosen_A": chosen / total, "key_A": key / total, "bias_A": (chosen - key) / total, "error_rows": errors}
     return block
 
 

@@ -22,13 +22,12 @@ from PIL import Image, ImageDraw, ImageFont
 from dataset_builder.records import PromptLookup
 from dataset_builder.vocabulary import CATEGORIES, SETTING_NAMES, setting_label
 from evaluator.observation import ImageObservation, ObjectObservation
-from evaluator.results import CAUSES, ResultRecord
+from evaluator.results import CAUSES, VERDICTS, ResultRecord, record_verdict
 from leaderboard.names import clip
 
 ANY = "any"  # the filters' "no filter" (as `space.views.ANY`)
 PAGE_SIZE = 24  # thumbnails per gallery page
 THUMB_SIDE = 320  # a thumbnail's longer side, in pixels
-VERDICTS = ("pass", "fail", "error")
 LOADS = ("1", "2", "3", "4")
 GALLERY_COLUMNS = ["#", "prompt_id", "sample", "setting", "verdict", "causes", "image"]
 COMPARE_COLUMNS = ["model", "sample", "verdict", "causes", "image"]
@@ -43,19 +42,12 @@ class GalleryRow(NamedTuple):
 
     prompt_id: str
     sample_index: int
-    verdict: str  # pass | fail | error
+    verdict: str  # pass | fail | error: `evaluator.results.record_verdict`
     causes: tuple[str, ...]  # the causes of its failed statements, in `CAUSES` order, once each
 
     @property
     def key(self) -> Key:
         return (self.prompt_id, self.sample_index)
-
-
-def verdict_of(record: ResultRecord) -> str:
-    """The verdict: "error" when the image could not be scored, else "pass" or "fail"."""
-    if record.error:
-        return "error"
-    return "pass" if record.passed else "fail"
 
 
 def causes_of(record: ResultRecord) -> tuple[str, ...]:
@@ -65,7 +57,7 @@ def causes_of(record: ResultRecord) -> tuple[str, ...]:
 
 
 def gallery_row(record: ResultRecord) -> GalleryRow:
-    return GalleryRow(record.prompt_id, record.sample_index, verdict_of(record), causes_of(record))
+    return GalleryRow(record.prompt_id, record.sample_index, record_verdict(record), causes_of(record))
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,7 @@ def test_centres_are_pixel_centroids_not_box_centres():
     assert result.measurements["center_a_x"] == pytest.approx(centroid_x)
     assert centroid_x != pytest.approx(9.5)
     assert result.measurements["extent_sum_x"] == 21  # extents from the bounding box
+    assert result.measurements["extent_sum_y"] == 21
 
 
 # ----------------------------------------------------------------------------- proximity
@@ -217,7 +218,7 @@ def test_comparative_area_both_sides_and_ties_within_the_ratio():
     assert relation_predicates("comparative", a, box(50, 50, 10, 10)).predicates == frozenset()
     tie = box(50, 50, 10, 10) | box(60, 50, 1, 5)  # area 105 = 1.05 × 100 exactly, height 11
     result = relation_predicates("comparative", a, tie)
-    assert result.measurements["area_b"] == 105
+    assert result.measurements["area_b"] == 105 and result.measurements["area_ratio"] == 100 / 105
     assert "bigger than" not in result.predicates and "smaller than" not in result.predicates
     bigger_b = box(50, 50, 10, 10) | box(60, 50, 1, 6)  # area 106 > 105
     assert "smaller than" in relation_predicates("comparative", a, bigger_b).predicates
@@ -275,6 +276,17 @@ def test_depth_difference_below_the_base_threshold_emits_nothing():
     assert relation_predicates("depth", a, b, disparity).predicates == {"in front of"}
 
 
+def test_depth_difference_is_scaled_by_the_disparity_range_and_the_threshold_is_inclusive():
+    a, b, disparity = depth_scene(0.9, 0.4, gap=0)
+    disparity[0, 0] = 2.0  # the range is 2: the difference of the means is halved
+    assert relation_predicates("depth", a, b, disparity).measurements["depth_difference"] == pytest.approx(0.25)
+    a, b, disparity = depth_scene(1.0, 0.0, gap=0)
+    disparity[0, 0] = 20.0  # 1 / 20 = 0.05: the base threshold exactly (gap 0)
+    at_threshold = relation_predicates("depth", a, b, disparity)
+    assert at_threshold.measurements["depth_difference"] == at_threshold.measurements["depth_threshold"] == 0.05
+    assert at_threshold.predicates == {"in front of"}
+
+
 def test_depth_threshold_grows_with_the_gap():
     radius = math.sqrt(1600 / math.pi)  # 22.57
     threshold = 0.05 + 0.10 * 20 / radius  # gap 20: 0.139
@@ -311,6 +323,7 @@ def test_contact_band_rule_of_the_previous_preset():
     a, b, disparity = depth_scene(0.9, 0.4, gap=13)
     apart = relation_predicates("depth", a, b, disparity, config=PREVIOUS)
     assert apart.predicates == frozenset() and apart.measurements["facing_pixels_a"] == 0
+    assert apart.measurements["facing_pixels_b"] == 0 and apart.measurements["depth_difference"] is None
     # The current rule still decides the far pair.
     assert relation_predicates("depth", a, b, disparity).predicates == {"in front of"}
 
@@ -367,6 +380,14 @@ def test_axis_of():
         (
             lambda: relation_predicates("depth", box(0, 0, 5, 5), box(9, 9, 5, 5), np.full((200, 200), np.nan)),
             "non-finite",
+        ),
+        (
+            lambda: relation_predicates("depth", box(0, 0, 5, 5), box(9, 9, 5, 5), np.full((200, 200), "x")),
+            "must hold real numbers, got dtype <U1",
+        ),
+        (
+            lambda: relation_predicates("depth", box(0, 0, 5, 5), box(9, 9, 5, 5), np.zeros((200, 200), complex)),
+            "must hold real numbers, got dtype complex128",
         ),
     ],
 )

@@ -13,6 +13,9 @@ Eight negated answers, worked by hand:
 Originals for the four VQAv2/OKVQA questions, all right: drop over those pairs = 4/4 − 3/4 = 0.25;
 General's drop = mean(VQAv2 1 − 1, OKVQA 1 − 0) = 0.5. Letters: A chosen 5 times of 8 (v1 v3 o1 g1 t2),
 A in the key 5 times (v1 v3 g1 g2 t2): no bias. A ninth record, an error row, is counted apart.
+
+A second judge (`biased_records`) with what the first lacks: error rows of two kinds, one among the
+originals, a bias toward A and written replies, worked by hand at `test_errors_bias_and_replies_by_hand`.
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ NEGATED = [
 ORIGINAL = [("v1", "B", "B"), ("v2", "A", "A"), ("v3", "B", "B"), ("o1", "A", "A")]
 
 
-def record(question_id, source, domain, key, chosen, *, form="negated", judge="j", error=None) -> NegVQARecord:
+def record(
+    question_id, source, domain, key, chosen, *, form="negated", judge="j", error=None, reply=None
+) -> NegVQARecord:
     probabilities = {"A": 0.7, "B": 0.3} if chosen == "A" else {"A": 0.2, "B": 0.8}
     return NegVQARecord(
         judge=judge,
@@ -63,6 +68,8 @@ def record(question_id, source, domain, key, chosen, *, form="negated", judge="j
         probabilities=None if error else probabilities,
         letter=None if error else chosen,
         correct=None if error else chosen == key,
+        generated=None if reply is None else reply[0],
+        generated_letter=None if reply is None else reply[1],
         evaluator_version="negvqa-1.0.0",
         config_hash="h",
         error=error,
@@ -99,6 +106,83 @@ def test_figures_by_hand():
     # Chosen A: v1 v3 o1 g1 t2 = 5 of 8; A in the key: v1 v3 g1 g2 t2 = 5 of 8; bias 0.
     assert summary["letters"] == {"chosen": {"A": 5 / 8, "B": 3 / 8}, "key": {"A": 5 / 8, "B": 3 / 8}, "bias_A": 0.0}
     assert summary["generated"] is None
+
+
+# (question id, source, domain, key, chosen, written reply and the letter it names)
+BIASED = [
+    ("q1", "VQAv2", "General", "A", "A", ("A", "A")),
+    ("q2", "VQAv2", "General", "B", "A", ("B", "B")),  # the reply names the other letter
+    ("q3", "GQA", "Reasoning", "A", "A", ("neither", None)),  # names none
+    ("q4", "GQA", "Reasoning", "B", "A", ("A", "A")),
+    ("q5", "TextVQA", "OCR", "B", "B", ("B.", "B")),
+    ("q6", "TextVQA", "OCR", "A", "A", ("(A)", "A")),
+]
+BROKEN = [("e1", "bad image: truncated"), ("e2", "bad image: 20x20 px"), ("e3", "forward failed: out of memory")]
+# The originals' key is the other letter (the seed's §2.1: the two choices' correctness inverted).
+BIASED_ORIGINAL = [("q1", "B", "B"), ("q2", "A", "A"), ("q4", "A", "A"), ("q5", "A", "A")]
+
+
+def biased_records() -> JudgeRecords:
+    negated = [record(*row[:5], judge="k", reply=row[5]) for row in BIASED]
+    negated += [record(q, "VQAv2", "General", "A", "A", judge="k", error=why) for q, why in BROKEN]
+    by_id = {row[0]: row for row in BIASED}
+    original = [
+        record(q, by_id[q][1], by_id[q][2], key, chosen, form="original", judge="k")
+        for q, key, chosen in BIASED_ORIGINAL
+    ]
+    original.append(record("q3", "GQA", "Reasoning", "B", "B", form="original", judge="k", error="bad image: cut"))
+    return JudgeRecords("k", "2B", negated, original, ["k.jsonl"])
+
+
+def test_errors_bias_and_replies_by_hand():
+    """Six answers, three error rows (two kinds), an original that errored, a bias toward A, replies.
+
+    Error rows: 3 records (not 2 kinds); left out of every figure, the letters' denominators too:
+    A chosen q1 q2 q3 q4 q6 = 5 of 6 answers, A in the key q1 q3 q6 = 3 of 6, bias (5 − 3)/6 = 1/3
+    (docs/negvqa.md, "The summary": the share of *answers* that are A; an error row has none).
+    Originals: q3's errored, so the pairs are q1 q2 q4 q5 ("the questions answered in both forms"):
+    negated right q1 q5 = 2/4, originals right 4/4, drop 0.5; the originals chose A for q2 q4 q5 = 3/4
+    where their key has A for q2 q4 q5 = 3/4 (no bias); one original error row, counted.
+    Replies: 6 written, q2 names another letter and q3 none: 2 disagree, 1 unread (error rows wrote none)."""
+    summary = summarize_judge(biased_records(), resamples=0)
+    assert (summary["questions"], summary["correct"], summary["accuracy"]) == (6, 4, 4 / 6)
+    assert summary["error_rows"] == 3
+    assert summary["error_kinds"] == {"bad image": 2, "forward failed": 1}
+    letters = summary["letters"]
+    assert letters["chosen"] == {"A": 5 / 6, "B": 1 / 6} and letters["key"] == {"A": 3 / 6, "B": 3 / 6}
+    assert letters["bias_A"] == pytest.approx(1 / 3)
+    original = summary["original"]
+    assert (original["pairs"], original["accuracy_original"], original["accuracy_negated"]) == (4, 1.0, 0.5)
+    assert original["drop"] == pytest.approx(0.5)
+    assert (original["chosen_A"], original["key_A"], original["bias_A"]) == (0.75, 0.75, 0.0)
+    assert original["error_rows"] == 1
+    assert summary["generated"] == {"replies": 6, "disagree": 2, "disagree_share": pytest.approx(2 / 6), "unread": 1}
+    assert "3 error rows not scored" in headline(summary)[0]
+    assert "bias toward A: 33.3 points" in headline(summary)[2]
+
+
+def test_the_originals_letters_are_read_against_their_own_key():
+    """A judge that answers A to every original: A chosen 4/4 against 3/4 A in the originals' key."""
+    records = biased_records()
+    always_a = [r.model_copy(update={"letter": "A", "correct": r.answer == "A"}) for r in records.original]
+    original = summarize_judge(JudgeRecords("k", "2B", records.negated, always_a), resamples=0)["original"]
+    assert (original["chosen_A"], original["key_A"]) == (1.0, 0.75)
+    assert original["bias_A"] == pytest.approx(0.25)
+
+
+def test_unread_counts_written_replies_only():
+    """A record without a written reply (none asked) is neither read nor unread."""
+    records = biased_records()
+    silent = [r.model_copy(update={"generated": None}) if r.question_id == "q3" else r for r in records.negated]
+    generated = summarize_judge(JudgeRecords("k", "2B", silent, []), resamples=0)["generated"]
+    assert (generated["replies"], generated["disagree"], generated["unread"]) == (5, 1, 0)
+
+
+def test_originals_that_all_errored_leave_no_pair():
+    records = biased_records()
+    broken = [r.model_copy(update={"error": "bad image: x", "letter": None, "correct": None}) for r in records.original]
+    original = summarize_judge(JudgeRecords("k", "2B", records.negated, broken), resamples=0)["original"]
+    assert original["pairs"] == 0 and math.isnan(original["drop"]) and original["error_rows"] == 5
 
 
 def test_intervals_are_seeded_hold_the_estimate_and_vanish_without_resamples():

@@ -26,8 +26,10 @@ from evaluator.results import ObjectResult, ResultRecord, StatementResult
 from leaderboard.compared import (
     CHECKED_FIELDS,
     COMPARED_FIELDS,
+    NOT_SCORED,
     compared_fields,
     disagreement,
+    model_detail,
     numbers_of,
     shown_numbers,
 )
@@ -176,6 +178,7 @@ def test_the_shown_numbers_read_only_compared_fields(prompts):
 
 def test_shown_numbers_ignore_what_is_not_compared(prompts):
     records = [scored(p) for p in prompts[::50]]
+    assert model_detail(records) == shown_numbers(records)[1]
     noisy = [
         r.model_copy(update={"score": 0.123, "objects": [o.model_copy(update={"confidence": 0.0}) for o in r.objects]})
         for r in records
@@ -276,6 +279,35 @@ def test_each_disagreement_path(prompts):
     assert disagreement(error_row, other_error) == ""  # neither side could score it: they agree
     assert "objects present" in disagreement(objects_claimed(failed), failed)
     assert disagreement(failed, failed.model_copy(update={"score": 0.5})) == ""
+    flagged = failed.model_copy(
+        update={"statements": [failed.statements[0], failed.statements[1].model_copy(update={"dead_zone_pass": True})]}
+    )
+    assert "submitted negated 1 failed (subject_missing), dead-zone pass" in disagreement(flagged, failed)
+    # what the comparison sees: an error row is not passed whatever it claims; confidences are emptied
+    seen = compared_fields(error_row.model_copy(update={"passed": True}))
+    assert (seen.passed, seen.error, seen.objects, seen.statements) == (False, NOT_SCORED, [], [])
+    assert [o.confidence for o in compared_fields(objects_claimed(failed)).objects] == [0.0] * len(failed.objects)
+
+
+def test_statements_and_objects_added_or_removed_disagree(prompts):
+    """A file that drops a failed statement or object (or adds one) from an image disagrees with the
+    re-score, even when every item both sides list agrees and the verdict is the same."""
+    prompt = next(p for p in prompts if p.prompt_id == "color_pos1_neg1_000")
+    failed = ResultRecord.model_validate(result_line(prompt, 0, "toy", passed=False))
+    assert len(failed.statements) == 2 and len(failed.objects) >= 1
+    first_statement = failed.model_copy(update={"statements": failed.statements[:1]})
+    extra = failed.statements[-1].model_copy(update={"index": 2})
+    one_more = failed.model_copy(update={"statements": [*failed.statements, extra]})
+    assert "submitted 1 statements, re-scored 2" in disagreement(first_statement, failed)
+    assert "submitted 2 statements, re-scored 1" in disagreement(failed, first_statement)
+    assert "submitted 3 statements, re-scored 2" in disagreement(one_more, failed)
+    no_objects = failed.model_copy(update={"objects": []})
+    another = ObjectResult(name="zebra", present=False, confidence=0.0)
+    more_objects = failed.model_copy(update={"objects": [*failed.objects, another]})
+    assert "objects present: submitted []" in disagreement(no_objects, failed)
+    assert "objects present" in disagreement(failed, no_objects)
+    assert "('zebra', False)" in disagreement(more_objects, failed)
+    assert disagreement(failed, failed.model_copy()) == ""
 
 
 def test_shared_error_rows_agree_but_stay_out_of_the_ranking(truth, prompts):

@@ -7,6 +7,9 @@ error rows that never raise a ranked number.
 - The account's files verified by a sample before the rejection are held too.
 - A file with error rows (both sides share them, so the sample agrees) is held, not ranked.
 - `leaderboard verify --full` takes held entries first; its re-score ranks them.
+- The rules alone, on hand-made entries (fast): only a *spot check's* rejection (one that carries
+  its `verification`) of the *same* account holds; what is held after it is what that account had
+  ranked on a *sample*, never an entry a full re-score verified, nor another account's.
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ import pytest
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from evaluator.results import ResultRecord
-from leaderboard.holds import FULL_RESCORE_NEXT
+from leaderboard.holds import FULL_RESCORE_NEXT, caught, hold_reason, to_hold_after
 from leaderboard.rescore import full_candidates, record_full
-from leaderboard.store import SQLiteStore
+from leaderboard.store import Entry, SQLiteStore, Verification
 from leaderboard.submissions import ParquetImages, SpotCheckPlan, SubmissionForm, SubmissionLimits, submit
 from space.leaderboard_view import awaiting_frame, leaderboard_frame
 from tests.helpers.space_helpers import result_line, write_images_dataset, write_results
@@ -28,6 +31,83 @@ from tests.helpers.space_helpers import result_line, write_images_dataset, write
 SPLIT = "toy_model"
 DAY = 86_400.0
 LIMITS = SubmissionLimits(spot_check=SpotCheckPlan(16, 0))  # small and strict: these tests are about what follows
+
+
+def entry(name: str, submitter: str, status: str, method: str | None = None, *, at: float = 0.0) -> Entry:
+    """A stored entry by hand: `method` "sampled" or "full" gives it the record of a check that ran."""
+    checked = None
+    if method is not None:
+        checked = Verification(method=method, checked=16, disagreements=0, allowed=0, total=64, at=at)
+    return Entry(
+        submission_id=f"{name:0<32}",
+        model_name=name,
+        model_key=name,
+        submitter=submitter,
+        status=status,
+        created_at=at,
+        verification=checked,
+    )
+
+
+def scored_rows(count: int, errors: int = 0) -> list[ResultRecord]:
+    rows = [
+        ResultRecord(
+            prompt_id=f"p{k}", model_key=SPLIT, sample_index=0, passed=False, evaluator_version="v", config_hash="h"
+        )
+        for k in range(count)
+    ]
+    return [r.model_copy(update={"error": "could not decode"}) if k < errors else r for k, r in enumerate(rows)]
+
+
+def test_only_a_spot_checks_rejection_of_the_same_account_is_caught():
+    spotted = entry("spotted", "mallory", "rejected", "sampled", at=5.0)
+    earlier = entry("earlier", "mallory", "rejected", "sampled", at=1.0)
+    malformed = entry("malformed", "mallory", "rejected", at=2.0)  # refused before any check: no verification
+    others = entry("others", "bob", "rejected", "sampled", at=3.0)
+    verified = entry("verified", "mallory", "verified", "sampled", at=4.0)
+    entries = [spotted, earlier, malformed, others, verified]
+    assert [e.model_name for e in caught(entries, "mallory")] == ["earlier", "spotted"]  # oldest first
+    assert [e.model_name for e in caught(entries, "bob")] == ["others"]
+    assert caught([malformed, verified], "mallory") == []
+    assert caught(entries, "carol") == []
+
+
+def test_another_account_submitting_after_a_rejection_is_not_held():
+    entries = [entry("cheat", "mallory", "rejected", "sampled")]
+    honest = entry("honest", "bob", "validated", at=10.0)
+    assert hold_reason(entries + [honest], honest, scored_rows(8)) == ""
+    retry = entry("retry", "mallory", "validated", at=11.0)
+    assert hold_reason(entries + [retry], retry, scored_rows(8)) == (
+        "a spot check rejected another submission of this account (cheat000)"
+    )
+
+
+def test_a_rejection_without_a_verification_record_holds_nothing():
+    """A file refused at validation (e.g. a failed statement without a cause) was never spot checked:
+    trying again cannot buy another sample, so it costs the account nothing."""
+    refused = entry("refused", "carol", "rejected")
+    later = entry("later", "carol", "validated", at=5.0)
+    assert hold_reason([refused, later], later, scored_rows(8)) == ""
+    ranked = entry("ranked", "carol", "verified", "sampled")
+    assert to_hold_after([refused, ranked], refused) == [ranked]  # what a *spot check* rejection would hold
+
+
+def test_a_file_with_error_rows_is_held_and_says_how_many():
+    fresh = entry("fresh", "dave", "validated")
+    assert hold_reason([fresh], fresh, scored_rows(8, errors=3)) == (
+        "3 of its 8 images are error rows (not scored), which its numbers leave out"
+    )
+    assert hold_reason([fresh], fresh, scored_rows(8, errors=0)) == ""
+
+
+def test_after_a_rejection_only_what_the_account_ranked_on_a_sample_is_held():
+    rejected = entry("rejected", "carol", "rejected", "sampled", at=9.0)
+    sampled = entry("sampled", "carol", "verified", "sampled", at=1.0)
+    rescored = entry("rescored", "carol", "verified", "full", at=2.0)  # the project's own numbers: kept
+    waiting = entry("waiting", "carol", "pending", at=3.0)
+    bobs = entry("bobs", "bob", "verified", "sampled", at=4.0)
+    held = to_hold_after([rejected, sampled, rescored, waiting, bobs], rejected)
+    assert [e.model_name for e in held] == ["sampled"]
 
 
 @pytest.fixture(scope="module")

@@ -105,6 +105,22 @@ def test_too_few_images_are_all_rescored():
         spot_check_plan(0)
 
 
+def test_the_tolerance_is_inclusive_and_the_rates_must_be_ordered():
+    assert SpotCheckPlan(10, 2).accepts(2) and not SpotCheckPlan(10, 2).accepts(3)
+    assert SpotCheckPlan(10, 0).accepts(0) and not SpotCheckPlan(10, 0).accepts(1)
+    assert spot_check_plan(1) == SpotCheckPlan(1, 0)  # one image: re-scored, none may disagree
+    for bad in (
+        {"honest": 0.0},
+        {"honest": 0.02},  # not below the cheat rate
+        {"cheat": 1.0},
+        {"error": 0.0},
+        {"error": 1.0},
+    ):
+        with pytest.raises(ValueError, match="need 0 < honest < cheat < 1 and 0 < error < 1"):
+            spot_check_plan(100, **bad)
+    assert spot_check_plan(100, cheat=0.5, error=0.5).sample_size <= 100
+
+
 def test_sample_and_seed():
     plan = SpotCheckPlan(652, 5)
     first = draw_sample(19_200, plan, seed=7)

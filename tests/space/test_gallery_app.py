@@ -18,7 +18,7 @@ from PIL import Image
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from evaluator.report import leaderboard_row
-from evaluator.results import CAUSES
+from evaluator.results import CAUSES, record_verdict
 from leaderboard.store import SQLiteStore
 from space.app import build_app
 from space.gallery import view
@@ -212,7 +212,7 @@ def test_compare_shows_every_verified_model_and_no_pending_one(world):
     assert frame.groupby("model").size().to_dict() == {"Model A": 4, "Model B": 4}
     record = {r.sample_index: r for r in world["records"]["Model A"] if r.prompt_id == "directional_pos1_neg1_001"}
     mine = frame[frame["model"] == "Model A"]
-    assert mine["verdict"].tolist() == [view.verdict_of(record[s]) for s in range(4)]
+    assert mine["verdict"].tolist() == [record_verdict(record[s]) for s in range(4)]
     assert mine["causes"].tolist() == [", ".join(view.causes_of(record[s])) for s in range(4)]
     assert set(frame[frame["model"] == "Model B"]["image"]) == {"images not reachable: org/offline (offline test)"}
     assert [t["caption"].split(" · ")[1] for t in thumbnails] == frame["model"].tolist()  # 4 each: rows align

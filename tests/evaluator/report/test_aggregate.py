@@ -371,6 +371,9 @@ def test_build_report_pools_failure_causes_and_dead_zones_over_models():
     data = report.to_dict()
     assert data["table3"]["alpha"]["settings"]["2:0"] is None  # NaN → null in JSON
     assert data["matched_deltas"]["alpha"]["color"]["1:0 vs 0:1"]["delta"] == pytest.approx(-50.0)
+    assert "inputs" not in data  # built from records: nothing read, nothing left out
+    told = build_report(hand_results(), n_resamples=10, inputs={"files": ["a.jsonl"], "left_out": []})
+    assert told.to_dict()["inputs"] == {"files": ["a.jsonl"], "left_out": []}
 
 
 def test_markdown_has_paper_layout_with_one_decimal():
@@ -412,3 +415,13 @@ def test_markdown_has_paper_layout_with_one_decimal():
         "Provenance",
     ):
         assert title in whole
+
+
+def test_a_model_with_only_error_rows_has_no_accuracy_and_no_counts():
+    rows = [record("color_pos1_neg0_000", "broken", s, [], error="boom") for s in range(2)]
+    (table,) = table3(rows).values()
+    assert (table["images"], table["passed"], table["errors"]) == (0, 0, 2)
+    assert math.isnan(table["overall"]) and all(math.isnan(v) for v in table["settings"].values())
+    accuracy = statement_accuracy(rows)["all"]
+    assert (accuracy["positive_n"], accuracy["negated_n"]) == (0, 0) and math.isnan(accuracy["positive"])
+    assert failure_causes(rows)["failed"] == 0
