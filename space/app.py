@@ -152,7 +152,8 @@ def build_app(
             the first score. `perception` (e.g. a test double) builds that evaluator around it
             instead. Submissions are never re-scored here: a verification job does (`verify_backend`).
         preload: load the models now (default: when running on ZeroGPU, where it must happen in
-            the main process at start-up).
+            the main process at start-up). On a Hugging Face Space (SPACE_ID set) the weights that
+            are missing are downloaded first and the models loaded, whatever `preload` says.
         require_login: show "Sign in with Hugging Face" and refuse anonymous submissions, so the
             per-user limits key on a real account (default: when running on a Hugging Face Space).
             Annotators sign in the same way.
@@ -200,8 +201,9 @@ def build_app(
     if evaluator is None:
         models = {"perception": perception} if perception is not None else {"weights_dir": weights_dir}
         evaluator = Evaluator(PRESET, prompts=index, **models)
-    if preload if preload is not None else on_zero_gpu():
-        preload_models(evaluator)
+    on_hub_space = bool(os.environ.get("SPACE_ID")) and perception is None
+    if on_hub_space or (preload if preload is not None else on_zero_gpu()):
+        preload_models(evaluator, fetch=on_hub_space)  # a Space starts without the weights: fetched once
     config = evaluator.config
     work_dir = WorkDir()
     benchmark = None if hub_dataset == "" else hub_dataset_id(hub_dataset, dataset)

@@ -107,11 +107,14 @@ Explore the 4,800 prompts, score an image of your own with the detector-based ev
 browse the leaderboard, and submit a model's results.
 
 This Space runs on ZeroGPU: pick **ZeroGPU** under *Space hardware* in its settings (or deploy
-with `negt2ibench deploy-space --hardware {ZERO_GPU_HARDWARE}`). The evaluator's models load once at
+with `negt2ibench deploy-space --hardware {ZERO_GPU_HARDWARE}`). At its first start the Space
+downloads the evaluator's weights (about 3 GB) from the Hub; the models then load once at
 start-up and each score runs in a `@spaces.GPU` call sized to its work: scoring one image asks for
 {score_seconds(1)} s of GPU, {one_image} s of a visitor's daily ZeroGPU quota on the default GPU size
-(2 minutes without a Hugging Face account, 5 with a free one). The spot check of submissions does
-not run here: a maintainer runs `negt2ibench leaderboard verify` on a GPU machine.
+(2 minutes without a Hugging Face account, 5 with a free one). Submissions are not re-scored here:
+with the secret `HF_TOKEN` set, each one's verification runs as a Hugging Face Job on the owner's
+account (`wheels/` holds the exact package the job installs); without it, entries wait until a
+maintainer runs `negt2ibench leaderboard verify-job --entry ID` on a GPU machine.
 
 The leaderboard lives in SQLite under `NEGT2I_HOME` unless the variable `NEGT2I_RESULTS_REPO`
 names a Hub dataset repo (set the secret `HF_TOKEN` with write access to it).
@@ -147,8 +150,14 @@ def space_requirements(requirements: Path = REPO_ROOT / "requirements.txt") -> s
     return "\n".join(lines) + "\n"
 
 
-def assemble_space(out_dir: str | Path, repo_id: str, source_root: Path = REPO_ROOT) -> list[Path]:
-    """Write the Space folder into `out_dir` (replacing what it held); the files, relative to it."""
+def assemble_space(
+    out_dir: str | Path, repo_id: str, source_root: Path = REPO_ROOT, *, wheel: bool = True
+) -> list[Path]:
+    """Write the Space folder into `out_dir` (replacing what it held); the files, relative to it.
+
+    With `wheel`, the folder also holds `wheels/negt2ibench-<version>-py3-none-any.whl`, built from
+    this checkout: what the Space's verification jobs install (`negt2ibench.core.hf_jobs.find_wheel`
+    looks there), so a job runs exactly the code the Space runs."""
     if not (source_root / "requirements.txt").is_file():
         # An installed wheel has the code but not the checkout's pinned set the Space installs.
         raise UserError(
@@ -165,6 +174,10 @@ def assemble_space(out_dir: str | Path, repo_id: str, source_root: Path = REPO_R
     (out / "app.py").write_text(APP_PY, encoding="utf-8")
     (out / "requirements.txt").write_text(space_requirements(source_root / "requirements.txt"), encoding="utf-8")
     (out / "README.md").write_text(space_readme(repo_id), encoding="utf-8")
+    if wheel:
+        from negt2ibench.core.hf_jobs import build_wheel
+
+        build_wheel(source_root, out / "wheels")
     return sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
 
 

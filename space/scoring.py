@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import gradio as gr
@@ -30,7 +31,7 @@ from PIL import Image
 from dataset_builder.records import PromptRecord
 from evaluator.results import ResultRecord
 from negt2ibench.api import Evaluator
-from negt2ibench.core.errors import UserError
+from negt2ibench.core.errors import MissingWeightsError, UserError
 
 from .gpu_budget import judge_seconds, refusal_line, score_seconds
 
@@ -72,11 +73,28 @@ def zero_gpu_refusal(error: BaseException) -> str | None:
     return refusal_line(title, str(error.message))
 
 
-def preload_models(evaluator: Evaluator) -> None:
-    """Load every model now, in this (the main) process; on ZeroGPU this must happen at start-up."""
+def fetch_missing_weights(evaluator: Evaluator) -> list[Path]:
+    """Download the weights the evaluator's models need and this machine lacks (a Space on the Hub
+    starts with none; it has internet): `download-models`' own download, its lines to the log. The
+    files fetched (none when every weight is here, or a test double stands in for the models)."""
+    from evaluator.models.weights import download
+
     try:
+        evaluator.require_weights()
+        return []
+    except MissingWeightsError as missing:
+        log.info("fetching the evaluator's weights (%s)", missing.one_line())
+    return download(evaluator.config, evaluator.weights_dir, echo=log.info)
+
+
+def preload_models(evaluator: Evaluator, *, fetch: bool = False) -> None:
+    """Load every model now, in this (the main) process; on ZeroGPU this must happen at start-up.
+    `fetch`: first download the weights that are missing (on a Space: `fetch_missing_weights`)."""
+    try:
+        if fetch:
+            fetch_missing_weights(evaluator)
         evaluator.load()
-    except UserError as error:  # e.g. weights missing: the app still starts, scoring shows the reason
+    except UserError as error:  # e.g. weights missing or not downloadable: the app starts, scoring says why
         log.warning("models not loaded at start-up: %s", error)
 
 

@@ -138,12 +138,31 @@ def test_every_pin_installs_on_the_spaces_python():
 
 
 def test_the_space_readme_declares_zerogpus_python_and_no_invalid_hardware(tmp_path):
-    assemble_space(tmp_path / "space", "org/negt2ibench")
+    assemble_space(tmp_path / "space", "org/negt2ibench", wheel=False)
     meta = yaml.safe_load((tmp_path / "space" / "README.md").read_text(encoding="utf-8").split("---")[1])
     assert meta["python_version"] == "3.12.12" == PYTHON_VERSION
     # ZeroGPU is no `suggested_hardware` flavour: picked in the settings or requested by `deploy-space --hardware`
     assert meta.get("suggested_hardware", "cpu-basic") in SUGGESTED_HARDWARE
     assert (tmp_path / "space" / "requirements.txt").read_text(encoding="utf-8") == space_requirements()
+
+
+@pytest.mark.slow
+def test_the_space_ships_this_versions_wheel_for_its_verification_jobs(tmp_path):
+    import zipfile
+
+    import negt2ibench
+    from negt2ibench.core.hf_jobs import find_wheel
+
+    files = assemble_space(tmp_path / "space", "org/negt2ibench")
+    wheels = [f for f in files if f.parts[0] == "wheels"]
+    assert [w.name for w in wheels] == [f"negt2ibench-{negt2ibench.__version__}-py3-none-any.whl"]
+    shipped = tmp_path / "space" / wheels[0]
+    with zipfile.ZipFile(shipped) as archive:
+        names = set(archive.namelist())
+    assert {"leaderboard/verify_job.py", "space/app.py", "evaluator/rules.py"} <= names
+    # The job backend looks in the Space's folder first: the shipped wheel, nothing built there.
+    assert find_wheel(negt2ibench.__version__, tmp_path / "space", tmp_path / "cache") == shipped
+    assert not (tmp_path / "cache").exists()
 
 
 @pytest.mark.skipif(not SPACE_VENV_REQUIREMENTS, reason="runs in `make test-space`'s venv (the Space's own set)")

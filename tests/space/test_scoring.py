@@ -182,3 +182,38 @@ def test_on_zero_gpu_the_space_rescores_nothing_itself(zero_gpu, prompts, tmp_pa
         assert perception.calls == 0
     finally:
         demo.close()
+
+
+def test_a_space_fetches_the_missing_weights_once_then_loads_them(tmp_path, monkeypatch):
+    import evaluator.models.weights as weights
+
+    evaluator = Evaluator(PRESETS["current"], weights_dir=tmp_path / "weights")  # an empty folder: all missing
+    fetched = []
+
+    def download(config, weights_dir, *, echo):  # the network's stand-in: records what would be fetched
+        fetched.append((config.name, weights_dir))
+        echo("would download")
+        return [tmp_path / "weights" / "x"]
+
+    monkeypatch.setattr(weights, "download", download)
+    assert scoring.fetch_missing_weights(evaluator) == [tmp_path / "weights" / "x"]
+    assert fetched == [("current", tmp_path / "weights")]
+    # A test double in the models' place has nothing to fetch.
+    assert scoring.fetch_missing_weights(Evaluator(PRESETS["current"], perception=RectanglePerception())) == []
+    assert len(fetched) == 1
+
+
+def test_build_app_on_a_space_fetches_the_weights_before_it_serves(tmp_path, monkeypatch, prompts):
+    calls = []
+    monkeypatch.setattr(scoring, "fetch_missing_weights", lambda evaluator: calls.append(evaluator.weights_dir))
+    monkeypatch.setattr(space.app, "preload_models", scoring.preload_models)
+    monkeypatch.setenv("SPACE_ID", "org/negt2ibench")
+    demo = build_app(
+        prompts=prompts[:4], store=SQLiteStore(tmp_path / "lb.sqlite"), weights_dir=tmp_path / "w", require_login=False
+    )
+    demo.close()
+    assert calls == [tmp_path / "w"]  # then the models' load, which logs what is still missing
+    monkeypatch.delenv("SPACE_ID")
+    demo = build_app(prompts=prompts[:4], store=SQLiteStore(tmp_path / "lb2.sqlite"), weights_dir=tmp_path / "w")
+    demo.close()
+    assert calls == [tmp_path / "w"]  # not on a Space: nothing fetched at start-up
