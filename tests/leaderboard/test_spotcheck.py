@@ -127,17 +127,19 @@ class QuotaError(Exception):
     "error, line",
     [
         (ImagesUnreachable("images of org/x not reachable: 404"), "images of org/x not reachable: 404"),
-        (ImagesUnreachable("no such split"), "images not reachable: no such split"),
-        (MissingWeightsError("RFDETRSegXLarge"), "the scorer's models are not on this machine (model weights for"),
-        (RuntimeError("CUDA out of memory. Tried"), "the GPU ran out of memory (RuntimeError)"),
-        (type("OutOfMemoryError", (Exception,), {})("no room"), "the GPU ran out of memory (OutOfMemoryError)"),
-        (QuotaError("You have exceeded your free ZeroGPU quota"), "no GPU time left here now (You have exceeded"),
-        (RuntimeError("GPU limit reached"), "no GPU time left here now (GPU limit reached)"),
-        (UserError("bad\nsecond line"), "the spot check failed: UserError: bad"),
-        (ValueError(""), "the spot check failed: ValueError: ValueError"),
-        (ValueError("first\nsecond"), "the spot check failed: ValueError: first"),
+        (MissingWeightsError("RFDETRSegXLarge"), "the scorer's model weights are not on this machine"),
+        (RuntimeError("CUDA out of memory. Tried"), "the GPU ran out of memory"),
+        (type("OutOfMemoryError", (Exception,), {})("no room"), "the GPU ran out of memory"),
+        (
+            QuotaError("You have exceeded your free ZeroGPU quota"),
+            "no GPU time left here now (the ZeroGPU quota is spent)",
+        ),
+        (RuntimeError("GPU limit reached"), "no GPU time left here now (the ZeroGPU quota is spent)"),
+        (UserError("bad\nsecond line"), "the spot check could not run: bad"),
+        (ValueError(""), "the spot check failed here (an internal error; it is in the server's log)"),
+        (ValueError("first\nsecond"), "the spot check failed here (an internal error; it is in the server's log)"),
     ],
 )
-def test_why_a_check_could_not_run_is_one_line(error, line):
-    said = spot_check_failure(error)
-    assert said.startswith(line) and "\n" not in said
+def test_why_a_check_could_not_run_is_one_line_of_ours(error, line):
+    # our sentence only: a library's own text (here "Tried", "no room", "first") goes to the log
+    assert spot_check_failure(error) == line

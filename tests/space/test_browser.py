@@ -26,6 +26,7 @@ from leaderboard.submissions import ImagesUnreachable, ParquetImages, model_deta
 from space.app import build_app
 from tests.helpers.doc_pictures import doc_images_dir, small_png
 from tests.helpers.gallery_helpers import some_prompts
+from tests.helpers.jobs_helpers import double_jobs
 from tests.helpers.net import launch_local
 from tests.helpers.space_helpers import RectanglePerception, result_line, scene_png, write_results
 from tests.helpers.synthetic_scenes import SYNTHETIC_KEY, SYNTHETIC_MODEL, scored_scenes, write_scene_repo
@@ -98,7 +99,12 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard_gallery_and_compare(
         perception=RectanglePerception(),
         open_images=open_images,
         board_refresh_every=2.0,  # the awaiting list is read again this often while something waits
+        # the submission's verification job: the real command, the rectangle double as its scorer;
+        # its images repo is in no folder it reads, so it waits
+        verify_backend=double_jobs(store.locator(), tmp_path / "jobs", images_from=tmp_path / "no-hub"),
+        recheck_every=0.5,
     )
+    (tmp_path / "no-hub").mkdir()  # a Hub without the submitted repo
     url = launch_local(demo)
     image = scene_png(tmp_path / "scene.png")
     submitted = write_results(tmp_path / "submitted.jsonl", prompts, "submitted_toy", passed=False)
