@@ -112,7 +112,12 @@ def run_eval_results(args: argparse.Namespace) -> int:
     said = [
         *scores.notes_read,
         f"dataset.revision: {revision}{resolved}",
-        f"date: {scores.date} (the results' last modification: when their last record was scored)",
+        f"date: {scores.date} ("
+        + (
+            "the newest record's scored_at: when the last image was scored)"
+            if scores.date_from == "records"
+            else "the files' last modification: these records predate scored_at)"
+        ),
     ]
     # Printed YAML stays pipeable: what was read goes to stderr then.
     for line in said:

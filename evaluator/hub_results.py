@@ -42,6 +42,8 @@ from .report.tables import TABLE3_COLUMNS
 if TYPE_CHECKING:
     from huggingface_hub import EvalResultEntry, HfApi
 
+    from .results import ResultRecord
+
 EVAL_RESULTS_PATH = ".eval_results/negt2ibench.yaml"  # where the file goes in a model repo
 ROUNDING = (
     "one decimal, as `negt2ibench report` prints it (Python's format(value, '.1f'): the nearest tenth of "
@@ -150,7 +152,8 @@ class FileScores:
     numbers: dict[str, Any]  # `table3()`'s dict for the model
     provenance: dict[str, str]  # evaluator_version, config_hash
     notes_read: tuple[str, ...]  # what the report's reader says (read, left out, error rows)
-    scored_at: float  # when the last record was written: the newest file's modification time
+    scored_at: str  # ISO 8601 UTC: when the last record was scored (its `scored_at`; see `date_from`)
+    date_from: str  # "records", or "file times" for records written before they carried `scored_at`
     other_evaluator: str = ""  # why these are not the benchmark's evaluator's numbers ("" when they are)
 
     @property
@@ -161,7 +164,7 @@ class FileScores:
 
     @property
     def date(self) -> str:
-        return iso_time(self.scored_at)
+        return self.scored_at
 
 
 def scores_of_file(
@@ -207,9 +210,18 @@ def scores_of_file(
         numbers=numbers,
         provenance=provenance,
         notes_read=tuple(inputs.summary_lines()),
-        scored_at=max(os.stat(path).st_mtime for path in paths),
+        **_scored_at(records, paths),
         other_evaluator=other,
     )
+
+
+def _scored_at(records: Sequence[ResultRecord], paths: Sequence[str | Path]) -> dict[str, str]:
+    """When the results were scored: the newest record's `scored_at` (ISO strings of one format sort
+    as times); for records written before the field existed, the files' newest modification time."""
+    stamps = [record.scored_at for record in records if record.scored_at]
+    if stamps:
+        return {"scored_at": max(stamps), "date_from": "records"}
+    return {"scored_at": iso_time(max(os.stat(path).st_mtime for path in paths)), "date_from": "file times"}
 
 
 def dataset_revision(dataset_id: str, *, api: Any = None) -> str:

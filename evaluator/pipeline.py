@@ -25,7 +25,7 @@ from evaluator.loader import Loaded, Work, resolve_num_workers
 from evaluator.models.inputs import InputPreparer
 from evaluator.observation import ImageObservation
 from evaluator.perception_types import Perception, StreamingPerception
-from evaluator.results import ResultRecord
+from evaluator.results import ResultRecord, scored_now
 from evaluator.sources import ImageItem, resolve_source
 from evaluator.verdict import decide_statements, error_record
 from negt2ibench.core.names import check_split_name
@@ -106,6 +106,7 @@ def score_image(
     rgb = load_image(image)
     observation = perception.observe([rgb], [prompt])[0]
     record = decide_statements(prompt, observation, model_key=model_key, sample_index=sample_index, config=config)
+    record.scored_at = scored_now()
     return record, observation
 
 
@@ -133,13 +134,16 @@ def scoring_step(perception: Perception, config: EvaluatorConfig) -> BatchStep[I
     def records(job: Job, outcome: ImageObservation | Failed) -> list[tuple[str, ResultRecord]]:
         item = job.work.item
         if isinstance(outcome, Failed):
-            return [(RESULTS, error_record(item.prompt_id, job.model_key, item.sample_index, outcome.reason, config))]
+            record = error_record(item.prompt_id, job.model_key, item.sample_index, outcome.reason, config)
+            record.scored_at = scored_now()
+            return [(RESULTS, record)]
         try:
             record = decide_statements(
                 job.work.record, outcome, model_key=job.model_key, sample_index=item.sample_index, config=config
             )
         except ValueError as error:  # an observation the rules cannot judge: record it, go on
             record = error_record(item.prompt_id, job.model_key, item.sample_index, f"verdict failed: {error}", config)
+        record.scored_at = scored_now()  # here, not in the verdict: the rules stay free of the clock
         return [(RESULTS, record)]
 
     return BatchStep(forward, records, failure="perception failed", prepare=prepare if streaming is not None else None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
@@ -123,13 +125,29 @@ class ResultRecord(_ResultProperties, BaseModel):
     # A VLM judge's questions and answers, one per element; empty (and left out of the JSON, so
     # the scorer's records keep their exact bytes) for the detector-based scorer.
     questions: list[QuestionResult] = Field(default_factory=list)
+    # When the scorer wrote this verdict (ISO 8601 UTC, to the second: `scored_now`); what a Hub
+    # `.eval_results` entry's `date` is. None (and left out of the JSON, so older files keep their
+    # exact bytes) on records written before the field existed and on records not scored here.
+    scored_at: str | None = None
 
     @model_serializer(mode="wrap")
     def _omit_empty_questions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data = handler(self)
         if not self.questions:
             data.pop("questions", None)
+        if self.scored_at is None:
+            data.pop("scored_at", None)
         return data
+
+
+def scored_now() -> str:
+    """This moment as a record's `scored_at`: ISO 8601 UTC to the second (`2026-12-03T17:19:00Z`).
+
+    With SOURCE_DATE_EPOCH set (the reproducible-builds convention: seconds since 1970), that moment
+    instead, so two runs on the same inputs write the same bytes."""
+    fixed = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    moment = datetime.fromtimestamp(int(fixed), tz=timezone.utc) if fixed.isdigit() else datetime.now(timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # The same record as a frozen, slotted dataclass validated by the same schema (`negt2ibench.core.frozen`):

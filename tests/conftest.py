@@ -61,6 +61,8 @@ _SETTINGS = {
     "CUDA_VISIBLE_DEVICES": "",  # CPU only, as on CI: same numbers on a GPU machine
     # An app a test builds launches no verification job unless the test gives it a backend.
     "NEGT2I_VERIFY_BACKEND": "none",
+    # Records' `scored_at` at one fixed moment (2026-01-01T00:00:00Z): two runs write the same bytes.
+    "SOURCE_DATE_EPOCH": "1767225600",
 }
 # Variables that change what the code does: a token, a results repo, a Space, a launcher, a port.
 _REMOVED = (

@@ -12,6 +12,7 @@ the mean of its 8 settings' accuracies).
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -76,6 +77,12 @@ def files(prompts, tmp_path_factory):
         "old_evaluator": write_results(root / "old.jsonl", prompts, "toy", passed=True, version="1.0.0"),
         "custom_config": write_results(root / "custom.jsonl", prompts, "toy", passed=True, config_hash="0" * 16),
     }
+    # "mixed" as written before records carried `scored_at`: its date comes from the file's time
+    lines = made["mixed"].read_text(encoding="utf-8").splitlines()
+    made["mixed"].write_text(
+        "".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "scored_at"}) + "\n" for line in lines),
+        encoding="utf-8",
+    )
     for path in made.values():
         os.utime(path, (SCORED_AT, SCORED_AT))
     return made
@@ -126,18 +133,27 @@ def _report_row(out: str) -> dict[str, str]:
     return dict(zip(labels, cells, strict=True))
 
 
+# The date: the records' newest `scored_at` (the tests' fixed moment), or the file's time for records
+# written before they carried one.
+DATES = {
+    "planted": ("2026-01-01T00:00:00Z", "the newest record's scored_at"),
+    "mixed": ("2026-11-30T00:53:20Z", "the files' last modification"),
+}
+
+
 @pytest.mark.parametrize("name", ["planted", "mixed"])
 def test_the_yaml_parses_and_its_values_are_what_report_prints(files, name, tmp_path, capsys):
     out_yaml = tmp_path / "toy.yaml"
     argv = ["eval-results", str(files[name]), "--dataset-id", "org/NegT2IBench", "--out", str(out_yaml)]
     code, printed, _ = run([*argv, "--dataset-revision", REVISION], capsys)
     assert code == 0 and "wrote 7 entries (overall, color, material" in printed
-    assert "date: 2026-11-30T00:53:20Z (the results' last modification" in printed
+    date, said = DATES[name]
+    assert f"date: {date} ({said}" in printed
     entries = parse_eval_result_entries(yaml.safe_load(out_yaml.read_text(encoding="utf-8")))
     assert [e.task_id for e in entries] == [task.id for task in EVAL_TASKS]
     assert {e.dataset_id for e in entries} == {"org/NegT2IBench"}
     assert all("negt2ibench evaluator" in e.notes and "preset current, config" in e.notes for e in entries)
-    assert {(e.source_url, e.dataset_revision, e.date) for e in entries} == {(None, REVISION, "2026-11-30T00:53:20Z")}
+    assert {(e.source_url, e.dataset_revision, e.date) for e in entries} == {(None, REVISION, date)}
 
     code, report_out, _ = run(["report", str(files[name]), "--out", str(tmp_path / "rep"), "--bootstrap", "0"], capsys)
     assert code == 0
@@ -318,7 +334,7 @@ def test_entries_carry_exactly_the_specifications_keys(files):
     assert data[0] == {
         "dataset": {"id": "org/N", "task_id": "overall", "revision": REVISION},
         "value": 0.2,
-        "date": "2026-11-30T00:53:20Z",
+        "date": "2026-01-01T00:00:00Z",
         "source": {"url": "https://s", "name": "S"},
         "notes": "n",
     }

@@ -69,3 +69,34 @@ def test_the_frozen_twin_has_the_same_verdict(prompt):
     for record in records(prompt).values():
         twin = parse_frozen_result(record.model_dump_json())
         assert record_verdict(twin) == record_verdict(record) and is_error_row(twin) == is_error_row(record)
+
+
+def test_scored_now_is_the_clock_or_the_fixed_moment_of_source_date_epoch(monkeypatch):
+    import re
+    from datetime import datetime, timezone
+
+    from evaluator.results import scored_now
+
+    assert scored_now() == "2026-01-01T00:00:00Z"  # tests/conftest.py fixes SOURCE_DATE_EPOCH
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    assert scored_now() == "1970-01-01T00:00:00Z"
+    monkeypatch.delenv("SOURCE_DATE_EPOCH")
+    before = datetime.now(timezone.utc).replace(microsecond=0)
+    stamp = scored_now()
+    after = datetime.now(timezone.utc)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", stamp)
+    assert before <= datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc) <= after
+
+
+def test_a_record_without_scored_at_keeps_its_bytes_and_one_with_it_round_trips():
+    from evaluator.results import ResultRecord
+
+    line = {
+        "prompt_id": "p", "model_key": "m", "sample_index": 0, "passed": False, "objects": [], "statements": [],
+        "evaluator_version": "1.1.0", "config_hash": "0" * 16, "error": None, "evaluator": "negt2ibench",
+        "score": None,
+    }  # fmt: skip
+    old = ResultRecord.model_validate(line)
+    assert "scored_at" not in old.model_dump_json()  # files written before the field keep their exact bytes
+    stamped = ResultRecord.model_validate({**line, "scored_at": "2026-12-03T17:19:00Z"})
+    assert ResultRecord.model_validate_json(stamped.model_dump_json()) == stamped

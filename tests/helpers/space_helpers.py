@@ -14,6 +14,7 @@ from dataset_builder.records import PromptRecord
 from dataset_builder.vocabulary import CATEGORY_VOCABULARY, SAMPLES_PER_PROMPT
 from evaluator.config import EVALUATOR_VERSION, PRESETS
 from evaluator.observation import ImageObservation, ObjectObservation
+from evaluator.results import scored_now
 
 Box = tuple[int, int, int, int]
 
@@ -133,6 +134,7 @@ def result_line(
         "error": None,
         "evaluator": f"negt2ibench/{PRESETS['current'].name}",
         "score": 1.0 if passed else 0.0,  # share of objects and statements satisfied
+        "scored_at": scored_now(),  # the tests' fixed moment (SOURCE_DATE_EPOCH, tests/conftest.py)
     }
 
 

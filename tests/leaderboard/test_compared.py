@@ -70,6 +70,7 @@ def scored(prompt, sample: int = 0, **changes: Any) -> ResultRecord:
     for obj in line["objects"]:
         obj.update(present=True, confidence=0.7, box=[1.0, 2.0, 3.0, 4.0])
     line["score"] = 0.5
+    line["scored_at"] = "2026-01-01T00:00:00Z"
     line.update(changes)
     return ResultRecord.model_validate(line)
 
@@ -86,6 +87,7 @@ def changed(record: ResultRecord, path: str) -> ResultRecord:
         "config_hash": "0badc0de",
         "evaluator": "someone/else",
         "score": 0.9,
+        "scored_at": "2026-12-03T17:19:00Z",
         "objects.name": "zebra",
         "objects.present": False,
         "objects.confidence": 0.01,
