@@ -30,6 +30,7 @@ from evaluator.config import EVALUATOR_VERSION
 from leaderboard.hub_check import HUB_REFRESH_SECONDS, HubLeaderboard, default_api
 from leaderboard.hub_results import hub_dataset_id, space_base_url
 from leaderboard.identity import FORWARDED_ENV, check_forwarded_allow_ips, default_forwarded_allow_ips
+from leaderboard.images import RevisionResolver, hub_commit, keep_revision
 from leaderboard.job_backends import LocalBackend, VerifyBackend, default_backend
 from leaderboard.job_keeper import JobKeeper, JobPolicy
 from leaderboard.spotcheck import SECRET_ENV
@@ -120,6 +121,7 @@ def build_app(
     evaluator: Evaluator | None = None,
     perception: Any = None,
     open_images: ImageSourceFactory = hub_images,
+    resolve_revision: RevisionResolver | None = None,
     limits: SubmissionLimits | None = None,
     preload: bool | None = None,
     require_login: bool | None = None,
@@ -151,6 +153,10 @@ def build_app(
         evaluator: the models that score uploads; else an `Evaluator(PRESET)` whose models load on
             the first score. `perception` (e.g. a test double) builds that evaluator around it
             instead. Submissions are never re-scored here: a verification job does (`verify_backend`).
+        open_images: where submitted images are read (`hub_images`: a Hub dataset repo at the commit
+            its revision named when the submission was stored); `resolve_revision` pins that commit
+            (default: `hub_commit` for `hub_images`; a local source's own `resolve_revision`, else the
+            revision as typed, `keep_revision`).
         preload: load the models now (default: when running on ZeroGPU, where it must happen in
             the main process at start-up).
         require_login: show "Sign in with Hugging Face" and refuse anonymous submissions, so the
@@ -224,6 +230,7 @@ def build_app(
         check_weights=evaluator.require_weights,
         stand_in=type(perception).__name__ if perception is not None else "",
         jobs=jobs,
+        resolve_revision=resolve_revision or _default_resolver(open_images),
     )
     prompt_choices = [(prompt_label(p), p.prompt_id) for p in prompts]
     annotating = annotation_handlers(
@@ -260,6 +267,13 @@ def build_app(
         demo.rechecker = Rechecker(on.recheck, recheck_every).start()
         on.on_stored = demo.rechecker.wake
     return demo
+
+
+def _default_resolver(open_images: ImageSourceFactory) -> RevisionResolver:
+    """Hub images: the Hub's commit of the revision; another source: its own resolver, else the revision as typed."""
+    if open_images is hub_images:
+        return hub_commit
+    return getattr(open_images, "resolve_revision", keep_revision)
 
 
 def _default_verify_backend(

@@ -34,10 +34,12 @@ from leaderboard.submissions import (
     NOT_COUNTED,
     ImageSourceFactory,
     InvalidFileError,
+    RevisionResolver,
     SubmissionError,
     SubmissionForm,
     SubmissionLimits,
     SubmissionStoredError,
+    hub_commit,
     submit,
 )
 from negt2ibench.api import resolve_prompt
@@ -131,6 +133,7 @@ class Handlers:
     require_login: bool
     work_dir: WorkDir
     jobs: JobKeeper | None = None  # the verification jobs (None: none launched from this app)
+    resolve_revision: RevisionResolver | None = None  # a submitted revision → its commit (None: submit's default)
     slots: ClientSlots = field(default_factory=ClientSlots)  # scoring events per client at once
     submit_slots: ClientSlots = field(default_factory=ClientSlots)  # submitting events per client at once
     invalid_uploads: RecentEvents = field(default_factory=RecentEvents)  # refused as invalid, per client, last hour
@@ -303,6 +306,7 @@ class Handlers:
                 prompts=self.index,
                 score=None,  # never here: a verification job re-scores (`leaderboard.job_keeper`)
                 open_images=self.open_images,
+                resolve_revision=self.resolve_revision or hub_commit,
                 config=self.config,
                 limits=self.limits,
                 check=False,

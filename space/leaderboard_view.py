@@ -34,7 +34,7 @@ from leaderboard.ranking import (
     ranked_entries,
     verification_label,
 )
-from leaderboard.store import Entry
+from leaderboard.store import Entry, images_pin
 from negt2ibench.core import palette
 from negt2ibench.core.table import MISSING_TEXT, Column, Table, to_frame
 
@@ -200,7 +200,7 @@ def model_status(entry: Entry) -> str:
         f"submitted by {text(shown_identity(entry.submitter))}"
     )
     if entry.images_repo:
-        status += f"; images {text(entry.images_repo)} at revision {text(entry.images_revision)}"
+        status += f"; images {text(images_pin(entry))}"
     if entry.link:
         status += f"; link: {text(entry.link)}"
     return status

@@ -25,7 +25,7 @@ from evaluator.results import CAUSES
 from leaderboard.images import ImageSourceFactory
 from leaderboard.names import plain_markdown
 from leaderboard.ranking import ranked_entries, verification_label
-from leaderboard.store import Entry, LeaderboardStore
+from leaderboard.store import Entry, LeaderboardStore, images_pin
 
 from .. import views
 from ..gallery import view
@@ -149,7 +149,7 @@ def source_line(entry: Entry, split: str) -> str:
     """Where an entry's images and verdicts come from, every stranger's text as plain text."""
     text = plain_markdown
     return (
-        f"Images: {text(entry.images_repo or '(none)')} at revision {text(entry.images_revision or 'main')}, "
+        f"Images: {text(images_pin(entry))}, "
         f"split {text(split)}, fetched when first shown. Verdicts, causes and boxes: the submitted results file."
     )
 
