@@ -58,11 +58,15 @@ from .views import prompt_label
 # How often the verification jobs' pass runs while the app runs (launch, poll, relaunch, cancel; a
 # stored submission wakes it at once). Cheap: a store read, and one state call per running job.
 RECHECK_SECONDS = 60
+SESSIONS_KEPT = 160  # sessions whose state the server keeps (LRU): at most about 80 MB
 # theme/css go to launch() in gradio 6; uploads above the size limit are refused before any handler runs.
 LAUNCH_KWARGS: dict[str, Any] = {
     "theme": gr.themes.Soft(),
     "css": ".verdict-pass{color:#15803d}.verdict-fail,.verdict-error{color:#b91c1c}",
     "max_file_size": f"{SubmissionLimits().max_bytes // 2**20}mb",
+    # Each browser or API session keeps a copy of every component's configuration (about 0.5 MB here:
+    # the prompt pickers' choices); gradio keeps 10,000 by default. The newest SESSIONS_KEPT only.
+    "state_session_capacity": SESSIONS_KEPT,
 }
 
 
