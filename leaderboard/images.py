@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,6 +39,8 @@ COMMIT = re.compile(r"[0-9a-f]{40}")
 MAX_FILES = 64  # parquet files of one split
 MAX_GROUP_BYTES = 512 * 2**20  # a row group's image column, compressed, as the file's footer says
 MAX_CELL_BYTES = 64 * 2**20  # one encoded image
+DECODES_AT_ONCE = 2  # images decoded at once in a process (at most 40 MP each: `evaluator.images`)
+_decodes = threading.BoundedSemaphore(DECODES_AT_ONCE)
 
 
 class ImagesUnreachable(UserError, RuntimeError):
@@ -161,6 +164,15 @@ def keep_revision(repo_id: str, revision: str) -> str:
     return revision
 
 
+def default_resolver(open_images: object) -> RevisionResolver:
+    """How a submission's revision is pinned for OPEN_IMAGES: the Hub's commit (`hub_commit`) for Hub
+    images (`HubImages`); another source's own `resolve_revision`, else the revision as typed."""
+    if isinstance(open_images, HubImages):
+        return hub_commit
+    resolver = getattr(open_images, "resolve_revision", None)
+    return resolver if callable(resolver) else keep_revision
+
+
 class ParquetImages:
     """Images of one split read from parquet files (a local dataset folder or Hub paths)."""
 
@@ -214,9 +226,11 @@ class ParquetImages:
                         continue  # a key listed twice: the first row counts
                     wanted.discard(key)
                     try:
-                        yield key, load_image(cell_bytes(cell))
+                        with _decodes:  # whatever reads at once, at most DECODES_AT_ONCE full images in memory
+                            image = load_image(cell_bytes(cell))
                     except ImageError as error:
                         raise ImagesUnreachable(f"{key[0]} sample {key[1]} is not a usable image: {error}") from None
+                    yield key, image
         except ImagesUnreachable:
             raise
         except Exception as error:  # noqa: BLE001 - any read failure means: not reachable

@@ -57,6 +57,7 @@ from .images import (
     ImagesUnreachable,
     ParquetImages,
     RevisionResolver,
+    default_resolver,
     hub_commit,
     hub_images,
     unreachable_reason,
@@ -335,7 +336,7 @@ def submit(
     prompts: PromptIndex,
     score: ScoreFn | None,
     open_images: ImageSourceFactory = hub_images,
-    resolve_revision: RevisionResolver = hub_commit,
+    resolve_revision: RevisionResolver | None = None,
     config: EvaluatorConfig = PRESETS[PRESET],
     limits: SubmissionLimits = DEFAULT_LIMITS,
     now: float | None = None,
@@ -345,7 +346,8 @@ def submit(
     """Check an upload, store it, and advance it (validation, then the spot check unless
     `check=False`); the stored entry. The name must pass `leaderboard.names.name_problem`, the link
     be http(s), the images repo a Hub repo id; the revision is resolved to the commit it names now
-    (`resolve_revision`), which is stored and read from then on (`images_ref` keeps what was typed).
+    (`resolve_revision`, default `images.default_resolver(open_images)`: the Hub's commit for Hub
+    images), which is stored and read from then on (`images_ref` keeps what was typed).
 
     Raises:
         SubmissionError: refused, nothing stored, not counted toward the daily limit
@@ -384,7 +386,7 @@ def submit(
         submitter=form.submitter,
         link=fields.link,
         images_repo=fields.images_repo,
-        images_revision=_pinned(resolve_revision, fields.images_repo, fields.revision),
+        images_revision=_pinned(resolve_revision or default_resolver(open_images), fields.images_repo, fields.revision),
         images_ref=fields.revision,
         created_at=now,
         evaluator_version=EVALUATOR_VERSION,

@@ -30,7 +30,7 @@ from evaluator.config import EVALUATOR_VERSION
 from leaderboard.hub_check import HUB_REFRESH_SECONDS, HubLeaderboard, default_api
 from leaderboard.hub_results import hub_dataset_id, space_base_url
 from leaderboard.identity import FORWARDED_ENV, check_forwarded_allow_ips, default_forwarded_allow_ips
-from leaderboard.images import RevisionResolver, hub_commit, keep_revision
+from leaderboard.images import RevisionResolver, default_resolver
 from leaderboard.job_backends import LocalBackend, VerifyBackend, default_backend
 from leaderboard.job_keeper import JobKeeper, JobPolicy
 from leaderboard.spotcheck import SECRET_ENV
@@ -234,7 +234,7 @@ def build_app(
         check_weights=evaluator.require_weights,
         stand_in=type(perception).__name__ if perception is not None else "",
         jobs=jobs,
-        resolve_revision=resolve_revision or _default_resolver(open_images),
+        resolve_revision=resolve_revision or default_resolver(open_images),
     )
     prompt_choices = [(prompt_label(p), p.prompt_id) for p in prompts]
     annotating = annotation_handlers(
@@ -264,6 +264,7 @@ def build_app(
         annotate.build(demo, annotating, login_button=login_button)
     demo.queue(max_size=QUEUE_SIZE)
     on.cache = blocks_cache(demo, cache_bytes, work_dir.existing)
+    looking.images.after_write = on.cache.enforce  # the bound holds after each Gallery page's writes
     demo.sweeper = Rechecker(on.cache.enforce, SWEEP_SECONDS, name="negt2i-cache").start()
     if hub_board is not None:  # read at start-up, then hourly; the board shows the last reading
         demo.hub_reader = Rechecker(hub_board.refresh, hub_refresh_every, name="negt2i-hub").start()
@@ -271,13 +272,6 @@ def build_app(
         demo.rechecker = Rechecker(on.recheck, recheck_every).start()
         on.on_stored = demo.rechecker.wake
     return demo
-
-
-def _default_resolver(open_images: ImageSourceFactory) -> RevisionResolver:
-    """Hub images: the Hub's commit of the revision; another source: its own resolver, else the revision as typed."""
-    if open_images is hub_images:
-        return hub_commit
-    return getattr(open_images, "resolve_revision", keep_revision)
 
 
 def _default_verify_backend(
