@@ -58,7 +58,7 @@ from .views import prompt_label
 # How often the verification jobs' pass runs while the app runs (launch, poll, relaunch, cancel; a
 # stored submission wakes it at once). Cheap: a store read, and one state call per running job.
 RECHECK_SECONDS = 60
-SESSIONS_KEPT = 160  # sessions whose state the server keeps (LRU): at most about 80 MB
+SESSIONS_KEPT = 100  # sessions whose state the server keeps (LRU): at most about 50 MB
 # theme/css go to launch() in gradio 6; uploads above the size limit are refused before any handler runs.
 LAUNCH_KWARGS: dict[str, Any] = {
     "theme": gr.themes.Soft(),
