@@ -120,7 +120,7 @@ def main() -> None:
             f"{_median(lambda: images.thumbnails(entry, 'bench', page), args.repeats) * 1e3:.0f} ms",
         )
     )
-    full = lambda: view.drawn(images.image(entry, "bench", page_keys[0])[0], page[0])  # noqa: E731
+    full = lambda: images.full(entry, "bench", page[0])  # noqa: E731
     rows.append(("full view of one image (kept; drawn at full size)", f"{_median(full, args.repeats) * 1e3:.0f} ms"))
     disk = sum(p.stat().st_size for p in (root / "work").rglob("*.png"))
     rows.append(("kept on disk for the page (24 images + 24 thumbnails)", f"{disk / 2**20:.1f} MB"))

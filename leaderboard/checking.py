@@ -24,7 +24,7 @@ from evaluator.results import ResultRecord
 from .holds import FULL_RESCORE_NEXT, held_again_reason, hold_reason, to_hold_after
 from .spotcheck import spot_check, spot_check_failure, submission_seed
 from .states import TRANSITIONS, SpotCheckSetup, held_by, transition
-from .store import Entry, LeaderboardStore, RunClaim, StaleEntryError, Verification
+from .store import Entry, LeaderboardStore, RunClaim, StaleEntryError, Verification, expired_reason, name_expired
 
 JOB_ID_ENV = "NEGT2I_VERIFY_JOB_ID"  # set by the backend that launched this run (its job's id)
 
@@ -43,6 +43,8 @@ def claim(store: LeaderboardStore, entry: Entry, run: RunClaim, setup: SpotCheck
     def decide(current: Entry, entries: Sequence[Entry]) -> dict[str, Any]:
         if current.status not in ("validated", "pending"):
             raise StaleEntryError(f"submission {current.submission_id[:8]} is {current.status}: nothing to check")
+        if name_expired(current, time.time()):  # its name is released: it may not be verified any more
+            raise StaleEntryError(f"submission {current.submission_id[:8]}: {expired_reason()}")
         attempts = current.attempts + 1
         started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(run.started_at))
         took_over = f"; took over from run {current.run.run_id[:8]}" if current.run is not None else ""

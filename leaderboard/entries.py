@@ -15,6 +15,7 @@ check that fails writes nothing (`StaleEntryError`).
 from __future__ import annotations
 
 import gzip
+import hashlib
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -28,7 +29,7 @@ from negt2ibench.core.jsonl import JsonlError, parse_jsonl
 from negt2ibench.core.names import slug
 from validation.annotations import AnnotationRecord, ImageKey
 
-from .names import confusable_key
+from .names import confusable_key, name_key
 
 # received: stored with its results; validated: its leaderboard row computed, the spot check next;
 # verified / rejected: final; pending: the spot check could not run yet (the reason says why);
@@ -36,6 +37,11 @@ from .names import confusable_key
 # withdrawn: taken off by a maintainer (its verification job cancelled), never ranked.
 Status = Literal["received", "validated", "verified", "rejected", "pending", "held", "withdrawn"]
 STATUSES: tuple[str, ...] = get_args(Status)
+AWAITING: tuple[str, ...] = ("received", "validated", "pending")  # not final: `recheck` picks them up
+# A submission not verified within this many days releases its name (and is withdrawn by the
+# Space's pass, `leaderboard.job_keeper`): an unreachable images repo cannot hold a name forever.
+NAME_HOLD_DAYS = 14
+DAY_SECONDS = 24 * 60 * 60
 
 
 class StoreError(NegT2IError, RuntimeError):
@@ -53,8 +59,15 @@ class StaleEntryError(StoreError):
 
 def model_key_of(model_name: str) -> str:
     """The split-safe key of a model name (`negt2ibench.core.names.slug`): lower case, runs of other
-    characters as one `_`. A name with no letter or digit raises `SlugError` (a `ValueError`)."""
-    return slug(model_name)
+    characters as one `_`. A name with no letter or digit raises `SlugError` (a `ValueError`).
+
+    A name with letters the slug cannot keep (Greek, Han, ...) gets 8 hex digits of the SHA-256 of
+    its `name_key` after its slug ("u_" alone when none is left), so "画像 v2" and "中文 v2" are two models."""
+    if model_name.isascii():
+        return slug(model_name)
+    digest = hashlib.sha256(name_key(model_name).encode("utf-8")).hexdigest()[:8]
+    key = slug(model_name, fallback="u")
+    return f"{key}_{digest}"
 
 
 class Verification(BaseModel):
@@ -111,7 +124,8 @@ class Entry(BaseModel):
     submitter: str
     link: str = ""
     images_repo: str = ""
-    images_revision: str = ""
+    images_revision: str = ""  # the commit the submitted revision named when stored (what is read)
+    images_ref: str = ""  # the revision as typed (a branch, tag or commit), shown beside the commit
     created_at: float = Field(default_factory=time.time)
     status: Status = "received"
     reason: str = ""
@@ -125,6 +139,14 @@ class Entry(BaseModel):
     claimed_row: dict[str, Any] | None = None  # the submitted numbers, once a full re-score replaced `row`
     run: RunClaim | None = None  # the verification run holding it now
     job: JobRecord | None = None  # the Space's verification job for it
+
+
+def images_pin(entry: Entry) -> str:
+    """Where the entry's images are read: "ORG/NAME at commit 0123abcd4567 (submitted as main)"."""
+    revision = entry.images_revision or "main"
+    at = f"commit {revision[:12]}" if len(revision) == 40 else f"revision {revision}"
+    typed = f" (submitted as {entry.images_ref})" if entry.images_ref and entry.images_ref != revision else ""
+    return f"{entry.images_repo or '(none)'} at {at}{typed}"
 
 
 def with_status(
@@ -231,13 +253,29 @@ def parse_results_blob(blob: bytes, source: str = "stored results") -> list[Resu
     return contents.records
 
 
-def name_conflict(existing: Iterable[Entry], model_name: str, model_key: str, submitter: str) -> str:
+def name_expired(entry: Entry, now: float) -> bool:
+    """Whether ENTRY still awaits verification NAME_HOLD_DAYS after it was submitted: its name is free."""
+    return entry.status in AWAITING and now - entry.created_at > NAME_HOLD_DAYS * DAY_SECONDS
+
+
+def expired_reason() -> str:
+    return (
+        f"withdrawn: not verified within {NAME_HOLD_DAYS} days of its submission, so its name is released; "
+        "submit it again once its images can be read"
+    )
+
+
+def name_conflict(
+    existing: Iterable[Entry], model_name: str, model_key: str, submitter: str, now: float | None = None
+) -> str:
     """Why `model_name` cannot be this submitter's ("" when it can): the model belongs to another
     submitter, or the name looks like another model's (the same TR39 skeleton, `leaderboard.names`).
-    Rejected entries own nothing."""
+    Rejected and withdrawn entries own nothing, nor does one not verified within NAME_HOLD_DAYS
+    (`name_expired`, at `now`, default the present)."""
+    now = time.time() if now is None else now
     looks = confusable_key(model_name)
     for other in existing:
-        if other.status == "rejected":
+        if other.status in ("rejected", "withdrawn") or name_expired(other, now):
             continue
         if other.model_key == model_key:
             if other.submitter != submitter:
@@ -251,6 +289,6 @@ def check_owner(existing: list[Entry], entry: Entry) -> None:
     """Raise if the entry's model belongs to another submitter or its name looks like another model's."""
     if entry.status == "rejected":
         return
-    problem = name_conflict(existing, entry.model_name, entry.model_key, entry.submitter)
+    problem = name_conflict(existing, entry.model_name, entry.model_key, entry.submitter, now=entry.created_at)
     if problem:
         raise OwnershipError(problem)

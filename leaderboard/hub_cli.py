@@ -67,11 +67,7 @@ def _publish(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(f"dry run: no pull request opened on {args.model_repo}")
         return 0
-    url = open_pull_request(
-        text,
-        args.model_repo,
-        description=f"NegT2IBench scores of {entry.model_name}, verified by the NegT2IBench Space ({base}).",
-    )
+    url = open_pull_request(text, args.model_repo, description=pull_request_description(entry, base))
     print(f"opened a pull request adding {EVAL_RESULTS_PATH} to {args.model_repo}: {url}")
     return 0
 
@@ -80,6 +76,7 @@ def _hub_check(args: argparse.Namespace) -> int:
     from dataset_builder.hub import hub_errors
 
     from .hub_check import hub_check_lines, hub_matches, read_hub_rows
+    from .names import terminal_text
     from .store import open_store
 
     dataset = _dataset_id(args)
@@ -87,11 +84,22 @@ def _hub_check(args: argparse.Namespace) -> int:
     from huggingface_hub import HfApi
 
     with hub_errors(f"read the Hub leaderboard of {dataset}"):
-        rows = read_hub_rows(HfApi(), dataset)
+        reading = read_hub_rows(HfApi(), dataset)
     print(f"the Hub's leaderboard of {dataset} (task overall), against {len(entries)} submission(s) here:")
-    for line in hub_check_lines(hub_matches(rows, entries)):
-        print(line)
+    for line in hub_check_lines(hub_matches(reading.rows, entries), reading.bad):
+        print(terminal_text(line))  # the Hub's strings are strangers': no escape sequence reaches the terminal
     return 0
+
+
+def pull_request_description(entry, base: str) -> str:
+    """The pull request's description: the submitter's name as a code span (Markdown shows it as
+    typed: no link, mention or HTML of theirs reaches the model's repo), the entry and the Space."""
+    from .names import clip, code_span
+
+    name = code_span(clip(entry.model_name, 100))
+    return (
+        f"NegT2IBench scores of {name} (entry {entry.submission_id[:8]}), verified by the NegT2IBench Space ({base})."
+    )
 
 
 def register_hub_actions(actions: argparse._SubParsersAction) -> None:

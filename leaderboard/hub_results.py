@@ -21,6 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from evaluator.hub_results import eval_result_entries, eval_results_yaml, iso_time, scorer_note, task_values
 
+from .names import clip, terminal_text
 from .store import Entry
 
 HUB_DATASET_ENV = "NEGT2I_HUB_DATASET"
@@ -118,5 +119,6 @@ def entry_eval_results(entry: Entry, *, dataset_id: str, dataset_revision: str, 
         source_url=page_url,
         source_name=SOURCE_NAME,
     )
-    title = f"NegT2IBench scores of {entry.model_name}, entry {entry.submission_id[:8]} of the NegT2IBench Space"
+    name = terminal_text(clip(entry.model_name, 100))  # a YAML comment: no character YAML refuses, one line
+    title = f"NegT2IBench scores of {name}, entry {entry.submission_id[:8]} of the NegT2IBench Space"
     return eval_results_yaml(entries, title=title)

@@ -7,12 +7,23 @@ Any failure to read is `ImagesUnreachable` (a one-line `UserError`): the spot ch
 and the Gallery says so instead of showing a picture. Its message is public (a pending entry's
 reason, a Gallery caption), so it is a sentence of ours (`unreachable_reason`), never a library's
 exception text: the full error goes to the log.
+
+What a submitter controls reaches no further than its own split (`source_problem`): a Hub read
+names a repo id valid by the Hub's rules, a commit sha (the revision was resolved to one when the
+submission was stored, `hub_commit`: a branch that moves later changes nothing) and a split name
+`[a-z0-9_]+`; anything else is refused before any filesystem is made. Submitted repos are read
+with no token (public repos), or with NEGT2I_IMAGES_TOKEN, a read token the owner scopes, never the
+Space's own HF_TOKEN. Reads are bounded: at most `MAX_FILES` parquet files, a row group's image
+column at most `MAX_GROUP_BYTES`, an image cell at most `MAX_CELL_BYTES`, and only its bytes
+(a cell's `path` is never followed: it would be a path of this machine).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,6 +34,13 @@ from dataset_builder.layout import split_files, split_glob
 from negt2ibench.core.errors import UserError
 
 log = logging.getLogger(__name__)
+IMAGES_TOKEN_ENV = "NEGT2I_IMAGES_TOKEN"  # a read token for submitted images repos (default: none)
+COMMIT = re.compile(r"[0-9a-f]{40}")
+MAX_FILES = 64  # parquet files of one split
+MAX_GROUP_BYTES = 512 * 2**20  # a row group's image column, compressed, as the file's footer says
+MAX_CELL_BYTES = 64 * 2**20  # one encoded image
+DECODES_AT_ONCE = 2  # images decoded at once in a process (at most 40 MP each: `evaluator.images`)
+_decodes = threading.BoundedSemaphore(DECODES_AT_ONCE)
 
 
 class ImagesUnreachable(UserError, RuntimeError):
@@ -92,6 +110,67 @@ class ImageSource(Protocol):
 
 # Opens the images of a submission: (repo_id, revision, split) -> ImageSource.
 ImageSourceFactory = Callable[[str, str, str], ImageSource]
+# Resolves a submitted revision to the commit it names now: (repo_id, revision) -> commit sha.
+RevisionResolver = Callable[[str, str], str]
+
+
+def images_token() -> str | bool:
+    """The token submitted images repos are read with: NEGT2I_IMAGES_TOKEN, else none (False: not
+    even the machine's login), never HF_TOKEN, which on the Space may write."""
+    return os.environ.get(IMAGES_TOKEN_ENV) or False
+
+
+def source_problem(repo_id: str, revision: str, split: str) -> str:
+    """Why (repo_id, revision, split) may not be read from the Hub ("" when it may)."""
+    from negt2ibench.core.names import SPLIT_NAME
+
+    from .names import clip, hub_repo_id
+
+    try:
+        hub_repo_id(repo_id)
+    except ValueError as error:
+        return str(error)
+    if not COMMIT.fullmatch(revision or ""):
+        return f"the images revision {clip(revision, 60)!r} is not pinned to a commit (submit again to pin it)"
+    if not SPLIT_NAME.match(split or "") or len(split) > 100:
+        return f"the split {clip(split, 60)!r} is not a split name ([a-z0-9_]+)"
+    return ""
+
+
+def hub_commit(repo_id: str, revision: str, api: Any = None) -> str:
+    """The commit sha REVISION (a branch, tag or commit) of the Hub dataset REPO_ID names now
+    (`HfApi.dataset_info(..., revision=...)`); ImagesUnreachable, in our words, when it cannot be read."""
+    from .names import clip, hub_repo_id
+
+    try:
+        repo_id = hub_repo_id(repo_id)
+    except ValueError as error:
+        raise ImagesUnreachable(f"images not reachable: {error}") from None
+    try:
+        if api is None:
+            from huggingface_hub import HfApi
+
+            api = HfApi(token=images_token())
+        sha = str(api.dataset_info(repo_id, revision=revision or "main").sha or "")
+    except Exception as error:  # noqa: BLE001 - offline, missing, private, no such revision ...
+        raise ImagesUnreachable(unreachable_reason(error, f"{repo_id}@{clip(revision, 60)}")) from None
+    if not COMMIT.fullmatch(sha):
+        raise ImagesUnreachable(f"images not reachable: the Hub gave no commit for {repo_id}@{clip(revision, 60)}")
+    return sha
+
+
+def keep_revision(repo_id: str, revision: str) -> str:
+    """The resolver of a local images source (a folder, a test's double): no commits, the revision as typed."""
+    return revision
+
+
+def default_resolver(open_images: object) -> RevisionResolver:
+    """How a submission's revision is pinned for OPEN_IMAGES: the Hub's commit (`hub_commit`) for Hub
+    images (`HubImages`); another source's own `resolve_revision`, else the revision as typed."""
+    if isinstance(open_images, HubImages):
+        return hub_commit
+    resolver = getattr(open_images, "resolve_revision", None)
+    return resolver if callable(resolver) else keep_revision
 
 
 class ParquetImages:
@@ -100,12 +179,20 @@ class ParquetImages:
     def __init__(self, files: Sequence[str], filesystem: Any = None):
         if not files:
             raise ImagesUnreachable("no image parquet files for this split")
+        if len(files) > MAX_FILES:
+            raise ImagesUnreachable(
+                f"images not reachable: the split has {len(files):,} parquet files (at most {MAX_FILES})"
+            )
         self.files = list(files)
         self.filesystem = filesystem
 
     @classmethod
     def from_folder(cls, folder: str | Path, split: str) -> ParquetImages:
         """A dataset folder laid out as the Hub repo: ``images/<split>-*.parquet`` (`dataset_builder.layout`)."""
+        from negt2ibench.core.names import SPLIT_NAME
+
+        if not SPLIT_NAME.match(split or ""):
+            raise ImagesUnreachable(f"images not reachable: {split[:60]!r} is not a split name ([a-z0-9_]+)")
         files = [str(path) for path in split_files(folder, split)]
         if not files:
             raise ImagesUnreachable(f"images not reachable: no {split_glob(split)} in {folder}")
@@ -118,12 +205,12 @@ class ParquetImages:
             handle = self.filesystem.open(file, "rb") if self.filesystem is not None else file
             parquet = pq.ParquetFile(handle)
             for group in range(parquet.num_row_groups):
+                _check_group(parquet, group)
                 yield parquet, group
 
     def images(self, keys: Sequence[Key]) -> Iterator[tuple[Key, Image.Image]]:
         """Read the key columns of each row group, then the image cells of the wanted rows only."""
         from evaluator.images import ImageError, load_image
-        from evaluator.sources import image_bytes
 
         wanted = set(keys)
         try:
@@ -139,9 +226,11 @@ class ParquetImages:
                         continue  # a key listed twice: the first row counts
                     wanted.discard(key)
                     try:
-                        yield key, load_image(image_bytes(cell))
+                        with _decodes:  # whatever reads at once, at most DECODES_AT_ONCE full images in memory
+                            image = load_image(cell_bytes(cell))
                     except ImageError as error:
                         raise ImagesUnreachable(f"{key[0]} sample {key[1]} is not a usable image: {error}") from None
+                    yield key, image
         except ImagesUnreachable:
             raise
         except Exception as error:  # noqa: BLE001 - any read failure means: not reachable
@@ -153,15 +242,58 @@ class ParquetImages:
             )
 
 
-def hub_images(repo_id: str, revision: str, split: str) -> ImageSource:
-    """The images split of a Hub dataset repo, read lazily over HTTP (only the rows needed)."""
-    try:
-        from huggingface_hub import HfFileSystem
+def _check_group(parquet: Any, group: int) -> None:
+    """Refuse a row group whose image column is larger than MAX_GROUP_BYTES (its footer says so)."""
+    metadata = parquet.metadata.row_group(group)
+    names = [metadata.column(i).path_in_schema.split(".")[0] for i in range(metadata.num_columns)]
+    size = sum(metadata.column(i).total_compressed_size for i, name in enumerate(names) if name == "image")
+    if size > MAX_GROUP_BYTES:
+        raise ImagesUnreachable(
+            f"images not reachable: a row group holds {size / 2**20:,.0f} MB of images "
+            f"(at most {MAX_GROUP_BYTES // 2**20} MB; write smaller row groups)"
+        )
 
-        filesystem = HfFileSystem(token=os.environ.get("HF_TOKEN"))
-        files = filesystem.glob(f"datasets/{repo_id}@{revision or 'main'}/{split_glob(split)}")
-    except Exception as error:  # noqa: BLE001 - offline, missing repo, private repo ...
-        raise ImagesUnreachable(unreachable_reason(error, f"{repo_id}@{revision or 'main'}")) from None
-    if not files:
-        raise ImagesUnreachable(f"images not reachable: {repo_id}@{revision} has no {split_glob(split)}")
-    return ParquetImages(files, filesystem=filesystem)
+
+def cell_bytes(cell: object) -> bytes:
+    """The encoded image of a submitted ``image`` cell: its bytes, at most MAX_CELL_BYTES. A cell
+    that names a `path` instead is refused: a submitted path would be read on this machine."""
+    from evaluator.images import ImageError
+
+    data = cell.get("bytes") if isinstance(cell, dict) else cell
+    if not isinstance(data, (bytes, bytearray)) or not data:
+        raise ImageError("the row has no image bytes (a path in the cell is not followed)")
+    if len(data) > MAX_CELL_BYTES:
+        raise ImageError(f"the image is {len(data) / 2**20:,.0f} MB encoded (at most {MAX_CELL_BYTES // 2**20} MB)")
+    return bytes(data)
+
+
+class HubImages:
+    """`ImageSourceFactory` of Hub dataset repos: the split's parquet files, read lazily over HTTP
+    (only the rows needed), at a pinned commit, with `images_token()`. `filesystem` makes the
+    filesystem (default `HfFileSystem`; a test's double): it is made only for a source that
+    `source_problem` lets through."""
+
+    def __init__(self, filesystem: Callable[[], Any] | None = None):
+        self._filesystem = filesystem
+
+    def __call__(self, repo_id: str, revision: str, split: str) -> ImageSource:
+        problem = source_problem(repo_id, revision, split)
+        if problem:
+            raise ImagesUnreachable(f"images not reachable: {problem}")
+        where = f"{repo_id}@{revision[:8]}"
+        try:
+            if self._filesystem is not None:
+                filesystem = self._filesystem()
+            else:
+                from huggingface_hub import HfFileSystem
+
+                filesystem = HfFileSystem(token=images_token())
+            files = filesystem.glob(f"datasets/{repo_id}@{revision}/{split_glob(split)}")
+        except Exception as error:  # noqa: BLE001 - offline, missing repo, private repo ...
+            raise ImagesUnreachable(unreachable_reason(error, where)) from None
+        if not files:
+            raise ImagesUnreachable(f"images not reachable: {where} has no {split_glob(split)}")
+        return ParquetImages(files, filesystem=filesystem)
+
+
+hub_images = HubImages()

@@ -35,8 +35,8 @@ from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from negt2ibench.core.hf_jobs import TERMINAL, JobRef, last_error_line
 
 from .job_backends import Mode, VerifyBackend
-from .states import AWAITING, SubmissionLimits
-from .store import Entry, JobRecord, LeaderboardStore, StaleEntryError
+from .states import AWAITING, SubmissionLimits, transition
+from .store import Entry, JobRecord, LeaderboardStore, StaleEntryError, expired_reason, name_expired
 
 log = logging.getLogger(__name__)
 DAY = 24 * 3600
@@ -124,6 +124,8 @@ class JobKeeper:
     def _keep(self, entry: Entry) -> Entry:
         job = entry.job
         active = self._active(entry)
+        if name_expired(entry, self.clock()):  # its name is released: withdrawn (its job cancelled below)
+            entry = transition(self.store, entry, "withdrawn", expired_reason(), run=None)
         if entry.status == "withdrawn":
             if active:
                 assert job is not None

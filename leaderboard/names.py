@@ -20,6 +20,17 @@ Model names, links, revisions and annotator names come from strangers. Here:
 - `http_link(text)`, `revision_name(text)`, `clip(text)`: checks of a link and a revision, and
   the most of a stranger's text a message may quote; `shorten(message)`: a message cut to a
   length that keeps its last clause ("...; nothing was stored").
+- `name_problem(text)`: why TEXT cannot be a model's name, whatever the store holds ("" when it
+  can): what no sink can carry (surrogates, noncharacters, controls, bidi and other invisible
+  characters), then, on its NFKC form, every character Identifier_Status=Allowed (UTS #39,
+  `leaderboard.identifiers`) or a space or one of `NAME_PUNCTUATION`, one script (TR39's highly
+  restrictive level), and not the name of one of the paper's rows nor a look-alike of one.
+  Look-alikes of other entries' names are the store's check (`leaderboard.entries.name_conflict`).
+- `hub_repo_id(text)`: a Hub repo id ORG/NAME by the Hub's own rules (huggingface_hub's
+  `validate_repo_id`: 1 to 96 characters each, letters, digits, `-`, `_`, `.`, no `--` or `..`).
+- `code_span(text)`, `terminal_text(text)`: a stranger's text as a Markdown code span (a pull
+  request's description: no link, mention or HTML survives) and as one line a terminal prints as
+  it is (every control, bidi and invisible character written as its escape).
 """
 
 from __future__ import annotations
@@ -29,6 +40,9 @@ import string
 import unicodedata
 from functools import lru_cache
 from urllib.parse import urlsplit
+
+from .identifiers import identifier_allowed, mixed_scripts
+from .paper import PAPER_ROWS
 
 QUOTE_LIMIT = 200  # characters of a stranger's text a message may quote
 MAX_NAME = 100  # characters of a model or annotator name
@@ -40,6 +54,10 @@ _DIRECTION_MARKS = "\u200e\u200f"
 _MARKDOWN_SPECIAL = {c: "\\" + c for c in string.punctuation if c not in "&<>"}
 _MARKDOWN_SPECIAL.update({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# Besides the characters UTS #39 allows in identifiers (letters, digits, marks, and ' - . : · _):
+NAME_PUNCTUATION = " +()[]/&,"
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+MAX_REPO_ID = 96 * 2 + 1  # the Hub's limit on each of ORG and NAME, and the slash
 
 
 def _invisible(character: str) -> bool:
@@ -186,3 +204,106 @@ def revision_name(text: str) -> str:
     if not _REVISION.fullmatch(revision) or ".." in revision:
         raise ValueError(f"{clip(revision, 80)!r} is not a branch, tag or commit name")
     return revision
+
+
+def _noncharacter(point: int) -> bool:
+    return 0xFDD0 <= point <= 0xFDEF or (point & 0xFFFE) == 0xFFFE
+
+
+def _unit(character: str) -> str:
+    """ "U+202E RIGHT-TO-LEFT OVERRIDE": a character named, for a message."""
+    name = unicodedata.name(character, "")
+    return f"U+{ord(character):04X}" + (f" {name}" if name else "")
+
+
+def unsafe_character(text: str) -> str:
+    """The first character of TEXT that YAML, CSV, Markdown, HTML or a terminal cannot carry as
+    text, described ("" when there is none): a lone surrogate, a noncharacter, a control, a bidi
+    control, or another invisible (format) character."""
+    for character in text:
+        point = ord(character)
+        if 0xD800 <= point <= 0xDFFF:
+            return f"a lone surrogate (U+{point:04X}), which is not text"
+        if _noncharacter(point):
+            return f"the noncharacter U+{point:04X}"
+        if character in _BIDI_CONTROLS:
+            return f"the bidi control {_unit(character)}"
+        category = unicodedata.category(character)
+        if category == "Cc":
+            return f"the control character U+{point:04X}"
+        if category == "Cf":
+            return f"the invisible character {_unit(character)}"
+    return ""
+
+
+@lru_cache(maxsize=1)
+def _reserved() -> dict[str, str]:
+    """The look-alike key of each paper row's name → the name."""
+    return {confusable_key(row["model"]): row["model"] for row in PAPER_ROWS}
+
+
+def name_problem(text: str) -> str:
+    """Why TEXT cannot be a model's name ("" when it can); see the module's docstring."""
+    typed = (text or "").strip()
+    unsafe = unsafe_character(typed)
+    if unsafe:
+        return f"the model name holds {unsafe}; type the name as plain text"
+    name = clean(typed)
+    if not name:
+        return "enter the model's name"
+    if len(name) > MAX_NAME:
+        return f"the model name is {len(name):,} characters long (at most {MAX_NAME})"
+    for character in typed:
+        normal = unicodedata.normalize("NFKC", character)
+        if any(c not in NAME_PUNCTUATION and not identifier_allowed(c) for c in normal):
+            return (
+                f"{_unit(character)} is not allowed in a model name: letters, digits and marks of one "
+                f"script, spaces and {' '.join(NAME_PUNCTUATION.strip())} ' - . : _ only (UTS #39)"
+            )
+    mixed = mixed_scripts(name)
+    if mixed:
+        return f"the model name {mixed}; write it in one script"
+    if not any(c.isalnum() for c in name):
+        return "the model name has no letter or digit"
+    paper = _reserved().get(confusable_key(name))
+    if paper is not None:
+        return f"{clip(name, 80)!r} is (or looks like) {paper!r}, a row of the paper's Table 3; choose another name"
+    return ""
+
+
+def hub_repo_id(text: str) -> str:
+    """TEXT as a Hub repo id ORG/NAME by the Hub's own rules; ValueError (one line) otherwise."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    repo = (text or "").strip()
+    shown = clip(repo, 80)
+    if len(repo) > MAX_REPO_ID or repo.count("/") != 1:
+        raise ValueError(f"{shown!r} is not a Hub repo id ORG/NAME")
+    try:
+        validate_repo_id(repo)
+    except HFValidationError:
+        raise ValueError(
+            f"{shown!r} is not a Hub repo id ORG/NAME (letters, digits, - _ . only, at most 96 each, no -- or ..)"
+        ) from None
+    return repo
+
+
+def code_span(text: object) -> str:
+    """TEXT as one Markdown code span: shown as typed, with no link, mention, emphasis or HTML
+    (a fence longer than any run of backticks in it); invisible characters removed, one line."""
+    visible = "".join(c for c in str(text) if not unsafe_character(c) or c in "\t\n\r")
+    line = _SPACES.sub(" ", visible).strip()
+    longest = max((len(run) for run in re.findall("`+", line)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if line.startswith("`") or line.endswith("`") or not line else ""
+    return f"{fence}{pad}{line}{pad}{fence}"
+
+
+def terminal_text(text: object) -> str:
+    """TEXT as one line a terminal shows as it is: controls (escape sequences, bells, carriage
+    returns), bidi and other invisible characters, surrogates and noncharacters as their escapes."""
+    return "".join(
+        character.encode("unicode_escape").decode("ascii") if unsafe_character(character) else character
+        for character in str(text)
+    )

@@ -26,7 +26,7 @@ from negt2ibench.core.errors import UserError
 
 from .checking import new_run
 from .compared import disagreement, shown_numbers
-from .images import ImagesUnreachable, ParquetImages, hub_images
+from .images import ImagesUnreachable, ParquetImages, hub_images, images_token, source_problem
 from .states import AWAITING, SpotCheckSetup, transition
 from .store import Entry, LeaderboardStore, RunClaim, StaleEntryError, Verification
 from .submissions import advance, awaiting, recheck
@@ -119,12 +119,16 @@ def images_folder(job: Job, images_from: Path | None, work: Path) -> Path:
     else:
         from huggingface_hub import snapshot_download
 
+        problem = source_problem(job.images_repo, job.images_revision, job.split)
+        if problem:
+            raise ImagesUnreachable(f"images not reachable: {problem}")
         folder = work / "images" / job.submission_id
         try:
             snapshot_download(
                 job.images_repo,
                 repo_type="dataset",
-                revision=job.images_revision or "main",
+                token=images_token(),
+                revision=job.images_revision,
                 allow_patterns=[f"images/{job.split}-*.parquet"],
                 local_dir=str(folder),
             )

@@ -19,8 +19,10 @@ from evaluator.config import PRESETS, EvaluatorConfig
 
 from .images import ImageSourceFactory, hub_images
 from .spotcheck import ScoreFn
-from .store import Entry, LeaderboardStore, Status
+from .store import AWAITING, Entry, LeaderboardStore, Status
 from .verification import SpotCheckPlan, spot_check_plan
+
+__all__ = ["AWAITING", "PRESET", "TRANSITIONS", "SpotCheckSetup", "SubmissionLimits", "held_by", "transition"]
 
 PRESET = "current"  # the preset the leaderboard scores with and accepts submissions for
 
@@ -37,7 +39,6 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     "rejected": frozenset(),
     "withdrawn": frozenset(),
 }
-AWAITING: tuple[str, ...] = ("received", "validated", "pending")  # not final: `recheck` picks them up
 
 
 @dataclass(frozen=True)

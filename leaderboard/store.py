@@ -25,6 +25,8 @@ from negt2ibench.core.errors import UserError
 
 from .annotation_store import ANNOTATIONS_SCHEMA, SQLiteAnnotations
 from .entries import (
+    AWAITING,
+    NAME_HOLD_DAYS,
     STATUSES,
     Check,
     Decide,
@@ -40,8 +42,11 @@ from .entries import (
     changed,
     check_owner,
     checked,
+    expired_reason,
+    images_pin,
     model_key_of,
     name_conflict,
+    name_expired,
     parse_results_blob,
     results_blob,
     with_status,
@@ -49,6 +54,8 @@ from .entries import (
 from .hub_store import HubRemote, HubStore, UploadFn, hub_api, hub_uploader
 
 __all__ = [
+    "AWAITING",
+    "NAME_HOLD_DAYS",
     "STATUSES",
     "Check",
     "Decide",
@@ -67,8 +74,11 @@ __all__ = [
     "Verification",
     "hub_api",
     "hub_uploader",
+    "expired_reason",
+    "images_pin",
     "model_key_of",
     "name_conflict",
+    "name_expired",
     "negt2i_home",
     "open_store",
     "open_store_at",

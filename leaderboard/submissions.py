@@ -46,13 +46,23 @@ from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from evaluator.config import EVALUATOR_VERSION, PRESETS, EvaluatorConfig
 from evaluator.results import ResultRecord
 from negt2ibench.core.errors import NegT2IError, UserError
-from negt2ibench.core.jsonl import parse_jsonl
-from negt2ibench.core.options import REPO_ID
+from negt2ibench.core.jsonl import JsonlError, gc_paused, stream_jsonl
+from negt2ibench.core.names import SPLIT_NAME
 
 from .checking import new_run, run_spot_check
 from .compared import model_detail, shown_numbers
-from .images import ImageSource, ImageSourceFactory, ImagesUnreachable, ParquetImages, hub_images
-from .names import MAX_NAME, clean, clip, http_link, revision_name
+from .images import (
+    ImageSource,
+    ImageSourceFactory,
+    ImagesUnreachable,
+    ParquetImages,
+    RevisionResolver,
+    default_resolver,
+    hub_commit,
+    hub_images,
+    unreachable_reason,
+)
+from .names import clean, clip, http_link, hub_repo_id, name_problem, revision_name
 from .spotcheck import ScoreFn, spot_check
 from .states import AWAITING, DEFAULT_LIMITS, PRESET, TRANSITIONS, SpotCheckSetup, SubmissionLimits, transition
 from .store import Entry, LeaderboardStore, OwnershipError, model_key_of, name_conflict
@@ -67,6 +77,7 @@ __all__ = [
     "ImagesUnreachable",
     "InvalidFileError",
     "ParquetImages",
+    "RevisionResolver",
     "ScoreFn",
     "SpotCheckSetup",
     "SubmissionError",
@@ -77,6 +88,7 @@ __all__ = [
     "TRANSITIONS",
     "advance",
     "check_results",
+    "hub_commit",
     "hub_images",
     "model_detail",
     "recheck",
@@ -87,6 +99,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+MAX_SPLIT = 100  # characters of a model key (the images split)
 DAY_SECONDS = 24 * 60 * 60
 NOT_COUNTED = "nothing was stored, and this attempt does not count toward the daily limit"
 
@@ -133,8 +146,13 @@ def check_results(
         return "the results file holds no records"
     keys = sorted({r.model_key for r in results})
     if len(keys) != 1:
-        shown = ", ".join(clip(key, 40) for key in keys[:5])
+        shown = ", ".join(repr(clip(key, 40)) for key in keys[:5])
         return f"the results mix {len(keys)} model keys ({shown}); submit one model per file"
+    if not SPLIT_NAME.match(keys[0]) or len(keys[0]) > MAX_SPLIT:
+        return (
+            f"the model key {clip(keys[0], 60)!r} is not a split name: lowercase letters, digits and _ only "
+            f"([a-z0-9_]+, at most {MAX_SPLIT} characters), as the images split is named"
+        )
     versions = Counter(r.evaluator_version for r in results)
     if set(versions) != {EVALUATOR_VERSION}:
         found = ", ".join(f"{clip(v, 40)} ({n} records)" for v, n in versions.most_common(3))
@@ -234,20 +252,80 @@ def recheck(store: LeaderboardStore, setup: SpotCheckSetup) -> list[Entry]:
 # -- an upload -----------------------------------------------------------------------------------------
 
 
-def _load_results(path: Path) -> list[ResultRecord]:
-    """The upload's records. A malformed line, or a torn last line, is a ValueError that says so
-    in words for the Space (the file's name, not where the server keeps it)."""
-    contents = parse_jsonl(path.read_bytes(), ResultRecord.model_validate_json, source=path.name, kind="result")
-    if contents.torn:
-        raise ValueError(
-            f"{contents.torn}: the file ends in the middle of a record, as when `negt2ibench score` is "
-            "interrupted; finish the run (the same command resumes it) or remove that line"
-        )
-    return contents.records
+def _load_results(path: Path, prompt_ids: Iterable[str]) -> list[ResultRecord]:
+    """The upload's records, read one line at a time: a record scored twice, or more records than
+    the benchmark has images, stops the reading there (a huge file of valid records repeated is
+    refused after its first repeat, not after all of it). A malformed line, or a torn last line,
+    is a ValueError that says so in words for the Space (the file's name, not where the server
+    keeps it)."""
+    expected = len(set(prompt_ids)) * SAMPLES_PER_PROMPT
+    first_line: dict[tuple[str, int], int] = {}
+    records: list[ResultRecord] = []
+    try:
+        with gc_paused(), path.open("rb") as handle:
+            for number, record in stream_jsonl(
+                handle, ResultRecord.model_validate_json, source=path.name, kind="result"
+            ):
+                key = (record.prompt_id, record.sample_index)
+                first = first_line.setdefault(key, number)
+                if first != number:
+                    raise ValueError(
+                        f"{path.name}:{number}: {clip(key[0], 60)} sample {key[1]} is scored again (first on line "
+                        f"{first}); each image is scored once"
+                    )
+                records.append(record)
+                if len(records) > expected:
+                    raise ValueError(f"{path.name}:{number}: more records than the benchmark's {expected:,} images")
+    except JsonlError as error:
+        if "torn last line" in str(error):
+            raise ValueError(
+                f"{error}: the file ends in the middle of a record, as when `negt2ibench score` is "
+                "interrupted; finish the run (the same command resumes it) or remove that line"
+            ) from None
+        raise
+    return records
 
 
 def _refused(reason: str, error: type[SubmissionError] = SubmissionError) -> SubmissionError:
     return error(f"{reason}; {NOT_COUNTED}")
+
+
+@dataclass(frozen=True)
+class _Fields:
+    model_name: str
+    model_key: str
+    link: str
+    images_repo: str
+    revision: str
+
+
+def _checked_form(form: SubmissionForm) -> _Fields:
+    """The form's fields, checked (`name_problem`, an http(s) link, a revision name, a Hub repo id)."""
+    problem = name_problem(form.model_name)
+    if problem:
+        raise _refused(problem)
+    model_name = clean(form.model_name)
+    images_repo = clean(form.images_repo)
+    if not images_repo:
+        raise _refused("name the images dataset (Hub repo id) so the scores can be spot-checked")
+    try:
+        return _Fields(
+            model_name,
+            model_key_of(model_name),
+            http_link(form.link),
+            hub_repo_id(images_repo),
+            revision_name(form.images_revision),
+        )
+    except ValueError as error:
+        raise _refused(f"{error}") from None
+
+
+def _pinned(resolve: RevisionResolver, repo: str, revision: str) -> str:
+    """The commit REVISION of REPO names now: what every later reader reads (`leaderboard.images`)."""
+    try:
+        return resolve(repo, revision)
+    except Exception as error:  # noqa: BLE001 - unreachable, missing, no such revision: refused, in our words
+        raise _refused(f"{unreachable_reason(error, repo)} (its revision is pinned to a commit when stored)") from None
 
 
 def submit(
@@ -258,6 +336,7 @@ def submit(
     prompts: PromptIndex,
     score: ScoreFn | None,
     open_images: ImageSourceFactory = hub_images,
+    resolve_revision: RevisionResolver | None = None,
     config: EvaluatorConfig = PRESETS[PRESET],
     limits: SubmissionLimits = DEFAULT_LIMITS,
     now: float | None = None,
@@ -265,8 +344,10 @@ def submit(
     check: bool = True,
 ) -> Entry:
     """Check an upload, store it, and advance it (validation, then the spot check unless
-    `check=False`); the stored entry. Names are cleaned (`leaderboard.names.clean`), the link must be
-    http(s), the revision a branch, tag or commit, the images repo an ORG/NAME.
+    `check=False`); the stored entry. The name must pass `leaderboard.names.name_problem`, the link
+    be http(s), the images repo a Hub repo id; the revision is resolved to the commit it names now
+    (`resolve_revision`, default `images.default_resolver(open_images)`: the Hub's commit for Hub
+    images), which is stored and read from then on (`images_ref` keeps what was typed).
 
     Raises:
         SubmissionError: refused, nothing stored, not counted toward the daily limit
@@ -275,17 +356,7 @@ def submit(
             (named by its id) is what holds, and `recheck` continues it.
     """
     now = time.time() if now is None else now
-    model_name = clean(form.model_name)
-    if not model_name:
-        raise _refused("enter the model's name")
-    if len(model_name) > MAX_NAME:
-        raise _refused(f"the model name is {len(model_name):,} characters long (at most {MAX_NAME})")
-    try:
-        model_key = model_key_of(model_name)
-        link = http_link(form.link)
-        revision = revision_name(form.images_revision)
-    except ValueError as error:
-        raise _refused(str(error)) from None
+    fields = _checked_form(form)
     path = Path(results_path)
     if not path.is_file():
         raise _refused("upload the results JSONL written by `negt2ibench score`")
@@ -299,29 +370,24 @@ def submit(
             f"{form.submitter} already made {recent} submissions in the last 24 hours (limit {limits.per_day}); "
             f"try again tomorrow ({NOT_COUNTED})"
         )
-    conflict = name_conflict(store.list_entries(), model_name, model_key, form.submitter)
+    conflict = name_conflict(store.list_entries(), fields.model_name, fields.model_key, form.submitter, now=now)
     if conflict:
         raise _refused(conflict)
-    images_repo = clean(form.images_repo)
-    if not images_repo:
-        raise _refused("name the images dataset (Hub repo id) so the scores can be spot-checked")
-    if not REPO_ID.match(images_repo):
-        raise _refused(f"the images dataset must be a Hub repo id ORG/NAME, got {clip(images_repo, 80)!r}")
     try:
-        results = _load_results(path)
+        results = _load_results(path, prompts.ids())
     except ValueError as error:
         raise _refused(f"malformed results file: {error}", InvalidFileError) from None
     problem = check_results(results, prompts.ids(), config=config)
     if problem:
         raise _refused(f"invalid results file: {problem}", InvalidFileError)
-
     entry = Entry(
-        model_name=model_name,
-        model_key=model_key,
+        model_name=fields.model_name,
+        model_key=fields.model_key,
         submitter=form.submitter,
-        link=link,
-        images_repo=images_repo,
-        images_revision=revision,
+        link=fields.link,
+        images_repo=fields.images_repo,
+        images_revision=_pinned(resolve_revision or default_resolver(open_images), fields.images_repo, fields.revision),
+        images_ref=fields.revision,
         created_at=now,
         evaluator_version=EVALUATOR_VERSION,
         config_hash=config.config_hash,

@@ -30,6 +30,7 @@ from evaluator.config import EVALUATOR_VERSION
 from leaderboard.hub_check import HUB_REFRESH_SECONDS, HubLeaderboard, default_api
 from leaderboard.hub_results import hub_dataset_id, space_base_url
 from leaderboard.identity import FORWARDED_ENV, check_forwarded_allow_ips, default_forwarded_allow_ips
+from leaderboard.images import RevisionResolver, default_resolver
 from leaderboard.job_backends import LocalBackend, VerifyBackend, default_backend
 from leaderboard.job_keeper import JobKeeper, JobPolicy
 from leaderboard.spotcheck import SECRET_ENV
@@ -57,11 +58,15 @@ from .views import prompt_label
 # How often the verification jobs' pass runs while the app runs (launch, poll, relaunch, cancel; a
 # stored submission wakes it at once). Cheap: a store read, and one state call per running job.
 RECHECK_SECONDS = 60
+SESSIONS_KEPT = 100  # sessions whose state the server keeps (LRU): at most about 50 MB
 # theme/css go to launch() in gradio 6; uploads above the size limit are refused before any handler runs.
 LAUNCH_KWARGS: dict[str, Any] = {
     "theme": gr.themes.Soft(),
     "css": ".verdict-pass{color:#15803d}.verdict-fail,.verdict-error{color:#b91c1c}",
     "max_file_size": f"{SubmissionLimits().max_bytes // 2**20}mb",
+    # Each browser or API session keeps a copy of every component's configuration (about 0.5 MB here:
+    # the prompt pickers' choices); gradio keeps 10,000 by default. The newest SESSIONS_KEPT only.
+    "state_session_capacity": SESSIONS_KEPT,
 }
 
 
@@ -120,6 +125,7 @@ def build_app(
     evaluator: Evaluator | None = None,
     perception: Any = None,
     open_images: ImageSourceFactory = hub_images,
+    resolve_revision: RevisionResolver | None = None,
     limits: SubmissionLimits | None = None,
     preload: bool | None = None,
     require_login: bool | None = None,
@@ -151,6 +157,10 @@ def build_app(
         evaluator: the models that score uploads; else an `Evaluator(PRESET)` whose models load on
             the first score. `perception` (e.g. a test double) builds that evaluator around it
             instead. Submissions are never re-scored here: a verification job does (`verify_backend`).
+        open_images: where submitted images are read (`hub_images`: a Hub dataset repo at the commit
+            its revision named when the submission was stored); `resolve_revision` pins that commit
+            (default: `hub_commit` for `hub_images`; a local source's own `resolve_revision`, else the
+            revision as typed, `keep_revision`).
         preload: load the models now (default: when running on ZeroGPU, where it must happen in
             the main process at start-up). On a Hugging Face Space (SPACE_ID set) the weights that
             are missing are downloaded first and the models loaded, whatever `preload` says.
@@ -226,6 +236,7 @@ def build_app(
         check_weights=evaluator.require_weights,
         stand_in=type(perception).__name__ if perception is not None else "",
         jobs=jobs,
+        resolve_revision=resolve_revision or default_resolver(open_images),
     )
     prompt_choices = [(prompt_label(p), p.prompt_id) for p in prompts]
     annotating = annotation_handlers(
@@ -255,6 +266,7 @@ def build_app(
         annotate.build(demo, annotating, login_button=login_button)
     demo.queue(max_size=QUEUE_SIZE)
     on.cache = blocks_cache(demo, cache_bytes, work_dir.existing)
+    looking.images.after_write = on.cache.enforce  # the bound holds after each Gallery page's writes
     demo.sweeper = Rechecker(on.cache.enforce, SWEEP_SECONDS, name="negt2i-cache").start()
     if hub_board is not None:  # read at start-up, then hourly; the board shows the last reading
         demo.hub_reader = Rechecker(hub_board.refresh, hub_refresh_every, name="negt2i-hub").start()

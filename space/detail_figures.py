@@ -23,7 +23,7 @@ from evaluator.results import CAUSES
 from leaderboard.ranking import UNVERIFIED
 from negt2ibench.core import palette
 
-from .leaderboard_view import csv_frame
+from .leaderboard_view import csv_frame, watermark
 
 ACCURACY_COLUMNS = ["model", "axis", "key", "load", "accuracy"]  # axis: setting | category
 SETTING_KEYS: tuple[str, ...] = tuple(setting_label(p, n) for p, n in SETTINGS)
@@ -45,10 +45,12 @@ def accuracy_frame(rows: Sequence[tuple[str, dict[str, Any]]], categories: bool 
     return pd.DataFrame(lines, columns=ACCURACY_COLUMNS)
 
 
-def _empty(figure: Figure, message: str) -> Figure:
+def _empty(figure: Figure, message: str, marked: bool = False) -> Figure:
     axis = figure.add_subplot()
     axis.text(0.5, 0.5, message, ha="center", va="center")
     axis.set_axis_off()
+    if marked:
+        watermark(axis)
     return figure
 
 
@@ -67,15 +69,15 @@ def _grouped_bars(axis: Any, frame: pd.DataFrame, keys: Sequence[str], labels: S
     axis.set_ylabel("images passing every statement (%)")
 
 
-def accuracy_figure(frame: pd.DataFrame, title: str) -> Figure:
+def accuracy_figure(frame: pd.DataFrame, title: str, *, marked: bool = False) -> Figure:
     """Grouped bars of `accuracy_frame`: by setting (loads 1–4 shaded in turn) and, when the frame
-    has them, by category; one colour per model."""
+    has them, by category; one colour per model. `marked`: "claimed, not verified" across each axis."""
     axes_wanted = [axis for axis in ("setting", "category") if (frame["axis"] == axis).any()]
-    figure = Figure(figsize=(7.5 if len(axes_wanted) < 2 else 12, 3.6), layout="constrained")
+    figure = Figure(figsize=(7.5 if len(axes_wanted) < 2 else 12, 4.0), layout="constrained")
     FigureCanvasAgg(figure)
     figure.suptitle(title, parse_math=False)  # a model's name is text, never mathtext
     if not axes_wanted:
-        return _empty(figure, "no accuracy by setting for this model")
+        return _empty(figure, "no accuracy by setting for this model", marked)
     grid = figure.subplots(1, len(axes_wanted), squeeze=False, width_ratios=[8, 6][: len(axes_wanted)])
     for axis, which in zip(grid[0], axes_wanted, strict=True):
         part = frame[frame["axis"] == which]
@@ -94,6 +96,8 @@ def accuracy_figure(frame: pd.DataFrame, title: str) -> Figure:
             axis.set_xlabel("category (averaged over its 8 settings)")
     if frame["model"].nunique() > 1:
         grid[0][-1].legend(fontsize="small", loc="upper right")
+    for axis in grid[0] if marked else ():
+        watermark(axis)
     return figure
 
 
@@ -117,13 +121,14 @@ def causes_long(causes: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(lines, columns=["category", "cause", "count", "share"])
 
 
-def causes_figure(long: pd.DataFrame, title: str) -> Figure:
-    """Stacked shares of the five causes among each category's failed statements."""
-    figure = Figure(figsize=(7.5, 3.6), layout="constrained")
+def causes_figure(long: pd.DataFrame, title: str, *, marked: bool = False) -> Figure:
+    """Stacked shares of the five causes among each category's failed statements (`marked`:
+    "claimed, not verified" across the axis)."""
+    figure = Figure(figsize=(7.5, 4.0), layout="constrained")
     FigureCanvasAgg(figure)
     figure.suptitle(title, parse_math=False)
     if long.empty:
-        return _empty(figure, "no failure causes for this model")
+        return _empty(figure, "no failure causes for this model", marked)
     categories = list(dict.fromkeys(long["category"]))
     axis = figure.add_subplot()
     x = np.arange(len(categories))
@@ -137,6 +142,8 @@ def causes_figure(long: pd.DataFrame, title: str) -> Figure:
     axis.set_ylim(0, 100)
     axis.set_ylabel("share of failed statements (%)")
     axis.legend(fontsize="x-small", loc="center left", bbox_to_anchor=(1.0, 0.5))
+    if marked:
+        watermark(axis)
     return figure
 
 

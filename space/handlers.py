@@ -34,6 +34,7 @@ from leaderboard.submissions import (
     NOT_COUNTED,
     ImageSourceFactory,
     InvalidFileError,
+    RevisionResolver,
     SubmissionError,
     SubmissionForm,
     SubmissionLimits,
@@ -131,6 +132,7 @@ class Handlers:
     require_login: bool
     work_dir: WorkDir
     jobs: JobKeeper | None = None  # the verification jobs (None: none launched from this app)
+    resolve_revision: RevisionResolver | None = None  # a submitted revision → its commit (None: `default_resolver`)
     slots: ClientSlots = field(default_factory=ClientSlots)  # scoring events per client at once
     submit_slots: ClientSlots = field(default_factory=ClientSlots)  # submitting events per client at once
     invalid_uploads: RecentEvents = field(default_factory=RecentEvents)  # refused as invalid, per client, last hour
@@ -303,6 +305,7 @@ class Handlers:
                 prompts=self.index,
                 score=None,  # never here: a verification job re-scores (`leaderboard.job_keeper`)
                 open_images=self.open_images,
+                resolve_revision=self.resolve_revision,
                 config=self.config,
                 limits=self.limits,
                 check=False,

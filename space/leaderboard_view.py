@@ -34,7 +34,7 @@ from leaderboard.ranking import (
     ranked_entries,
     verification_label,
 )
-from leaderboard.store import Entry
+from leaderboard.store import Entry, images_pin
 from negt2ibench.core import palette
 from negt2ibench.core.table import MISSING_TEXT, Column, Table, to_frame
 
@@ -200,7 +200,7 @@ def model_status(entry: Entry) -> str:
         f"submitted by {text(shown_identity(entry.submitter))}"
     )
     if entry.images_repo:
-        status += f"; images {text(entry.images_repo)} at revision {text(entry.images_revision)}"
+        status += f"; images {text(images_pin(entry))}"
     if entry.link:
         status += f"; link: {text(entry.link)}"
     return status
@@ -223,15 +223,53 @@ def claimed(entry: Entry | None) -> bool:
     return entry is not None and entry.status != "verified"
 
 
+TITLE_CHARS = 64  # a figure title's line, at most (a 100-character name wraps; the mark never falls off)
+
+
+def figure_title(name: str, what: str, marked: bool) -> str:
+    """A figure's title: `UNVERIFIED` first when `marked` (a long name cannot push it off the
+    figure), then the name and WHAT, wrapped to lines of TITLE_CHARS."""
+    import textwrap
+
+    lines = textwrap.wrap(f"{name}: {what}", TITLE_CHARS, break_long_words=True) if name else [what]
+    return "\n".join(([UNVERIFIED] if marked else []) + lines[:3])
+
+
+def watermark(axis) -> None:
+    """`UNVERIFIED` across the axes, faint and tilted: a figure cut from its title still says it."""
+    axis.text(
+        0.5,
+        0.5,
+        UNVERIFIED,
+        transform=axis.transAxes,
+        ha="center",
+        va="center",
+        fontsize=28,
+        color="#b91c1c",
+        alpha=0.35,
+        rotation=20,
+        parse_math=False,
+    )
+
+
+def verification_column(frame: pd.DataFrame, entry: Entry) -> pd.DataFrame:
+    """FRAME (a figure's data) with a first column `verification`: the entry's label, so a CSV of an
+    entry that is not verified says "claimed, not verified (pending)" on every line."""
+    label = f"{UNVERIFIED} ({entry.status})" if claimed(entry) else verification_label(entry)
+    marked = frame.copy()
+    marked.insert(0, "verification", label)
+    return marked
+
+
 def polarity_figure(entry: Entry | None):
     """Positive vs negated statement accuracy per category of one model (a matplotlib figure); an
     entry that is not verified gets `UNVERIFIED` in its title and across the bars."""
-    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(7, 3.2), layout="constrained")
+    figure = Figure(figsize=(7, 3.4), layout="constrained")  # not pyplot's: no figure outlives its answer
+    FigureCanvasAgg(figure)
+    axis = figure.add_subplot()
     frame = polarity_frame(entry)
     if entry is None or frame.empty:
         axis.text(0.5, 0.5, "no statement-level results for this model", ha="center", va="center")
@@ -247,12 +285,9 @@ def polarity_figure(entry: Entry | None):
     axis.set_ylim(0, 100)
     axis.set_xlabel("")
     # A name is text, not mathtext: "$\frac{$" is drawn as typed, and cannot break the figure.
-    title = f"{entry.model_name}: positive vs negated statements"
     if claimed(entry):
-        title += f" ({UNVERIFIED})"
-        axis.text(0.5, 0.5, UNVERIFIED, transform=axis.transAxes, ha="center", va="center", fontsize=28)
-        axis.texts[-1].set(color="#b91c1c", alpha=0.35, rotation=20)  # a watermark across the bars
-    axis.set_title(title, parse_math=False)
+        watermark(axis)
+    axis.set_title(figure_title(entry.model_name, "positive vs negated statements", claimed(entry)), parse_math=False)
     return figure
 
 

@@ -37,6 +37,27 @@ QUEUE_SIZE = 64  # events waiting in the queue, at most
 SCORE_CONCURRENCY = 2  # scoring events running at once (a second client is not stuck behind the first)
 SUBMIT_CONCURRENCY = 2  # submit events validating at once: one per client, so another client is never queued
 MAX_SCORE_PIXELS = 2048 * 2048
+# Gallery and Compare events running at once: each page's fetches wait in its own images source's
+# pool (`space.gallery.source`), so another client's page of a kept or fast entry is not queued
+# behind a slow repo's (gradio runs one event of a kind at a time by default).
+GALLERY_CONCURRENCY = 8
+
+
+def release_memory() -> None:
+    """Hand freed memory back to the system: a page of large images leaves glibc's heap and
+    pyarrow's pool holding what they no longer use (tens of MB an image). A no-op elsewhere."""
+    try:
+        import pyarrow
+
+        pyarrow.default_memory_pool().release_unused()
+    except Exception:  # noqa: BLE001 - nothing to release, or no pyarrow: nothing to do
+        pass
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): its allocator returns memory itself
+        pass
 
 
 def bounded_image(image: Image.Image, max_pixels: int = MAX_SCORE_PIXELS) -> Image.Image:

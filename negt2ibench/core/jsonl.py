@@ -24,7 +24,7 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import IO, Generic, TypeVar
 
 from .errors import UserError
 
@@ -156,6 +156,33 @@ def _parse_lines(
             good_bytes = stop
     missing_newline = good_bytes < len(data)  # a whole record without its newline
     return JsonlContents(records, len(data), None, missing_newline, lines, bad)
+
+
+def stream_jsonl(
+    stream: IO[bytes],
+    parse: Callable[[bytes], T],
+    *,
+    source: str,
+    kind: str = "JSONL",
+    error: type[JsonlError] = JsonlError,
+) -> Iterator[tuple[int, T]]:
+    """(line number, record) of each non-blank line of a binary STREAM, read one line at a time, so
+    a reader can stop at the first record it refuses without reading (or holding) the rest. A bad
+    complete line raises ERROR ("SOURCE:LINE: reason"); a bad last line without a newline raises
+    ERROR saying it is torn (as `parse_jsonl` reports one)."""
+    for number, raw in enumerate(stream, start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = parse(raw)
+        except ValueError as problem:  # json and pydantic errors are ValueErrors
+            if raw.endswith(b"\n"):
+                raise error(f"{source}:{number}: {line_reason(problem, kind)}") from None
+            torn = (
+                f"{source}:{number}: torn last line ({len(raw)} bytes without a newline: {line_reason(problem, kind)})"
+            )
+            raise error(torn) from None
+        yield number, record
 
 
 def require_file(path: str | Path, *, kind: str = "JSONL", error: type[JsonlError] = JsonlError) -> Path:

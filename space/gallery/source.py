@@ -5,13 +5,18 @@ entry's images repo at its submitted revision.
   `GalleryRow`s, and each record as its JSON line, parsed again only when shown), for a bounded
   number of entries, newest use last out.
 - `GalleryImages`: images fetched lazily through the app's `ImageSourceFactory` (the spot check's
-  `leaderboard.images.hub_images`: only the rows asked for), a page's missing ones in one read. Each
-  fetched image is kept on disk, with its thumbnail drawn once, in a folder of the app's own
-  temporary folder, so the Space's cache bound (`space.resources.CacheBudget`, which sweeps that
-  folder) bounds it too; a file swept away is fetched again when next shown. An image that cannot
-  be fetched gets a placeholder and the reason, and is not asked for again for `retry_seconds`
-  (nor is a repo that cannot be opened): one unreachable repo never fails the page, nor is it
-  asked again on every page.
+  `leaderboard.images.hub_images`: only the rows asked for, at the entry's pinned commit), a page's
+  missing ones in one read. Each fetched image is drawn twice (its thumbnail, and its full view at
+  most `FULL_SIDE` a side) and dropped before the next one is decoded; both drawings are kept in a
+  folder of the app's own temporary folder, so the Space's cache bound
+  (`space.resources.CacheBudget`, enforced after each page's writes and by the sweep) bounds them
+  too; a file swept away is fetched again when next shown. The fetches of one images source run in
+  its own pool of `FETCH_WORKERS` threads, and a page waits for them `page_seconds` at most (the
+  rest show as "still being fetched", and are there on the next load): a slow repo delays only
+  its own pages. After a page's images are drawn, the memory they took is handed back to the
+  system (`space.resources.release_memory`). An image that cannot be fetched gets a placeholder
+  and the reason, and is not asked for again for `retry_seconds` (nor is a repo that cannot be
+  opened): one unreachable repo never fails the page, nor is it asked again on every page.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,14 +40,20 @@ from leaderboard.images import ImageSource, ImageSourceFactory, unreachable_reas
 from leaderboard.store import Entry, LeaderboardStore
 from negt2ibench.core.atomic import write_atomic
 
+from ..resources import release_memory
 from . import view
 
 log = logging.getLogger(__name__)
 RECORDS_CACHED = 8  # entries whose records are kept in memory (about 15 MB each for 19,200 records)
 SOURCES_CACHED = 16  # images repos kept open
 RETRY_SECONDS = 300.0  # an image or repo that could not be fetched is not asked for again for this long
+FETCH_WORKERS = 2  # fetches at once per images source (repo, commit, split)
+PAGE_SECONDS = 20.0  # a page waits this long for its images, then shows what came
+FULL_SIDE = 2048  # the full view is kept drawn at most this large a side
+PENDING = "still being fetched from its images repo (a slow repo); shown when it arrives"
 
 Key = view.Key
+Take = Callable[[Key, Image.Image], None]  # what a fetch hands each image to, as it comes
 
 
 @dataclass
@@ -121,12 +134,17 @@ class GalleryImages:
         *,
         retry_seconds: float = RETRY_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        page_seconds: float = PAGE_SECONDS,
+        after_write: Callable[[], object] | None = None,
     ):
         self.open_images = open_images
         self._folder = folder
         self.retry_seconds = retry_seconds
+        self.page_seconds = page_seconds
+        self.after_write = after_write  # the app's cache bound, enforced after each page's writes
         self._clock = clock
         self._sources: OrderedDict[tuple[str, str, str], ImageSource] = OrderedDict()
+        self._pools: OrderedDict[tuple[str, str, str], ThreadPoolExecutor] = OrderedDict()
         self._failed: dict[tuple, tuple[float, str]] = {}  # (source,) or (source, key) → (when, reason)
         self._lock = threading.Lock()
 
@@ -139,17 +157,24 @@ class GalleryImages:
     def _source_of(entry: Entry, split: str) -> tuple[str, str, str]:
         return (entry.images_repo, entry.images_revision or "main", split)
 
-    def _image_path(self, source: tuple[str, str, str], key: Key) -> Path:
-        return self._file("images", _digest(*source, *key))
-
     def _thumb_path(self, entry: Entry, source: tuple[str, str, str], key: Key) -> Path:
         return self._file("thumbs", _digest(entry.submission_id, *source, *key))
+
+    def _full_path(self, entry: Entry, source: tuple[str, str, str], key: Key) -> Path:
+        return self._file("full", _digest(entry.submission_id, *source, *key))
 
     def placeholder(self, reason: str, side: int = view.THUMB_SIDE) -> str:
         path = self._file("placeholders", _digest(reason, side))
         if not path.exists():
             _keep(path, _png(view.placeholder(reason, side)))
         return str(path)
+
+    def _written(self) -> None:
+        if self.after_write is not None:
+            try:
+                self.after_write()
+            except Exception:  # noqa: BLE001 - a failed sweep must not fail the page; the next one retries
+                log.exception("cache bound after a gallery write failed")
 
     # -- failures remembered for a while
     def _remembered(self, what: tuple) -> str:
@@ -166,7 +191,19 @@ class GalleryImages:
         with self._lock:
             self._failed[what] = (self._clock(), reason)
 
-    # -- fetching
+    # -- fetching: each source has its own bounded pool, so a slow repo delays only its own pages
+    def _pool(self, source: tuple[str, str, str]) -> ThreadPoolExecutor:
+        with self._lock:
+            if source in self._pools:
+                self._pools.move_to_end(source)
+                return self._pools[source]
+            pool = ThreadPoolExecutor(FETCH_WORKERS, thread_name_prefix="negt2i-gallery")
+            self._pools[source] = pool
+            while len(self._pools) > SOURCES_CACHED:
+                _, oldest = self._pools.popitem(last=False)
+                oldest.shutdown(wait=False)  # its running fetch ends on its own; nothing new starts
+            return pool
+
     def _open(self, source: tuple[str, str, str]) -> ImageSource:
         with self._lock:
             if source in self._sources:
@@ -179,96 +216,116 @@ class GalleryImages:
                 self._sources.popitem(last=False)
         return opened
 
-    def _read(self, opened: ImageSource, keys: list[Key], got: dict[Key, Image.Image]) -> str:
-        """Read `keys` into `got`; "" when all came, else why the rest did not."""
+    @staticmethod
+    def _read(opened: ImageSource, keys: list[Key], take: Take, got: set[Key]) -> str:
+        """Read `keys`, each image handed to `take` as it comes (and dropped); "" when all came, else
+        why the rest did not."""
         try:
             for key, image in opened.images(keys):
-                got[key] = image
+                got.add(key)
+                take(key, image)
+                del image
         except Exception as error:  # noqa: BLE001 - any failure of a read is this page's reason, not its end
             return unreachable_reason(error)  # a sentence of ours: the library's text goes to the log
         return ""
 
-    def fetch(self, source: tuple[str, str, str], keys: Sequence[Key]) -> tuple[dict[Key, Image.Image], dict[Key, str]]:
-        """The images of `keys` that can be had, and why each other one cannot (in one read, then,
-        after a failure, one read per image left, so each gets its own reason)."""
+    def fetch(self, source: tuple[str, str, str], keys: Sequence[Key], take: Take) -> dict[Key, str]:
+        """Hand each image of `keys` that can be had to `take`, one at a time; why each other one
+        cannot be had (in one read, then, after a failure, one read per image left, so each gets
+        its own reason)."""
         failed = {key: self._remembered((source, key)) or self._remembered((source,)) for key in keys}
         failed = {key: reason for key, reason in failed.items() if reason}
         wanted = [key for key in keys if key not in failed]
-        got: dict[Key, Image.Image] = {}
         if not wanted:
-            return got, failed
+            return failed
         if not source[0]:
-            reason = "this entry names no images repo"
-            return got, {**failed, **dict.fromkeys(wanted, reason)}
+            return {**failed, **dict.fromkeys(wanted, "this entry names no images repo")}
         try:
             opened = self._open(source)
         except Exception as error:  # noqa: BLE001 - unreachable, private, missing ...
-            reason = unreachable_reason(error, f"{source[0]}@{source[1] or 'main'}")
+            reason = unreachable_reason(error, f"{source[0]}@{source[1][:12] or 'main'}")
             self._remember((source,), reason)
-            return got, {**failed, **dict.fromkeys(wanted, reason)}
-        reason = self._read(opened, wanted, got)
+            return {**failed, **dict.fromkeys(wanted, reason)}
+        got: set[Key] = set()
+        reason = self._read(opened, wanted, take, got)
         reasons = dict.fromkeys((key for key in wanted if key not in got), reason or "not in the images repo")
         if reason and len(reasons) > 1:  # the read stopped at one image: each of the rest alone, for its own reason
             for key in list(reasons):
-                alone: dict[Key, Image.Image] = {}
-                why = self._read(opened, [key], alone)
-                if key in alone:
-                    got[key] = alone[key]
+                why = self._read(opened, [key], take, got)
+                if key in got:
                     del reasons[key]
                 elif why:
                     reasons[key] = why
         for key, why in reasons.items():
             failed[key] = why
             self._remember((source, key), why)
-        return got, failed
+        return failed
+
+    def _make(self, entry: Entry, source: tuple[str, str, str], records: Sequence[ResultRecord]) -> dict[Key, str]:
+        """Fetch the records' images and keep each one's thumbnail and full view, drawn, one image
+        in memory at a time; why each image that is not kept is not. Runs in the source's pool."""
+        by_key = {(r.prompt_id, r.sample_index): r for r in records}
+        broken: dict[Key, str] = {}
+
+        def take(key: Key, image: Image.Image) -> None:
+            try:
+                record = by_key[key]
+                _keep(self._full_path(entry, source, key), _png(view.drawn(image, record, FULL_SIDE), 1))
+                _keep(self._thumb_path(entry, source, key), _png(view.drawn(image, record, view.THUMB_SIDE)))
+            except Exception as error:  # noqa: BLE001 - a record that cannot be drawn, a full disk: this image only
+                log.exception("drawing %s failed", key)
+                broken[key] = f"could not draw it: {type(error).__name__}: {error}"
+
+        try:
+            return {**self.fetch(source, list(by_key), take), **broken}
+        finally:
+            release_memory()
+
+    def _wait(self, job: Future) -> dict[Key, str] | None:
+        """The job's reasons, or None when it has not finished within `page_seconds` (it goes on)."""
+        try:
+            return job.result(timeout=self.page_seconds)
+        except FutureTimeout:
+            return None
 
     def thumbnails(self, entry: Entry, split: str, records: Sequence[ResultRecord]) -> list[Shown]:
-        """One thumbnail per record (in order): drawn once from its fetched image and kept; the
-        images of those not made yet are fetched in one read."""
+        """One thumbnail per record (in order), drawn once from its fetched image and kept; those
+        not made yet are made in the source's pool, waited for `page_seconds` at most (what comes
+        later shows on the next load)."""
         source = self._source_of(entry, split)
         keys = [(r.prompt_id, r.sample_index) for r in records]
         paths = [self._thumb_path(entry, source, key) for key in keys]
         missing = [i for i, path in enumerate(paths) if not path.exists()]
-        shown: dict[int, Shown] = {i: Shown(str(paths[i])) for i in range(len(keys)) if i not in missing}
+        failed: dict[Key, str] | None = {}
         if missing:
-            cached = {i: self._cached_image(source, keys[i]) for i in missing}
-            got, failed = self.fetch(source, [keys[i] for i in missing if cached[i] is None])
-            for i in missing:
-                image = cached[i] or got.get(keys[i])
-                if image is None:
-                    reason = failed.get(keys[i], "not fetched")
-                    shown[i] = Shown(self.placeholder(reason), reason)
-                    continue
-                try:
-                    if cached[i] is None:
-                        _keep(self._image_path(source, keys[i]), _png(image, compress_level=1))
-                    _keep(paths[i], _png(view.drawn(image, records[i], view.THUMB_SIDE)))
-                    shown[i] = Shown(str(paths[i]))
-                except Exception as error:  # noqa: BLE001 - a record that cannot be drawn, a full disk: this image only
-                    log.exception("thumbnail of %s failed", keys[i])
-                    reason = f"could not draw it: {type(error).__name__}: {error}"
-                    shown[i] = Shown(self.placeholder(reason), reason)
-        return [shown[i] for i in range(len(keys))]
+            job = self._pool(source).submit(self._make, entry, source, [records[i] for i in missing])
+            failed = self._wait(job)
+            self._written()
+        shown = []
+        for key, path in zip(keys, paths, strict=True):
+            if path.exists():
+                shown.append(Shown(str(path)))
+            else:
+                reason = PENDING if failed is None else failed.get(key, "not fetched")
+                shown.append(Shown(self.placeholder(reason), reason))
+        return shown
 
-    def _cached_image(self, source: tuple[str, str, str], key: Key) -> Image.Image | None:
-        path = self._image_path(source, key)
-        try:
-            with Image.open(path) as stored:
-                return stored.convert("RGB")
-        except (OSError, ValueError):  # not there (never fetched, or swept by the cache bound), or torn
-            return None
-
-    def image(self, entry: Entry, split: str, key: Key) -> tuple[Image.Image | None, str]:
-        """The full image of `key` (kept from its thumbnail's fetch, else fetched now), or None and why."""
+    def full(self, entry: Entry, split: str, record: ResultRecord) -> tuple[Image.Image | None, str]:
+        """The full view of the record's image, drawn with its boxes (at most FULL_SIDE a side): kept
+        from its thumbnail's fetch, else fetched now in the source's pool; or None and why."""
         source = self._source_of(entry, split)
-        cached = self._cached_image(source, key)
-        if cached is not None:
-            return cached, ""
-        got, failed = self.fetch(source, [key])
-        if key not in got:
-            return None, failed.get(key, "not fetched")
-        _keep(self._image_path(source, key), _png(got[key], compress_level=1))
-        return got[key], ""
+        key = (record.prompt_id, record.sample_index)
+        path = self._full_path(entry, source, key)
+        if not path.exists():
+            failed = self._wait(self._pool(source).submit(self._make, entry, source, [record]))
+            self._written()
+            if not path.exists():
+                return None, PENDING if failed is None else failed.get(key, "not fetched")
+        try:
+            with Image.open(path) as kept:
+                return kept.convert("RGB"), ""
+        except (OSError, ValueError):  # swept by the cache bound meanwhile, or torn
+            return None, "not kept any more; show it again"
 
 
 def _keep(path: Path, data: bytes) -> None:

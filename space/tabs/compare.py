@@ -26,6 +26,7 @@ from leaderboard.store import Entry
 from .. import views
 from ..gallery import view
 from ..handlers import error_reply
+from ..resources import GALLERY_CONCURRENCY
 from .gallery import LOGGED, GalleryHandlers, full_view_layout
 
 log = logging.getLogger(__name__)
@@ -155,7 +156,7 @@ def build(on: CompareHandlers, prompt_choices: Sequence[tuple[str, str]]) -> Non
         filters = [category, setting, load, obj]
         for control in filters:
             control.change(on.narrow, [*filters, chosen], chosen, **private)
-        chosen.change(on.compare, chosen, outputs, api_name="compare")
+        chosen.change(on.compare, chosen, outputs, api_name="compare", concurrency_limit=GALLERY_CONCURRENCY)
         group.input(lambda picked: picked, group, chosen, **private)
-        thumbnails.select(on.pick, keys, list(full), **private)
+        thumbnails.select(on.pick, keys, list(full), **private, concurrency_limit=GALLERY_CONCURRENCY)
         tab.select(on.opened, chosen, chosen, **private)

@@ -25,12 +25,13 @@ from evaluator.results import CAUSES
 from leaderboard.images import ImageSourceFactory
 from leaderboard.names import plain_markdown
 from leaderboard.ranking import ranked_entries, verification_label
-from leaderboard.store import Entry, LeaderboardStore
+from leaderboard.store import Entry, LeaderboardStore, images_pin
 
 from .. import views
 from ..gallery import view
 from ..gallery.source import EntryRecords, GalleryImages, IndexedRecords
 from ..handlers import WorkDir, error_reply
+from ..resources import GALLERY_CONCURRENCY
 
 log = logging.getLogger(__name__)
 FULL_SIDE = 1024  # the full view's placeholder side
@@ -135,13 +136,11 @@ class GalleryHandlers:
         if key not in indexed.lines or key[0] not in self.prompts:
             return None, error_reply(f"{entry.model_name} has no image {key[0]} #{key[1]}"), _no_table()
         record, prompt = indexed.record(key), self.prompts[key[0]]
-        image, reason = self.images.image(entry, indexed.split, key)
+        picture, reason = self.images.full(entry, indexed.split, record)  # drawn with the record's boxes
         summary = f"{views.verdict_summary(prompt, record)}\n\n{source_line(entry, indexed.split)}"
-        if image is None:
+        if picture is None:
             summary += f"\n\n**Image unavailable:** {plain_markdown(reason)}"
             picture = view.placeholder(reason, FULL_SIDE // 2)
-        else:
-            picture = view.drawn(image, record)
         return picture, summary, views.verdict_frame(prompt, record)
 
 
@@ -149,7 +148,7 @@ def source_line(entry: Entry, split: str) -> str:
     """Where an entry's images and verdicts come from, every stranger's text as plain text."""
     text = plain_markdown
     return (
-        f"Images: {text(entry.images_repo or '(none)')} at revision {text(entry.images_revision or 'main')}, "
+        f"Images: {text(images_pin(entry))}, "
         f"split {text(split)}, fetched when first shown. Verdicts, causes and boxes: the submitted results file."
     )
 
@@ -222,15 +221,16 @@ def build(on: GalleryHandlers) -> None:
         filters = [model, category, setting, load, verdict, cause]
         outputs = [summary, thumbnails, table, page, keys]
         private: dict[str, Any] = {"api_name": "internal", "api_visibility": "private"}
-        show.click(on.gallery, [*filters, page], outputs, api_name="gallery")
+        busy: dict[str, Any] = {"concurrency_limit": GALLERY_CONCURRENCY}  # a slow repo's page never queues others
+        show.click(on.gallery, [*filters, page], outputs, api_name="gallery", **busy)
         for control in filters:
-            control.change(on.first_page, filters, outputs, **private)
-        previous.click(on.previous_page, [*filters, page], outputs, **private)
-        following.click(on.next_page, [*filters, page], outputs, **private)
-        page.submit(on.gallery, [*filters, page], outputs, **private)
-        thumbnails.select(on.pick, [model, keys], list(full), **private)
+            control.change(on.first_page, filters, outputs, **private, **busy)
+        previous.click(on.previous_page, [*filters, page], outputs, **private, **busy)
+        following.click(on.next_page, [*filters, page], outputs, **private, **busy)
+        page.submit(on.gallery, [*filters, page], outputs, **private, **busy)
+        thumbnails.select(on.pick, [model, keys], list(full), **private, **busy)
         gr.Button("item", visible=False).click(
-            on.item, [model, item_prompt, item_sample], list(full), api_name="gallery_item"
+            on.item, [model, item_prompt, item_sample], list(full), api_name="gallery_item", **busy
         )
         # Opening the tab fills the picker (a change of its value then shows the first page).
         tab.select(on.models, model, model, **private)

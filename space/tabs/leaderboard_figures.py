@@ -3,7 +3,9 @@ failure causes by category, and every figure's data (these two and the polarity 
 
 API name (for gradio_client): ``model_figures`` (a model name → the setting figure, the causes
 figure, the CSV files). The figures come from `space.detail_figures`; an entry that is not
-verified is marked "claimed, not verified" in their titles, as its numbers are the submitter's.
+verified is marked "claimed, not verified", as its numbers are the submitter's: first in each
+figure's title (a 100-character name wraps below it), across each figure's axes, in each CSV's
+name and in its `verification` column (every line).
 """
 
 from __future__ import annotations
@@ -13,12 +15,12 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from leaderboard.ranking import UNVERIFIED, newest_entries
+from leaderboard.ranking import newest_entries
 from leaderboard.store import Entry, LeaderboardStore
 
 from .. import detail_figures as figures
 from ..handlers import WorkDir, error_reply
-from ..leaderboard_view import causes_frame, claimed, polarity_frame
+from ..leaderboard_view import causes_frame, claimed, figure_title, polarity_frame, verification_column
 
 log = logging.getLogger(__name__)
 
@@ -42,13 +44,17 @@ class DetailFigures:
                 figures.causes_figure(figures.causes_long(causes_frame(None)), ""),
                 [],
             )
-        mark = f" ({UNVERIFIED})" if claimed(entry) else ""
+        marked = claimed(entry)
         try:
             accuracy = figures.accuracy_frame([(entry.model_name, entry.row or {})], categories=False)
             causes = figures.causes_long(causes_frame(entry))
             drawn = (
-                figures.accuracy_figure(accuracy, f"{entry.model_name}: accuracy by setting{mark}"),
-                figures.causes_figure(causes, f"{entry.model_name}: failure causes by category{mark}"),
+                figures.accuracy_figure(
+                    accuracy, figure_title(entry.model_name, "accuracy by setting", marked), marked=marked
+                ),
+                figures.causes_figure(
+                    causes, figure_title(entry.model_name, "failure causes by category", marked), marked=marked
+                ),
             )
             data = {
                 "accuracy_by_setting": accuracy,
@@ -58,8 +64,9 @@ class DetailFigures:
             folder = self.work_dir.path
             files = []
             for name, frame in data.items():
-                path = folder / f"{entry.model_key}_{name}.csv"
-                path.write_text(figures.figure_csv(frame), encoding="utf-8")
+                suffix = "_claimed_not_verified" if marked else ""  # an empty file says it too
+                path = folder / f"{entry.model_key}_{name}{suffix}.csv"
+                path.write_text(figures.figure_csv(verification_column(frame, entry)), encoding="utf-8")
                 files.append(str(path))
         except Exception:  # noqa: BLE001 - a figure that fails is said, the tables above stay
             log.exception("detail figures failed")

@@ -38,7 +38,7 @@ from leaderboard.hub_results import (
 from leaderboard.ranking import REPORTED
 from leaderboard.store import Entry, SQLiteStore, Verification
 from negt2ibench.cli import main
-from tests.helpers.hub_helpers import RecordingHfApi, http_error
+from tests.helpers.hub_helpers import RecordingHfApi, http_error, leaderboard_payload
 
 REPO = Path(__file__).resolve().parents[2]
 SPACE = "https://huggingface.co/spaces/org/negt2ibench-space"
@@ -153,7 +153,7 @@ def test_the_hub_page_states_the_spot_check_plan_and_the_scorer_as_the_code_has_
 
 def test_the_recorded_leaderboard_gives_the_three_outcomes(entries):
     api = RecordingHfApi()
-    rows = read_hub_rows(api, DATASET)
+    rows = read_hub_rows(api, DATASET).rows
     # every row, fine-tunes too: the Hub's default (base_model_only) leaves out repos that declare a base_model
     assert api.calls == [("get_dataset_leaderboard", {"repo_id": DATASET, "base_model_only": False})]
     matches = {m.row.model_id: m for m in hub_matches(rows, entries)}
@@ -439,3 +439,97 @@ def test_the_app_shows_the_hub_column_status_and_yaml_and_survives_an_unreachabl
         demo.close()
     demo.hub_reader._thread.join(timeout=30)  # closing the app stops its Hub readings
     assert not demo.hub_reader._thread.is_alive()
+
+
+# ------------------------------------------------------------------ hostile rows, and text that stays text
+
+
+def hostile_payload() -> list[dict]:
+    """The recorded rows, and rows a stranger can make the Hub list: a rank that is no number, escape
+    sequences and a bidi override in a model id, a 5,000-character id, values that are no score, and a
+    pull request beside a repo's merged file (with another value, ranked above it)."""
+    rows = leaderboard_payload()
+    template = dict(rows[1])
+    hostile = [
+        {"rank": "x", "modelId": "evil/rank"},
+        {"rank": 5, "modelId": "evil/\x1b[2Jclear"},
+        {"rank": 6, "modelId": "evil/a\u202eb"},
+        {"rank": 7, "modelId": "evil/" + "n" * 5000},
+        {"rank": 8, "modelId": "evil/huge", "value": 1e308},
+        {"rank": 9, "modelId": "evil/nan", "value": float("nan")},
+        {"rank": 10, "modelId": "evil/inf", "value": float("inf")},
+        {"rank": 11, "modelId": "evil/negative", "value": -5.0},
+        {"rank": 0, "modelId": "black-forest-labs/FLUX.2-dev", "value": 99.9, "pullRequest": 12},
+    ]
+    return rows + [{**template, **row} for row in hostile]
+
+
+def test_each_hub_row_is_read_on_its_own(entries):
+    reading = read_hub_rows(RecordingHfApi(payload=hostile_payload()), DATASET)
+    assert [problem.split(":")[0] for problem in reading.bad] == ["row 4", "row 5", "row 6", "row 7", "row 12"]
+    assert "its rank 'x' is not a positive whole number" in reading.bad[0]
+    by_id = {row.model_id: row for row in reading.rows}
+    assert (
+        by_id["evil/huge"].value is None
+        and by_id["evil/huge"].problem == "value out of range (a percentage is 0 to 100)"
+    )
+    assert by_id["evil/nan"].problem == "value nan is not a finite number" and by_id["evil/inf"].value is None
+    assert by_id["evil/negative"].value is None
+    flux = next(m for m in hub_matches(reading.rows, entries) if m.row.model_id == "black-forest-labs/FLUX.2-dev")
+    assert flux.row.pull_request is None and flux.row.value == 41.3 and flux.others == ()  # rank 0: a bad row
+
+
+def test_hub_check_reports_hostile_rows_as_text_and_goes_on(home, hub_api, entries, capsys):
+    hub_api.payload = hostile_payload()
+    hub_api.payload[-1]["rank"] = 4  # the pull request's row of FLUX (a valid rank this time)
+    code, out, _ = run(["leaderboard", "hub-check", "--dataset-id", DATASET, "--home", str(home)], capsys)
+    assert code == 0 and "\x1b" not in out and "\u202e" not in out
+    assert "bad row (row 5: its model id: 'evil/\\x1b[2Jclear'" in out  # the escape shown as text
+    assert "bad row (row 6: its model id: 'evil/a\\u202eb'" in out and "bad row (row 4: its rank 'x'" in out
+    assert "bad row (row 7: its model id: 'evil/nnnn" in out and "n" * 300 not in out  # clipped
+    assert "#8 evil/huge: on the Hub: not compared: value out of range (a percentage is 0 to 100)" in out
+    assert "#9 evil/nan: on the Hub: not compared: value nan is not a finite number" in out
+    assert "1e+308" not in out and "100000000000" not in out and "+nan" not in out
+    flux = entries[1].submission_id[:8]
+    assert (
+        f"#2 black-forest-labs/FLUX.2-dev: 41.3 on the Hub: verified here, differs by +1.5 points; ours 39.8, "
+        f"entry {flux} (FLUX.2 dev)\n  2 rows name this repo; compared: #2 (a merged file before a pull request, "
+        "then the Hub's rank); not compared: #4 (pull request #12)"
+    ) in out
+    assert out.rstrip().endswith(
+        "7 repos (8 Hub rows): 1 verified here with the same value, 1 verified here with another value, "
+        "1 not verified here, 4 with a value that is not a score; 4 rows could not be read"
+    )
+
+
+def test_the_space_shows_hostile_rows_clipped_and_keeps_the_reading(entries):
+    snapshot = HubLeaderboard(DATASET, lambda: RecordingHfApi(payload=hostile_payload())).refresh()
+    assert snapshot.problem == "" and len(snapshot.bad) == 5  # a bad row is not "Hub not reachable"
+    line = hub_status_markdown(snapshot, entries)
+    assert "5 rows could not be read" in line and "4 with a value that is not a score" in line
+    assert len(line) < 2000 and "n" * 200 not in line
+
+
+def test_the_pull_request_says_the_name_as_text(home, hub_api, entries, capsys):
+    hostile = _entry(
+        "[x](https://e.vil) @everyone <img src=x onerror=alert(1)> `b`",
+        "https://huggingface.co/org/hostile",
+        20.0,
+    )
+    store = SQLiteStore(home / "leaderboard.sqlite")
+    store.add_submission(hostile)
+    argv = ["leaderboard", "publish", hostile.submission_id[:8], "--model-repo", "org/hostile"]
+    argv += ["--dataset-id", DATASET, "--space-url", SPACE, "--home", str(home), "--dataset-revision", REVISION]
+    code, _, _ = run(argv, capsys)
+    assert code == 0
+    [(_, sent)] = hub_api.calls
+    assert sent["commit_description"] == (
+        "NegT2IBench scores of `` [x](https://e.vil) @everyone <img src=x onerror=alert(1)> `b` `` "
+        f"(entry {hostile.submission_id[:8]}), verified by the NegT2IBench Space ({SPACE})."
+    )
+
+
+def test_the_eval_results_yaml_of_any_stored_name_loads():
+    legacy = _entry("Name\ufffe\x1b[2J\u202e", "https://huggingface.co/org/m", 20.0)  # stored before the name rules
+    text = entry_eval_results(legacy, dataset_id=DATASET, dataset_revision=REVISION, page_url=SPACE)
+    assert yaml.safe_load(text) and "\\ufffe\\x1b[2J\\u202e" in text.splitlines()[0]

@@ -184,6 +184,7 @@ def test_signed_in_submitters_are_their_account(tmp_path):
         limits=SubmissionLimits(),
         require_login=True,
         work_dir=WorkDir(),
+        resolve_revision=lambda repo, revision: "c" * 40,  # the Hub's commit of the revision (offline here)
     )
     results = write_results(tmp_path / "r.jsonl", prompts, "toy_model")
     request = SimpleNamespace(username=None, client=SimpleNamespace(host="127.0.0.1"))
@@ -194,6 +195,7 @@ def test_signed_in_submitters_are_their_account(tmp_path):
     assert "status **validated**" in status
     [entry] = store.list_entries()
     assert entry.submitter == "hf:alice" and list(listed["submitter"]) == ["hf:alice"]
+    assert (entry.images_revision, entry.images_ref) == ("c" * 40, "main")  # pinned when stored
     on.work_dir.cleanup()
 
 

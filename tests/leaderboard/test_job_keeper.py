@@ -8,7 +8,7 @@ import pytest
 
 from leaderboard.job_backends import HfJobsBackend, NoBackend, choose_backend, job_secrets
 from leaderboard.job_keeper import JobKeeper, JobPolicy, timeout_for
-from leaderboard.store import Entry, SQLiteStore
+from leaderboard.store import NAME_HOLD_DAYS, Entry, SQLiteStore, name_conflict
 from leaderboard.submissions import withdraw
 from negt2ibench.core.errors import UsageError
 from negt2ibench.core.hf_jobs import HfJobs, JobPackage
@@ -157,7 +157,7 @@ def test_the_daily_budget_bounds_the_jobs_launched(world):
 def test_with_no_backend_each_waiting_entry_says_why(world):
     store = world["store"]
     entry = waiting(store)
-    keeper = JobKeeper(store, NoBackend("a maintainer runs it"))
+    keeper = JobKeeper(store, NoBackend("a maintainer runs it"), clock=lambda: 2.0)
     keeper.run_pass()
     keeper.run_pass()
     job = store.get_entry(entry.submission_id).job
@@ -244,3 +244,18 @@ def test_a_launch_that_is_refused_counts_as_a_failed_job(world):
     assert "last error: could not launch: could not build a wheel of /space" in stuck.reason
     keeper.run_pass()
     assert store.get_entry(entry.submission_id).job.failures == 3
+
+
+def test_an_entry_not_verified_within_the_hold_releases_its_name(world):
+    store, api, keeper, clock = world["store"], world["api"], world["keeper"], world["clock"]
+    entry = waiting(store, "Held Name", created_at=clock.now)
+    keeper.run_pass()  # a job for it
+    assert store.get_entry(entry.submission_id).job.job_id
+    assert "looks like the model" in name_conflict(store.list_entries(), "Held Name", "held_name", "bob", clock.now)
+    clock.now += NAME_HOLD_DAYS * 24 * 3600 + 1
+    assert name_conflict(store.list_entries(), "Held Name", "held_name", "bob", clock.now) == ""  # released at once
+    keeper.run_pass()
+    expired = store.get_entry(entry.submission_id)
+    assert expired.status == "withdrawn" and f"not verified within {NAME_HOLD_DAYS} days" in expired.reason
+    keeper.run_pass()  # and its job is cancelled
+    assert store.get_entry(entry.submission_id).job.stage == "CANCELED" and api.called("cancel_job")

@@ -17,14 +17,21 @@ import pytest
 from leaderboard.names import (
     MAX_LINK,
     QUOTE_LIMIT,
+    clean,
     clip,
+    code_span,
     confusable_key,
     http_link,
+    hub_repo_id,
+    name_problem,
     plain_markdown,
     revision_name,
     shorten,
     skeleton,
+    terminal_text,
 )
+from leaderboard.store import Entry, model_key_of, name_conflict
+from tests.helpers.name_cases import DISTINCT, LOOKALIKES, OWNER_NAME, PAPER_LOOKALIKES, PROBE_LOOKALIKES
 
 HWAIR, KOMI_NJE = "\u01f6", "\u050a"
 SMALL_CAPITAL_A, CHEROKEE_GO = "\u1d00", "\uab7a"  # another mutual pair, both letters
@@ -99,3 +106,121 @@ def test_a_revision_is_a_plain_name_without_a_parent_step():
     for bad in ("v1..2", "../main", "-x", "a b", "x" * 101):
         with pytest.raises(ValueError, match="is not a branch, tag or commit name"):
             revision_name(bad)
+
+
+# -- what a model's name may be (`name_problem`), and the sinks' own escapes ------------------------
+
+
+def refused_as_lookalike(name: str) -> str:
+    """Why NAME cannot be taken beside "First Model": its own problem, else the store's look-alike rule."""
+    problem = name_problem(name)
+    if problem:
+        return problem
+    return name_conflict([Entry(model_name=OWNER_NAME, model_key="first_model", submitter="owner")], *owned(name))
+
+
+def owned(name: str) -> tuple[str, str, str]:
+    cleaned = clean(name)
+    return cleaned, model_key_of(cleaned), "mallory"
+
+
+@pytest.mark.parametrize("name", LOOKALIKES, ids=[ascii(n) for n in LOOKALIKES])
+def test_every_lookalike_of_a_name_is_refused(name):
+    assert refused_as_lookalike(name), ascii(name)
+
+
+def test_the_probes_lookalikes_are_refused_for_their_characters():
+    for name in PROBE_LOOKALIKES:
+        problem = name_problem(name)
+        assert "is not allowed in a model name" in problem or "mixes the Latin and Cyrillic scripts" in problem, name
+
+
+@pytest.mark.parametrize("name", DISTINCT, ids=[ascii(n) for n in DISTINCT])
+def test_every_distinct_name_is_accepted(name):
+    assert name_problem(name) == "" and refused_as_lookalike(name) == ""
+
+
+def test_the_distinct_names_have_distinct_keys():
+    assert len(LOOKALIKES) >= 60 and len(DISTINCT) >= 30
+    keys = [confusable_key(name) for name in DISTINCT]
+    assert len(set(keys)) == len(keys) and confusable_key(OWNER_NAME) not in keys
+
+
+@pytest.mark.parametrize("name", PAPER_LOOKALIKES)
+def test_the_paper_rows_names_are_reserved(name):
+    assert "a row of the paper's Table 3" in name_problem(name)
+
+
+@pytest.mark.parametrize(
+    "name, problem",
+    [
+        ("Name\ufffe", "the model name holds the noncharacter U+FFFE"),
+        ("Name\U0010ffff", "the model name holds the noncharacter U+10FFFF"),
+        (
+            "Na\ud800me",
+            "the model name holds a lone surrogate (U+D800), which is not text; type the name as plain text",
+        ),
+        ("Na\x1b[2Jme", "the model name holds the control character U+001B"),
+        ("Na\tme", "the model name holds the control character U+0009"),
+        (
+            "Model\u202e",
+            "the model name holds the bidi control U+202E RIGHT-TO-LEFT OVERRIDE; type the name as plain text",
+        ),
+        (
+            "Mo\u200bdel",
+            "the model name holds the invisible character U+200B ZERO WIDTH SPACE; type the name as plain text",
+        ),
+        ("   ", "enter the model's name"),
+        ("x" * 101, "the model name is 101 characters long (at most 100)"),
+        ("PixArt-\u03b1", "the model name mixes the Latin and Greek scripts; write it in one script"),
+        ("+ ()", "the model name has no letter or digit"),
+        ("<b>x</b>", "U+003C LESS-THAN SIGN is not allowed in a model name"),
+        ("=HYPERLINK(1)", "U+003D EQUALS SIGN is not allowed in a model name"),
+    ],
+)
+def test_what_no_sink_can_carry_is_refused_in_one_line(name, problem):
+    said = name_problem(name)
+    assert said.startswith(problem) and "\n" not in said
+
+
+def test_a_hundred_character_name_is_allowed():
+    assert name_problem("A" * 100) == "" and name_problem(" " + "A" * 100 + " ") == ""
+
+
+@pytest.mark.parametrize(
+    "repo, ok",
+    [
+        ("org/name", True),
+        ("Org-1/na.me_2", True),
+        ("o/" + "n" * 96, True),
+        ("o/" + "n" * 97, False),
+        ("o" * 200_002 + "/n", False),
+        ("org/na--me", False),
+        ("org/na..me", False),
+        ("org/name.git", False),
+        ("org", False),
+        ("org/name/x", False),
+        ("../../victim/private-ds", False),
+        ("org/n\u00e4me", False),
+    ],
+)
+def test_a_repo_id_follows_the_hubs_rules(repo, ok):
+    if ok:
+        assert hub_repo_id(repo) == repo
+    else:
+        with pytest.raises(ValueError, match="is not a Hub repo id ORG/NAME") as raised:
+            hub_repo_id(repo)
+        assert len(str(raised.value)) < 300
+
+
+def test_a_code_span_keeps_links_mentions_and_html_as_text():
+    assert code_span("[x](https://e.vil) @everyone <img src=x onerror=alert(1)>") == (
+        "`[x](https://e.vil) @everyone <img src=x onerror=alert(1)>`"
+    )
+    assert code_span("a `b` ``c``") == "``` a `b` ``c`` ```"  # a longer fence than any run inside
+    assert code_span("x\u202ey\nz") == "`xy z`"
+
+
+def test_terminal_text_shows_controls_as_escapes():
+    assert terminal_text("a\x1b[2Jb\rc\u202ed\ud800e\ufffe") == "a\\x1b[2Jb\\rc\\u202ed\\ud800e\\ufffe"
+    assert terminal_text("Ünïcode 模型") == "Ünïcode 模型"

@@ -121,8 +121,15 @@ def test_an_entry_not_verified_is_marked_claimed_in_the_figures(tmp_path):
         sure, _, _ = on.figures("Sure")
         maybe, maybe_causes, files = on.figures("Maybe")
         assert sure.get_suptitle() == "Sure: accuracy by setting"
-        assert maybe.get_suptitle() == "Maybe: accuracy by setting (claimed, not verified)"
-        assert maybe_causes.get_suptitle().endswith("(claimed, not verified)") and len(files) == 3
+        assert maybe.get_suptitle() == "claimed, not verified\nMaybe: accuracy by setting"
+        assert maybe_causes.get_suptitle().startswith("claimed, not verified\n") and len(files) == 3
+        for figure in (maybe, maybe_causes):  # and across the bars, whatever becomes of the title
+            assert all(any(t.get_text() == "claimed, not verified" for t in axis.texts) for axis in figure.axes)
+        assert not any(t.get_text() == "claimed, not verified" for axis in sure.axes for t in axis.texts)
+        for path in files:  # every CSV says it: its name, and every line
+            assert path.endswith("_claimed_not_verified.csv")
+            assert set(pd.read_csv(path)["verification"]) <= {"claimed, not verified (pending)"}
+        assert "verification" in pd.read_csv(files[0]) and len(pd.read_csv(files[0])) == 1
         nobody = on.figures("Nobody")
         assert nobody[2] == [] and nobody[0].axes[0].texts
     finally:

@@ -252,4 +252,4 @@ def test_model_figures_come_with_their_data_as_csv(world):
     failed = [s.cause for r in records for s in r.statements if not s.satisfied]
     assert causes.groupby("cause")["count"].sum().to_dict() == {c: failed.count(c) for c in CAUSES}
     _, _, files = world["client"].predict("Waiting", api_name="/model_figures")  # a pending entry: its claims
-    assert sorted(Path(served(f)).name for f in files)[0] == "waiting_accuracy_by_setting.csv"
+    assert sorted(Path(served(f)).name for f in files)[0] == "waiting_accuracy_by_setting_claimed_not_verified.csv"

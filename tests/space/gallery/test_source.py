@@ -112,7 +112,7 @@ def test_failures_are_remembered_for_a_while_then_retried(entry_and_records, tmp
 def test_any_error_of_a_source_is_a_reason_not_a_failure(entry_and_records, tmp_path):
     _, entry, results = entry_and_records
     images = GalleryImages(Factory(error=PermissionError("401 private repo")), lambda: tmp_path / "w")
-    image, reason = images.image(entry, "m", (results[0].prompt_id, 0))
+    image, reason = images.full(entry, "m", results[0])
     # a sentence of ours: the library's text goes to the log (`leaderboard.images.unreachable_reason`)
     assert (
         image is None and reason == "images not reachable: org/gallery-images@main could not be read: permission denied"
