@@ -13,7 +13,17 @@ from dataset_builder.grammar import GRAMMAR_HELP
 from evaluator.config import PRESET_HELP, PRESETS
 from evaluator.geneval.config import PRESETS as GENEVAL_PRESETS
 from negt2ibench.core.errors import UserError
-from negt2ibench.core.options import device, non_negative_int, positive_int, split_name
+from negt2ibench.core.options import (
+    add_batch_size_option,
+    add_device_option,
+    add_json_flag,
+    add_limit_option,
+    add_no_progress_flag,
+    add_num_workers_option,
+    add_prompts_option,
+    add_weights_dir_option,
+    split_name,
+)
 from negt2ibench.jobs_cli import add_hf_job_options, run_on_hub, wants_hf_job
 
 PRESET_NAMES = tuple(PRESETS)
@@ -34,18 +44,13 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_device_options(parser: argparse.ArgumentParser) -> None:
     """--device and --weights-dir: where the models run and where their weights are."""
-    parser.add_argument(
-        "--device",
-        type=device,
-        default="auto",
-        help="where the models run: auto, cpu, cuda, cuda:N or mps; auto picks cuda, then mps, then cpu "
-        "(default: auto)",
+    add_device_option(
+        parser,
+        "where the models run: auto, cpu, cuda, cuda:N or mps; auto picks cuda, then mps, then cpu (default: auto)",
     )
-    parser.add_argument(
-        "--weights-dir",
-        metavar="DIR",
-        default=None,
-        help="folder filled by `negt2ibench download-models --dir DIR` (default: the Hugging Face cache and $RF_HOME)",
+    add_weights_dir_option(
+        parser,
+        "folder filled by `negt2ibench download-models --dir DIR` (default: the Hugging Face cache and $RF_HOME)",
     )
 
 
@@ -85,11 +90,7 @@ def register(subparsers) -> None:
         metavar="ID",
         help="prompt of a single image file whose name is not {prompt_id}_{sample_index}.png",
     )
-    score.add_argument(
-        "--prompts",
-        metavar="DIR",
-        help="prompt records (dataset folder, prompts.jsonl or parquet); default: the built-in corpus",
-    )
+    add_prompts_option(score, "prompt records (dataset folder, prompts.jsonl or parquet); default: the built-in corpus")
     score.add_argument("--out", required=True, metavar="FILE", help="results JSONL to append to (created if missing)")
     score.add_argument(
         "--model-key",
@@ -97,21 +98,15 @@ def register(subparsers) -> None:
         metavar="KEY",
         help="model key written in every record (default: the split, the folder name, or 'upload')",
     )
-    score.add_argument(
-        "--batch-size", type=positive_int, default=8, metavar="N", help="images per model batch (default: 8)"
-    )
-    score.add_argument(
-        "--limit", type=non_negative_int, metavar="N", help="score at most the first N images of the source"
-    )
-    score.add_argument(
-        "--num-workers",
-        type=non_negative_int,
-        metavar="N",
-        help="processes that decode (and on the CPU preprocess) images while the models run; under a launcher, "
+    add_batch_size_option(score, "images per model batch (default: 8)")
+    add_limit_option(score, "score at most the first N images of the source")
+    add_num_workers_option(
+        score,
+        "processes that decode (and on the CPU preprocess) images while the models run; under a launcher, "
         "per process. 0 decodes in the scoring process; the records are the same with any N "
         "(default: from the CPU count, at most 8; 0 with a single CPU)",
     )
-    score.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_no_progress_flag(score)
     _add_model_options(score)
     add_hf_job_options(score, "score")
     score.set_defaults(handler=run_score)
@@ -134,11 +129,11 @@ def register(subparsers) -> None:
     which.add_argument(
         "--prompt", metavar="TEXT", help="prompt text in the benchmark's grammar (parsed into statements)"
     )
-    explain.add_argument("--prompts", metavar="DIR", help="prompt records for --prompt-id (default: built-in corpus)")
+    add_prompts_option(explain, "prompt records for --prompt-id (default: built-in corpus)")
     explain.add_argument(
         "--out", metavar="PNG", help="annotated image path (default: IMAGE_explained.png next to IMAGE)"
     )
-    explain.add_argument("--json", action="store_true", help="also print the result record as JSON")
+    add_json_flag(explain, "also print the result record as JSON")
     _add_model_options(explain)
     explain.set_defaults(handler=run_explain)
 

@@ -6,7 +6,12 @@ import argparse
 from pathlib import Path
 
 from negt2ibench.core.errors import UserError
-from negt2ibench.core.options import integer, non_negative_int, positive_int
+from negt2ibench.core.options import (
+    add_bootstrap_option,
+    add_prompts_option,
+    add_seed_option,
+    positive_int,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -38,16 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIR",
         help="folder for report.md, *.csv, report.json and *.png (created if missing)",
     )
-    parser.add_argument(
-        "--bootstrap",
-        type=non_negative_int,
-        default=1000,
-        metavar="N",
-        help="bootstrap resamples for the matched-group intervals (default 1000; 0 skips the intervals)",
+    add_bootstrap_option(
+        parser, "bootstrap resamples for the matched-group intervals (default 1000; 0 skips the intervals)"
     )
-    parser.add_argument(
-        "--seed", type=integer, default=0, metavar="S", help="seed of the bootstrap resampling (default 0)"
-    )
+    add_seed_option(parser, "seed of the bootstrap resampling (default 0)", metavar="S")
     parser.add_argument(
         "--samples",
         type=positive_int,
@@ -55,10 +54,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="K",
         help="images per prompt in a complete run, for coverage (default 4)",
     )
-    parser.add_argument(
-        "--prompts",
-        metavar="DIR",
-        help="prompt records the results were scored against, for the order-to-space diagnostic's objects "
+    add_prompts_option(
+        parser,
+        "prompt records the results were scored against, for the order-to-space diagnostic's objects "
         "and sides (dataset folder, prompts.jsonl or parquet; default: the built-in corpus)",
     )
     parser.set_defaults(handler=run_report, exit_at_once=True)  # its records are not freed one by one at exit

@@ -8,7 +8,15 @@ from pathlib import Path
 
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from negt2ibench.core.errors import UsageError, UserError
-from negt2ibench.core.options import device, non_negative_number, positive_int, split_name
+from negt2ibench.core.options import (
+    add_batch_size_option,
+    add_device_option,
+    add_limit_option,
+    add_prompts_option,
+    non_negative_number,
+    positive_int,
+    split_name,
+)
 from negt2ibench.jobs_cli import add_hf_job_options, run_on_hub, wants_hf_job
 
 DEFAULT_NUM_IMAGES = SAMPLES_PER_PROMPT
@@ -30,11 +38,10 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
         metavar="SETTING",
         help="only these settings, e.g. pos1_neg0 pos0_neg1; default: all eight",
     )
-    parser.add_argument("--limit", type=positive_int, help="only the first N selected prompts (corpus order)")
-    parser.add_argument(
-        "--prompts",
-        metavar="DIR",
-        help="prompts to use: a built dataset folder, prompts.jsonl or parquet "
+    add_limit_option(parser, "only the first N selected prompts (corpus order)", at_least_one=True, metavar=None)
+    add_prompts_option(
+        parser,
+        "prompts to use: a built dataset folder, prompts.jsonl or parquet "
         "(default: OUT's prompts if it is a built dataset, else the default corpus)",
     )
 
@@ -87,18 +94,13 @@ def register(subparsers) -> None:
         default=DEFAULT_NUM_IMAGES,
         help=f"images per prompt (default {DEFAULT_NUM_IMAGES}, as in the paper)",
     )
-    generate.add_argument(
-        "--batch-size",
-        type=positive_int,
+    add_batch_size_option(
+        generate,
+        "prompts per pipeline call (default 1; halved automatically on out-of-memory)",
         default=1,
-        help="prompts per pipeline call (default 1; halved automatically on out-of-memory)",
+        metavar=None,
     )
-    generate.add_argument(
-        "--device",
-        type=device,
-        default="auto",
-        help="auto, cpu, cuda, cuda:N or mps (default auto: this process's GPU, else mps, else cpu)",
-    )
+    add_device_option(generate, "auto, cpu, cuda, cuda:N or mps (default auto: this process's GPU, else mps, else cpu)")
     generate.add_argument(
         "--shard-size",
         type=positive_int,
@@ -154,9 +156,7 @@ def register(subparsers) -> None:
         "largest index + 1 when larger)",
     )
     importer.add_argument("--skip-bad", action="store_true", help="import the valid files even if others are bad")
-    importer.add_argument(
-        "--prompts", metavar="DIR", help="prompts the ids refer to (default: OUT's prompts, else the default corpus)"
-    )
+    add_prompts_option(importer, "prompts the ids refer to (default: OUT's prompts, else the default corpus)")
     importer.set_defaults(handler=run_import)
 
     merge = subparsers.add_parser(

@@ -11,7 +11,15 @@ import json
 from typing import Any
 
 from negt2ibench.core.errors import UsageError
-from negt2ibench.core.options import device, non_negative_int, positive_int, split_name
+from negt2ibench.core.options import (
+    add_batch_size_option,
+    add_device_option,
+    add_json_flag,
+    add_limit_option,
+    add_no_progress_flag,
+    add_prompts_option,
+    split_name,
+)
 from negt2ibench.jobs_cli import add_hf_job_options, run_on_hub, wants_hf_job
 
 
@@ -31,6 +39,7 @@ def download_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 MODE_CHOICES = ("whole", "pos", "neg", "all")
+JUDGE_DEVICE_HELP = "auto, cpu, cuda, cuda:N or mps; auto picks cuda (each process its own GPU), then mps, then cpu"
 
 DESCRIPTION = """\
 Ask a vision-language model yes/no questions about generated images and write one result record
@@ -96,33 +105,17 @@ def register(subparsers) -> None:
     judge.add_argument("--images", metavar="SRC", help="images to judge (see below)")
     judge.add_argument("--split", metavar="KEY", help="the images split (model key) of a dataset source")
     judge.add_argument("--prompt-id", metavar="ID", help="prompt of a single image file not named {prompt_id}_{n}.png")
-    judge.add_argument(
-        "--prompts", metavar="DIR", help="prompt records (dataset folder, prompts.jsonl or parquet); default: built-in"
-    )
+    add_prompts_option(judge, "prompt records (dataset folder, prompts.jsonl or parquet); default: built-in")
     judge.add_argument("--out", metavar="FILE", help="results JSONL (with --mode all: FILE's stem + .MODE.jsonl)")
     judge.add_argument(
         "--model-key", type=split_name, metavar="KEY", help="model key in every record (default: the split or folder)"
     )
-    judge.add_argument(
-        "--batch-size",
-        type=positive_int,
-        default=8,
-        metavar="N",
-        help="(image, question) pairs per forward pass (default: 8)",
-    )
-    judge.add_argument(
-        "--limit", type=non_negative_int, metavar="N", help="judge at most the first N images of the source"
-    )
-    judge.add_argument(
-        "--device",
-        type=device,
-        default="auto",
-        metavar="DEVICE",
-        help="auto, cpu, cuda, cuda:N or mps; auto picks cuda (each process its own GPU), then mps, then cpu",
-    )
+    add_batch_size_option(judge, "(image, question) pairs per forward pass (default: 8)")
+    add_limit_option(judge, "judge at most the first N images of the source")
+    add_device_option(judge, JUDGE_DEVICE_HELP, metavar="DEVICE")
     add_download_flag(judge)
-    judge.add_argument("--json", action="store_true", help="also print the run summary (costs, counts) as JSON")
-    judge.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_json_flag(judge, "also print the run summary (costs, counts) as JSON")
+    add_no_progress_flag(judge)
     add_hf_job_options(judge, "judge")
     judge.set_defaults(handler=run_judge)
 

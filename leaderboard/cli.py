@@ -7,7 +7,15 @@ import argparse
 from pathlib import Path
 
 from negt2ibench.core.errors import UserError
-from negt2ibench.core.options import device, non_negative_int, positive_int
+from negt2ibench.core.options import (
+    add_batch_size_option,
+    add_device_option,
+    add_home_option,
+    add_limit_option,
+    add_no_progress_flag,
+    add_num_workers_option,
+    add_weights_dir_option,
+)
 
 
 def _leaderboard_list(args: argparse.Namespace) -> int:
@@ -183,7 +191,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "pass, and a run still checking it writes nothing.",
     )
     for sub in (listing, verify, again, job, withdrawn):
-        sub.add_argument("--home", type=Path, default=None, help="NEGT2I_HOME (where the SQLite leaderboard lives)")
+        add_home_option(sub, "NEGT2I_HOME (where the SQLite leaderboard lives)")
     for sub in (job, withdrawn):
         sub.add_argument(
             "--entry", required=True, metavar="ID", help="the submission's id (or its first 8+ characters)"
@@ -210,17 +218,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             metavar="DIR",
             help="where re-scored records and downloaded images go (default NEGT2I_HOME/verify); keep it to resume",
         )
-        sub.add_argument(
-            "--num-workers",
-            type=non_negative_int,
-            default=None,
-            metavar="N",
-            help="with --full: image-decoding processes per model process (as `score --num-workers`)",
+        add_num_workers_option(
+            sub, "with --full: image-decoding processes per model process (as `score --num-workers`)"
         )
-        sub.add_argument("--no-progress", action="store_true", help="no progress bar")
-    verify.add_argument(
-        "--limit", type=positive_int, default=None, metavar="N", help="with --full: at most N submissions this run"
-    )
+        add_no_progress_flag(sub)
+    add_limit_option(verify, "with --full: at most N submissions this run", at_least_one=True)
     from .hub_cli import register_hub_actions
 
     register_hub_actions(actions)
@@ -239,14 +241,8 @@ def _add_scoring_options(*parsers: argparse.ArgumentParser) -> None:
             default=None,
             help="built dataset folder with the prompts (default: built in memory)",
         )
-        sub.add_argument("--device", type=device, default="auto", help="where the models run (default: auto)")
-        sub.add_argument(
-            "--weights-dir",
-            type=Path,
-            default=None,
-            metavar="DIR",
-            help="folder filled by `negt2ibench download-models --dir DIR`",
-        )
+        add_device_option(sub, "where the models run (default: auto)")
+        add_weights_dir_option(sub, as_path=True)
         sub.add_argument(
             "--images-from",
             type=Path,
@@ -255,6 +251,4 @@ def _add_scoring_options(*parsers: argparse.ArgumentParser) -> None:
             help="read each submission's images from DIR/ORG/NAME (a dataset folder laid out as the Hub repo) "
             "instead of the Hub",
         )
-        sub.add_argument(
-            "--batch-size", type=positive_int, default=8, metavar="N", help="images per model batch (default: 8)"
-        )
+        add_batch_size_option(sub, "images per model batch (default: 8)")

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
 from negt2ibench.core.errors import UsageError, UserError
-from negt2ibench.core.options import commit_sha, http_url, repo_id
+from negt2ibench.core.options import (
+    add_home_option,
+    commit_sha,
+    http_url,
+    repo_id,
+)
 
 
 def _dataset_id(args: argparse.Namespace) -> str:
@@ -146,6 +150,6 @@ def register_hub_actions(actions: argparse._SubParsersAction) -> None:
             metavar="ORG/NAME",
             help="the benchmark's dataset repo (default $NEGT2I_HUB_DATASET)",
         )
-        sub.add_argument("--home", type=Path, default=None, help="NEGT2I_HOME (where the SQLite leaderboard lives)")
+        add_home_option(sub, "NEGT2I_HOME (where the SQLite leaderboard lives)")
     publish.set_defaults(handler=_publish)
     check.set_defaults(handler=_hub_check)

@@ -7,7 +7,13 @@ import argparse
 import functools
 
 from negt2ibench.core.errors import UsageError
-from negt2ibench.core.options import device, positive_int
+from negt2ibench.core.options import (
+    add_batch_size_option,
+    add_device_option,
+    add_prompts_option,
+    add_weights_dir_option,
+    positive_int,
+)
 from negt2ibench.reward_server import DEFAULT_HOST, DEFAULT_PORT
 
 
@@ -55,15 +61,15 @@ def register(subparsers) -> None:
     serve.add_argument(
         "--workers", type=positive_int, metavar="N", help="worker processes (default: one per visible GPU, else 1)"
     )
-    serve.add_argument("--device", type=device, default="auto", help="auto, cpu or cuda (default: auto)")
-    serve.add_argument("--batch-size", type=positive_int, default=64, metavar="N", help="images per model batch")
+    add_device_option(serve, "auto, cpu or cuda (default: auto)")
+    add_batch_size_option(serve, "images per model batch", default=64)
     serve.add_argument("--geneval-preset", default="geneval", metavar="PRESET", help="GenEval's preset (geneval)")
     serve.add_argument(
         "--options", nargs="*", default=[], metavar="KEY=VALUE", help="GenEval's --options (e.g. model=DIR)"
     )
     serve.add_argument("--preset", default="current", help="the negation reward's scorer preset (default: current)")
-    serve.add_argument("--prompts", metavar="SRC", help="where prompt ids are looked up (default: the test prompts)")
-    serve.add_argument("--weights-dir", metavar="DIR", help="folder filled by `negt2ibench download-models --dir DIR`")
+    add_prompts_option(serve, "where prompt ids are looked up (default: the test prompts)", metavar="SRC")
+    add_weights_dir_option(serve)
     serve.add_argument("--timeout", type=positive_int, default=300, metavar="S", help="gunicorn's worker timeout")
     serve.set_defaults(handler=run_serve)
 

@@ -9,7 +9,12 @@ from pathlib import Path
 
 from dataset_builder.layout import DEFAULT_DATASET_DIR
 from negt2ibench.core.errors import UsageError, UserError
-from negt2ibench.core.options import positive_int, repo_id
+from negt2ibench.core.options import (
+    add_home_option,
+    add_weights_dir_option,
+    positive_int,
+    repo_id,
+)
 
 DEFAULT_DATASET = DEFAULT_DATASET_DIR
 
@@ -152,15 +157,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "its store is a temporary folder",
     )
     serve.add_argument("--dataset", type=Path, default=None, help="built dataset folder (from `negt2ibench build`)")
-    serve.add_argument(
-        "--home", type=Path, default=None, help="NEGT2I_HOME for this run (the SQLite leaderboard lives there)"
-    )
-    serve.add_argument(
-        "--weights-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="folder filled by `negt2ibench download-models --dir DIR` (default: the Hugging Face cache and $RF_HOME)",
+    add_home_option(serve, "NEGT2I_HOME for this run (the SQLite leaderboard lives there)")
+    add_weights_dir_option(
+        serve,
+        "folder filled by `negt2ibench download-models --dir DIR` (default: the Hugging Face cache and $RF_HOME)",
+        as_path=True,
     )
     serve.add_argument(
         "--annotation-sample",

@@ -6,7 +6,16 @@ import argparse
 import textwrap
 from pathlib import Path
 
-from .cli import _PROMPTS_HELP, _has_prompts, _prompts, add_interval_options
+from negt2ibench.core.options import (
+    add_batch_size_option,
+    add_device_option,
+    add_interval_options,
+    add_no_progress_flag,
+    add_prompts_option,
+    add_weights_dir_option,
+)
+
+from .cli import _PROMPTS_HELP, _has_prompts, _prompts
 
 
 def _ablate(args: argparse.Namespace) -> int:
@@ -62,7 +71,6 @@ def _ablate(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     raw = argparse.RawDescriptionHelpFormatter
     from evaluator.config import PRESETS
-    from negt2ibench.core.options import device, positive_int
 
     table17 = [f"c{number}" for number in range(1, 9)]
     ablate = subparsers.add_parser(
@@ -100,17 +108,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"{', '.join(n for n in PRESETS if n not in table17)})",
     )
     ablate.add_argument("--out", required=True, metavar="DIR", help="folder for results/, agreement/ and ablation.*")
-    ablate.add_argument(
-        "--device",
-        type=device,
-        default="auto",
-        help="where the models run: auto, cpu, cuda, cuda:N or mps (default: auto)",
-    )
-    ablate.add_argument(
-        "--batch-size", type=positive_int, default=8, metavar="N", help="images per model batch (default: 8)"
-    )
-    ablate.add_argument("--weights-dir", metavar="DIR", help="folder filled by `negt2ibench download-models --dir DIR`")
+    add_device_option(ablate, "where the models run: auto, cpu, cuda, cuda:N or mps (default: auto)")
+    add_batch_size_option(ablate, "images per model batch (default: 8)")
+    add_weights_dir_option(ablate)
     add_interval_options(ablate)
-    ablate.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP.replace("default:", "default: DATASET's, else"))
-    ablate.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_prompts_option(ablate, _PROMPTS_HELP.replace("default:", "default: DATASET's, else"), metavar="SRC")
+    add_no_progress_flag(ablate, "no progress bars")
     ablate.set_defaults(handler=_ablate)

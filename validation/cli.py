@@ -11,7 +11,13 @@ from collections import Counter
 from pathlib import Path
 
 from negt2ibench.core.errors import UserError
-from negt2ibench.core.options import fraction, integer, non_negative_int, positive_int
+from negt2ibench.core.options import (
+    add_home_option,
+    add_interval_options,
+    add_prompts_option,
+    add_seed_option,
+    positive_int,
+)
 
 _PROMPTS_HELP = "prompt records (dataset folder, prompts.jsonl or parquet); default: the built-in corpus"
 
@@ -22,21 +28,6 @@ def _prompts(source: str | Path | None) -> dict:
     from dataset_builder.loading import load_prompts
 
     return {record.prompt_id: record for record in load_prompts(source)}
-
-
-def add_interval_options(parser: argparse.ArgumentParser) -> None:
-    """--bootstrap, --seed and --confidence: the percentile intervals of `agree` and `ablate`."""
-    parser.add_argument(
-        "--bootstrap",
-        type=non_negative_int,
-        default=1000,
-        metavar="N",
-        help="bootstrap resamples (default 1000; 0: none)",
-    )
-    parser.add_argument("--seed", type=integer, default=0, metavar="N", help="bootstrap seed (default 0)")
-    parser.add_argument(
-        "--confidence", type=fraction, default=0.95, metavar="P", help="interval coverage (default 0.95)"
-    )
 
 
 def _has_prompts(folder: Path) -> bool:
@@ -247,8 +238,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sample.add_argument(
         "--per-category", type=positive_int, default=100, metavar="N", help="images per category (default 100)"
     )
-    sample.add_argument("--seed", type=integer, default=0, metavar="N", help="seed of the draw (default 0)")
-    sample.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP.replace("default:", "default: DATASET's, else"))
+    add_seed_option(sample, "seed of the draw (default 0)")
+    add_prompts_option(sample, _PROMPTS_HELP.replace("default:", "default: DATASET's, else"), metavar="SRC")
     sample.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     sample.set_defaults(handler=_sample)
 
@@ -262,9 +253,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     export = actions.add_parser("export", help="write the stored annotation records as JSONL")
     export.add_argument("--out", required=True, metavar="FILE", help="annotations JSONL to write (replaced)")
     export.add_argument("--annotator", metavar="NAME", help="only this annotator's records")
-    export.add_argument(
-        "--home", type=Path, help="NEGT2I_HOME of the store (default $NEGT2I_HOME or ~/.cache/negt2ibench)"
-    )
+    add_home_option(export, "NEGT2I_HOME of the store (default $NEGT2I_HOME or ~/.cache/negt2ibench)")
     export.set_defaults(handler=_export)
     imported = actions.add_parser(
         "import",
@@ -281,8 +270,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="stored record of the same image and annotator with other answers: fail (default, nothing imported), "
         "keep the stored one, or replace it",
     )
-    imported.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP)
-    imported.add_argument("--home", type=Path, metavar="DIR", help="NEGT2I_HOME of the store")
+    add_prompts_option(imported, _PROMPTS_HELP, metavar="SRC")
+    add_home_option(imported, "NEGT2I_HOME of the store", metavar="DIR")
     imported.set_defaults(handler=_import)
 
     agree = subparsers.add_parser(
@@ -326,5 +315,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "printed beside its Table 2 and Table 10 figures (docs/judges.md)",
     )
     add_interval_options(agree)
-    agree.add_argument("--prompts", metavar="SRC", help=_PROMPTS_HELP)
+    add_prompts_option(agree, _PROMPTS_HELP, metavar="SRC")
     agree.set_defaults(handler=_agree)

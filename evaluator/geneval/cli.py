@@ -9,7 +9,19 @@ import argparse
 import json
 from pathlib import Path
 
-from negt2ibench.core.options import device, integer, non_negative_int, positive_int, split_name
+from negt2ibench.core.options import (
+    add_batch_size_option,
+    add_bootstrap_option,
+    add_device_option,
+    add_json_file_option,
+    add_limit_option,
+    add_no_progress_flag,
+    add_num_workers_option,
+    add_seed_option,
+    add_weights_dir_option,
+    positive_int,
+    split_name,
+)
 
 from .config import NOT_GENEVAL_CHECKPOINT, OPTION_PARSERS, PRESET_HELP, PRESETS
 
@@ -74,20 +86,13 @@ def _register_score(commands) -> None:
     )
     score.add_argument("--metadata", metavar="FILE", help="another evaluation_metadata.jsonl (default: GenEval's 553)")
     score.add_argument("--model-key", type=split_name, metavar="KEY", help="model key of every line (default: SRC's)")
-    score.add_argument("--batch-size", type=positive_int, default=8, metavar="N", help="images per batch (default 8)")
-    score.add_argument("--limit", type=non_negative_int, metavar="N", help="score at most the first N images")
-    score.add_argument(
-        "--num-workers",
-        type=non_negative_int,
-        metavar="N",
-        help="processes that decode images while the models run (default: from the CPU count)",
-    )
-    score.add_argument("--no-progress", action="store_true", help="no progress bar")
-    score.add_argument("--device", type=device, default="auto", help="auto, cpu, cuda, cuda:N or mps (default: auto)")
-    score.add_argument(
-        "--weights-dir",
-        metavar="DIR",
-        help="folder filled by `negt2ibench download-models --preset PRESET --dir DIR` (default: the HF cache)",
+    add_batch_size_option(score, "images per batch (default 8)")
+    add_limit_option(score, "score at most the first N images")
+    add_num_workers_option(score, "processes that decode images while the models run (default: from the CPU count)")
+    add_no_progress_flag(score)
+    add_device_option(score)
+    add_weights_dir_option(
+        score, "folder filled by `negt2ibench download-models --preset PRESET --dir DIR` (default: the HF cache)"
     )
     score.set_defaults(handler=run_score)
 
@@ -108,14 +113,12 @@ def _register_summary(commands) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     summary.add_argument("results", type=Path, metavar="RESULTS.jsonl", help="a GenEval results file")
-    summary.add_argument("--json", type=Path, metavar="FILE", help="also write the numbers as JSON")
+    add_json_file_option(summary, "also write the numbers as JSON")
     summary.add_argument("--plot", type=Path, metavar="PNG", help="also plot the order-to-space diagnostic")
     summary.add_argument("--samples", type=positive_int, default=4, metavar="N", help="images per prompt (default 4)")
     summary.add_argument("--metadata", metavar="FILE", help="another evaluation_metadata.jsonl (default: GenEval's)")
-    summary.add_argument(
-        "--bootstrap", type=non_negative_int, default=1000, metavar="N", help="bootstrap resamples (default 1000)"
-    )
-    summary.add_argument("--seed", type=integer, default=0, metavar="S", help="seed of the bootstrap (default 0)")
+    add_bootstrap_option(summary, "bootstrap resamples (default 1000)")
+    add_seed_option(summary, "seed of the bootstrap (default 0)", metavar="S")
     summary.set_defaults(handler=run_summary)
 
 

@@ -10,9 +10,18 @@ import sys
 from pathlib import Path
 
 from negt2ibench.core.errors import UsageError
-from negt2ibench.core.options import device, fraction, integer, non_negative_int, positive_int
+from negt2ibench.core.options import (
+    add_batch_size_option,
+    add_device_option,
+    add_interval_options,
+    add_json_file_option,
+    add_json_flag,
+    add_limit_option,
+    add_no_progress_flag,
+    add_num_workers_option,
+)
 
-from ..cli import add_download_flag, download_options
+from ..cli import JUDGE_DEVICE_HELP, add_download_flag, download_options
 
 SHOWN_MALFORMED = 50  # malformed rows listed on screen; the run record (OUT.run.json) lists them all
 
@@ -80,27 +89,15 @@ def register(subparsers) -> None:
     negvqa.add_argument("--out", metavar="FILE", help="records JSONL (the originals: FILE's stem + .original.jsonl)")
     negvqa.add_argument("--original", action="store_true", help="also ask each question's affirmative original")
     negvqa.add_argument("--generate", action="store_true", help="also write the greedy reply and the letter it names")
-    negvqa.add_argument("--limit", type=non_negative_int, metavar="N", help="ask at most the first N questions")
-    negvqa.add_argument(
-        "--batch-size", type=positive_int, default=8, metavar="N", help="(image, prompt) pairs per forward (default 8)"
+    add_limit_option(negvqa, "ask at most the first N questions")
+    add_batch_size_option(negvqa, "(image, prompt) pairs per forward (default 8)")
+    add_num_workers_option(
+        negvqa, "processes that decode images while the model runs (default 0: in this process)", default=0
     )
-    negvqa.add_argument(
-        "--num-workers",
-        type=non_negative_int,
-        default=0,
-        metavar="N",
-        help="processes that decode images while the model runs (default 0: in this process)",
-    )
-    negvqa.add_argument(
-        "--device",
-        type=device,
-        default="auto",
-        metavar="DEVICE",
-        help="auto, cpu, cuda, cuda:N or mps; auto picks cuda (each process its own GPU), then mps, then cpu",
-    )
+    add_device_option(negvqa, JUDGE_DEVICE_HELP, metavar="DEVICE")
     add_download_flag(negvqa)
-    negvqa.add_argument("--json", action="store_true", help="also print the run summary as JSON")
-    negvqa.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_json_flag(negvqa, "also print the run summary as JSON")
+    add_no_progress_flag(negvqa)
     negvqa.set_defaults(handler=run_negvqa_command)
     commands = negvqa.add_subparsers(dest="negvqa_command", metavar="summary")
     _register_summary(commands)
@@ -124,14 +121,13 @@ def _register_summary(commands) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     summary.add_argument("records", nargs="+", type=Path, metavar="OUT.jsonl", help="records of one or more judges")
-    summary.add_argument("--json", type=Path, metavar="FILE", help="also write every figure as JSON (fractions)")
+    add_json_file_option(summary, "also write every figure as JSON (fractions)")
     summary.add_argument("--plot", type=Path, metavar="PNG", help="also plot accuracy by domain")
-    summary.add_argument(
-        "--bootstrap", type=non_negative_int, default=1000, metavar="N", help="bootstrap resamples (default 1000)"
-    )
-    summary.add_argument("--seed", type=integer, default=0, metavar="S", help="seed of the bootstrap (default 0)")
-    summary.add_argument(
-        "--confidence", type=fraction, default=0.95, metavar="P", help="interval coverage (default 0.95)"
+    add_interval_options(
+        summary,
+        bootstrap_help="bootstrap resamples (default 1000)",
+        seed_help="seed of the bootstrap (default 0)",
+        seed_metavar="S",
     )
     summary.set_defaults(summary_handler=run_summary)
 

@@ -8,13 +8,21 @@ argument in the message for Python callers.
 
     parser.add_argument("--batch-size", type=positive_int, default=8)
     batch_size = check("batch_size", batch_size, positive_int)
+
+The options several commands take (`--device`, `--weights-dir`, `--batch-size`, `--num-workers`,
+`--limit`, `--no-progress`, `--json`, `--prompts`, `--home`, `--seed`, `--bootstrap`,
+`--confidence`) are added by the `add_*` helpers at the end, each with its validator and metavar:
+
+    add_batch_size_option(parser, "images per model batch (default: 8)")
 """
 
 from __future__ import annotations
 
 import math
 import re
+from argparse import ArgumentParser
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import OptionError
@@ -174,3 +182,136 @@ def check(name: str, value: Any, validator: Callable[[Any], T]) -> T:
         return validator(value)
     except OptionError as error:
         raise OptionError(f"{name} {error}") from None
+
+
+# -- the options the commands share: each validated and spelled here once ---------------------------
+# A command passes only what it says differently (its help text, a default); the flag, its validator
+# and its metavar come from here, so `--batch-size 0` is refused with the same words by every command.
+
+DEVICE_HELP = "auto, cpu, cuda, cuda:N or mps (default: auto)"
+WEIGHTS_DIR_HELP = "folder filled by `negt2ibench download-models --dir DIR`"
+NO_PROGRESS_HELP = "no progress bar"
+
+
+def add_device_option(parser: ArgumentParser, help: str = DEVICE_HELP, *, metavar: str | None = None) -> None:
+    """Add `--device` (validated by `device`; default auto) to PARSER.
+
+    Args:
+        parser: the command's parser (or an argument group).
+        help: what the device is for in this command.
+        metavar: the value's name in `--help` (default: argparse's, DEVICE).
+    """
+    parser.add_argument("--device", type=device, default="auto", metavar=metavar, help=help)
+
+
+def add_weights_dir_option(parser: ArgumentParser, help: str = WEIGHTS_DIR_HELP, *, as_path: bool = False) -> None:
+    """Add `--weights-dir DIR` (default None: the libraries' caches) to PARSER.
+
+    Args:
+        parser: the command's parser.
+        help: where the weights are looked for by default in this command.
+        as_path: parse the value as a `pathlib.Path` rather than keep the text.
+    """
+    parsed: dict[str, Any] = {"type": Path} if as_path else {}
+    parser.add_argument("--weights-dir", **parsed, default=None, metavar="DIR", help=help)
+
+
+def add_batch_size_option(parser: ArgumentParser, help: str, *, default: int = 8, metavar: str | None = "N") -> None:
+    """Add `--batch-size` (a `positive_int`) to PARSER.
+
+    Args:
+        parser: the command's parser.
+        help: what one batch holds in this command, with its default.
+        default: the batch size when the option is not given.
+        metavar: the value's name in `--help` (None: argparse's, BATCH_SIZE).
+    """
+    parser.add_argument("--batch-size", type=positive_int, default=default, metavar=metavar, help=help)
+
+
+def add_num_workers_option(parser: ArgumentParser, help: str, *, default: int | None = None) -> None:
+    """Add `--num-workers N` (a `non_negative_int`: image-decoding processes) to PARSER.
+
+    Args:
+        parser: the command's parser.
+        help: what the workers do in this command, with the default.
+        default: the count when the option is not given (None: the command picks one from the CPU count).
+    """
+    parser.add_argument("--num-workers", type=non_negative_int, default=default, metavar="N", help=help)
+
+
+def add_limit_option(
+    parser: ArgumentParser, help: str, *, at_least_one: bool = False, metavar: str | None = "N"
+) -> None:
+    """Add `--limit` (at most N items of the source; default None: all) to PARSER.
+
+    Args:
+        parser: the command's parser.
+        help: what is limited in this command.
+        at_least_one: refuse 0 (`positive_int`) instead of accepting it (`non_negative_int`).
+        metavar: the value's name in `--help` (None: argparse's, LIMIT).
+    """
+    kind = positive_int if at_least_one else non_negative_int
+    parser.add_argument("--limit", type=kind, default=None, metavar=metavar, help=help)
+
+
+def add_no_progress_flag(parser: ArgumentParser, help: str = NO_PROGRESS_HELP) -> None:
+    """Add `--no-progress` (hide the progress bars) to PARSER."""
+    parser.add_argument("--no-progress", action="store_true", help=help)
+
+
+def add_json_flag(parser: ArgumentParser, help: str) -> None:
+    """Add `--json`, a flag: also print what the command did as JSON (HELP says what)."""
+    parser.add_argument("--json", action="store_true", help=help)
+
+
+def add_json_file_option(parser: ArgumentParser, help: str) -> None:
+    """Add `--json FILE` (a `pathlib.Path`): also write the command's numbers there as JSON (HELP says which)."""
+    parser.add_argument("--json", type=Path, metavar="FILE", help=help)
+
+
+def add_prompts_option(parser: ArgumentParser, help: str, *, metavar: str = "DIR") -> None:
+    """Add `--prompts` (where prompt records are read; default None: the built-in corpus) to PARSER.
+
+    Args:
+        parser: the command's parser.
+        help: which prompts the command reads and its default.
+        metavar: the value's name in `--help` (DIR, or SRC where a Hub id is accepted too).
+    """
+    parser.add_argument("--prompts", metavar=metavar, help=help)
+
+
+def add_home_option(parser: ArgumentParser, help: str, *, metavar: str | None = None) -> None:
+    """Add `--home` (NEGT2I_HOME for this run, a `pathlib.Path`; default None: the environment's) to PARSER."""
+    parser.add_argument("--home", type=Path, default=None, metavar=metavar, help=help)
+
+
+def add_seed_option(parser: ArgumentParser, help: str, *, metavar: str = "N") -> None:
+    """Add `--seed` (an `integer`, default 0) to PARSER; HELP says what it seeds."""
+    parser.add_argument("--seed", type=integer, default=0, metavar=metavar, help=help)
+
+
+def add_bootstrap_option(parser: ArgumentParser, help: str) -> None:
+    """Add `--bootstrap N` (resamples, a `non_negative_int`; default 1000) to PARSER."""
+    parser.add_argument("--bootstrap", type=non_negative_int, default=1000, metavar="N", help=help)
+
+
+def add_interval_options(
+    parser: ArgumentParser,
+    *,
+    bootstrap_help: str = "bootstrap resamples (default 1000; 0: none)",
+    seed_help: str = "bootstrap seed (default 0)",
+    seed_metavar: str = "N",
+) -> None:
+    """Add `--bootstrap`, `--seed` and `--confidence` (a `fraction`, default 0.95): a percentile interval's options.
+
+    Args:
+        parser: the command's parser.
+        bootstrap_help: the `--bootstrap` help of this command.
+        seed_help: the `--seed` help of this command.
+        seed_metavar: the `--seed` value's name in `--help`.
+    """
+    add_bootstrap_option(parser, bootstrap_help)
+    add_seed_option(parser, seed_help, metavar=seed_metavar)
+    parser.add_argument(
+        "--confidence", type=fraction, default=0.95, metavar="P", help="interval coverage (default 0.95)"
+    )
