@@ -41,7 +41,8 @@ from tqdm.auto import tqdm
 
 from dataset_builder.layout import rank_path
 from evaluator.loader import Loaded, Work, batch_loader
-from evaluator.resultio import ResultWriter, merge_results, read_results
+from evaluator.resultio import RecordType, ResultWriter, merge_results, read_results
+from evaluator.results import ResultRecord
 from negt2ibench.core.errors import MissingWeightsError
 from negt2ibench.core.launch import Launch
 
@@ -217,13 +218,36 @@ class RecordFiles:
     keys: Callable[[Path], frozenset]
     merge: Callable[[list[Path], Path], object]
 
+    @classmethod
+    def for_record_type(cls, record_type: RecordType) -> RecordFiles:
+        """The result files of RECORD_TYPE, through `evaluator.resultio` (the one owner of result files).
 
-def _result_keys(path: Path) -> frozenset:
-    # Read-only (no writer lock): every rank reads the merged file at once.
-    return frozenset(record.key for record in read_results(path, strict=False)) if path.exists() else frozenset()
+        Args:
+            record_type: a pydantic record with a `key` (`ResultRecord`, `GenEvalRecord`, `NegVQARecord`, ...).
+
+        Returns:
+            Files appended by `ResultWriter`, whose keys are read without the writer's lock (every
+            rank reads the merged file at once; a torn last line is left out) and whose rank files
+            are merged by `merge_results`, each for RECORD_TYPE.
+        """
+        return cls(
+            functools.partial(ResultWriter, record_type=record_type),
+            functools.partial(_record_keys, record_type=record_type),
+            functools.partial(_merge_record_files, record_type=record_type),
+        )
 
 
-RESULT_FILES = RecordFiles(ResultWriter, _result_keys, lambda inputs, out: merge_results(inputs, out))
+def _record_keys(path: Path, *, record_type: RecordType) -> frozenset:
+    if not path.exists():
+        return frozenset()
+    return frozenset(record.key for record in read_results(path, strict=False, record_type=record_type))
+
+
+def _merge_record_files(inputs: list[Path], out: Path, *, record_type: RecordType) -> object:
+    return merge_results(inputs, out, record_type=record_type)
+
+
+RESULT_FILES = RecordFiles.for_record_type(ResultRecord)
 
 
 def error_kind(message: str, kinds: Sequence[str]) -> str:

@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from evaluator.engine import BatchStep, Failed, Job, RecordFiles, run_records
 from evaluator.loader import Loaded, resolve_num_workers
 from evaluator.pipeline import RESULTS, ScoreSummary
-from evaluator.resultio import ResultWriter, check_appendable, merge_results, read_results
+from evaluator.resultio import check_appendable
 from negt2ibench.core.names import check_split_name
 from negt2ibench.core.options import check, non_negative_int, positive_int
 from negt2ibench.core.versions import library_versions
@@ -32,18 +31,7 @@ ERROR_KINDS = ("unknown GenEval prompt", "bad metadata", "bad image", "perceptio
 VERSIONED = ("torch", "transformers", "rfdetr", "numpy", "negt2ibench")
 
 
-def _keys(path: Path) -> frozenset:
-    # Read-only (no writer lock): every rank reads the merged file at once.
-    if not path.exists():
-        return frozenset()
-    return frozenset(record.key for record in read_results(path, strict=False, record_type=GenEvalRecord))
-
-
-GENEVAL_FILES = RecordFiles(
-    partial(ResultWriter, record_type=GenEvalRecord),
-    _keys,
-    lambda inputs, out: merge_results(inputs, out, record_type=GenEvalRecord),
-)
+GENEVAL_FILES = RecordFiles.for_record_type(GenEvalRecord)
 
 
 def _record(job: Job, config: GenEvalConfig, versions: dict[str, str], **fields) -> GenEvalRecord:

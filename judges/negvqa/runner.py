@@ -15,13 +15,12 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
 from evaluator.engine import BatchStep, Failed, Job, RecordFiles, run_records
 from evaluator.loader import Loaded, Work
-from evaluator.resultio import ResultWriter, check_appendable, merge_results, read_results
+from evaluator.resultio import check_appendable
 from negt2ibench.core.atomic import write_atomic
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.options import check, non_negative_int
@@ -46,18 +45,7 @@ from .records import (
 ERROR_KINDS = ("bad image", "judge failed")
 
 
-def _keys(path: Path) -> frozenset:
-    # Read-only (no writer lock): every rank reads the merged file at once.
-    if not path.exists():
-        return frozenset()
-    return frozenset(record.key for record in read_results(path, strict=False, record_type=NegVQARecord))
-
-
-NEGVQA_FILES = RecordFiles(
-    partial(ResultWriter, record_type=NegVQARecord),
-    _keys,
-    lambda inputs, out: merge_results(inputs, out, record_type=NegVQARecord),
-)
+NEGVQA_FILES = RecordFiles.for_record_type(NegVQARecord)
 Answer = tuple[tuple[float, ...], str | None]  # the letters' probabilities, the written reply
 
 
