@@ -7,7 +7,7 @@ per image and mode. The run is the engine's (`evaluator.engine`, as for `negt2ib
 keys already in an output are skipped, so rerunning resumes; under `accelerate launch` /
 torchrun each process writes ``OUT.rank{i}.jsonl`` and the main process merges them. This
 module brings the judge's `judging_step`. The summary carries the paper's Table 8 costs and is
-written beside the results as the run record (`judges.summary.write_run_record`).
+written beside the results as the run record (`judges.run_record.JudgeRun`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from negt2ibench.core.options import check, non_negative_int
 from .adapters import JudgeAdapter
 from .questions import MODES, Question, questions_for, wording_examples
 from .registry import JUDGES_VERSION
+from .run_record import JudgeRun, ModeCounts
 from .sources import JudgeItem
-from .summary import JudgeSummary, ModeCounts, write_run_record
 from .verdict import RecordContext, judge_error_record, judge_record
 
 MODE_CHOICES: tuple[str, ...] = (*MODES, "all")
@@ -89,7 +89,7 @@ ERROR_KINDS = ("unknown prompt id", "bad image", "judge failed")
 
 
 def judging_step(
-    adapter: JudgeAdapter, contexts: dict[str, RecordContext], summary: JudgeSummary
+    adapter: JudgeAdapter, contexts: dict[str, RecordContext], summary: JudgeRun
 ) -> BatchStep[dict[str, float], ResultRecord]:
     """The judge's part of the engine: every question the image's needed modes ask, each distinct
     text once, in one batched call; then one record per needed mode (the engine's output names
@@ -149,7 +149,7 @@ def judge_images(
     mode: str = "pos",
     limit: int | None = None,
     progress: bool = True,
-) -> JudgeSummary:
+) -> JudgeRun:
     """Judge every image of `items` in `mode` (``all``: the three, one file each) into `out_path`.
 
     Loads the adapter first (timed apart; a missing weight raises `MissingWeightsError` before
@@ -162,19 +162,12 @@ def judge_images(
     items = list(items)[:limit] if limit is not None else list(items)
     index = prompts if isinstance(prompts, PromptIndex) else PromptIndex(prompts)
     paths = {m: mode_out_path(out_path, m, several=len(modes) > 1) for m in modes}
-    summary = JudgeSummary(
-        judge=adapter.spec.key,
-        hub_id=adapter.spec.hub_id,
-        device=str(adapter.device),
-        dtype=adapter.dtype_name,
-        modes={m: ModeCounts(path) for m, path in paths.items()},
+    summary = JudgeRun(
+        **JudgeRun.judge_fields(adapter),
+        outputs={m: ModeCounts(path) for m, path in paths.items()},
         total=len(items),
-        params=adapter.spec.params,
     )
-    adapter.reset_peak_memory()
-    started = time.perf_counter()
-    adapter.load()
-    summary.load_seconds = time.perf_counter() - started
+    summary.load(adapter)
 
     def count_questions(mode: str, record: ResultRecord) -> None:
         if not is_error_row(record):
@@ -192,11 +185,6 @@ def judge_images(
         error_kinds=ERROR_KINDS,
         on_written=count_questions,
     )
-    for m, counts in run.outputs.items():
-        summary.modes[m].take(counts)
-    summary.error_reasons = dict(run.error_reasons)
-    summary.rank, summary.world = run.rank, run.world
-    summary.seconds = time.perf_counter() - started
-    summary.peak_memory_bytes, summary.memory_kind = adapter.peak_memory()
-    write_run_record(summary, out_path)
+    summary.finish(run, adapter, started)
+    summary.write(out_path)
     return summary

@@ -1,7 +1,7 @@
 """The cost columns of Table 2 (Params, GiB, s/img), from run records; never estimated.
 
 A cost record is a JSON object naming its evaluator by ``"judge"`` (a judge key, as the run
-record `negt2ibench judge` writes beside its results, `judges.summary.run_record_path`) or by
+record `negt2ibench judge` writes beside its results, `judges.run_record.run_record_path`) or by
 ``"evaluator"`` (any evaluator name, e.g. ``"negt2ibench/current"``, for a record written by
 hand). Its optional fields: ``params`` ("8B", "600M"; a judge's registry entry gives it when the
 record does not), ``peak_memory_gib`` and ``memory_kind`` ("cuda" or "rss"), and the time:
@@ -27,7 +27,7 @@ from negt2ibench.core.errors import UserError
 
 from .evaluators import MODES, split_evaluator
 
-RUN_RECORD_SUFFIX = ".run.json"  # = judges.summary.RUN_RECORD_SUFFIX (tests/validation/test_costs.py keeps them equal)
+RUN_RECORD_SUFFIX = ".run.json"  # = judges.run_record.RUN_RECORD_SUFFIX (tests/validation/test_costs.py holds it)
 _PARAMS = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([MB])\s*$", re.IGNORECASE)
 
 

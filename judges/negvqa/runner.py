@@ -11,7 +11,6 @@ originals. The run's summary is written beside the results as ``OUT.run.json``.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,12 +20,11 @@ from typing import Any, cast
 from evaluator.engine import BatchStep, Failed, Job, RecordFiles, run_records
 from evaluator.loader import Loaded, Work
 from evaluator.resultio import check_appendable
-from negt2ibench.core.atomic import write_atomic
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.options import check, non_negative_int
 
 from ..adapters import JudgeAdapter
-from ..summary import ModeCounts, run_record_path
+from ..run_record import ModeCounts, RunRecord
 from .data import NegVQAData, NegVQAQuestion
 from .records import (
     LETTERS,
@@ -49,27 +47,22 @@ NEGVQA_FILES = RecordFiles.for_record_type(NegVQARecord)
 Answer = tuple[tuple[float, ...], str | None]  # the letters' probabilities, the written reply
 
 
-@dataclass
-class NegVQARun:
-    """What one run did and cost."""
+@dataclass(kw_only=True)
+class NegVQARun(RunRecord):
+    """What one `negvqa` run did and cost. Its `outputs` are its forms (judged: answered; passed: correct)."""
 
-    judge: str
-    hub_id: str
-    params: str
-    device: str
-    dtype: str
     data: str
-    forms: dict[str, ModeCounts]  # judged: answered; passed: correct
     questions: int = 0  # questions of the source (after --limit)
     malformed: list[str] = field(default_factory=list)
     asked: int = 0  # (image, prompt) pairs asked in this run
-    load_seconds: float = 0.0
-    seconds: float = 0.0
-    peak_memory_bytes: int = 0
-    memory_kind: str = ""
-    error_reasons: dict[str, int] = field(default_factory=dict)
-    rank: int = 0
-    world: int = 1
+
+    @property
+    def forms(self) -> dict[str, ModeCounts]:
+        """Each form's counts (the run's `outputs`)."""
+        return self.outputs
+
+    def did_work(self) -> bool:
+        return bool(self.asked)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,8 +81,7 @@ class NegVQARun:
             "load_seconds": round(self.load_seconds, 3),
             "seconds": round(self.seconds, 3),
             "seconds_per_prompt": self.seconds / self.asked if self.asked else None,
-            "peak_memory_gib": round(self.peak_memory_bytes / 2**30, 3),
-            "memory_kind": self.memory_kind,
+            **self._memory_fields(),
             "forms": {
                 form: {
                     "out": str(c.path),
@@ -104,18 +96,17 @@ class NegVQARun:
         }
 
     def line(self) -> str:
-        prefix = f"[rank {self.rank}/{self.world}] " if self.world > 1 else ""
+        """The run in one line, as `negt2ibench negvqa` prints it."""
         forms = "; ".join(
             f"{form}: {c.judged + c.errors} new ({c.passed} correct, {c.errors} errors), "
             f"{c.already_done} already done → {c.path}"
             for form, c in self.forms.items()
         )
         rate = f", {self.seconds / self.asked:.3g} s/prompt" if self.asked else ""
-        memory = f"{self.peak_memory_bytes / 2**30:.2f} GiB {'GPU' if self.memory_kind == 'cuda' else 'peak RSS'}"
         return (
-            f"{prefix}{self.judge} on {self.device} ({self.dtype}): {forms}. {self.questions} questions, "
+            f"{self._rank_prefix()}{self.judge} on {self.device} ({self.dtype}): {forms}. {self.questions} questions, "
             f"{len(self.malformed)} malformed rows left out; {self.asked} prompts in {self.seconds:.1f} s{rate}; "
-            f"model load {self.load_seconds:.1f} s (apart); {memory}"
+            f"model load {self.load_seconds:.1f} s (apart); {self._memory_text()}"
         )
 
 
@@ -226,20 +217,13 @@ def run_negvqa(
     for path in paths.values():
         check_appendable(path, NEGVQA_VERSION, config_hash, record_type=NegVQARecord)
     run = NegVQARun(
-        judge=adapter.spec.key,
-        hub_id=adapter.spec.hub_id,
-        params=adapter.spec.params,
-        device=str(adapter.device),
-        dtype=adapter.dtype_name,
+        **NegVQARun.judge_fields(adapter),
         data=data.source,
-        forms={form: ModeCounts(path) for form, path in paths.items()},
+        outputs={form: ModeCounts(path) for form, path in paths.items()},
         questions=len(questions),
         malformed=list(data.malformed),
     )
-    adapter.reset_peak_memory()
-    started = time.perf_counter()
-    adapter.load()
-    run.load_seconds = time.perf_counter() - started
+    run.load(adapter)
 
     started = time.perf_counter()
     result = run_records(
@@ -253,13 +237,6 @@ def run_negvqa(
         error_kinds=ERROR_KINDS,
         files=NEGVQA_FILES,
     )
-    for form, counts in result.outputs.items():
-        run.forms[form].take(counts)
-    run.error_reasons = dict(result.error_reasons)
-    run.rank, run.world = result.rank, result.world
-    run.seconds = time.perf_counter() - started
-    run.peak_memory_bytes, run.memory_kind = adapter.peak_memory()
-    if run.asked:  # a rerun with nothing left keeps the record of the run that did the work
-        path = run_record_path(out_path, rank=run.rank, world=run.world)
-        write_atomic(path, json.dumps(run.to_dict(), indent=2, allow_nan=False) + "\n")
+    run.finish(result, adapter, started)
+    run.write(out_path)  # a rerun with nothing left keeps the record of the run that did the work
     return run

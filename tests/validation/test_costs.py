@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from judges.summary import RUN_RECORD_SUFFIX, run_record_path
+from judges.run_record import RUN_RECORD_SUFFIX, run_record_path
 from negt2ibench.core.errors import UserError
 from validation import costs
 from validation.costs import beside, cost_from_record, gather_costs, parse_params
