@@ -37,6 +37,7 @@ from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from negt2ibench.core.errors import UsageError, UserError
 
 from .config import EVALUATOR_VERSION, PRESETS
+from .report.numbers import Table3Numbers
 from .report.tables import TABLE3_COLUMNS
 
 if TYPE_CHECKING:
@@ -149,7 +150,7 @@ class FileScores:
 
     model_key: str
     values: dict[str, float]  # task id -> value
-    numbers: dict[str, Any]  # `table3()`'s dict for the model
+    numbers: Table3Numbers  # `table3()`'s numbers of the model
     provenance: dict[str, str]  # evaluator_version, config_hash
     notes_read: tuple[str, ...]  # what the report's reader says (read, left out, error rows)
     scored_at: str  # ISO 8601 UTC: when the last record was scored (its `scored_at`; see `date_from`)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from evaluator.report.numbers import OtsStatistics
 from evaluator.report.ots import OrderObservation, ots_statistics
 from negt2ibench.core.bootstrap import DEFAULT_CONFIDENCE, percentile_interval, resample_indices
 from negt2ibench.core.jsonl import JsonlError, read_jsonl
@@ -80,12 +81,12 @@ class GenEvalSummary:
     complete: bool
     expected_images: int
     samples_per_prompt: int
+    ots: OtsStatistics  # the order-to-space diagnostic
     missing: list[dict[str, Any]] = field(default_factory=list)  # per prompt: its id, folder, absent samples
     errors: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
     provenance: dict[str, list[str]] = field(default_factory=dict)
-    ots: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

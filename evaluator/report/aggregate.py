@@ -1,7 +1,8 @@
 """Aggregation: result records → the numbers of the paper's tables (Table 3, Figure 3, Table 19).
 
-Pure functions: they take `ResultRecord`s and return plain dicts of numbers, with no file or
-model access; `build_report` collects them for every model into a `Report`. Each counts over a
+Pure functions: they take `ResultRecord`s and return plain dicts of numbers (their shapes are
+the TypedDicts of `evaluator.report.numbers`), with no file or model access; `build_report`
+collects them for every model into a `Report`. Each counts over a
 model's records flattened once into arrays (`facts.record_facts`), which `build_report` makes once
 per model for all the tables. The conventions
 (percentages, NaN for an empty cell, coverage) are in `evaluator.report.keys`. Tables, files
@@ -44,6 +45,7 @@ from .keys import (
     nanmean,
     percent,
 )
+from .numbers import DeadZoneRow, FailureCauses, MatchedDelta, OtsStatistics, StatementAccuracy, Table3Numbers
 from .ots import builtin_prompts, ots_by_model
 
 # ---------------------------------------------------------------------------------------------
@@ -60,7 +62,7 @@ def _check_samples(records: Sequence[ResultRecord], expected_samples: int) -> No
             )
 
 
-def _table3_one(records: Sequence[ResultRecord], expected_samples: int, facts: Facts | None = None) -> dict[str, Any]:
+def _table3_one(records: Sequence[ResultRecord], expected_samples: int, facts: Facts | None = None) -> Table3Numbers:
     _check_samples(records, expected_samples)
     facts = facts or record_facts(records)
     total_array, passed_array = by_category_and_setting(facts)
@@ -93,7 +95,7 @@ def _table3_one(records: Sequence[ResultRecord], expected_samples: int, facts: F
     }
 
 
-def table3(results: Sequence[ResultRecord], expected_samples: int = SAMPLES_PER_PROMPT) -> dict[str, dict[str, Any]]:
+def table3(results: Sequence[ResultRecord], expected_samples: int = SAMPLES_PER_PROMPT) -> dict[str, Table3Numbers]:
     """Table 3 per model: accuracy (% of scored images passed) per setting (1:0 … 2:2, all
     categories pooled), per category (mean of its 8 settings' accuracies), overall (over all scored
     images), `polarity_gap` = acc(0:1) − acc(1:0), `coverage` = scored images / (4,800 × samples),
@@ -126,20 +128,21 @@ def overall_interval(
 # ---------------------------------------------------------------------------------------------
 
 
-def statement_accuracy(results: Sequence[ResultRecord], facts: Facts | None = None) -> dict[str, dict[str, float]]:
+def statement_accuracy(results: Sequence[ResultRecord], facts: Facts | None = None) -> dict[str, StatementAccuracy]:
     """% of statements satisfied, by category (and `all`) × polarity, over scored images:
     `{category: {"positive": %, "negated": %, "positive_n": count, "negated_n": count}}`."""
     total_array, satisfied_array = statement_counts(facts or record_facts(results))
     rows = dict(zip(TABLE3_CATEGORIES, zip(total_array.tolist(), satisfied_array.tolist(), strict=True), strict=True))
     rows[ALL] = (total_array.sum(axis=0).tolist(), satisfied_array.sum(axis=0).tolist())
-    table: dict[str, dict[str, float]] = {}
+    table: dict[str, StatementAccuracy] = {}
     for bucket in TABLE3_CATEGORIES + (ALL,):
-        total, satisfied = rows[bucket]
-        row: dict[str, float] = {}
-        for p, polarity in enumerate(("positive", "negated")):
-            row[polarity] = percent(satisfied[p], total[p])
-            row[f"{polarity}_n"] = total[p]
-        table[bucket] = row
+        total, satisfied = rows[bucket]  # [positive, negated] each
+        table[bucket] = {
+            "positive": percent(satisfied[0], total[0]),
+            "positive_n": total[0],
+            "negated": percent(satisfied[1], total[1]),
+            "negated_n": total[1],
+        }
     return table
 
 
@@ -156,7 +159,7 @@ def _failure_counts(facts: Facts) -> tuple[Any, Any]:
     return failed_by_cause(facts)
 
 
-def _failure_table(by_setting_counts: Any, by_category_counts: Any) -> dict[str, Any]:
+def _failure_table(by_setting_counts: Any, by_category_counts: Any) -> FailureCauses:
     def as_table(buckets: Sequence[str], rows: list[list[int]]) -> dict[str, dict[str, int]]:
         return {
             bucket: {**{cause: row[c] for c, cause in enumerate(CAUSES)}, "failed": sum(row)}
@@ -176,7 +179,7 @@ def _failure_table(by_setting_counts: Any, by_category_counts: Any) -> dict[str,
     }
 
 
-def failure_causes(results: Sequence[ResultRecord]) -> dict[str, Any]:
+def failure_causes(results: Sequence[ResultRecord]) -> FailureCauses:
     """Figure 3: every failed statement of a scored image counted once under its cause.
 
     Returns `by_setting` and `by_category` ({bucket: {cause: count, "failed": total}}), the total
@@ -188,10 +191,10 @@ def failure_causes(results: Sequence[ResultRecord]) -> dict[str, Any]:
 _DEAD_ZONE_ORDER = ("depth", "directional", "comparative", "proximity")  # Table 19's row order
 
 
-def _dead_zone_table(relation_counts: Any) -> dict[str, dict[str, float]]:
+def _dead_zone_table(relation_counts: Any) -> dict[str, DeadZoneRow]:
     """Table 19 from `facts.negated_relation_counts` (categories × (evaluable, passed, dead))."""
     rows = dict(zip(TABLE3_CATEGORIES, relation_counts.tolist(), strict=True))
-    table: dict[str, dict[str, float]] = {}
+    table: dict[str, DeadZoneRow] = {}
     for bucket in _DEAD_ZONE_ORDER + ("total",):
         chosen = [rows[bucket]] if bucket != "total" else [rows[c] for c in RELATION_CATEGORIES]
         evaluable, passed, dead = (sum(row[i] for row in chosen) for i in range(3))
@@ -204,7 +207,7 @@ def _dead_zone_table(relation_counts: Any) -> dict[str, dict[str, float]]:
     return table
 
 
-def dead_zone_passes(results: Sequence[ResultRecord]) -> dict[str, dict[str, float]]:
+def dead_zone_passes(results: Sequence[ResultRecord]) -> dict[str, DeadZoneRow]:
     """Table 19 per relation category and `total`: `evaluable` (negated relation statements with
     both objects present, i.e. satisfied or failed for a reason other than a missing object),
     `passed`, `dead_zone_passes` (passed only because no predicate was emitted) and `share`
@@ -223,7 +226,7 @@ def matched_group_deltas(
     seed: int = 0,
     confidence: float = 0.95,
     facts: Facts | None = None,
-) -> dict[str, dict[str, dict[str, float]]]:
+) -> dict[str, dict[str, MatchedDelta]]:
     """Negated-minus-positive image accuracy on matched groups, for one model's results.
 
     Prompt k of 1:0 is paired with prompt k of 0:1 (likewise 2:0/0:2 and 2:1/1:2) in the same
@@ -252,7 +255,7 @@ def matched_group_deltas(
                     deltas[bucket].append(neg_acc - pos_acc)
                     sides[bucket].append((pos_acc, neg_acc))
     pairs = tuple(f"{p} vs {n}" for p, n in MATCHED_PAIRS) + (ALL,)
-    table: dict[str, dict[str, dict[str, float]]] = {}
+    table: dict[str, dict[str, MatchedDelta]] = {}
     for category in TABLE3_CATEGORIES + (ALL,):
         table[category] = {}
         for pair in pairs:
@@ -281,16 +284,16 @@ class Report:
     Table 19 are)."""
 
     models: tuple[str, ...]
-    table3: dict[str, dict[str, Any]]
-    statement_accuracy: dict[str, dict[str, dict[str, float]]]
-    failure_causes: dict[str, dict[str, Any]]
-    dead_zone: dict[str, dict[str, dict[str, float]]]
-    matched_deltas: dict[str, dict[str, dict[str, dict[str, float]]]]
+    table3: dict[str, Table3Numbers]
+    statement_accuracy: dict[str, dict[str, StatementAccuracy]]
+    failure_causes: dict[str, FailureCauses]
+    dead_zone: dict[str, dict[str, DeadZoneRow]]
+    matched_deltas: dict[str, dict[str, dict[str, MatchedDelta]]]
     provenance: dict[str, dict[str, str]]
     options: dict[str, Any] = field(default_factory=dict)
     # What was read and left out (`inputs.ReportInputs.to_dict()`); empty when built from records.
     inputs: dict[str, Any] = field(default_factory=dict)
-    ots: dict[str, dict[str, Any]] = field(default_factory=dict)  # the order-to-space diagnostic (`ots`)
+    ots: dict[str, OtsStatistics] = field(default_factory=dict)  # the order-to-space diagnostic (`ots`)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (NaN becomes None)."""

@@ -37,6 +37,8 @@ from evaluator.results import ResultRecord, is_error_row
 from negt2ibench.core.bootstrap import DEFAULT_CONFIDENCE, percentile_interval, resample_indices
 from negt2ibench.core.table import Column, Table
 
+from .numbers import OtsStatistics
+
 NEUTRAL, ALIGNED, REVERSED = "neutral", "aligned", "reversed"
 NEUTRAL_CATEGORIES = ("proximity", "comparative", "depth")  # relations that name no side
 SIDES = ("left of", "right of")
@@ -142,35 +144,54 @@ def ots_statistics(
     seed: int = 0,
     confidence: float = DEFAULT_CONFIDENCE,
     position_threshold: float = 0.1,
-) -> dict[str, Any]:
-    """Hom over the neutral observations, Ali and Rev over the directional ones, Δ, their intervals
-    and the counts behind them (percentages; NaN where nothing is valid)."""
+) -> OtsStatistics:
+    """The order-to-space diagnostic of a set of observed object pairs.
+
+    Args:
+        observations: the pairs of relation prompts' images (`result_observations`).
+        resamples: bootstrap resamples of prompts for the intervals (0: NaN intervals).
+        seed: the bootstrap's seed (Ali's draws use seed + 1, Rev's seed + 2).
+        confidence: the intervals' coverage.
+        position_threshold: how far apart (as a share of the image) two boxes' centres must be
+            for their sides to count.
+
+    Returns:
+        Hom over the neutral observations, Ali and Rev over the directional ones, Δ = Ali − Rev,
+        their percentile intervals and the counts behind them (percentages; NaN where nothing is valid).
+    """
     by_kind: dict[str, list[OrderObservation]] = {NEUTRAL: [], ALIGNED: [], REVERSED: []}
     for observation in observations:
         by_kind[observation.kind].append(observation)
     images, valid, left, counts, lefts = _share(by_kind[NEUTRAL], lambda _, s: s == "left of", position_threshold)
     p = _percent(left, valid)
     hom_draws = _interval(counts, lefts, resamples, seed, lambda share: np.abs(2 * share - 100))
-    result: dict[str, Any] = {
+    sides = {}
+    for kind, offset in ((ALIGNED, 1), (REVERSED, 2)):
+        side_images, side_valid, correct, side_counts, hits = _share(
+            by_kind[kind], lambda observation, s: s == observation.requested, position_threshold
+        )
+        draws = _interval(side_counts, hits, resamples, seed + offset, lambda share: share)
+        sides[kind] = (_percent(correct, side_valid), draws, side_images, side_valid)
+    ali, ali_draws, ali_images, ali_valid = sides[ALIGNED]
+    rev, rev_draws, rev_images, rev_valid = sides[REVERSED]
+    return {
         "hom": abs(2 * p - 100) if not math.isnan(p) else math.nan,
         "hom_ci": percentile_interval(hom_draws, confidence=confidence),
         "first_left": p,
         "neutral_images": images,
         "neutral_valid": valid,
+        "ali": ali,
+        "ali_ci": percentile_interval(ali_draws, confidence=confidence),
+        "ali_images": ali_images,
+        "ali_valid": ali_valid,
+        "rev": rev,
+        "rev_ci": percentile_interval(rev_draws, confidence=confidence),
+        "rev_images": rev_images,
+        "rev_valid": rev_valid,
+        "delta": ali - rev,
+        "delta_ci": percentile_interval(ali_draws - rev_draws, confidence=confidence),
+        "valid_rule": VALID_RULE,
     }
-    draws = {}
-    for kind, name, offset in ((ALIGNED, "ali", 1), (REVERSED, "rev", 2)):
-        images, valid, correct, counts, hits = _share(
-            by_kind[kind], lambda observation, s: s == observation.requested, position_threshold
-        )
-        draws[name] = _interval(counts, hits, resamples, seed + offset, lambda share: share)
-        result[name] = _percent(correct, valid)
-        result[f"{name}_ci"] = percentile_interval(draws[name], confidence=confidence)
-        result[f"{name}_images"], result[f"{name}_valid"] = images, valid
-    result["delta"] = result["ali"] - result["rev"]
-    result["delta_ci"] = percentile_interval(draws["ali"] - draws["rev"], confidence=confidence)
-    result["valid_rule"] = VALID_RULE
-    return result
 
 
 Plan = list[tuple[str, str | None, str | None]]  # (subject, target, side asked) of the statements observed
@@ -230,7 +251,7 @@ def builtin_prompts() -> PromptIndex:
 
 def ots_by_model(
     grouped: Mapping[str, Sequence[ResultRecord]], prompts: PromptIndex, *, resamples: int = 1000, seed: int = 0
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, OtsStatistics]:
     """`ots_statistics` of each model's records (the report's `ots` section)."""
     plans: dict[str, Plan | None] = {}
     return {

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from evaluator.results import CAUSES, ResultRecord
@@ -19,6 +19,7 @@ from negt2ibench.core.table import Column, Table
 
 from .aggregate import Report, table3
 from .keys import ALL, CATEGORY_TITLES, SETTING_LABELS, TABLE3_CATEGORIES
+from .numbers import DeadZoneRow, FailureCauses, LeaderboardRow, MatchedDelta, StatementAccuracy
 from .ots import ots_table
 
 MODEL = Column("model", "Model", fmt=str)
@@ -135,20 +136,32 @@ def table3_table(
 
 def leaderboard_row(
     results: Sequence[ResultRecord], model_key: str, expected_samples: int = SAMPLES_PER_PROMPT
-) -> dict[str, float | int | str]:
-    """One flat leaderboard row (keys `LEADERBOARD_COLUMNS`) for `model_key`, Table 3's row for it;
-    other models' results are ignored."""
+) -> LeaderboardRow:
+    """One flat leaderboard row for a model: Table 3's row for it.
+
+    Args:
+        results: result records of any models; only MODEL_KEY's are read.
+        model_key: the model whose row to make.
+        expected_samples: images per prompt in a complete run (for the coverage).
+
+    Returns:
+        The row, keyed by `LEADERBOARD_COLUMNS` in their order.
+
+    Raises:
+        ValueError: RESULTS hold no record of MODEL_KEY, or a record is not reportable (a sample
+            index out of range, a failed statement without a cause).
+    """
     own = [record for record in results if record.model_key == model_key]
     if not own:
         raise ValueError(f"no results for model {model_key!r}")
     row = table3_table(table3(own, expected_samples)).rows[0]
-    return {key: row[key] for key in LEADERBOARD_COLUMNS}
+    return cast(LeaderboardRow, {key: row[key] for key in LEADERBOARD_COLUMNS})
 
 
 # -- statement-level tables -----------------------------------------------------------------------------
 
 
-def statement_accuracy_table(by_model: Mapping[str, Mapping[str, Mapping[str, float]]]) -> Table:
+def statement_accuracy_table(by_model: Mapping[str, Mapping[str, StatementAccuracy]]) -> Table:
     """% of statements satisfied per model × category (and `all`) × polarity, with the counts."""
     columns = (
         MODEL,
@@ -158,9 +171,8 @@ def statement_accuracy_table(by_model: Mapping[str, Mapping[str, Mapping[str, fl
         Column("positive_n", "Positive statements", in_markdown=False),
         Column("negated_n", "Negated statements", in_markdown=False),
     )
-    keys = ("positive", "negated", "positive_n", "negated_n")
     rows = [
-        {"model": model, "category": category, **{key: row[key] for key in keys}}
+        {"model": model, "category": category, **row}
         for model, categories in by_model.items()
         for category, row in categories.items()
     ]
@@ -173,7 +185,7 @@ def statement_accuracy_table(by_model: Mapping[str, Mapping[str, Mapping[str, fl
     )
 
 
-def failure_causes_table(by_model: Mapping[str, Mapping[str, Any]], axis: str) -> Table:
+def failure_causes_table(by_model: Mapping[str, FailureCauses], axis: str) -> Table:
     """Figure 3's counts: failed statements per model × setting or category (`axis`) × cause."""
     columns = (
         MODEL,
@@ -184,12 +196,12 @@ def failure_causes_table(by_model: Mapping[str, Mapping[str, Any]], axis: str) -
     rows = [
         {"model": model, axis: bucket, **{cause: row[cause] for cause in CAUSES}, "failed": row["failed"]}
         for model, causes in by_model.items()
-        for bucket, row in causes[f"by_{axis}"].items()
+        for bucket, row in (causes["by_setting"] if axis == "setting" else causes["by_category"]).items()
     ]
     return Table(f"failure_causes_by_{axis}", f"By {axis}", columns, rows)
 
 
-def forbidden_share_table(by_model: Mapping[str, Mapping[str, Any]]) -> Table:
+def forbidden_share_table(by_model: Mapping[str, FailureCauses]) -> Table:
     """% of failed statements whose cause is `forbidden_rendered`, per model × category (and all)."""
     buckets = TABLE3_CATEGORIES + (ALL,)
     columns = (MODEL, *(Column(bucket, category_title(bucket), higher_is_better=False) for bucket in buckets))
@@ -200,7 +212,7 @@ def forbidden_share_table(by_model: Mapping[str, Mapping[str, Any]]) -> Table:
     return Table("forbidden_share", "Share of failed statements that rendered the forbidden content (%)", columns, rows)
 
 
-def dead_zone_table(by_model: Mapping[str, Mapping[str, Mapping[str, float]]]) -> Table:
+def dead_zone_table(by_model: Mapping[str, Mapping[str, DeadZoneRow]]) -> Table:
     """Table 19: negated relations that passed only because no predicate was emitted."""
     columns = (
         MODEL,
@@ -210,9 +222,8 @@ def dead_zone_table(by_model: Mapping[str, Mapping[str, Mapping[str, float]]]) -
         Column("dead_zone_passes", "Dead-zone passes", higher_is_better=False),
         Column("share", "Share of passes (%)", higher_is_better=False),
     )
-    keys = ("evaluable", "passed", "dead_zone_passes", "share")
     rows = [
-        {"model": model, "category": category, **{key: row[key] for key in keys}}
+        {"model": model, "category": category, **row}
         for model, table in by_model.items()
         for category, row in table.items()
     ]
@@ -225,7 +236,9 @@ def dead_zone_table(by_model: Mapping[str, Mapping[str, Mapping[str, float]]]) -
     )
 
 
-def matched_deltas_table(by_model: Mapping[str, Mapping[str, Any]], options: Mapping[str, Any]) -> Table:
+def matched_deltas_table(
+    by_model: Mapping[str, Mapping[str, Mapping[str, MatchedDelta]]], options: Mapping[str, Any]
+) -> Table:
     """Negated − positive accuracy on matched groups, per model × category × pair (and `all`),
     with the bootstrap interval; on screen the interval is one cell, in files two."""
     columns = (
@@ -240,15 +253,8 @@ def matched_deltas_table(by_model: Mapping[str, Mapping[str, Any]], options: Map
         Column("ci_high", "95% CI high", in_markdown=False),
         Column("ci", "95% CI", fmt=_interval, in_files=False),
     )
-    keys = ("groups", "positive", "negated", "delta", "ci_low", "ci_high")
     rows = [
-        {
-            "model": model,
-            "category": category,
-            "pair": pair,
-            **{key: row[key] for key in keys},
-            "ci": (row["ci_low"], row["ci_high"]),
-        }
+        {"model": model, "category": category, "pair": pair, **row, "ci": (row["ci_low"], row["ci_high"])}
         for model, categories in by_model.items()
         for category, pairs in categories.items()
         for pair, row in pairs.items()
