@@ -42,9 +42,9 @@ def main() -> None:
     from dataset_builder.records import PromptIndex
     from evaluator.report import failure_causes, leaderboard_row, statement_accuracy
     from evaluator.resultio import read_results
-    from leaderboard.compared import compared_fields, shown_numbers
+    from leaderboard.compared import compared_record, shown_numbers
     from leaderboard.store import Entry, HubStore, SQLiteStore
-    from leaderboard.submissions import check_results, model_detail
+    from leaderboard.submissions import check_results
     from space.leaderboard_view import leaderboard_frame
     from tests.helpers.space_helpers import write_results
 
@@ -56,7 +56,7 @@ def main() -> None:
     path = write_results(work / "results.jsonl", prompts, "toy", passed=lambda p, s: verdicts[p.prompt_id, s])
     results = read_results(path)
     row = leaderboard_row(results, "toy")
-    detail = model_detail(results)
+    detail = shown_numbers(results).detail
     counter = iter(range(10**6))
 
     def entry() -> Entry:
@@ -77,7 +77,7 @@ def main() -> None:
         "coverage/version check": lambda: check_results(results, index.ids()),
         "leaderboard row (report)": lambda: leaderboard_row(results, "toy"),
         "detail: statement accuracy + causes (report)": lambda: (statement_accuracy(results), failure_causes(results)),
-        "the compared fields of every record (compared_fields)": lambda: [compared_fields(r) for r in results],
+        "the compared fields of every record (compared_record)": lambda: [compared_record(r) for r in results],
         "row + detail (shown_numbers, what submit runs)": lambda: shown_numbers(results),
         "store: SQLite (entry + results)": lambda: sqlite.add_submission(entry(), results),
         "store: Hub clone (entry + results, no upload)": lambda: hub.add_submission(entry(), results),

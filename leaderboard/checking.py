@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from evaluator.results import ResultRecord
 
-from .holds import FULL_RESCORE_NEXT, held_again_reason, hold_reason, to_hold_after
+from .holds import FULL_RESCORE_NEXT, held_again_reason, hold_reason, ranked_on_a_sample
 from .spotcheck import spot_check, spot_check_failure, submission_seed
 from .states import TRANSITIONS, SpotCheckSetup, held_by, transition
 from .store import Entry, LeaderboardStore, RunClaim, StaleEntryError, Verification, expired_reason, name_expired
@@ -57,7 +57,7 @@ def claim(store: LeaderboardStore, entry: Entry, run: RunClaim, setup: SpotCheck
 def _reject(store: LeaderboardStore, entry: Entry, reason: str, run_id: str, **fields: Any) -> Entry:
     """The spot check rejects `entry`: what its account had ranked on a sample is held (`leaderboard.holds`)."""
     rejected = transition(store, entry, "rejected", reason, run_id=run_id, run=None, **fields)
-    for other in to_hold_after(store.list_entries(), rejected):
+    for other in ranked_on_a_sample(store.list_entries(), rejected):
         try:
             transition(store, other, "held", held_again_reason(rejected))
         except StaleEntryError:

@@ -7,12 +7,12 @@ each object's presence and each statement's verdict, cause and dead-zone flag. E
 in a record (confidences, boxes, measurements, the observed values, the continuous `score`)
 moves with the hardware at every score and is never compared.
 
-So the Space shows only numbers computed from those fields. `compared_fields(record)` is the
+So the Space shows only numbers computed from those fields. `compared_record(record)` is the
 record with every other field emptied (what the comparison sees). `shown_numbers(results)` is the
 leaderboard row (Table 3's columns) and the model detail (statement accuracy, failure causes) of
 a submission: it reads only compared fields, which tests/leaderboard/test_compared.py holds it to (it
-runs `numbers_of` on records that write down every field read, and fails on one that is not
-compared); a number added to the detail is added in `numbers_of`, under that test. (It reads the
+runs `shown_numbers` on records that write down every field read, and fails on one that is not
+compared); a number added to the detail is added in `shown_numbers`, under that test. (It reads the
 records as they are: building the compared copy of 19,200 records costs more than reading the
 file, benchmarks/RESULTS.md.)
 
@@ -24,9 +24,12 @@ hash, every prompt × sample once), so they are kept too.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from evaluator.results import ObjectResult, ResultRecord, StatementResult, is_error_row, record_verdict
+
+if TYPE_CHECKING:  # the report is imported when numbers are computed, not with this module
+    from evaluator.report.numbers import LeaderboardRow, StatementAccuracy
 
 # Field paths: "statements.cause" is the `cause` of every statement of a record.
 COMPARED_FIELDS: frozenset[str] = frozenset(
@@ -49,9 +52,31 @@ CHECKED_FIELDS: frozenset[str] = frozenset({"evaluator_version", "config_hash"})
 NOT_SCORED = "not scored"  # the error text of every error row once compared: only the state counts
 
 
-def compared_fields(record: ResultRecord) -> ResultRecord:
-    """The record as the spot check compares it: `COMPARED_FIELDS` and `CHECKED_FIELDS` kept,
-    every other field at its empty default. An error row keeps only which image it is."""
+class ModelDetail(TypedDict):
+    """A submission's model detail, as the Space shows and stores it (`Entry.detail`)."""
+
+    statement_accuracy: dict[str, StatementAccuracy]  # by category (and `all`) × polarity
+    failure_causes: dict[str, dict[str, int]]  # by category: {cause: count, "failed": total}
+    overall_interval: list[float]  # the overall accuracy's 95% bootstrap interval over prompts, [low, high]
+
+
+class ShownNumbers(NamedTuple):
+    """What the Space shows of a submission (`shown_numbers`); a named pair, so `row, detail = ...` unpacks it."""
+
+    row: LeaderboardRow  # its leaderboard row (Table 3's columns)
+    detail: ModelDetail
+
+
+def compared_record(record: ResultRecord) -> ResultRecord:
+    """The record as the spot check compares it.
+
+    Args:
+        record: a result record as submitted or re-scored.
+
+    Returns:
+        A copy with `COMPARED_FIELDS` and `CHECKED_FIELDS` kept and every other field at its
+        empty default; an error row keeps only which image it is (and `NOT_SCORED` as its error).
+    """
     base: dict[str, Any] = {
         "prompt_id": record.prompt_id,
         "model_key": record.model_key,
@@ -103,40 +128,45 @@ def _statement(statement: StatementResult) -> str:
 
 
 def disagreement(submitted: ResultRecord, rescored: ResultRecord) -> str:
-    """Why two records of one image differ in a compared field ("" when they agree). Two error
-    rows agree: neither side could score the image."""
-    found = _differences(compared_fields(submitted), compared_fields(rescored))
+    """Why two records of one image differ in a compared field.
+
+    Args:
+        submitted: the submitted record of an image.
+        rescored: this Space's record of the same image.
+
+    Returns:
+        "PROMPT_ID sample N: " and the first two differences in words, or "" when every compared
+        field agrees (two error rows agree: neither side could score the image).
+    """
+    found = _differences(compared_record(submitted), compared_record(rescored))
     if not found:
         return ""
     return f"{submitted.prompt_id} sample {submitted.sample_index}: " + "; ".join(found[:2])
 
 
-def numbers_of(records: Sequence[ResultRecord]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The leaderboard row (keys `evaluator.report.LEADERBOARD_COLUMNS`) and the model detail
-    (`statement_accuracy`, `failure_causes` by category, and `overall_interval`: the overall
-    accuracy's 95% bootstrap interval over prompts, as [low, high]) of one model's records, from the
-    fields the spot check compares only (tests/leaderboard/test_compared.py); a number added to the
-    detail is added here."""
+def shown_numbers(results: Sequence[ResultRecord]) -> ShownNumbers:
+    """What the Space shows of a submission, computed from the fields the spot check compares only
+    (tests/leaderboard/test_compared.py); a number added to the detail is added here.
+
+    Args:
+        results: one model's result records (the first one's model key names the model).
+
+    Returns:
+        Its leaderboard row (keys `evaluator.report.LEADERBOARD_COLUMNS`) and its model detail
+        (statement accuracy, failure causes by category, the overall accuracy's interval).
+
+    Raises:
+        ValueError: a record is not reportable (e.g. a failed statement without a cause, a sample
+            index out of range).
+    """
     from evaluator.report import failure_causes, leaderboard_row, overall_interval, statement_accuracy
     from evaluator.report.facts import record_facts
 
-    row = dict(leaderboard_row(records, records[0].model_key))
-    facts = record_facts(records)
-    detail = {
-        "statement_accuracy": statement_accuracy(records, facts=facts),
-        "failure_causes": failure_causes(records)["by_category"],
-        "overall_interval": list(overall_interval(records, facts=facts)),
+    row = leaderboard_row(results, results[0].model_key)
+    facts = record_facts(results)
+    detail: ModelDetail = {
+        "statement_accuracy": statement_accuracy(results, facts=facts),
+        "failure_causes": failure_causes(results)["by_category"],
+        "overall_interval": list(overall_interval(results, facts=facts)),
     }
-    return row, detail
-
-
-def shown_numbers(results: Sequence[ResultRecord]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """What the Space shows of a submission (its leaderboard row, its model detail), computed from
-    the fields the spot check compares only (`numbers_of`). Raises ValueError for inconsistent
-    records (e.g. a failed statement without a cause)."""
-    return numbers_of(results)
-
-
-def model_detail(results: Sequence[ResultRecord]) -> dict[str, Any]:
-    """The model detail of `shown_numbers` alone (statement accuracy, failure causes by category)."""
-    return shown_numbers(results)[1]
+    return ShownNumbers(row, detail)

@@ -6,7 +6,7 @@ another 1%, so the guarantee is per account (the submitter's identity, `leaderbo
 
 - **after a spot check rejects a submission, none of that account's submissions is ranked on a
   sample any more**: a later one whose sample agrees is *held* (`hold_reason`), and one already
-  verified by a sample is held again (`to_hold_after`); `negt2ibench leaderboard verify --full`
+  verified by a sample is held again (`ranked_on_a_sample`); `negt2ibench leaderboard verify --full`
   takes held entries first, and ranks the project's own numbers, never the submitted ones.
 - **a file with error rows is held too**: the report leaves an image that was not scored out of
   every accuracy, so turning failed images into error rows would raise its numbers; the full
@@ -40,26 +40,53 @@ FULL_RESCORE_NEXT = (
 )
 
 
-def caught(entries: Iterable[Entry], submitter: str) -> list[Entry]:
-    """The submitter's submissions that a spot check rejected (they carry its `verification`), oldest first."""
+def spot_check_rejections(entries: Iterable[Entry], submitter: str) -> list[Entry]:
+    """The submissions of an account that a spot check rejected.
+
+    Args:
+        entries: the store's entries.
+        submitter: the account (`Entry.submitter`).
+
+    Returns:
+        SUBMITTER's rejected entries that carry a spot check's `verification` (a rejection at
+        validation carries none), oldest first.
+    """
     found = [e for e in entries if e.submitter == submitter and e.status == "rejected" and e.verification is not None]
     return sorted(found, key=lambda e: e.created_at)
 
 
 def hold_reason(entries: Iterable[Entry], entry: Entry, results: Sequence[ResultRecord]) -> str:
-    """Why `entry`, whose sample agreed, is not ranked on it ("" when it is): its account had a
-    submission rejected by a spot check, or its file has error rows."""
+    """Why an entry whose sample agreed is not ranked on it.
+
+    Args:
+        entries: the store's entries.
+        entry: the entry whose spot check agreed.
+        results: its submitted records.
+
+    Returns:
+        Why it is held: its file has error rows, or a spot check rejected another submission of
+        its account; "" when it is ranked on its sample.
+    """
     errors = sum(map(is_error_row, results))
     if errors:
         return f"{errors} of its {len(results)} images are error rows (not scored), which its numbers leave out"
-    rejected = [e for e in caught(entries, entry.submitter) if e.submission_id != entry.submission_id]
+    rejected = [e for e in spot_check_rejections(entries, entry.submitter) if e.submission_id != entry.submission_id]
     if rejected:
         return f"a spot check rejected another submission of this account ({rejected[0].submission_id[:8]})"
     return ""
 
 
-def to_hold_after(entries: Iterable[Entry], rejected: Entry) -> list[Entry]:
-    """The entries of `rejected`'s account that are ranked on a sample: held once it is rejected."""
+def ranked_on_a_sample(entries: Iterable[Entry], rejected: Entry) -> list[Entry]:
+    """The entries of a rejected submission's account that are ranked on a sample, to be held.
+
+    Args:
+        entries: the store's entries.
+        rejected: the submission a spot check just rejected.
+
+    Returns:
+        REJECTED's account's entries verified by a sample (not by a full re-score): once it is
+        rejected, none of them stays ranked on its sample.
+    """
     return [
         e
         for e in entries
@@ -71,7 +98,14 @@ def to_hold_after(entries: Iterable[Entry], rejected: Entry) -> list[Entry]:
 
 
 def held_again_reason(rejected: Entry) -> str:
-    """The reason of an entry verified by its sample, held because another of its account's was rejected."""
+    """The reason an entry verified by its sample is held again.
+
+    Args:
+        rejected: the submission of the same account that a spot check rejected.
+
+    Returns:
+        The entry's new reason, naming REJECTED and what comes next (`FULL_RESCORE_NEXT`).
+    """
     return (
         f"held: verified by its sample, but a spot check then rejected another submission of this account "
         f"({rejected.submission_id[:8]}); {FULL_RESCORE_NEXT}"

@@ -50,7 +50,7 @@ from negt2ibench.core.jsonl import JsonlError, gc_paused, stream_jsonl
 from negt2ibench.core.names import SPLIT_NAME
 
 from .checking import new_run, run_spot_check
-from .compared import model_detail, shown_numbers
+from .compared import shown_numbers
 from .images import (
     ImageSource,
     ImageSourceFactory,
@@ -90,7 +90,6 @@ __all__ = [
     "check_results",
     "hub_commit",
     "hub_images",
-    "model_detail",
     "recheck",
     "spot_check",
     "submit",

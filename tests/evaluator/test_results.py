@@ -13,7 +13,7 @@ import pytest
 from dataset_builder.loading import load_prompts
 from evaluator.report import table3
 from evaluator.results import VERDICTS, ResultRecord, is_error_row, parse_frozen_result, record_verdict
-from leaderboard.compared import disagreement, numbers_of
+from leaderboard.compared import disagreement, shown_numbers
 from leaderboard.holds import hold_reason
 from leaderboard.store import Entry
 from space.gallery.view import gallery_row
@@ -58,7 +58,7 @@ def test_an_empty_error_is_an_error_row_for_every_reader(prompt):
     # the report (and so the leaderboard's numbers): left out of every accuracy, counted as an error
     (row,) = table3([rows["passed"], failed, empty]).values()
     assert (row["images"], row["passed"], row["errors"]) == (2, 1, 1)
-    board, _ = numbers_of([rows["passed"], failed, empty])
+    board, _ = shown_numbers([rows["passed"], failed, empty])
     assert board["images"] == 2
     # the holds: a file with such a row is held for a full re-score
     entry = Entry(model_name="Toy", model_key="toy", submitter="dave")

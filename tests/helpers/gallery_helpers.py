@@ -11,9 +11,9 @@ from dataset_builder.vocabulary import CATEGORIES, SETTINGS, setting_name
 from evaluator.report import leaderboard_row
 from evaluator.results import ResultRecord
 from evaluator.verdict import error_record
+from leaderboard.compared import shown_numbers
 from leaderboard.images import ImagesUnreachable, ParquetImages
 from leaderboard.store import Entry, LeaderboardStore
-from leaderboard.submissions import model_detail
 from tests.helpers.space_helpers import result_line, write_images_dataset
 
 IMAGE_SIZE = (96, 64)  # the size of `write_images_dataset`'s image
@@ -78,7 +78,7 @@ def add_entry(
         images_revision=images_revision,
         created_at=created_at,
         row={**leaderboard_row(results, key), "model": name},
-        detail=model_detail(results),
+        detail=shown_numbers(results).detail,
     )
     return store.add_submission(entry, results)
 

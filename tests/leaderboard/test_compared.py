@@ -2,8 +2,8 @@
 
 - Every field of a result record, found by walking the pydantic models (so a field added later
   is found too), is either compared (changing it makes the image disagree) or not (changing it
-  changes nothing, and `compared_fields` empties it, so no view can show it).
-- The numbers the leaderboard and the model detail show (`numbers_of`: the Table 3 row, statement
+  changes nothing, and `compared_record` empties it, so no view can show it).
+- The numbers the leaderboard and the model detail show (`shown_numbers`: the Table 3 row, statement
   accuracy, failure causes, and whatever is added there later) are computed on records that
   write down every field read: each one must be compared (or checked at submission).
 - The issue's findings replayed on the spot check itself: a file whose causes are rewritten, one
@@ -27,10 +27,8 @@ from leaderboard.compared import (
     CHECKED_FIELDS,
     COMPARED_FIELDS,
     NOT_SCORED,
-    compared_fields,
+    compared_record,
     disagreement,
-    model_detail,
-    numbers_of,
     shown_numbers,
 )
 from leaderboard.spotcheck import spot_check
@@ -114,7 +112,7 @@ def changed(record: ResultRecord, path: str) -> ResultRecord:
 
 def test_every_field_is_compared_or_emptied(prompts):
     """Changing a compared field makes the image disagree; changing any other field does not, and
-    `compared_fields` empties it. Identity fields name the image (the re-score is asked for it)."""
+    `compared_record` empties it. Identity fields name the image (the re-score is asked for it)."""
     record = scored(next(p for p in prompts if p.prompt_id == "color_pos1_neg1_000"))
     fields = record_fields()
     assert COMPARED_FIELDS <= fields and CHECKED_FIELDS <= fields
@@ -128,7 +126,7 @@ def test_every_field_is_compared_or_emptied(prompts):
         elif path not in identity:
             assert disagreement(record, other) == "", path
             if path not in CHECKED_FIELDS:
-                assert compared_fields(other) == compared_fields(record), path
+                assert compared_record(other) == compared_record(record), path
 
 
 class Recording:
@@ -158,7 +156,7 @@ def test_the_shown_numbers_read_only_compared_fields(prompts):
     for prompt in prompts[::7]:
         record = scored(prompt)
         if rng.random() < 0.3:
-            record = compared_fields(record).model_copy(update={"error": "not scored", "passed": False})
+            record = compared_record(record).model_copy(update={"error": "not scored", "passed": False})
         elif rng.random() < 0.3:
             good = [
                 s.model_copy(update={"satisfied": True, "cause": None, "dead_zone_pass": True})
@@ -167,7 +165,7 @@ def test_the_shown_numbers_read_only_compared_fields(prompts):
             record = record.model_copy(update={"statements": good, "passed": True})
         records.append(record)
     seen: set[str] = set()
-    row, detail = numbers_of([Recording(record, "", seen) for record in records])  # type: ignore[misc]
+    row, detail = shown_numbers([Recording(record, "", seen) for record in records])  # type: ignore[misc]
     assert row["images"] > 0 and set(detail) == {"statement_accuracy", "failure_causes", "overall_interval"}
     assert {"passed", "error", "statements.satisfied", "statements.cause"} <= seen  # it did read records
     not_compared = seen - COMPARED_FIELDS - CHECKED_FIELDS
@@ -175,12 +173,12 @@ def test_the_shown_numbers_read_only_compared_fields(prompts):
         f"the leaderboard or the model detail reads fields the spot check does not compare: {not_compared}"
     )
     # the same numbers as on the compared copies, where every other field is emptied
-    assert (row, detail) == shown_numbers(records) == numbers_of([compared_fields(r) for r in records])
+    assert (row, detail) == shown_numbers(records) == shown_numbers([compared_record(r) for r in records])
 
 
 def test_shown_numbers_ignore_what_is_not_compared(prompts):
     records = [scored(p) for p in prompts[::50]]
-    assert model_detail(records) == shown_numbers(records)[1]
+    assert shown_numbers(records).detail == shown_numbers(records)[1]
     noisy = [
         r.model_copy(update={"score": 0.123, "objects": [o.model_copy(update={"confidence": 0.0}) for o in r.objects]})
         for r in records
@@ -286,9 +284,9 @@ def test_each_disagreement_path(prompts):
     )
     assert "submitted negated 1 failed (subject_missing), dead-zone pass" in disagreement(flagged, failed)
     # what the comparison sees: an error row is not passed whatever it claims; confidences are emptied
-    seen = compared_fields(error_row.model_copy(update={"passed": True}))
+    seen = compared_record(error_row.model_copy(update={"passed": True}))
     assert (seen.passed, seen.error, seen.objects, seen.statements) == (False, NOT_SCORED, [], [])
-    assert [o.confidence for o in compared_fields(objects_claimed(failed)).objects] == [0.0] * len(failed.objects)
+    assert [o.confidence for o in compared_record(objects_claimed(failed)).objects] == [0.0] * len(failed.objects)
 
 
 def test_statements_and_objects_added_or_removed_disagree(prompts):

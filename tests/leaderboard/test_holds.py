@@ -21,7 +21,7 @@ import pytest
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from evaluator.results import ResultRecord
-from leaderboard.holds import FULL_RESCORE_NEXT, caught, hold_reason, to_hold_after
+from leaderboard.holds import FULL_RESCORE_NEXT, hold_reason, ranked_on_a_sample, spot_check_rejections
 from leaderboard.rescore import full_candidates, record_full
 from leaderboard.store import Entry, SQLiteStore, Verification
 from leaderboard.submissions import ParquetImages, SpotCheckPlan, SubmissionForm, SubmissionLimits, submit
@@ -66,10 +66,10 @@ def test_only_a_spot_checks_rejection_of_the_same_account_is_caught():
     others = entry("others", "bob", "rejected", "sampled", at=3.0)
     verified = entry("verified", "mallory", "verified", "sampled", at=4.0)
     entries = [spotted, earlier, malformed, others, verified]
-    assert [e.model_name for e in caught(entries, "mallory")] == ["earlier", "spotted"]  # oldest first
-    assert [e.model_name for e in caught(entries, "bob")] == ["others"]
-    assert caught([malformed, verified], "mallory") == []
-    assert caught(entries, "carol") == []
+    assert [e.model_name for e in spot_check_rejections(entries, "mallory")] == ["earlier", "spotted"]  # oldest first
+    assert [e.model_name for e in spot_check_rejections(entries, "bob")] == ["others"]
+    assert spot_check_rejections([malformed, verified], "mallory") == []
+    assert spot_check_rejections(entries, "carol") == []
 
 
 def test_another_account_submitting_after_a_rejection_is_not_held():
@@ -89,7 +89,7 @@ def test_a_rejection_without_a_verification_record_holds_nothing():
     later = entry("later", "carol", "validated", at=5.0)
     assert hold_reason([refused, later], later, scored_rows(8)) == ""
     ranked = entry("ranked", "carol", "verified", "sampled")
-    assert to_hold_after([refused, ranked], refused) == [ranked]  # what a *spot check* rejection would hold
+    assert ranked_on_a_sample([refused, ranked], refused) == [ranked]  # what a *spot check* rejection would hold
 
 
 def test_a_file_with_error_rows_is_held_and_says_how_many():
@@ -106,7 +106,7 @@ def test_after_a_rejection_only_what_the_account_ranked_on_a_sample_is_held():
     rescored = entry("rescored", "carol", "verified", "full", at=2.0)  # the project's own numbers: kept
     waiting = entry("waiting", "carol", "pending", at=3.0)
     bobs = entry("bobs", "bob", "verified", "sampled", at=4.0)
-    held = to_hold_after([rejected, sampled, rescored, waiting, bobs], rejected)
+    held = ranked_on_a_sample([rejected, sampled, rescored, waiting, bobs], rejected)
     assert [e.model_name for e in held] == ["sampled"]
 
 

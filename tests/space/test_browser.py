@@ -21,8 +21,9 @@ import pytest
 from dataset_builder.loading import load_prompts
 from evaluator.report import leaderboard_row
 from evaluator.results import ResultRecord
+from leaderboard.compared import shown_numbers
 from leaderboard.store import Entry, SQLiteStore
-from leaderboard.submissions import ImagesUnreachable, ParquetImages, model_detail
+from leaderboard.submissions import ImagesUnreachable, ParquetImages
 from space.app import build_app
 from tests.helpers.doc_pictures import doc_images_dir, small_png
 from tests.helpers.gallery_helpers import some_prompts
@@ -65,7 +66,7 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard_gallery_and_compare(
             status="verified",
             reason="spot check: 8 of 8 re-scored images agree",
             row={**leaderboard_row(results, "toy_model"), "model": TOY},
-            detail=model_detail(results),
+            detail=shown_numbers(results).detail,
         ),
         results,
     )
@@ -83,7 +84,7 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard_gallery_and_compare(
             images_repo=SCENES_REPO,
             images_revision="main",
             row={**leaderboard_row(scenes, SYNTHETIC_KEY), "model": SYNTHETIC_MODEL},
-            detail=model_detail(scenes),
+            detail=shown_numbers(scenes).detail,
         ),
         scenes,
     )
