@@ -14,6 +14,7 @@ error rows that never raise a ranked number.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -146,11 +147,24 @@ def agreeing_with(path: Path):
     return score
 
 
+# The tests' clock starts six days ago: each `now` is an offset from it, so the days they span end
+# before today and no pending name is yet old enough to be released (`NAME_HOLD_DAYS`).
+START = time.time() - 6 * DAY
+
+
 def send(store, files, index, path, name, submitter, *, score, now):
     form = SubmissionForm(name, "", "org/toy-images", "main", submitter)
     images = lambda repo, revision, split: ParquetImages.from_folder(files["images"], split)  # noqa: E731
     return submit(
-        store, form, path, prompts=index, score=score, open_images=images, limits=LIMITS, now=now, secret=b"holds"
+        store,
+        form,
+        path,
+        prompts=index,
+        score=score,
+        open_images=images,
+        limits=LIMITS,
+        now=START + now,
+        secret=b"holds",
     )
 
 

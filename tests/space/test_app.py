@@ -23,6 +23,7 @@ from tests.helpers.jobs_helpers import double_jobs
 from tests.helpers.net import launch_local, served_launch_settings, space_launch_settings
 from tests.helpers.space_helpers import (
     RectanglePerception,
+    pinned_commit,
     scene_png,
     wait_for,
     write_images_dataset,
@@ -375,7 +376,9 @@ def test_waiting_submissions_get_a_job_at_start_up_and_again_while_the_app_runs(
 
     def send(name: str):
         form = SubmissionForm(name, "", IMAGES_REPO, "main", submitter="alice")
-        return submit(store, form, data["good"], prompts=PromptIndex(prompts), score=None)
+        return submit(
+            store, form, data["good"], prompts=PromptIndex(prompts), score=None, resolve_revision=pinned_commit
+        )
 
     first = send("Waiting Model")  # stored while no app runs: it waits, saying why
     assert first.status == "pending" and first.attempts == 1

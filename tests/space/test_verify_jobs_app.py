@@ -24,7 +24,13 @@ from negt2ibench.core.hf_jobs import HfJobs, JobPackage
 from space.app import build_app
 from tests.helpers.jobs_helpers import JobsHfApi, double_jobs
 from tests.helpers.net import launch_local
-from tests.helpers.space_helpers import RectanglePerception, wait_for, write_images_dataset, write_results
+from tests.helpers.space_helpers import (
+    RectanglePerception,
+    pinned_commit,
+    wait_for,
+    write_images_dataset,
+    write_results,
+)
 
 SPLIT = "toy_model"
 IMAGES_REPO = "org/toy-images"
@@ -58,7 +64,12 @@ def test_a_job_killed_mid_run_is_relaunched_and_one_outcome_lands(prompts, data,
     gate = tmp_path / "gate"  # the jobs' scorer waits for it: the first job is killed while it waits
     jobs = double_jobs(store.locator(), tmp_path, images_from=data["hub"], gate=gate, secret=b"kill test")
     demo = build_app(
-        prompts=prompts, store=store, perception=RectanglePerception(), verify_backend=jobs, recheck_every=0.2
+        prompts=prompts,
+        store=store,
+        perception=RectanglePerception(),
+        verify_backend=jobs,
+        recheck_every=0.2,
+        resolve_revision=pinned_commit,
     )
     client = Client(launch_local(demo), verbose=False)
     try:
@@ -110,7 +121,12 @@ def test_the_submit_tab_shows_each_state_of_a_hub_job(prompts, data, tmp_path):
         HfJobs(api, package=JobPackage("9.9.9", None)), "hub:org/results", secrets={"HF_TOKEN": "hf_secret_value"}
     )
     demo = build_app(
-        prompts=prompts, store=store, perception=RectanglePerception(), verify_backend=backend, recheck_every=0.1
+        prompts=prompts,
+        store=store,
+        perception=RectanglePerception(),
+        verify_backend=backend,
+        recheck_every=0.1,
+        resolve_revision=pinned_commit,
     )
     client = Client(launch_local(demo), verbose=False)
 
