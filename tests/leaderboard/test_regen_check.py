@@ -6,105 +6,33 @@ cannot be loaded is verified and ranked with the mark *images not reproduced*, e
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
-from dataset_builder.loading import load_prompts
-from dataset_builder.records import PromptIndex
-from evaluator.config import PRESETS
-from leaderboard.cli import generator_loader
-from leaderboard.images import ParquetImages
 from leaderboard.regen_check import NOT_REPRODUCED
 from leaderboard.regeneration import regeneration_plan
-from leaderboard.rescore import local_images
-from leaderboard.states import SpotCheckSetup
-from leaderboard.store import Entry, SQLiteStore
-from leaderboard.verify_job import VerifyContext, verify_entry
-from negt2ibench.api import Evaluator
 from tests.helpers.generation_helpers import tiny_sd_pipeline
 from tests.helpers.regen_helpers import (
     COMMIT_A,
     DRIFT_WITHIN_BOUND,
+    REPO_A,
     DriftedGenerator,
     best_of_four_split,
     honest_split,
     load_tiny,
     other_model_split,
-    put_tiny_model,
+    regen_world,
+    stored,
+    submit_and_verify,
     tiny_spec,
+    verify,
 )
-from tests.helpers.space_helpers import RectanglePerception
 
 pytestmark = pytest.mark.slow
-REPO_A = "test-regen/tiny-a"
-SECRET = b"regeneration test secret"
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    """Ten prompts (40 images: every one regenerated, at most 2 may not be the model's own), model A
-    in the cache at a commit, and the submitted image repos ROOT/org/<name>."""
-    root = tmp_path_factory.mktemp("regen")
-    put_tiny_model(Path(os.environ["HF_HUB_CACHE"]), REPO_A, seed=0, commit=COMMIT_A)
-    prompts = load_prompts(None)[::480][:10]
-    spec = tiny_spec(REPO_A, COMMIT_A)
-    images = root / "images" / "org"
-    honest_split(images / "honest", prompts, spec)
-    return {"root": root, "prompts": prompts, "spec": spec, "images": root / "images"}
-
-
-def scored_results(folder: Path, prompts, key: str) -> list:
-    """The results `negt2ibench score` would write for the split (the perception double as the scorer)."""
-    evaluator = Evaluator("current", prompts=PromptIndex(prompts), perception=RectanglePerception())
-    keys = [(p.prompt_id, s) for p in prompts for s in range(4)]
-    found = dict(ParquetImages.from_folder(folder, key).images(keys))
-    by_id = {p.prompt_id: p for p in prompts}
-    return evaluator.score_many(
-        [found[k] for k in keys],
-        [by_id[k[0]] for k in keys],
-        model_key=key,
-        sample_indices=[k[1] for k in keys],
-        progress=False,
-        num_workers=0,
-    )
-
-
-def stored(world, tmp_path, name: str) -> tuple[SQLiteStore, Entry]:
-    """The submission of the images ROOT/org/NAME with the results their scoring gives."""
-    results = scored_results(world["images"] / "org" / name, world["prompts"], world["spec"].key)
-    store = SQLiteStore(tmp_path / "lb.sqlite")
-    entry = Entry(
-        model_name=name,
-        model_key=name,
-        submitter=f"{name}-account",
-        images_repo=f"org/{name}",
-        images_revision="main",
-        config_hash=PRESETS["current"].config_hash,
-    )
-    return store, store.add_submission(entry, results)
-
-
-def verify(world, tmp_path, store: SQLiteStore, entry: Entry, mode: str = "spot", **context) -> Entry:
-    """`verify-job` on the entry: the real steps, the perception double as the scorer; what it said on `said`."""
-    evaluator = Evaluator("current", prompts=PromptIndex(world["prompts"]), perception=RectanglePerception())
-
-    def score(images, prompts, model_key, sample_indices):
-        return evaluator.score_many(
-            images, prompts, model_key=model_key, sample_indices=sample_indices, progress=False, num_workers=0
-        )
-
-    setup = SpotCheckSetup(PromptIndex(world["prompts"]), score, local_images(world["images"]), secret=SECRET)
-    said: list[str] = context.pop("said", [])
-    loader = context.pop("load", generator_loader("cpu", False))
-    run = VerifyContext(store, setup, tmp_path / "work", say=said.append, load_generator=loader, **context)
-    return verify_entry(run, entry.submission_id, mode)
-
-
-def submit_and_verify(world, tmp_path, name: str, **context) -> Entry:
-    store, entry = stored(world, tmp_path, name)
-    return verify(world, tmp_path, store, entry, **context)
+    return regen_world(tmp_path_factory.mktemp("regen"))
 
 
 def test_the_plan_regenerates_every_image_of_a_small_file():
