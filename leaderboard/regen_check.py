@@ -39,6 +39,7 @@ from negt2ibench.core.errors import NegT2IError
 from .checking import claim_for, reject
 from .entries import Entry, RegeneratedPair, Regeneration, RunClaim
 from .images import GenerationRecord, ImageSource, ImagesUnreachable
+from .ranking import NOT_REPRODUCED
 from .regeneration import (
     RegenerationPlan,
     draw_regeneration_sample,
@@ -56,7 +57,6 @@ GeneratorLoader = Callable[[Any], Any]
 SHOWN_PAIRS = 8  # pairs kept with their images for the entry's page
 THUMBNAIL_SIDE = 128
 BATCH = 4  # images per generation call
-NOT_REPRODUCED = "images not reproduced"
 
 
 def thumbnail(image: Any, side: int = THUMBNAIL_SIDE) -> str:
