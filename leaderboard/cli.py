@@ -9,6 +9,8 @@ from pathlib import Path
 from negt2ibench.core.errors import UsageError, UserError
 from negt2ibench.core.options import device, non_negative_int, positive_int
 
+from .fresh_draw import FRESH_PER_CELL
+
 
 def _leaderboard_list(args: argparse.Namespace) -> int:
     import time
@@ -120,6 +122,7 @@ def verify_job(args: argparse.Namespace, evaluator=None) -> int:
         progress=not args.no_progress,
         num_workers=args.num_workers,
         load_generator=generator_loader(args.device, args.download),
+        fresh_per_cell=args.fresh_per_cell,
     )
     verify_entry(context, args.entry, "full" if args.full else "fresh" if args.fresh_draw else "spot")
     return 0
@@ -227,6 +230,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="the fresh draw of a verified entry whose images were reproduced: 432 prompts drawn from a secret "
         "seed, 4 images each generated with its model and scored (docs/leaderboard.md)",
+    )
+    job.add_argument(
+        "--fresh-per-cell",
+        type=positive_int,
+        default=FRESH_PER_CELL,
+        metavar="N",
+        help=f"with --fresh-draw: prompts per category x setting cell (default {FRESH_PER_CELL}: a 95%% interval of "
+        "at most +-5 points; fewer is cheaper and wider, and the entry's page says how many were drawn)",
     )
     _add_scoring_options(verify, again, job)
     for sub in (verify, job):

@@ -82,9 +82,11 @@ def entry_page(entry: Entry) -> str:
     ]
     if entry.fresh_draw is not None:
         lines += fresh_lines(entry.fresh_draw)
-    elif reproduced(entry):
+    elif reproduced(entry) and entry.status == "verified":
         waiting = f" ({text(entry.job.message)})" if entry.job is not None and entry.job.message else ""
         lines.append(f"**Fresh draw**: not done yet{waiting}; its seed is revealed here once it is.")
+    elif reproduced(entry) and entry.status in ("received", "validated", "pending", "held"):
+        lines.append("**Fresh draw**: runs once the entry is verified.")
     return "\n\n".join(lines)
 
 
