@@ -33,8 +33,8 @@ overall accuracy by at most one image's share, so an entry passes with more than
 this way with probability <= 1% (best-of-4 replaces most images and is caught for certain).
 
 **t is provisional.** `THRESHOLD` = 0.5 lies in the gap the calibration on tiny random pipelines
-shows (same seed under injected drift >= 0.97, other seeds and another model <= 0.12,
-benchmarks/RESULTS.md). It will be set from `benchmarks/gpu.sh`'s run on a real model: the midpoint
+shows (benchmarks/RESULTS.md: the same seed under every perturbation measured there and injected
+latent drift up to sigma = 1 >= 0.69; other seeds and another model <= 0.15; the separating t 0.42). It will be set from `benchmarks/gpu.sh`'s run on a real model: the midpoint
 between the 1st percentile of the same seed under the perturbations real runs see and the 99th
 percentile of other seeds, kept only if the observed error rates there are within `HONEST_MISS_RATE`
 and `IMPOSTOR_RATE` (docs/leaderboard.md).

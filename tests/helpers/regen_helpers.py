@@ -21,19 +21,12 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex, PromptRecord
-from evaluator.config import PRESETS
-from leaderboard.cli import generator_loader
-from leaderboard.images import ParquetImages
-from leaderboard.rescore import local_images
-from leaderboard.states import SpotCheckSetup
-from leaderboard.store import Entry, SQLiteStore
-from leaderboard.verify_job import VerifyContext, verify_entry
-from negt2ibench.api import Evaluator
-from tests.helpers.space_helpers import RectanglePerception
+
+if TYPE_CHECKING:
+    from leaderboard.store import Entry, SQLiteStore
 
 REPO_A = "test-regen/tiny-a"
 SECRET = b"regeneration test secret"
@@ -178,6 +171,8 @@ def with_params(folder: Path, key: str, change: dict[str, Any]) -> Path:
 def regen_world(root: Path) -> dict[str, Any]:
     """Ten prompts (40 images: every one regenerated, at most 2 may not be the model's own), model A
     in this session's Hugging Face cache at a commit, and the honest images as ROOT/images/org/honest."""
+    from dataset_builder.loading import load_prompts
+
     put_tiny_model(Path(os.environ["HF_HUB_CACHE"]), REPO_A, seed=0, commit=COMMIT_A)
     prompts = load_prompts(None)[::480][:10]
     spec = tiny_spec(REPO_A, COMMIT_A)
@@ -187,6 +182,10 @@ def regen_world(root: Path) -> dict[str, Any]:
 
 def scored_results(folder: Path, prompts, key: str) -> list:
     """The results `negt2ibench score` would write for the split (the perception double as the scorer)."""
+    from leaderboard.images import ParquetImages
+    from negt2ibench.api import Evaluator
+    from tests.helpers.space_helpers import RectanglePerception
+
     evaluator = Evaluator("current", prompts=PromptIndex(prompts), perception=RectanglePerception())
     keys = [(p.prompt_id, s) for p in prompts for s in range(4)]
     found = dict(ParquetImages.from_folder(folder, key).images(keys))
@@ -203,6 +202,9 @@ def scored_results(folder: Path, prompts, key: str) -> list:
 
 def stored(world, tmp_path, name: str) -> tuple[SQLiteStore, Entry]:
     """The submission of the images ROOT/org/NAME with the results their scoring gives."""
+    from evaluator.config import PRESETS
+    from leaderboard.store import Entry, SQLiteStore
+
     results = scored_results(world["images"] / "org" / name, world["prompts"], world["spec"].key)
     store = SQLiteStore(tmp_path / "lb.sqlite")
     entry = Entry(
@@ -218,6 +220,13 @@ def stored(world, tmp_path, name: str) -> tuple[SQLiteStore, Entry]:
 
 def verify(world, tmp_path, store: SQLiteStore, entry: Entry, mode: str = "spot", **context) -> Entry:
     """`verify-job` on the entry: the real steps, the perception double as the scorer; what it said on `said`."""
+    from leaderboard.cli import generator_loader
+    from leaderboard.rescore import local_images
+    from leaderboard.states import SpotCheckSetup
+    from leaderboard.verify_job import VerifyContext, verify_entry
+    from negt2ibench.api import Evaluator
+    from tests.helpers.space_helpers import RectanglePerception
+
     evaluator = Evaluator("current", prompts=PromptIndex(world["prompts"]), perception=RectanglePerception())
 
     def score(images, prompts, model_key, sample_indices):
