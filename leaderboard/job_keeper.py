@@ -294,9 +294,9 @@ class JobKeeper:
         mode = self._mode(entry)
         if job is not None and job.given_up and job.mode == mode:
             return entry
-        completed = job is not None and job.stage == "COMPLETED" and bool(job.launches)
+        completed = job is not None and job.stage == "COMPLETED" and bool(job.launches) and job.mode == mode
         if completed and job is not None and now - job.launches[-1] < self.retry_after_s:
-            return entry  # its check could not run; tried again later
+            return entry  # its check could not run; tried again later (a job of the next mode goes at once)
         entries = self.store.list_entries()
         running = sum(self._active(other) for other in entries)
         plan = self._plan(entry, mode)

@@ -280,9 +280,10 @@ def _outcome(store, entry, plan: RegenerationPlan, comparer: Comparer, spec, run
     outcome: Literal["reproduced", "rejected"] = "reproduced" if plan.accepts(not_own) else "rejected"
     where = f"{spec.hub_id}" + (f"@{spec.revision[:12]}" if spec.revision else "")
     if outcome == "rejected":
+        so_far = "" if checked >= plan.sample_size else f", stopped after {checked} of {plan.sample_size}"
         reason = (
             f"regeneration check: {not_own} of {checked} sampled images are not the model's own ({where}, "
-            f"the benchmark's seeds), more than the {plan.max_not_own} of {plan.sample_size} allowed; "
+            f"the benchmark's seeds{so_far}), more than the {plan.max_not_own} of {plan.sample_size} allowed; "
             "the pairs are on its page"
         )
     else:

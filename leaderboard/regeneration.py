@@ -34,10 +34,11 @@ this way with probability <= 1% (best-of-4 replaces most images and is caught fo
 
 **t is provisional.** `THRESHOLD` = 0.5 lies in the gap the calibration on tiny random pipelines
 shows (benchmarks/RESULTS.md: the same seed under every perturbation measured there and injected
-latent drift up to sigma = 1 >= 0.69; other seeds and another model <= 0.15; the separating t 0.42). It will be set from `benchmarks/gpu.sh`'s run on a real model: the midpoint
-between the 1st percentile of the same seed under the perturbations real runs see and the 99th
-percentile of other seeds, kept only if the observed error rates there are within `HONEST_MISS_RATE`
-and `IMPOSTOR_RATE` (docs/leaderboard.md).
+latent drift up to sigma = 1 >= 0.69; other seeds and another model <= 0.15; the separating t
+0.42). It will be set from `benchmarks/gpu.sh`'s run on a real model: the midpoint between the 1st
+percentile of the same seed under the perturbations real runs see and the 99th percentile of other
+seeds, kept only if the observed error rates there are within `HONEST_MISS_RATE` and
+`IMPOSTOR_RATE` (docs/leaderboard.md).
 
 The sample's seed is the spot check's HMAC (`leaderboard.verification.sample_seed`) of the
 submission id and its results under the server secret, in its own domain (`regeneration_seed`).

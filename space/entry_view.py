@@ -20,6 +20,7 @@ import math
 from typing import Any
 
 from leaderboard.entries import Entry, FreshDraw
+from leaderboard.fresh_draw import CELLS
 from leaderboard.names import plain_markdown
 from leaderboard.ranking import NOT_REPRODUCED, reproduced, reproduction_mark, verification_label, why_not_reproduced
 
@@ -50,14 +51,15 @@ def fresh_cells(entry: Entry) -> tuple[float | None, str]:
 def fresh_lines(draw: FreshDraw) -> list[str]:
     """The fresh draw in words: both accuracies with their intervals, the gap, the seed and how to repeat it."""
     flag = f" {FLAG} its interval excludes 0" if draw.flagged else ""
+    per_cell = max(1, draw.prompts // CELLS)
     return [
         f"**Fresh draw**: {draw.accuracy:.1f}% [{draw.interval[0]:.1f}, {draw.interval[1]:.1f}] on {draw.prompts} "
         f"prompts drawn from a secret seed ({draw.images} images), against {draw.public:.1f}% "
         f"[{draw.public_interval[0]:.1f}, {draw.public_interval[1]:.1f}] on the public prompts; gap "
         f"{gap_text(draw).removesuffix(' ' + FLAG)}{flag}.",
         f"Seed **{draw.seed}**, revealed now the draw is done: `negt2ibench build --seed {draw.seed}` gives its "
-        "corpus; the draw takes 9 prompts per category × setting among those that ask for nothing a published "
-        "prompt asks for (docs/leaderboard.md).",
+        f"corpus; the draw takes {per_cell} prompts per category × setting among those that ask for nothing a "
+        f"published prompt asks for: `leaderboard.fresh_draw.fresh_prompts({draw.seed}, per_cell={per_cell})`.",
     ]
 
 
@@ -75,9 +77,11 @@ def regeneration_lines(entry: Entry) -> list[str]:
 def entry_page(entry: Entry) -> str:
     """The entry's page as Markdown: who, what, its status, its images' check and its fresh draw."""
     text = plain_markdown
+    label = verification_label(entry)
+    status = entry.reason if entry.reason.startswith(f"{label}:") else f"{label}: {entry.reason}"
     lines = [
         f"### {text(entry.model_name)} (entry {entry.submission_id[:8]})",
-        f"**Status**: {text(verification_label(entry))}: {text(entry.reason)}",
+        f"**Status**: {text(status)}",
         *regeneration_lines(entry),
     ]
     if entry.fresh_draw is not None:

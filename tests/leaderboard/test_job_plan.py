@@ -133,6 +133,21 @@ def test_a_verified_entry_with_its_images_reproduced_gets_a_fresh_draw_job(keepe
     assert job.mode == "fresh" and "fresh draw 1,728 images x 1.7 s = 2,938" in job.plan
 
 
+def test_the_fresh_draw_goes_as_soon_as_the_verifying_job_completes(keeper_world):
+    """The wait before relaunching a job that completed without an outcome is for that job's own check."""
+    store, api, clock = keeper_world["store"], keeper_world["api"], [1e6]
+    entry = entry_of(keeper_world, "A", 1.0, status="validated")
+    lb = keeper(keeper_world, clock)
+    lb.run_pass()
+    reproduced = Regeneration(outcome="reproduced", reason="images regenerated")
+    store.update_entry(entry.submission_id, None, status="verified", regeneration=reproduced)  # what its run wrote
+    api.set_stage("job0001", "COMPLETED")
+    clock[0] += 60
+    lb.run_pass()
+    job = store.get_entry(entry.submission_id).job
+    assert (job.job_id, job.mode) == ("job0002", "fresh") and job.launches == [1e6, 1e6 + 60]
+
+
 def test_a_plan_bigger_than_a_days_budget_is_never_launched_and_says_who_runs_it(keeper_world):
     store = keeper_world["store"]
     reproduced = Regeneration(outcome="reproduced", reason="images regenerated")
