@@ -31,6 +31,8 @@ from .registry import REGISTRY, ModelSpec, validate_key
 from .work import SEED_RULE, image_seed
 
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
+PIPELINE_CLASS = re.compile(r"^diffusers\.[A-Z][A-Za-z0-9]*Pipeline$")  # a diffusers pipeline class, nothing else
+MAX_STEPS, MAX_SIDE = 1000, 4096  # recorded settings beyond these are not regenerated
 # The recorded settings a spec is rebuilt from (`ModelSpec.settings`), with their types.
 _REBUILT = ("steps", "height", "width", "guidance", "guidance_argument", "dtype", "pipeline_class")
 
@@ -72,17 +74,20 @@ def recorded_spec(model_id: str, model_key: str, params: dict[str, Any]) -> Mode
     registered = _registry_spec(model_id, model_key, params)
     if registered is not None:
         return replace(registered, revision=commit) if commit else registered
-    if backend != "diffusers" or not str(params.get("pipeline_class", "")).startswith("diffusers."):
-        raise NotReproducible(f"{model_id} is not a diffusers pipeline of the registry")
+    if backend != "diffusers" or not PIPELINE_CLASS.match(str(params.get("pipeline_class", ""))):
+        raise NotReproducible(f"{model_id[:100]} is not a diffusers pipeline of the registry")
     if not REPO_ID.match(model_id):
         raise NotReproducible("made with a model from a local folder, which is not on the Hub")
     if commit is None:
         raise NotReproducible(f"{model_id} is not pinned to a commit (generate with --revision COMMIT)")
     if params.get("quantization") or params.get("component_overrides"):
         raise NotReproducible(f"{model_id} was loaded with swapped components or quantisation (not rebuilt here)")
+    if str(params.get("dtype") or "bfloat16") not in ("bfloat16", "float16", "float32"):
+        raise NotReproducible("its recorded dtype is not one the Space loads")
     try:
         validate_key(model_key)
         rebuilt = {name: params.get(name) for name in _REBUILT}
+        _within(rebuilt)
         return ModelSpec(
             key=model_key,
             hub_id=model_id,
@@ -98,6 +103,17 @@ def recorded_spec(model_id: str, model_key: str, params: dict[str, Any]) -> Mode
         )
     except (TypeError, ValueError) as error:
         raise NotReproducible(f"its recorded settings are not usable ({error})") from None
+
+
+def _within(settings: dict[str, Any]) -> None:
+    """Recorded settings a regeneration can afford: at most MAX_STEPS steps, sides of at most MAX_SIDE."""
+    for name, most in (("steps", MAX_STEPS), ("height", MAX_SIDE), ("width", MAX_SIDE)):
+        value = settings[name]
+        if value is not None and not (isinstance(value, int) and not isinstance(value, bool) and 0 < value <= most):
+            raise ValueError(f"{name} {str(value)[:20]} is not a whole number from 1 to {most}")
+    guidance = settings["guidance"]
+    if guidance is not None and not (isinstance(guidance, (int, float)) and 0 <= guidance <= 100):
+        raise ValueError("its guidance is not a number from 0 to 100")
 
 
 def _optional(value: Any, kind: type) -> Any:

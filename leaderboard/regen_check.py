@@ -230,8 +230,9 @@ def run_regeneration(
     say: Callable[[str], None] = print,
 ) -> Entry:
     """validated | pending → pending with its `regeneration` (reproduced or not reproduced), or
-    rejected; the entry as stored afterwards. A failure to read the images leaves it waiting
-    (pending, the reason says why; the next run tries again). StaleEntryError: another run holds it."""
+    rejected; the entry as stored afterwards. Images that cannot be read leave it as it is (the spot
+    check, next, says why it waits; the next run tries again), or, once claimed, waiting with the
+    reason. StaleEntryError: another run holds it."""
     plan, keys = regeneration_sample(entry, results, secret)
     split = results[0].model_key
     try:
@@ -244,10 +245,12 @@ def run_regeneration(
         generator = load(spec)
     except _NotReproduced as why:
         return _write_not_reproduced(store, entry, str(why))
-    except ImagesUnreachable as error:
-        return _waits(store, entry, str(error))
+    except ImagesUnreachable:
+        return entry  # tried again by the next run; the spot check, next, says why the entry waits
     except NegT2IError as error:  # the weights could not be loaded (missing here, private, gated ...)
         return _write_not_reproduced(store, entry, f"the model could not be loaded: {error.one_line()}")
+    except (ImportError, AttributeError, TypeError, ValueError) as error:  # a repo that is no such pipeline
+        return _write_not_reproduced(store, entry, f"the model could not be loaded ({type(error).__name__})")
     entry = claim_for(
         store,
         entry,

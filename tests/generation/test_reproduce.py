@@ -47,6 +47,10 @@ def test_any_diffusers_pipeline_pinned_to_a_commit_is_rebuilt_from_its_settings(
         ("lab/x", JANUS, "not a diffusers pipeline of the registry"),
         ("lab/x", {**CUSTOM, "commit": COMMIT_A, "quantization": "bnb_4bit"}, "swapped components or quantisation"),
         ("lab/x", {**CUSTOM, "commit": COMMIT_A, "steps": "many"}, "its recorded settings are not usable"),
+        ("lab/x", {**CUSTOM, "commit": COMMIT_A, "steps": 10**6}, "steps 1000000 is not a whole number from 1 to 1000"),
+        ("lab/x", {**CUSTOM, "commit": COMMIT_A, "height": 65536}, "height 65536 is not a whole number"),
+        ("lab/x", {**CUSTOM, "commit": COMMIT_A, "pipeline_class": "diffusers.utils.os"}, "not a diffusers pipeline"),
+        ("lab/x", {**CUSTOM, "commit": COMMIT_A, "dtype": "int8"}, "its recorded dtype is not one the Space loads"),
     ],
 )  # fmt: skip
 def test_a_record_that_cannot_be_regenerated_says_why(model_id, params, why):

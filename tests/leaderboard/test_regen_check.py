@@ -142,3 +142,11 @@ def test_an_interrupted_check_is_resumed_without_regenerating_what_it_kept(world
     assert done.status == "verified" and done.regeneration.checked == 40
     assert sum(calls) == 32  # the two batches of 4 compared before the stop are read back
     assert f"{entry.submission_id[:8]}: 8 compared images read from" in " ".join(said)
+
+
+def test_images_that_cannot_be_read_leave_the_check_for_the_next_run(world, tmp_path):
+    store, entry = stored(world, tmp_path, "honest")
+    store.update_entry(entry.submission_id, None, images_repo="org/gone")  # the repo was deleted meanwhile
+    waits = verify(world, tmp_path, store, entry)
+    assert waits.status == "pending" and waits.regeneration is None and waits.run is None
+    assert waits.reason.startswith("spot check waits (attempt 1): images not reachable")
