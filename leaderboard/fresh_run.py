@@ -15,7 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from dataset_builder.records import PromptRecord
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
+from evaluator.results import ResultRecord
 from negt2ibench.core.errors import UserError
 
 from .entries import Entry, FreshDraw
@@ -40,6 +42,53 @@ def _free_memory(generator: Any) -> None:
         pass
 
 
+def recorded_model(entry: Entry, results: list[ResultRecord], open_images: ImageSourceFactory) -> Any:
+    """The model (a `ModelSpec`) the entry's first image records, as the regeneration check found it."""
+    from generation.reproduce import NotReproducible, recorded_spec
+
+    source = open_images(entry.images_repo, entry.images_revision, results[0].model_key)
+    reader = getattr(source, "first_record", None)
+    if reader is None:
+        raise UserError("its images' source records no generation parameters")
+    record = reader()
+    try:
+        return recorded_spec(record.model_id, record.model_key, record.params)
+    except NotReproducible as error:
+        raise UserError(f"its images no longer name a model to load: {error.one_line()}") from None
+
+
+def score_folder(folder: Path, spec: Any, prompts: list[PromptRecord], score: ScoreFn) -> list[ResultRecord]:
+    """Score the fresh draw's images (the split SPEC.key of FOLDER) in the spot check's batches."""
+    by_id = {prompt.prompt_id: prompt for prompt in prompts}
+    keys = [(prompt.prompt_id, sample) for prompt in prompts for sample in range(SAMPLES_PER_PROMPT)]
+    scored: list[ResultRecord] = []
+    batch: list[tuple[tuple[str, int], Any]] = []
+
+    def flush() -> None:
+        images, chosen, samples = [i for _, i in batch], [by_id[k[0]] for k, _ in batch], [k[1] for k, _ in batch]
+        scored.extend(score(images, chosen, spec.key, samples))
+        batch.clear()
+
+    for key, image in ParquetImages.from_folder(folder, spec.key).images(keys):
+        batch.append((key, image))
+        if len(batch) >= SPOT_CHECK_BATCH:
+            flush()
+    if batch:
+        flush()
+    return scored
+
+
+def _stored(store: LeaderboardStore, entry: Entry, draw: FreshDraw) -> Entry:
+    """The draw written on the entry while it is verified and has none (one conditional write)."""
+
+    def check(current: Entry) -> str:
+        if current.status != "verified" or current.fresh_draw is not None:
+            return f"it is {current.status}" + (" with its fresh draw done" if current.fresh_draw else "")
+        return ""
+
+    return store.update_entry(entry.submission_id, check, fresh_draw=draw)
+
+
 def run_fresh_draw(
     store: LeaderboardStore,
     entry: Entry,
@@ -54,62 +103,34 @@ def run_fresh_draw(
     say: Callable[[str], None] = print,
 ) -> Entry:
     """Generate, score and store the entry's fresh draw; the entry as stored afterwards."""
-    from generation.reproduce import NotReproducible, recorded_spec
     from generation.runner import ShardStore, generate_images
     from generation.work import plan_work
 
     if load is None or score is None:
         raise UserError("a fresh draw needs the generation model and the scorer here (`verify-job --fresh-draw`)")
     results = store.get_results(entry.submission_id)
-    source = open_images(entry.images_repo, entry.images_revision, results[0].model_key)
-    reader = getattr(source, "first_record", None)
-    if reader is None:
-        raise UserError("its images' source records no generation parameters")
-    record = reader()
-    try:
-        spec = recorded_spec(record.model_id, record.model_key, record.params)
-    except NotReproducible as error:
-        raise UserError(f"its images no longer name a model to load: {error.one_line()}") from None
+    spec = recorded_model(entry, results, open_images)
     secret = secret or verification_secret()
     seed = fresh_seed(secret, entry.submission_id)
     prompts = fresh_prompts(seed, per_cell)
     folder = work / f"{entry.submission_id}.fresh-{fresh_work_tag(secret, entry.submission_id)}"
-    work_items = plan_work(prompts, SAMPLES_PER_PROMPT)
     say(f"{entry.submission_id[:8]}: fresh draw of {len(prompts)} prompts x {SAMPLES_PER_PROMPT} images, {spec.hub_id}")
     generator = load(spec)
+    work_items = plan_work(prompts, SAMPLES_PER_PROMPT)
+    store_images = ShardStore(folder, spec.key)
+    batch = GENERATION_BATCH
     generate_images(
         generator,
         spec,
         work_items,
         folder,
-        batch_size=GENERATION_BATCH,
+        batch_size=batch,
         device="verify-job",
         progress=progress,
-        store=ShardStore(folder, spec.key),
+        store=store_images,
     )
     _free_memory(generator)
-    by_id = {prompt.prompt_id: prompt for prompt in prompts}
-    images = ParquetImages.from_folder(folder, spec.key)
-    scored = []
-    batch: list[tuple[tuple[str, int], Any]] = []
-
-    def flush() -> None:
-        scored.extend(
-            score(
-                [image for _, image in batch],
-                [by_id[key[0]] for key, _ in batch],
-                spec.key,
-                [key[1] for key, _ in batch],
-            )
-        )
-        batch.clear()
-
-    for key, image in images.images([item.key for item in work_items]):
-        batch.append((key, image))
-        if len(batch) >= SPOT_CHECK_BATCH:
-            flush()
-    if batch:
-        flush()
+    scored = score_folder(folder, spec, prompts, score)
     numbers = fresh_numbers(scored, results)
     draw = FreshDraw(
         seed=seed,
@@ -122,10 +143,4 @@ def run_fresh_draw(
         gap=round(numbers.gap, 2),
         gap_interval=[round(value, 2) for value in numbers.gap_interval],
     )
-
-    def check(current: Entry) -> str:
-        if current.status != "verified" or current.fresh_draw is not None:
-            return f"it is {current.status}" + (" with its fresh draw done" if current.fresh_draw else "")
-        return ""
-
-    return store.update_entry(entry.submission_id, check, fresh_draw=draw)
+    return _stored(store, entry, draw)
