@@ -283,7 +283,8 @@ def test_submissions_and_leaderboard(app, data, prompts):
     assert set(frame["model"]) == {"Toy Model", "Third", "SD 1.5", "SD 1.5 + NegationCLIP"}
     statuses = dict(zip(frame["model"], frame["status"], strict=False))
     assert statuses["SD 1.5"] == REPORTED
-    assert statuses["Toy Model"] == "verified (sampled, n=652, 0 disagreements)"
+    # its images (flat PNGs, no generation record) name no model to regenerate: marked
+    assert statuses["Toy Model"] == "verified (sampled, n=652, 0 disagreements) · images not reproduced"
     assert dict(zip(frame["model"], frame["polarity_gap"], strict=False))["SD 1.5"] == pytest.approx(8.0)
     # The verified rows first, ranked (equal overall: equal rank), then the paper's, unranked, best first.
     assert list(frame["rank"][:2]) == [1, 1] and frame["rank"][2:].isna().all()
