@@ -69,6 +69,7 @@ ROOTS = (
     "pydantic",
     "rfdetr",
     "supervision",
+    "diffusers",  # the regeneration calibration step of gpu.sh (SD 1.5's pipeline)
 )
 # What our code can use of a root the image has (its own version shown in device_image.txt). torch and
 # torchvision: the GPU path runs on the image's 2.11 / 0.26 and our 2.14 / 0.29 (docs/scoring.md names

@@ -5,6 +5,9 @@
 # architectures with random weights (no download), the corpus's mix of prompts, one seeded box per
 # prompt object. Writes benchmarks/gpu-results.json; about 5-8 minutes on one H100/H200.
 #
+# Then, on a GPU, the regeneration check's calibration on one real model (benchmarks/regeneration_calibration.py,
+# about 3-4 minutes; `--regeneration-only` runs that step alone, as its own device call).
+#
 # Usage (repository root):
 #   bash benchmarks/gpu.sh                           # CUDA, full-size models (.venv's Python, else python3)
 #   bash benchmarks/gpu.sh --kit build/device-kit    # on the GPU machine: the kit's wheels first (issue 33)
@@ -22,10 +25,12 @@ PY=${PYTHON:-.venv/bin/python}
 [ -x "$PY" ] || PY=$(command -v python3 || command -v python)
 KIT=
 ARGS=()
+REGEN_ONLY=
 while [ $# -gt 0 ]; do
   case "$1" in
     --kit) KIT=${2:?--kit needs a folder}; shift 2 ;;
     --kit=*) KIT=${1#--kit=}; shift ;;
+    --regeneration-only) REGEN_ONLY=1; shift ;;
     *) ARGS+=("$1"); shift ;;
   esac
 done
@@ -41,4 +46,12 @@ fi
 if command -v nvidia-smi >/dev/null 2>&1; then
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 fi
-exec "$PY" benchmarks/gpu_bench.py ${ARGS[@]+"${ARGS[@]}"}
+[ -n "$REGEN_ONLY" ] || "$PY" benchmarks/gpu_bench.py ${ARGS[@]+"${ARGS[@]}"}
+# The regeneration check's calibration on one real model (issue 41): SD 1.5 from this machine's Hugging
+# Face cache, else its architecture at full size with random weights; the same seed under the kernels,
+# precisions, batch sizes and devices a real run sees, against other seeds. Only where CUDA is
+# (`nvidia-smi`): on the CPU the suite runs the benchmark above alone. REGEN_OUT: where its JSON goes.
+if command -v nvidia-smi >/dev/null 2>&1; then
+  "$PY" benchmarks/regeneration_calibration.py --device cuda --model sd_1_5 --steps 20 --size 512 --pairs 16 \
+    ${REGEN_OUT:+--out "$REGEN_OUT"}
+fi

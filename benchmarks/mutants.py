@@ -71,14 +71,14 @@ TABLE: tuple[Mutation, ...] = (
         ("tests/leaderboard/test_names.py",),
     ),
     Mutation(
-        "holds: `spot_check_rejections` counts any rejection, not only a spot check's",
+        "holds: `check_rejections` counts any rejection, not only a spot check's",
         "leaderboard/holds.py",
         'e.status == "rejected" and e.verification is not None',
         'e.status == "rejected"',
         HOLDS_TESTS,
     ),
     Mutation(
-        "holds: `spot_check_rejections` counts other accounts' rejections",
+        "holds: `check_rejections` counts other accounts' rejections",
         "leaderboard/holds.py",
         'e.submitter == submitter and e.status == "rejected"',
         'e.status == "rejected"',

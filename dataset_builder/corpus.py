@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .grammar import render_prompt
 from .records import PromptRecord, Statement
@@ -35,6 +36,9 @@ DEFAULT_SEED: int = 2026
 # and groups prefixed, and no (objects, predicates) combination of the test split's (`combination`).
 DEFAULT_TRAIN_SEED: int = 2027
 TRAIN_PREFIX = "train_"
+# A fresh draw (the leaderboard's, from a secret seed): the corpus of that seed (`build --seed`), ids
+# and groups prefixed, so its records never share an id with a published prompt's.
+FRESH_PREFIX = "fresh_"
 # The corpus's version, in the dataset card and in `validate`'s and `build`'s summaries. It changes
 # whenever the same seed would give other prompts: 1 drew objects per category; 2 shares each
 # object draw across the categories of one kind (the paper's released corpus, Table 4).
@@ -222,6 +226,26 @@ def build_train_corpus(seed: int = DEFAULT_TRAIN_SEED, test_seed: int = DEFAULT_
         raise ValueError(f"the training split needs another seed than the test split's ({test_seed})")
     avoid = frozenset(record_combination(record) for record in build_corpus(test_seed))
     return _build(seed, avoid, TRAIN_PREFIX)
+
+
+def build_fresh_corpus(seed: int) -> list[PromptRecord]:
+    """The 4,800 records of `negt2ibench build --seed SEED` (the same draws), ids and groups
+    prefixed `fresh_`: the pool a fresh draw samples from (`published_combinations` says which of
+    them a published prompt already asks for)."""
+    if seed in (DEFAULT_SEED, DEFAULT_TRAIN_SEED):
+        published = f"{DEFAULT_SEED}, {DEFAULT_TRAIN_SEED}"
+        raise ValueError(f"a fresh draw needs a seed other than the published splits' ({published})")
+    return _build(seed, frozenset(), FRESH_PREFIX)
+
+
+@lru_cache(maxsize=4)
+def published_combinations(
+    test_seed: int = DEFAULT_SEED, train_seed: int = DEFAULT_TRAIN_SEED
+) -> frozenset[Combination]:
+    """What the published prompts ask for (`combination`): the test split's and the training split's.
+    A prompt with none of these asks for nothing published, so its text is no published text either."""
+    published = build_corpus(test_seed) + build_train_corpus(train_seed, test_seed)
+    return frozenset(record_combination(record) for record in published)
 
 
 def _build(seed: int, avoid: frozenset[Combination], prefix: str) -> list[PromptRecord]:

@@ -9,6 +9,7 @@ pipeline through the same diffusers adapter.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,7 +174,7 @@ def require_weights(spec: ModelSpec, *, download: bool = False) -> None:
     if download or spec.backend == "unsupported":
         return
     marker = "config.json" if spec.backend == "janus" else "model_index.json"
-    if local_model(spec.hub_id, config_file=marker) is None:
+    if local_model(spec.hub_id, config_file=marker, revision=spec.revision) is None:
         raise _missing_weights(spec, "not in the Hugging Face cache")
     for _, repo, _ in spec.component_overrides.values():
         if not Path(repo).is_dir() and cached_snapshot(repo) is None:
@@ -198,6 +199,8 @@ def load_generator(spec: ModelSpec, device: str, *, download: bool = False) -> I
     require_weights(spec, download=download)
     dtype = select_dtype(device, preferred=spec.dtype)  # float32 on the CPU
     local: dict[str, Any] = {"local_files_only": not download}
+    if spec.revision is not None:
+        local["revision"] = spec.revision
     try:
         if spec.backend == "janus":
             from transformers import JanusForConditionalGeneration, JanusProcessor
@@ -208,11 +211,12 @@ def load_generator(spec: ModelSpec, device: str, *, download: bool = False) -> I
             processor = JanusProcessor.from_pretrained(spec.hub_id, **local)
             generator: ImageGenerator = JanusGenerator(model, processor, device)
             generator.params["torch_dtype"] = str(dtype).removeprefix("torch.")
+            _record_commit(generator, spec)
             return generator
         pipeline_class = import_target(spec.pipeline_class)
         kwargs: dict[str, Any] = {"dtype": dtype, **local}  # diffusers 0.42 and transformers 5 both take `dtype`
         for name, (class_path, repo, subfolder) in spec.component_overrides.items():
-            component_kwargs: dict[str, Any] = {"dtype": dtype, **local}
+            component_kwargs: dict[str, Any] = {"dtype": dtype, "local_files_only": not download}
             if subfolder:
                 component_kwargs["subfolder"] = subfolder
             kwargs[name] = import_target(class_path).from_pretrained(repo, **component_kwargs)
@@ -226,7 +230,21 @@ def load_generator(spec: ModelSpec, device: str, *, download: bool = False) -> I
     pipeline.set_progress_bar_config(disable=True)
     generator = DiffusersGenerator(pipeline, spec)
     generator.params["torch_dtype"] = str(dtype).removeprefix("torch.")
+    _record_commit(generator, spec)
     return generator
+
+
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def _record_commit(generator: ImageGenerator, spec: ModelSpec) -> None:
+    """The commit of the model repo the weights were loaded from, in the images' params (`commit`):
+    what the leaderboard regenerates them with. A local folder has none."""
+    if Path(spec.hub_id).is_dir():
+        return
+    snapshot = cached_snapshot(spec.hub_id, revision=spec.revision)
+    if snapshot is not None and COMMIT.match(snapshot.name):
+        generator.params["commit"] = snapshot.name
 
 
 def _check_text_encoder_fits(pipeline, spec: ModelSpec) -> None:

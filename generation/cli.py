@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
@@ -13,6 +14,7 @@ from negt2ibench.core.options import (
     add_device_option,
     add_limit_option,
     add_prompts_option,
+    git_revision,
     non_negative_number,
     positive_int,
     split_name,
@@ -86,6 +88,13 @@ def register(subparsers) -> None:
         type=positive_int,
         metavar="PX",
         help="with --model-id: square image size (default: the pipeline's)",
+    )
+    generate.add_argument(
+        "--revision",
+        type=git_revision,
+        metavar="REV",
+        help="the model repo's branch, tag or commit (default: its main branch); the commit loaded is recorded "
+        "in every image's params, and the leaderboard regenerates a sample of a submission's images with it",
     )
     generate.add_argument("--out", type=Path, metavar="DIR", help="dataset folder (images go to DIR/images/)")
     generate.add_argument(
@@ -193,14 +202,23 @@ def _spec_from_args(args):
         if not args.key:
             raise UsageError("--model-id needs --key NAME (the split name, [a-z0-9_]+)")
         size = args.resolution
-        return custom_spec(args.model_id, args.key, steps=args.steps, guidance=args.guidance, height=size, width=size)
+        return custom_spec(
+            args.model_id,
+            args.key,
+            steps=args.steps,
+            guidance=args.guidance,
+            height=size,
+            width=size,
+            revision=args.revision,
+        )
     if not args.model:
         raise UsageError("pass --model KEY (see `negt2ibench generate --list`) or --model-id HUB_ID --key NAME")
     if args.key and args.key != args.model:
         raise UsageError("--key is only for --model-id; registry models write the split named by --model")
     if args.steps is not None or args.guidance is not None or args.resolution is not None:
         raise UsageError("--steps/--guidance/--resolution are only for --model-id; registry models use Table 18")
-    return get_spec(args.model)
+    spec = get_spec(args.model)
+    return replace(spec, revision=args.revision) if args.revision else spec
 
 
 def run_generate(args) -> int:

@@ -50,6 +50,9 @@ class ModelSpec:
     note: str = ""
     # Settings of a model outside the registry (`generate_with(settings=...)`), recorded and checked on resume.
     extra_settings: dict[str, Any] = field(default_factory=dict)
+    revision: str | None = None  # the model repo's branch, tag or commit (None: its default branch)
+    # GPU-seconds per image on the verification jobs' default flavour (one L4), estimated (`image_seconds`).
+    seconds_per_image: float | None = None
 
     def settings(self) -> dict[str, Any]:
         """The settings recorded in every image's `params` (JSON-ready)."""
@@ -66,6 +69,8 @@ class ModelSpec:
         }
         if self.extra_settings:
             recorded["settings"] = dict(self.extra_settings)
+        if self.revision is not None:
+            recorded["revision"] = self.revision
         return recorded
 
     @property
@@ -91,6 +96,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 dtype="float16",
                 display_name="SD 1.5",
                 family="unet",
+                seconds_per_image=1.7,
             ),
             ModelSpec(
                 key="sd_1_5_negationclip",
@@ -108,6 +114,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 },
                 display_name="SD 1.5 + NegationCLIP",
                 family="unet",
+                seconds_per_image=1.7,
                 note="text encoder: NegationCLIP ViT-L/14 (OpenAI checkpoint converted to CLIPTextModel)",
             ),
             ModelSpec(
@@ -119,6 +126,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 width=1024,
                 display_name="SD 3.5 Large",
                 family="transformer",
+                seconds_per_image=83.0,
             ),
             ModelSpec(
                 key="flux_2_dev",
@@ -131,6 +139,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 quantized_components=("transformer", "text_encoder"),
                 display_name="FLUX.2-dev (4-bit)",
                 family="transformer",
+                seconds_per_image=171.0,
                 note="needs `pip install bitsandbytes` (CUDA)",
             ),
             ModelSpec(
@@ -143,6 +152,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 guidance=1.0,
                 display_name="FLUX.2-klein-9B",
                 family="transformer",
+                seconds_per_image=6.9,
                 note="step-distilled; guidance above 1 is ignored",
             ),
             ModelSpec(
@@ -155,6 +165,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 guidance=0.0,
                 display_name="Z-Image-Turbo",
                 family="transformer",
+                seconds_per_image=9.6,
             ),
             ModelSpec(
                 key="hunyuanimage_2_1",
@@ -166,6 +177,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 guidance_argument="distilled_guidance_scale",
                 display_name="HunyuanImage-2.1 (distilled)",
                 family="transformer",
+                seconds_per_image=11.0,
             ),
             ModelSpec(
                 key="janus_pro_7b",
@@ -176,6 +188,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 width=384,
                 display_name="Janus-Pro-7B",
                 family="autoregressive",
+                seconds_per_image=27.0,
                 note="autoregressive: no diffusion steps; transformers generation_mode='image'",
             ),
             ModelSpec(
@@ -198,6 +211,29 @@ REGISTRY: Registry[ModelSpec] = Registry(
 )
 
 
+# Unknown models' cost per image: an SD 3.5 Large-sized transformer step with guidance (about 144
+# TFLOP at 1024²) on one L4 at 40% of its 121 TFLOP/s bf16 peak, scaled by pixels and steps.
+SECONDS_PER_STEP_PER_MEGAPIXEL = 3.0
+DEFAULT_STEPS = 50  # a pipeline default's usual number, when the spec leaves steps to the pipeline
+DEFAULT_PIXELS = 1024 * 1024
+
+
+def image_seconds(spec: ModelSpec) -> float:
+    """GPU-seconds per image on one L4 (the verification jobs' default flavour): the registry's
+    estimate, else `SECONDS_PER_STEP_PER_MEGAPIXEL` x steps x megapixels (conservative for small models).
+
+    The registry's figures are estimates, not measurements: FLOPs per image (2 x transformer
+    parameters x tokens per forward, x2 with classifier-free guidance, x steps; SD 1.5's UNet 0.8
+    TFLOP per forward at 512²; the VAE's decode) over an L4's dense bf16 peak at 40% utilisation, as
+    docs/hub-jobs.md estimates scoring; Janus-Pro decodes 576 tokens, each reading its 14 GB of
+    weights at the L4's 300 GB/s. A measured figure replaces an estimate (benchmarks/gpu.sh)."""
+    if spec.seconds_per_image is not None:
+        return spec.seconds_per_image
+    steps = spec.steps if spec.steps is not None else DEFAULT_STEPS
+    pixels = spec.height * spec.width if spec.height is not None and spec.width is not None else DEFAULT_PIXELS
+    return SECONDS_PER_STEP_PER_MEGAPIXEL * steps * pixels / DEFAULT_PIXELS
+
+
 def validate_key(key: str) -> str:
     """A split name must match [a-z0-9_]+ (the Hub's split rule, and the shard file prefix)."""
     return check_split_name(key, what="model key")
@@ -216,8 +252,10 @@ def custom_spec(
     height: int | None = None,
     width: int | None = None,
     dtype: str = "bfloat16",
+    revision: str | None = None,
 ) -> ModelSpec:
-    """An entry for any diffusers pipeline (loaded with DiffusionPipeline, its defaults unless given)."""
+    """An entry for any diffusers pipeline (loaded with DiffusionPipeline, its defaults unless given),
+    at REVISION of its repo (a commit pins it: the leaderboard can then regenerate its images)."""
     validate_key(key)
     return ModelSpec(
         key=key,
@@ -229,6 +267,7 @@ def custom_spec(
         guidance=guidance,
         dtype=dtype,
         display_name=model_id,
+        revision=revision,
     )
 
 

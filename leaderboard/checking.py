@@ -39,23 +39,31 @@ def new_run(mode: Literal["spot", "full"] = "spot") -> RunClaim:
 def claim(store: LeaderboardStore, entry: Entry, run: RunClaim, setup: SpotCheckSetup, total: int) -> Entry:
     """validated | pending → pending, held by `run` (taking over any older run's claim); one write."""
     plan = setup.limits.plan_for(total)
+    return claim_for(store, entry, run, f"spot check running since {{started}} ({run.where}): {plan.describe()}")
+
+
+def claim_for(store: LeaderboardStore, entry: Entry, run: RunClaim, what: str, *, attempt: bool = True) -> Entry:
+    """validated | pending → pending, held by `run`, the reason `what` (its `{started}` the run's start;
+    with `attempt`, one more attempt counted and said); one write."""
 
     def decide(current: Entry, entries: Sequence[Entry]) -> dict[str, Any]:
         if current.status not in ("validated", "pending"):
             raise StaleEntryError(f"submission {current.submission_id[:8]} is {current.status}: nothing to check")
         if name_expired(current, time.time()):  # its name is released: it may not be verified any more
             raise StaleEntryError(f"submission {current.submission_id[:8]}: {expired_reason()}")
-        attempts = current.attempts + 1
+        attempts = current.attempts + 1 if attempt else current.attempts
         started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(run.started_at))
         took_over = f"; took over from run {current.run.run_id[:8]}" if current.run is not None else ""
-        reason = f"spot check running since {started} ({run.where}): {plan.describe()} (attempt {attempts}){took_over}"
+        counted = f" (attempt {attempts})" if attempt else ""
+        reason = f"{what.replace('{started}', started)}{counted}{took_over}"
         return {"status": "pending", "reason": reason, "attempts": attempts, "checked_at": time.time(), "run": run}
 
     return store.modify(entry.submission_id, decide)
 
 
-def _reject(store: LeaderboardStore, entry: Entry, reason: str, run_id: str, **fields: Any) -> Entry:
-    """The spot check rejects `entry`: what its account had ranked on a sample is held (`leaderboard.holds`)."""
+def reject(store: LeaderboardStore, entry: Entry, reason: str, run_id: str, **fields: Any) -> Entry:
+    """A check (the spot check, the regeneration) rejects `entry`: what its account had ranked on a
+    sample is held (`leaderboard.holds`)."""
     rejected = transition(store, entry, "rejected", reason, run_id=run_id, run=None, **fields)
     for other in ranked_on_a_sample(store.list_entries(), rejected):
         try:
@@ -122,7 +130,7 @@ def run_spot_check(
                     f"spot check: {found} of {outcome.checked} re-scored images disagree, more than the "
                     f"{plan.max_disagreements} of {plan.sample_size} allowed ({shown})"
                 )
-                return _reject(store, entry, reason, run.run_id, **fields)
+                return reject(store, entry, reason, run.run_id, **fields)
             reason = (
                 f"spot check: {outcome.checked - found} of {outcome.checked} re-scored images agree "
                 f"({found} disagree; at most {plan.max_disagreements} may)"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from negt2ibench.core.errors import UserError
+from negt2ibench.core.errors import UsageError, UserError
 from negt2ibench.core.options import (
     add_batch_size_option,
     add_device_option,
@@ -15,7 +15,10 @@ from negt2ibench.core.options import (
     add_no_progress_flag,
     add_num_workers_option,
     add_weights_dir_option,
+    positive_int,
 )
+
+from .fresh_draw import FRESH_PER_CELL
 
 
 def _leaderboard_list(args: argparse.Namespace) -> int:
@@ -91,11 +94,27 @@ def _open_named_store(args: argparse.Namespace):
     return open_store_at(args.store, args.home) if args.store else open_store(args.home)
 
 
+def generator_loader(device_name: str, download: bool):
+    """The regeneration check's and the fresh draw's model loader: `load_generator` on this job's
+    device (from the Hub too with `download`)."""
+
+    def load(spec):
+        from generation.backends import load_generator
+        from generation.runner import resolve_device
+        from negt2ibench.core.launch import Launch
+
+        return load_generator(spec, resolve_device(device_name, Launch()), download=download)
+
+    return load
+
+
 def verify_job(args: argparse.Namespace, evaluator=None) -> int:
     """`leaderboard verify-job`: one entry's verification (`leaderboard.verify_job`). EVALUATOR: the
     scorer to use instead of this machine's models (a test's perception double)."""
     from .verify_job import VerifyContext, verify_entry
 
+    if args.full and args.fresh_draw:
+        raise UsageError("pass --full or --fresh-draw, not both")
     store = _open_named_store(args)
     evaluator, setup = _spot_setup(args, evaluator)
     if args.download:
@@ -111,8 +130,10 @@ def verify_job(args: argparse.Namespace, evaluator=None) -> int:
         images_from=args.images_from,
         progress=not args.no_progress,
         num_workers=args.num_workers,
+        load_generator=generator_loader(args.device, args.download),
+        fresh_per_cell=args.fresh_per_cell,
     )
-    verify_entry(context, args.entry, "full" if args.full else "spot")
+    verify_entry(context, args.entry, "full" if args.full else "fresh" if args.fresh_draw else "spot")
     return 0
 
 
@@ -172,8 +193,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="verify one submission (the job the Space launches; run it anywhere to settle a waiting entry)",
         description=(
             "Read one entry from the store (--store, else NEGT2I_RESULTS_REPO or SQLite under NEGT2I_HOME), "
-            "validate it if it was only received, then run its spot check (or with --full re-score every image), "
-            "and write the outcome back as one conditional write. Idempotent: an entry with nothing left to do is "
+            "validate it if it was only received, regenerate a seeded sample of its images from the model and seeds "
+            "their records name (or mark it 'images not reproduced' when that model cannot be loaded), then run its "
+            "spot check (or with --full re-score every image; with --fresh-draw score a verified entry's model on "
+            "prompts drawn from a secret seed), and write the outcome back as one conditional write. It prints its "
+            "plan (GPU-seconds) first. Idempotent: an entry with nothing left to do is "
             "left as it is. Resumable: rerun the same command after an interruption (the re-scored images are kept "
             "in --work-dir). Safe to run twice at once: each run claims the entry, a newer run takes the claim "
             "over, and only the holder's outcome lands."
@@ -181,6 +205,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog="examples:\n"
         "  negt2ibench leaderboard verify-job --entry 3f2a9c1e\n"
         "  negt2ibench leaderboard verify-job --entry 3f2a9c1e --full --work-dir /scratch/verify\n"
+        "  negt2ibench leaderboard verify-job --entry 3f2a9c1e --fresh-draw\n"
         "  negt2ibench leaderboard verify-job --entry 3f2a9c1e --store hub:org/negt2ibench-results",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -206,7 +231,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     job.add_argument(
         "--download",
         action="store_true",
-        help="first fetch the evaluator's weights that are not here (a fresh machine, e.g. a Hugging Face Job)",
+        help="first fetch the evaluator's weights that are not here, and the generation model its images record "
+        "(a fresh machine, e.g. a Hugging Face Job)",
+    )
+    job.add_argument(
+        "--fresh-draw",
+        action="store_true",
+        help="the fresh draw of a verified entry whose images were reproduced: 432 prompts drawn from a secret "
+        "seed, 4 images each generated with its model and scored (docs/leaderboard.md)",
+    )
+    job.add_argument(
+        "--fresh-per-cell",
+        type=positive_int,
+        default=FRESH_PER_CELL,
+        metavar="N",
+        help=f"with --fresh-draw: prompts per category x setting cell (default {FRESH_PER_CELL}: a 95%% interval of "
+        "at most +-5 points; fewer is cheaper and wider, and the entry's page says how many were drawn)",
     )
     _add_scoring_options(verify, again, job)
     for sub in (verify, job):

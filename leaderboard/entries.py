@@ -83,6 +83,64 @@ class Verification(BaseModel):
     at: float = Field(default_factory=time.time)
 
 
+class RegeneratedPair(BaseModel):
+    """One sampled image of the regeneration check (`leaderboard.regen_check`): its submitted and
+    regenerated images' similarity, and (for the pairs shown on the entry's page) both as small JPEGs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt_id: str
+    sample_index: int
+    similarity: float | None = None  # None: not regenerated (its seed is not the benchmark's)
+    own: bool
+    why: str = ""  # why it is not the model's own
+    submitted_jpeg: str = ""  # base64 thumbnails, for the pairs the page shows
+    regenerated_jpeg: str = ""
+
+
+class Regeneration(BaseModel):
+    """The regeneration check's outcome: `reproduced` (the sample is the model's own), `rejected`
+    (more of it is not than the plan allows), or `not_reproduced` (the model cannot be loaded: the
+    reason says why; the entry is ranked with the mark *images not reproduced*)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    outcome: Literal["reproduced", "rejected", "not_reproduced"]
+    reason: str
+    model_id: str = ""
+    commit: str = ""
+    checked: int = 0  # images regenerated (or found with another seed)
+    not_own: int = 0
+    allowed: int | None = None
+    threshold: float | None = None
+    pairs: list[RegeneratedPair] = Field(default_factory=list)
+    at: float = Field(default_factory=time.time)
+
+
+class FreshDraw(BaseModel):
+    """The fresh draw's outcome (`leaderboard.fresh_draw`): accuracy (%) on prompts drawn from a
+    secret seed, beside the public accuracy, each with its 95% interval, and the gap (fresh - public)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int  # revealed once the draw is done: anyone can repeat it
+    prompts: int
+    images: int
+    accuracy: float
+    interval: list[float]
+    public: float
+    public_interval: list[float]
+    gap: float
+    gap_interval: list[float]
+    at: float = Field(default_factory=time.time)
+
+    @property
+    def flagged(self) -> bool:
+        """Whether the gap's interval excludes 0."""
+        low, high = self.gap_interval
+        return low > 0 or high < 0
+
+
 class RunClaim(BaseModel):
     """The verification run that holds an entry now (`leaderboard.verify_job`): only its outcome may land.
     A newer run takes the claim over; the older one's outcome is then dropped."""
@@ -105,8 +163,11 @@ class JobRecord(BaseModel):
     url: str = ""  # the job's page (its logs) on the Hub; a log file's path for `local`
     stage: str = ""  # SCHEDULING, RUNNING, COMPLETED, ERROR, CANCELED, DELETED, VANISHED ("" before a launch)
     message: str = ""  # the backend's message, or why no job runs
-    mode: Literal["spot", "full"] = "spot"
+    mode: Literal["spot", "full", "fresh"] = "spot"
+    plan: str = ""  # what the job does and its GPU-seconds, stated before it is launched
+    plan_s: float = 0.0  # that plan's GPU-seconds
     launches: list[float] = Field(default_factory=list)  # when its jobs were launched (the newest few)
+    launch_seconds: list[float] = Field(default_factory=list)  # each launch's planned GPU-seconds
     failures: int = 0  # jobs in a row that failed or vanished before writing an outcome
     last_error: str = ""  # the last failed job's last error line
     given_up: bool = False  # failures reached the bound: no automatic launch any more
@@ -139,6 +200,8 @@ class Entry(BaseModel):
     claimed_row: dict[str, Any] | None = None  # the submitted numbers, once a full re-score replaced `row`
     run: RunClaim | None = None  # the verification run holding it now
     job: JobRecord | None = None  # the Space's verification job for it
+    regeneration: Regeneration | None = None  # whether its images are the model's own (None: not checked)
+    fresh_draw: FreshDraw | None = None  # its model scored on a secret fresh draw (None: not done)
 
 
 def images_pin(entry: Entry) -> str:

@@ -4,10 +4,11 @@ The spot check bounds one try: a file that differs from a re-score on 2% or more
 passes a sample with probability at most 1% (`leaderboard.verification`). Trying again must not buy
 another 1%, so the guarantee is per account (the submitter's identity, `leaderboard.identity`):
 
-- **after a spot check rejects a submission, none of that account's submissions is ranked on a
-  sample any more**: a later one whose sample agrees is *held* (`hold_reason`), and one already
-  verified by a sample is held again (`ranked_on_a_sample`); `negt2ibench leaderboard verify --full`
-  takes held entries first, and ranks the project's own numbers, never the submitted ones.
+- **after a spot check (or the regeneration check, `leaderboard.regen_check`) rejects a
+  submission, none of that account's submissions is ranked on a sample any more**: a later one
+  whose sample agrees is *held* (`hold_reason`), and one already verified by a sample is held
+  again (`ranked_on_a_sample`); `negt2ibench leaderboard verify --full` takes held entries first, and
+  ranks the project's own numbers, never the submitted ones.
 - **a file with error rows is held too**: the report leaves an image that was not scored out of
   every accuracy, so turning failed images into error rows would raise its numbers; the full
   re-score scores every image (it stops until none fails).
@@ -40,18 +41,35 @@ FULL_RESCORE_NEXT = (
 )
 
 
-def spot_check_rejections(entries: Iterable[Entry], submitter: str) -> list[Entry]:
-    """The submissions of an account that a spot check rejected.
+def caught_by(entry: Entry) -> str:
+    """Which check rejected an entry.
+
+    Args:
+        entry: an entry of the store.
+
+    Returns:
+        "spot check" or "regeneration check", or "" when no check rejected it (it is not rejected,
+        or it was refused at validation, which carries no verification record).
+    """
+    if entry.status != "rejected":
+        return ""
+    if entry.regeneration is not None and entry.regeneration.outcome == "rejected":
+        return "regeneration check"
+    return "spot check" if entry.verification is not None else ""
+
+
+def check_rejections(entries: Iterable[Entry], submitter: str) -> list[Entry]:
+    """The submissions of an account that a check rejected.
 
     Args:
         entries: the store's entries.
         submitter: the account (`Entry.submitter`).
 
     Returns:
-        SUBMITTER's rejected entries that carry a spot check's `verification` (a rejection at
-        validation carries none), oldest first.
+        SUBMITTER's entries rejected by the spot check (they carry its `verification`) or the
+        regeneration check (its `regeneration`), oldest first; a rejection at validation is not one.
     """
-    found = [e for e in entries if e.submitter == submitter and e.status == "rejected" and e.verification is not None]
+    found = [e for e in entries if e.submitter == submitter and caught_by(e)]
     return sorted(found, key=lambda e: e.created_at)
 
 
@@ -70,9 +88,10 @@ def hold_reason(entries: Iterable[Entry], entry: Entry, results: Sequence[Result
     errors = sum(map(is_error_row, results))
     if errors:
         return f"{errors} of its {len(results)} images are error rows (not scored), which its numbers leave out"
-    rejected = [e for e in spot_check_rejections(entries, entry.submitter) if e.submission_id != entry.submission_id]
+    rejected = [e for e in check_rejections(entries, entry.submitter) if e.submission_id != entry.submission_id]
     if rejected:
-        return f"a spot check rejected another submission of this account ({rejected[0].submission_id[:8]})"
+        first = rejected[0]
+        return f"a {caught_by(first)} rejected another submission of this account ({first.submission_id[:8]})"
     return ""
 
 
@@ -101,12 +120,12 @@ def held_again_reason(rejected: Entry) -> str:
     """The reason an entry verified by its sample is held again.
 
     Args:
-        rejected: the submission of the same account that a spot check rejected.
+        rejected: the submission of the same account that a check rejected.
 
     Returns:
         The entry's new reason, naming REJECTED and what comes next (`FULL_RESCORE_NEXT`).
     """
     return (
-        f"held: verified by its sample, but a spot check then rejected another submission of this account "
-        f"({rejected.submission_id[:8]}); {FULL_RESCORE_NEXT}"
+        f"held: verified by its sample, but a {caught_by(rejected) or 'spot check'} then rejected another "
+        f"submission of this account ({rejected.submission_id[:8]}); {FULL_RESCORE_NEXT}"
     )

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 from evaluator.hub_results import eval_result_entries, eval_results_yaml, iso_time, scorer_note, task_values
 
 from .names import clip, terminal_text
+from .ranking import why_not_reproduced
 from .store import Entry
 
 HUB_DATASET_ENV = "NEGT2I_HUB_DATASET"
@@ -88,6 +89,24 @@ def verification_note(entry: Entry) -> str:
     )
 
 
+def images_note(entry: Entry) -> str:
+    """Whether the entry's images are the model's own (`images not reproduced` with its reason when the
+    job could not show it), and its fresh draw when there is one."""
+    check = entry.regeneration
+    if check is None or check.outcome != "reproduced":
+        return why_not_reproduced(entry)
+    model = check.model_id + (f"@{check.commit[:12]}" if check.commit else "")
+    note = f"images reproduced: {check.checked - check.not_own} of {check.checked} regenerated from {model} agree"
+    draw = entry.fresh_draw
+    if draw is not None:
+        low, high = draw.gap_interval
+        note += (
+            f"; fresh draw (seed {draw.seed}, {draw.prompts} prompts): {draw.accuracy:.1f}% against "
+            f"{draw.public:.1f}%, gap {draw.gap:+.1f} [{low:+.1f}, {high:+.1f}]"
+        )
+    return note
+
+
 def no_yaml_reason(entry: Entry) -> str:
     """Why the entry has no `.eval_results` YAML ("" when it has one)."""
     if entry.status != "verified":
@@ -109,7 +128,9 @@ def entry_eval_results(entry: Entry, *, dataset_id: str, dataset_revision: str, 
     reason = no_yaml_reason(entry)
     if reason:
         raise ValueError(reason)
-    notes = f"{scorer_note(entry.evaluator_version, entry.config_hash)}; {verification_note(entry)}"
+    notes = (
+        f"{scorer_note(entry.evaluator_version, entry.config_hash)}; {verification_note(entry)}; {images_note(entry)}"
+    )
     entries = eval_result_entries(
         task_values(entry.row or {}),
         dataset_id=dataset_id,

@@ -20,11 +20,13 @@ column at most `MAX_GROUP_BYTES`, an image cell at most `MAX_CELL_BYTES`, and on
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -106,6 +108,46 @@ class ImageSource(Protocol):
     def images(self, keys: Sequence[Key]) -> Iterator[tuple[Key, Image.Image]]:
         """The submitted images of `keys` (in the source's order); raises ImagesUnreachable if one
         cannot be read or is missing."""
+
+
+RECORD_COLUMNS = ("seed", "model_id", "model_key", "params")  # what an image row records of its making
+
+
+@dataclass(frozen=True)
+class GenerationRecord:
+    """What an image's row records of how it was made (`generation.shards.ImageRecord`); a row
+    without these columns (images written by other tools) gives its defaults."""
+
+    seed: int | None = None
+    model_id: str = ""
+    model_key: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    params_problem: str = ""  # why `params` could not be read ("" when it was, or is absent)
+
+    @classmethod
+    def from_cells(cls, cells: dict[str, Any]) -> GenerationRecord:
+        seed = cells.get("seed")
+        text = cells.get("params")
+        params: Any = {}
+        problem = ""
+        if isinstance(text, str) and text:
+            try:
+                params = json.loads(text[:MAX_PARAMS])
+            except ValueError:
+                problem = "its params are not JSON"
+        if not isinstance(params, dict):
+            params, problem = {}, "its params are not a JSON object"
+        return cls(
+            seed=int(seed) if isinstance(seed, int) and not isinstance(seed, bool) else None,
+            model_id=str(cells.get("model_id") or "")[:MAX_NAME_CELL],
+            model_key=str(cells.get("model_key") or "")[:MAX_NAME_CELL],
+            params=params,
+            params_problem=problem,
+        )
+
+
+MAX_PARAMS = 64 * 1024  # a params cell longer than this is cut (and then not JSON): a generator writes ~1 KB
+MAX_NAME_CELL = 300  # a hub id or split key longer than this is cut
 
 
 # Opens the images of a submission: (repo_id, revision, split) -> ImageSource.
@@ -210,6 +252,28 @@ class ParquetImages:
 
     def images(self, keys: Sequence[Key]) -> Iterator[tuple[Key, Image.Image]]:
         """Read the key columns of each row group, then the image cells of the wanted rows only."""
+        for key, image, _ in self._rows(keys, ()):
+            yield key, image
+
+    def image_records(self, keys: Sequence[Key]) -> Iterator[tuple[Key, Image.Image, GenerationRecord]]:
+        """The images of `keys` with what their rows record of how they were made (seed, model, params)."""
+        for key, image, cells in self._rows(keys, RECORD_COLUMNS):
+            yield key, image, GenerationRecord.from_cells(cells)
+
+    def first_record(self) -> GenerationRecord:
+        """What the first row records of how its image was made (the model a whole split names)."""
+        import pyarrow.parquet as pq
+
+        try:
+            handle = self.filesystem.open(self.files[0], "rb") if self.filesystem is not None else self.files[0]
+            parquet = pq.ParquetFile(handle)
+            present = [name for name in RECORD_COLUMNS if name in parquet.schema_arrow.names]
+            rows = parquet.read_row_group(0, columns=present).slice(0, 1).to_pylist() if present else [{}]
+        except Exception as error:  # noqa: BLE001 - any read failure means: not reachable
+            raise ImagesUnreachable(unreachable_reason(error)) from None
+        return GenerationRecord.from_cells(rows[0] if rows else {})
+
+    def _rows(self, keys: Sequence[Key], extra: Sequence[str]) -> Iterator[tuple[Key, Image.Image, dict[str, Any]]]:
         from evaluator.images import ImageError, load_image
 
         wanted = set(keys)
@@ -219,8 +283,11 @@ class ParquetImages:
                 hits = [i for i, row in enumerate(rows) if (row["prompt_id"], int(row["sample_index"])) in wanted]
                 if not hits:
                     continue
-                cells = parquet.read_row_group(group, columns=["image"]).column("image").take(hits).to_pylist()
-                for position, cell in zip(hits, cells, strict=True):
+                present = [name for name in extra if name in parquet.schema_arrow.names]
+                table = parquet.read_row_group(group, columns=["image", *present]).take(hits)
+                cells = table.column("image").to_pylist()
+                others = table.select(present).to_pylist() if present else [{}] * len(hits)
+                for position, cell, other in zip(hits, cells, others, strict=True):
                     key = (rows[position]["prompt_id"], int(rows[position]["sample_index"]))
                     if key not in wanted:
                         continue  # a key listed twice: the first row counts
@@ -230,7 +297,7 @@ class ParquetImages:
                             image = load_image(cell_bytes(cell))
                     except ImageError as error:
                         raise ImagesUnreachable(f"{key[0]} sample {key[1]} is not a usable image: {error}") from None
-                    yield key, image
+                    yield key, image, other
         except ImagesUnreachable:
             raise
         except Exception as error:  # noqa: BLE001 - any read failure means: not reachable

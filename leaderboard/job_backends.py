@@ -43,8 +43,9 @@ BACKENDS = ("hf-jobs", "local", "none")
 # fit with room to spare, and it is the cheapest flavour whose tensor cores run the bf16 stages.
 DEFAULT_FLAVOR = "l4x1"
 COMMAND = ("leaderboard", "verify-job")
+MODE_FLAGS: dict[str, tuple[str, ...]] = {"spot": (), "full": ("--full",), "fresh": ("--fresh-draw",)}
 JOB_WORK_DIR = "/tmp/negt2i-verify"  # inside a Hugging Face Job (its disk is the job's own)
-Mode = Literal["spot", "full"]
+Mode = Literal["spot", "full", "fresh"]
 
 
 class VerifyBackend(Protocol):
@@ -62,9 +63,9 @@ class VerifyBackend(Protocol):
 
 
 def job_arguments(entry: Entry, mode: Mode, locator: str, extra: Sequence[str] = ()) -> list[str]:
-    """`leaderboard verify-job`'s arguments for ENTRY."""
+    """`leaderboard verify-job`'s arguments for ENTRY (`--full`, `--fresh-draw`: those modes)."""
     args = [*COMMAND, "--entry", entry.submission_id, "--store", locator, "--no-progress", *extra]
-    return [*args, "--full"] if mode == "full" else args
+    return [*args, *MODE_FLAGS[mode]]
 
 
 @dataclass

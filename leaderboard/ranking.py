@@ -17,6 +17,7 @@ __all__ = [
     "PAPER_ROWS",
     "REPORTED",
     "UNVERIFIED",
+    "NOT_REPRODUCED",
     "newest_entries",
     "ranked_entries",
     "verification_label",
@@ -24,6 +25,9 @@ __all__ = [
 
 REPORTED = "reported (paper)"
 UNVERIFIED = "claimed, not verified"  # on the plot and in the table of an entry that is not verified
+# The mark of an entry whose images the verification job did not show to be the model's own
+# (`leaderboard.regen_check`): its model cannot be loaded, or no regeneration check ran.
+NOT_REPRODUCED = "images not reproduced"
 
 
 def newest_entries(entries: Sequence[Entry]) -> list[Entry]:
@@ -53,3 +57,22 @@ def verification_label(entry: Entry) -> str:
 def ranked_entries(entries: Sequence[Entry]) -> list[Entry]:
     """Per model, its newest *verified* entry: the only submissions the leaderboard ranks."""
     return [entry for entry in newest_entries(entries) if entry.status == "verified"]
+
+
+def reproduced(entry: Entry) -> bool:
+    """Whether the regeneration check found the entry's sampled images the model's own."""
+    return entry.regeneration is not None and entry.regeneration.outcome == "reproduced"
+
+
+def reproduction_mark(entry: Entry) -> str:
+    """`images not reproduced` unless the regeneration check found the images the model's own:
+    nothing counts as reproduced without the check."""
+    return "" if reproduced(entry) else NOT_REPRODUCED
+
+
+def why_not_reproduced(entry: Entry) -> str:
+    """The mark with its reason ("" when reproduced)."""
+    check = entry.regeneration
+    if check is None:
+        return f"{NOT_REPRODUCED}: no regeneration check ran for it"
+    return "" if check.outcome == "reproduced" else check.reason

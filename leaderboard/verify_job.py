@@ -15,8 +15,11 @@ NEGT2I_HOME), runs the mode's steps, and writes each outcome as one conditional 
   over, and only the holder's outcome lands (the other run says its outcome was dropped).
 
 Steps. A mode is a list of steps run in order (`STEPS`): each says whether it applies to the entry
-as stored now, and runs on it. `spot`: validate, then the spot check; `full`: validate, then the
-full re-score. A further check (e.g. re-generating a sample of the images) is one more `VerifyStep`.
+as stored now, and runs on it. `spot`: validate, the regeneration check (`leaderboard.regen_check`:
+a seeded sample of the images regenerated from the recorded model and compared), then the spot
+check; `full`: validate, then the full re-score; `fresh`: the fresh draw of a verified entry whose
+images were reproduced (`leaderboard.fresh_run`). Before its steps a run prints its plan: what it
+generates and re-scores, in GPU-seconds (`leaderboard.job_plan`).
 """
 
 from __future__ import annotations
@@ -33,13 +36,19 @@ from evaluator.results import ResultRecord
 from negt2ibench.core.errors import UserError
 
 from .checking import new_run, run_spot_check
+from .entries import FreshDraw
+from .fresh_draw import FRESH_PER_CELL, fresh_draw_due
+from .fresh_run import run_fresh_draw
+from .images import ImagesUnreachable
+from .job_plan import JobPlan, plan_job
+from .regen_check import run_regeneration
 from .rescore import full_candidates, verify_full
 from .spotcheck import ScoreFn
 from .states import AWAITING, SpotCheckSetup
 from .store import Entry, LeaderboardStore, StaleEntryError, StoreError
 from .submissions import advance
 
-Mode = Literal["spot", "full"]
+Mode = Literal["spot", "full", "fresh"]
 Say = Callable[[str], None]
 MIN_PREFIX = 8  # an entry may be named by this many leading characters of its id (as the tables show it)
 
@@ -58,6 +67,10 @@ class VerifyContext:
     progress: bool = True
     num_workers: int | None = None
     say: Say = print
+    # Loads a recorded model for the regeneration check and the fresh draw (a `ModelSpec` -> an
+    # `ImageGenerator`; `generation.backends.load_generator` on the job's device); None: none here.
+    load_generator: Callable[[Any], Any] | None = None
+    fresh_per_cell: int = FRESH_PER_CELL
 
 
 class VerifyStep(Protocol):
@@ -165,7 +178,64 @@ class FullRescore:
         return context.store.get_entry(entry.submission_id)
 
 
-STEPS: dict[str, list[VerifyStep]] = {"spot": [Validate(), SpotCheck()], "full": [Validate(), FullRescore()]}
+class Regenerate:
+    name = "regeneration check"
+
+    def applies(self, entry: Entry) -> bool:
+        return entry.status in ("validated", "pending") and entry.regeneration is None
+
+    def run(self, context: VerifyContext, entry: Entry) -> Entry:
+        setup = context.setup
+        return run_regeneration(
+            context.store,
+            entry,
+            context.store.get_results(entry.submission_id),
+            prompts=setup.prompts,
+            open_images=setup.open_images,
+            load=context.load_generator,
+            run=new_run("spot"),
+            work=context.work,
+            secret=setup.secret,
+            say=context.say,
+        )
+
+
+class FreshDrawStep:
+    name = "fresh draw"
+
+    def applies(self, entry: Entry) -> bool:
+        return fresh_draw_due(entry)
+
+    def run(self, context: VerifyContext, entry: Entry) -> Entry:
+        setup = context.setup
+        cache = None
+        if setup.score is not None:
+            cache = SpotCache(
+                setup.score, context.work / f"{entry.submission_id}.fresh.{setup.config.config_hash}.jsonl"
+            )
+        try:
+            return run_fresh_draw(
+                context.store,
+                entry,
+                open_images=setup.open_images,
+                load=context.load_generator,
+                score=cache,
+                work=context.work,
+                secret=setup.secret,
+                per_cell=context.fresh_per_cell,
+                progress=context.progress,
+                say=context.say,
+            )
+        finally:
+            if cache is not None:
+                cache.close()
+
+
+STEPS: dict[str, list[VerifyStep]] = {
+    "spot": [Validate(), Regenerate(), SpotCheck()],
+    "full": [Validate(), FullRescore()],
+    "fresh": [FreshDrawStep()],
+}
 
 
 def find_entry(store: LeaderboardStore, name: str) -> Entry:
@@ -194,6 +264,8 @@ def verify_entry(context: VerifyContext, name: str, mode: Mode = "spot") -> Entr
         entry = context.store.get_entry(entry.submission_id)
         if not step.applies(entry):
             continue
+        if not ran:
+            say(f"{short}  {entry.model_name}: {job_plan(context, entry, mode).describe()}")
         ran = True
         say(f"{short}  {entry.model_name}: {step.name} ...")
         try:
@@ -203,9 +275,37 @@ def verify_entry(context: VerifyContext, name: str, mode: Mode = "spot") -> Entr
             say(f"{short}  {entry.model_name}: this run's outcome was dropped ({error}); it is {entry.status}")
             return entry
     if not ran:
-        left = "nothing to re-score" if mode == "full" else "nothing to check"
+        left = {"full": "nothing to re-score", "fresh": "no fresh draw due"}.get(mode, "nothing to check")
         say(f"{short}  {entry.model_name}: {left}: it is {entry.status} ({entry.reason})")
+        return entry
+    if mode == "fresh" and entry.fresh_draw is not None:
+        say(f"{short}  {entry.model_name}: {fresh_draw_line(entry.fresh_draw)}")
         return entry
     waiting = " (it waits for the next run)" if entry.status in AWAITING else ""
     say(f"{short}  {entry.model_name}: {entry.status}{waiting}: {entry.reason}")
     return entry
+
+
+def job_plan(context: VerifyContext, entry: Entry, mode: Mode) -> JobPlan:
+    """What this run will generate and re-score, in GPU-seconds (`leaderboard.job_plan`)."""
+    record = None
+    results = context.store.get_results(entry.submission_id)
+    if mode != "full" and results:
+        try:
+            source = context.setup.open_images(entry.images_repo, entry.images_revision, results[0].model_key)
+            reader = getattr(source, "first_record", None)
+            record = reader() if reader is not None else None
+        except ImagesUnreachable:
+            record = None
+    return plan_job(mode, len(results), record, per_cell=context.fresh_per_cell)
+
+
+def fresh_draw_line(draw: FreshDraw) -> str:
+    """The fresh draw in one line: both accuracies with their intervals, the gap, and the seed."""
+    flag = "; the gap's interval excludes 0" if draw.flagged else ""
+    return (
+        f"fresh draw (seed {draw.seed}, {draw.prompts} prompts, {draw.images} images): {draw.accuracy:.1f}% "
+        f"[{draw.interval[0]:.1f}, {draw.interval[1]:.1f}] against {draw.public:.1f}% "
+        f"[{draw.public_interval[0]:.1f}, {draw.public_interval[1]:.1f}] on the public prompts; gap "
+        f"{draw.gap:+.1f} [{draw.gap_interval[0]:+.1f}, {draw.gap_interval[1]:+.1f}]{flag}"
+    )

@@ -33,6 +33,7 @@ from leaderboard.identity import FORWARDED_ENV, check_forwarded_allow_ips, defau
 from leaderboard.images import RevisionResolver, default_resolver
 from leaderboard.job_backends import LocalBackend, VerifyBackend, default_backend
 from leaderboard.job_keeper import JobKeeper, JobPolicy
+from leaderboard.rescore import local_images
 from leaderboard.spotcheck import SECRET_ENV
 from leaderboard.store import LeaderboardStore, negt2i_home, open_store
 from leaderboard.submissions import PRESET, ImageSourceFactory, SubmissionLimits, hub_images
@@ -124,8 +125,9 @@ def build_app(
     store: LeaderboardStore | None = None,
     evaluator: Evaluator | None = None,
     perception: Any = None,
-    open_images: ImageSourceFactory = hub_images,
+    open_images: ImageSourceFactory | None = None,
     resolve_revision: RevisionResolver | None = None,
+    images_from: str | Path | None = None,
     limits: SubmissionLimits | None = None,
     preload: bool | None = None,
     require_login: bool | None = None,
@@ -154,13 +156,15 @@ def build_app(
         prompts: the prompt records; else read from the built `dataset` folder; else the corpus
             built in memory.
         store: the leaderboard store; else `open_store()` (SQLite under NEGT2I_HOME or the Hub repo).
+        images_from: a folder DIR holding submissions' images as DIR/ORG/NAME (laid out as the Hub
+            repo), read instead of the Hub, here and by the local verification jobs (`serve --images-from`).
         evaluator: the models that score uploads; else an `Evaluator(PRESET)` whose models load on
             the first score. `perception` (e.g. a test double) builds that evaluator around it
             instead. Submissions are never re-scored here: a verification job does (`verify_backend`).
-        open_images: where submitted images are read (`hub_images`: a Hub dataset repo at the commit
-            its revision named when the submission was stored); `resolve_revision` pins that commit
-            (default: `hub_commit` for `hub_images`; a local source's own `resolve_revision`, else the
-            revision as typed, `keep_revision`).
+        open_images: where submitted images are read (default: `images_from`'s folder, else
+            `hub_images`: a Hub dataset repo at the commit its revision named when the submission was
+            stored). `resolve_revision` pins that commit (default: `hub_commit` for `hub_images`; a
+            local source's own `resolve_revision`, else the revision as typed, `keep_revision`).
         preload: load the models now (default: when running on ZeroGPU, where it must happen in
             the main process at start-up). On a Hugging Face Space (SPACE_ID set) the weights that
             are missing are downloaded first and the models loaded, whatever `preload` says.
@@ -207,6 +211,8 @@ def build_app(
         require_login = bool(os.environ.get("SPACE_ID"))
     prompts = list(prompts if prompts is not None else load_prompts(dataset))
     index = PromptIndex(prompts)
+    if open_images is None:
+        open_images = local_images(Path(images_from)) if images_from is not None else hub_images
     store = store if store is not None else open_store()
     if evaluator is None:
         models = {"perception": perception} if perception is not None else {"weights_dir": weights_dir}
@@ -219,9 +225,14 @@ def build_app(
     benchmark = None if hub_dataset == "" else hub_dataset_id(hub_dataset, dataset)
     hub_board = HubLeaderboard(benchmark, hub_api or default_api) if benchmark else None
     if verify_backend is None:
-        verify_backend = _default_verify_backend(store, dataset, weights_dir, verify_secret)
+        verify_backend = _default_verify_backend(store, dataset, weights_dir, verify_secret, images_from)
     jobs = JobKeeper(
-        store, verify_backend, limits=limits, images_per_entry=len(prompts) * SAMPLES_PER_PROMPT, policy=job_policy
+        store,
+        verify_backend,
+        limits=limits,
+        images_per_entry=len(prompts) * SAMPLES_PER_PROMPT,
+        policy=job_policy,
+        open_images=open_images,  # the model an entry's images record: its jobs' plans
     )
     on = Handlers(
         prompts=prompts,
@@ -277,7 +288,11 @@ def build_app(
 
 
 def _default_verify_backend(
-    store: LeaderboardStore, dataset: str | Path | None, weights_dir: str | Path | None, secret: bytes | None
+    store: LeaderboardStore,
+    dataset: str | Path | None,
+    weights_dir: str | Path | None,
+    secret: bytes | None,
+    images_from: str | Path | None = None,
 ) -> VerifyBackend:
     """`default_backend` for this app: a local job gets the app's dataset and weights folder, and the
     spot check's secret when the app was given one."""
@@ -286,6 +301,8 @@ def _default_verify_backend(
         extra += ["--dataset", str(Path(dataset).resolve())]
     if weights_dir is not None:
         extra += ["--weights-dir", str(Path(weights_dir).resolve())]
+    if images_from is not None:
+        extra += ["--images-from", str(Path(images_from).resolve())]
     backend = default_backend(store.locator(), on_zero_gpu=on_zero_gpu(), home=negt2i_home(), local_extra=extra)
     if secret is not None and isinstance(backend, LocalBackend):
         backend.env[SECRET_ENV] = secret.decode("utf-8", "surrogateescape")

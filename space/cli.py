@@ -21,7 +21,11 @@ DEFAULT_DATASET = DEFAULT_DATASET_DIR
 
 def _serve_demo(args: argparse.Namespace) -> int:
     """`serve --demo`: the Space on the shipped synthetic examples, in a temporary folder removed at the end."""
-    given = [flag for flag, value in (("--dataset", args.dataset), ("--home", args.home)) if value is not None]
+    given = [
+        flag
+        for flag, value in (("--dataset", args.dataset), ("--home", args.home), ("--images-from", args.images_from))
+        if value is not None
+    ]
     given += ["--annotation-sample"] if args.annotation_sample is not None else []
     if given:
         raise UsageError(f"--demo brings its own prompts, store and sample: drop {', '.join(given)}")
@@ -50,6 +54,8 @@ def _serve(args: argparse.Namespace) -> int:
         raise UserError(f"no dataset at {dataset}: run `negt2ibench build --out {dataset}` first, or omit --dataset")
     if dataset is None and DEFAULT_DATASET.exists():
         dataset = DEFAULT_DATASET
+    if args.images_from is not None and not args.images_from.is_dir():
+        raise UserError(f"--images-from {args.images_from}: no such folder")
     if args.annotation_sample is not None and not args.annotation_sample.is_file():
         raise UserError(
             f"no annotation sample at {args.annotation_sample}: draw one with `negt2ibench annotation-sample`"
@@ -77,6 +83,7 @@ def _serve(args: argparse.Namespace) -> int:
         judge=args.judge,
         judge_mode=args.judge_mode,
         weights_dir=args.weights_dir,
+        images_from=args.images_from,
     )
     demo.launch(server_name=args.host, server_port=args.port, **LAUNCH_KWARGS)
     return 0
@@ -162,6 +169,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         serve,
         "folder filled by `negt2ibench download-models --dir DIR` (default: the Hugging Face cache and $RF_HOME)",
         as_path=True,
+    )
+    serve.add_argument(
+        "--images-from",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="read submissions' images from DIR/ORG/NAME (dataset folders laid out as the Hub repos) instead of the "
+        "Hub, here and in the local verification jobs (a mirror, or images not on the Hub)",
     )
     serve.add_argument(
         "--annotation-sample",

@@ -38,6 +38,8 @@ from leaderboard.store import Entry, images_pin
 from negt2ibench.core import palette
 from negt2ibench.core.table import MISSING_TEXT, Column, Table, to_frame
 
+from .entry_view import FLAG, NOT_REPRODUCED, fresh_cells, fresh_lines, reproduction_mark, why_not_reproduced
+
 # Shown above the leaderboard: what the reported rows are, and why they are not quite comparable.
 PAPER_ROWS_NOTE = (
     f"Rows marked *{REPORTED}* are copied from Table 3 of the paper ({PAPER_CITATION}) and were not scored "
@@ -47,6 +49,8 @@ PAPER_ROWS_NOTE = (
 RANK = Column("rank", "Rank", fmt="{:.0f}")
 OVERALL_CI = Column("overall_ci", "95% CI", fmt=str)
 STATUS = Column("status", "Status", fmt=str)
+FRESH = Column("fresh", "Fresh draw", fmt="{:.1f}", higher_is_better=True)
+FRESH_GAP = Column("fresh_gap", "Fresh − overall", fmt=str)
 LINK = Column("link", "Link", fmt=str)
 _TABLE3 = {column.key: column for column in TABLE3_COLUMNS}
 LEADERBOARD_TABLE_COLUMNS: tuple[Column, ...] = (
@@ -56,6 +60,8 @@ LEADERBOARD_TABLE_COLUMNS: tuple[Column, ...] = (
     OVERALL_CI,
     _TABLE3["polarity_gap"],
     STATUS,
+    FRESH,
+    FRESH_GAP,
     *(_TABLE3[category] for category in TABLE3_CATEGORIES),
     *(_TABLE3[setting] for setting in SETTING_LABELS),
     _TABLE3["coverage"],
@@ -73,6 +79,7 @@ HEADLINE_WIDTHS: dict[str, str] = {
     "status": "250px",
 }
 OTHER_WIDTH, TEXT_WIDTH = "100px", "220px"  # a number column's width; `link`'s (and the Hub's `hub`)
+FRESH_GAP_WIDTH = "170px"
 SORT_KEY = "overall"
 RANKING_NOTE = (
     f"Ranked by `{SORT_KEY}`, the % of images that pass every statement, best first (equal values share a "
@@ -81,8 +88,12 @@ RANKING_NOTE = (
 COLUMNS_NOTE = (
     "`overall_ci`: its 95% bootstrap interval, prompts resampled with their images; `polarity_gap` = 0:1 − 1:0 "
     "(points); then the six categories and the eight P:N settings (accuracy, %). † in `status`: the entry "
-    "scored only part of the corpus (its coverage), so its accuracies are over those images only. A click on "
-    "a column's header sorts by it."
+    "scored only part of the corpus (its coverage), so its accuracies are over those images only. "
+    f"*{NOT_REPRODUCED}* in `status`: the verification job could not regenerate a sample of the entry's images from "
+    "the model and seeds they record (a closed or private model, or no check ran), so nothing shows they are the "
+    "model's own. `fresh`: the accuracy on prompts drawn from a secret seed by the job (same design, none "
+    f"published); `fresh_gap`: fresh − overall, points, with its 95% interval, {FLAG} when the interval excludes 0. "
+    "A click on a column's header sorts by it."
 )
 CAUSE_COLUMNS = ["category", *CAUSES, "failed"]
 POLARITY_COLUMNS = ["category", "polarity", "accuracy"]
@@ -128,8 +139,12 @@ def _interval_text(detail: dict | None) -> str:
 
 
 def status_cell(entry: Entry) -> str:
-    """The Status cell: the verification label, then its marks (†: part of the corpus scored)."""
+    """The Status cell: the verification label, then its marks (†: part of the corpus scored; `images
+    not reproduced`: `space.entry_view.reproduction_mark`)."""
     label = verification_label(entry)
+    mark = reproduction_mark(entry)
+    if mark:
+        label += f" · {mark}"
     coverage = (entry.row or {}).get("coverage")
     if isinstance(coverage, (int, float)) and math.isfinite(coverage) and coverage < 100:
         images = (entry.row or {}).get("images")
@@ -138,18 +153,24 @@ def status_cell(entry: Entry) -> str:
     return label
 
 
-def leaderboard_table(entries: Sequence[Entry], include_paper: bool = True) -> Table:
+def leaderboard_table(entries: Sequence[Entry], include_paper: bool = True, hide_not_reproduced: bool = False) -> Table:
     """One row per model with a verified entry (its newest), then the paper's reported rows,
     marked; a value a row does not have is None. Pending submissions are not ranked
-    (`awaiting_frame` lists them); `leaderboard_frame` ranks and orders the rows."""
+    (`awaiting_frame` lists them); `leaderboard_frame` ranks and orders the rows. With
+    `hide_not_reproduced`, entries marked *images not reproduced* are left out."""
     rows = []
     for entry in ranked_entries(entries):
+        if hide_not_reproduced and reproduction_mark(entry):
+            continue
         row = dict(entry.row or {})
+        fresh, gap = fresh_cells(entry)
         row.update(
             {
                 "model": entry.model_name,
                 "status": status_cell(entry),
                 "overall_ci": _interval_text(entry.detail),
+                "fresh": fresh,
+                "fresh_gap": gap,
                 "link": entry.link,
             }
         )
@@ -161,6 +182,7 @@ def leaderboard_table(entries: Sequence[Entry], include_paper: bool = True) -> T
                     **paper,
                     "status": REPORTED,
                     "overall_ci": MISSING_TEXT,
+                    "fresh_gap": MISSING_TEXT,
                     "polarity_gap": round(paper["0:1"] - paper["1:0"], 1),
                     "link": PAPER_CITATION,
                 }
@@ -169,11 +191,14 @@ def leaderboard_table(entries: Sequence[Entry], include_paper: bool = True) -> T
     return Table("leaderboard", "Leaderboard", LEADERBOARD_TABLE_COLUMNS, cells)
 
 
-def leaderboard_frame(entries: Sequence[Entry], include_paper: bool = True) -> pd.DataFrame:
+def leaderboard_frame(
+    entries: Sequence[Entry], include_paper: bool = True, hide_not_reproduced: bool = False
+) -> pd.DataFrame:
     """The leaderboard as shown: numbers to one decimal; the verified rows by `overall`, best first,
     ranked 1, 2, ... (equal shown values share the better rank; a row without `overall` comes last,
-    unranked); then the paper's rows, by `overall`, unranked."""
-    frame = to_frame(leaderboard_table(entries, include_paper), digits=1)
+    unranked); then the paper's rows, by `overall`, unranked. `hide_not_reproduced`: the filter that
+    leaves out entries marked *images not reproduced* (the others keep their ranks among themselves)."""
+    frame = to_frame(leaderboard_table(entries, include_paper, hide_not_reproduced), digits=1)
     reported = frame["status"] == REPORTED
     frame["group"] = reported.astype(int)
     frame = frame.sort_values(["group", SORT_KEY], ascending=[True, False], na_position="last")
@@ -203,6 +228,11 @@ def model_status(entry: Entry) -> str:
         status += f"; images {text(images_pin(entry))}"
     if entry.link:
         status += f"; link: {text(entry.link)}"
+    why = why_not_reproduced(entry)
+    if why:
+        status += f"\n\n**{NOT_REPRODUCED}**: {text(why.removeprefix(NOT_REPRODUCED + ': '))}"
+    if entry.fresh_draw is not None:
+        status += "\n\n" + " ".join(fresh_lines(entry.fresh_draw))
     return status
 
 

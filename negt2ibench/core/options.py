@@ -123,6 +123,16 @@ def commit_sha(value: Any) -> str:
     raise OptionError(f"must be a commit hash (7 to 40 hex digits), got {value!r}")
 
 
+_GIT_REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$")
+
+
+def git_revision(value: Any) -> str:
+    """A branch, tag or commit of a Hub repo (letters, digits, `._/-`, at most 100 characters, no `..`)."""
+    if isinstance(value, str) and _GIT_REVISION.match(value) and ".." not in value:
+        return value
+    raise OptionError(f"must be a branch, tag or commit name, got {str(value)[:80]!r}")
+
+
 def http_url(value: Any) -> str:
     """An http(s) address with a host, without spaces, at most 2,000 characters."""
     from urllib.parse import urlsplit

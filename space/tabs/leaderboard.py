@@ -24,15 +24,18 @@ import gradio as gr
 
 from leaderboard.hub_check import HubLeaderboard, hub_cells, hub_status_markdown
 from leaderboard.hub_results import ENTRY_PARAM, entry_eval_results, entry_page_url, no_yaml_reason
+from leaderboard.names import plain_markdown
 from leaderboard.ranking import newest_entries
 from leaderboard.store import LeaderboardStore
 
+from ..entry_view import NOT_REPRODUCED, entry_page, pair_images
 from ..handlers import WorkDir
 from ..leaderboard_view import (
     AWAITING_COLUMNS,
     AWAITING_WIDTHS,
     CAUSE_COLUMNS,
     COLUMNS_NOTE,
+    FRESH_GAP_WIDTH,
     HEADLINE_WIDTHS,
     LEADERBOARD_HEADERS,
     OTHER_WIDTH,
@@ -51,6 +54,7 @@ from . import leaderboard_figures
 
 log = logging.getLogger(__name__)
 BOARD_REFRESH_SECONDS = 15.0  # how often the board is read again while a submission awaits verification
+MAX_ENTRY_ID = 64  # an entry id is 32 hex digits; anything longer typed or in the address is cut
 PRIVATE: dict[str, Any] = {"api_name": "internal", "api_visibility": "private"}
 
 
@@ -75,10 +79,10 @@ class LeaderboardHandlers:
         chosen = named if named in models else (models[0] if models else None)
         return frame, csv_path, gr.update(choices=models, value=chosen), awaiting
 
-    def refresh(self, current: str | None):
+    def refresh(self, current: str | None, hide: bool = False):
         """The board read again (after a submission, on the timer): the picker keeps the model it
-        shows, and the timer runs while a submission awaits verification."""
-        frame, csv_path, models, awaiting = self._board(self.store.list_entries())
+        shows, the filter stays, and the timer runs while a submission awaits verification."""
+        frame, csv_path, models, awaiting = self._board(self.store.list_entries(), hide)
         chosen = current if current in models else (models[0] if models else None)
         return frame, csv_path, gr.update(choices=models, value=chosen), awaiting, gr.Timer(active=not awaiting.empty)
 
@@ -86,8 +90,18 @@ class LeaderboardHandlers:
         """The refresh timer: on while a submission awaits verification."""
         return gr.Timer(active=not awaiting_frame(self.store.list_entries()).empty)
 
-    def _board(self, entries: list):
-        frame = leaderboard_frame(entries)
+    def filtered(self, hide: bool):
+        """The board and its CSV with entries marked *images not reproduced* left out (`hide`), or all
+        of them again (`leaderboard_filtered`)."""
+        frame, csv_path, _, _ = self._board(self.store.list_entries(), bool(hide))
+        return frame, csv_path
+
+    def filtered_if(self, hide: bool):
+        """After the board was read in full: the filter applied again when it is on."""
+        return self.filtered(hide) if hide else (gr.skip(), gr.skip())
+
+    def _board(self, entries: list, hide: bool = False):
+        frame = leaderboard_frame(entries, hide_not_reproduced=hide)
         if self.hub is not None:
             frame["hub"] = hub_cells(list(frame["model"]), list(frame["status"]), entries, self.hub.snapshot)
         csv_path = self.work_dir.path / "negt2ibench_leaderboard.csv"
@@ -134,6 +148,30 @@ class LeaderboardHandlers:
         )
         return note, text, str(path)
 
+    def model_pairs(self, model_name: str | None):
+        """The regenerated pairs (submitted | regenerated) of the model's entry, those not its own first."""
+        entry = next((e for e in newest_entries(self.store.list_entries()) if e.model_name == model_name), None)
+        return pair_images(entry) if entry is not None else []
+
+    def entry_from_query(self, request: gr.Request | None = None) -> str:
+        """The entry the address names (`?entry=ID`), for the entry's page."""
+        return _query(request).get(ENTRY_PARAM, "")[:MAX_ENTRY_ID]
+
+    def entry_details(self, entry_id: str | None):
+        """An entry's page by its id (or its first 8+ characters), any status: its status and reason,
+        whether its images are the model's own with the pairs side by side, its fresh draw and seed."""
+        text = (entry_id or "").strip().lower()[:MAX_ENTRY_ID]
+        if not text:
+            return "Open an entry's page: its id (the Submit tab lists them), or `?entry=ID` in the address.", []
+        entries = self.store.list_entries()
+        found = [e for e in entries if e.submission_id == text] or [
+            e for e in entries if len(text) >= 8 and e.submission_id.startswith(text)
+        ]
+        if len(found) != 1:
+            shown = plain_markdown(text)
+            return error_markdown(f"no entry {shown}" if not found else f"{len(found)} entries start with {shown}"), []
+        return entry_page(found[0]), pair_images(found[0])
+
     def model_details(self, model_name: str | None):
         entry = next((e for e in newest_entries(self.store.list_entries()) if e.model_name == model_name), None)
         if entry is None:
@@ -178,10 +216,11 @@ class BoardRefresh:
 
     on: LeaderboardHandlers
     model_pick: gr.Dropdown
+    hide: gr.Checkbox
     outputs: list[Any]  # the board, its CSV, the picker, the awaiting list, the timer
 
     def after(self, event: Any) -> None:
-        event.then(self.on.refresh, self.model_pick, self.outputs, **PRIVATE)
+        event.then(self.on.refresh, [self.model_pick, self.hide], self.outputs, **PRIVATE)
 
 
 def build(demo: gr.Blocks, on: LeaderboardHandlers, refresh_every: float = BOARD_REFRESH_SECONDS) -> BoardRefresh:
@@ -196,12 +235,16 @@ def build(demo: gr.Blocks, on: LeaderboardHandlers, refresh_every: float = BOARD
             show_search="filter",
             pinned_columns=2,  # rank and model stay when the other columns scroll
             column_widths=[
-                HEADLINE_WIDTHS.get(key, TEXT_WIDTH if key in ("link", "hub") else OTHER_WIDTH) for key in headers
+                HEADLINE_WIDTHS.get(key, TEXT_WIDTH if key in ("link", "hub") else OTHER_WIDTH)
+                if key != "fresh_gap"
+                else FRESH_GAP_WIDTH
+                for key in headers
             ],
             wrap=True,
             label="Leaderboard",
             elem_id="leaderboard",
         )
+        hide = gr.Checkbox(False, label=f"Hide entries marked '{NOT_REPRODUCED}'", elem_id="leaderboard-hide")
         gr.Markdown(f"{COLUMNS_NOTE} {PAPER_ROWS_NOTE}")
         hub_md = gr.Markdown()
         with gr.Row():
@@ -218,6 +261,13 @@ def build(demo: gr.Blocks, on: LeaderboardHandlers, refresh_every: float = BOARD
         )
         model_pick = gr.Dropdown([], label="Model detail")
         model_status_md = gr.Markdown()
+        model_pairs = gr.Gallery(
+            label="Regenerated by the verification job: submitted | regenerated (those not the model's own first)",
+            columns=4,
+            height="auto",
+            object_fit="contain",  # each picture is a pair side by side: never cropped
+            elem_id="model-pairs",
+        )
         plot = gr.Plot(label="Positive vs negated statements per category", show_label=False)  # the title says it
         causes = gr.Dataframe(
             headers=CAUSE_COLUMNS, interactive=False, label="Failure causes by category (failed statements)"
@@ -228,20 +278,35 @@ def build(demo: gr.Blocks, on: LeaderboardHandlers, refresh_every: float = BOARD
             language="yaml", label=".eval_results YAML (verified entries)", interactive=False, visible=False
         )
         eval_file = gr.File(label=".eval_results/negt2ibench.yaml", visible=False)
+        entry_box = gr.Textbox(label="Entry page: an entry's id (any status, rejected ones too)", elem_id="entry-id")
+        entry_md = gr.Markdown(elem_id="entry-page")
+        entry_pairs = gr.Gallery(
+            label="The entry's regenerated pairs: submitted | regenerated",
+            columns=4,
+            height="auto",
+            object_fit="contain",
+            elem_id="entry-pairs",
+        )
         timer = gr.Timer(refresh_every, active=False)
         board_outputs = [board, csv_file, model_pick, awaiting]
         refresh.click(on.leaderboard, None, board_outputs, api_name="leaderboard").then(
             on.timer_state, None, timer, **PRIVATE
-        )
+        ).then(on.filtered_if, hide, [board, csv_file], **PRIVATE)
+        hide.change(on.filtered, hide, [board, csv_file], api_name="leaderboard_filtered")
         model_pick.change(on.model_details, model_pick, [model_status_md, plot, causes], api_name="model_detail")
+        model_pick.change(on.model_pairs, model_pick, model_pairs, api_name="model_pairs")
+        entry_box.submit(on.entry_details, entry_box, [entry_md, entry_pairs], api_name="entry_page")
         model_pick.change(on.eval_results, model_pick, [eval_note, eval_yaml, eval_file], api_name="eval_results").then(
             on.shown_if_filled, [eval_yaml, eval_file], [eval_yaml, eval_file], **PRIVATE
         )
         refresh.click(on.hub_status, None, hub_md, api_name="hub_status")
-        refreshed = BoardRefresh(on, model_pick, [*board_outputs, timer])
-        timer.tick(on.refresh, model_pick, refreshed.outputs, **PRIVATE)
+        refreshed = BoardRefresh(on, model_pick, hide, [*board_outputs, timer])
+        timer.tick(on.refresh, [model_pick, hide], refreshed.outputs, **PRIVATE)
     demo.load(on.leaderboard, None, board_outputs, api_name="internal", api_visibility="private").then(
         on.timer_state, None, timer, **PRIVATE
+    )
+    demo.load(on.entry_from_query, None, entry_box, api_name="internal_entry", api_visibility="private").then(
+        on.entry_details, entry_box, [entry_md, entry_pairs], **PRIVATE
     )
     demo.load(on.hub_status, None, hub_md, api_name="internal_hub", api_visibility="private")
     demo.load(None, None, None, js=OPEN_ENTRY_JS)

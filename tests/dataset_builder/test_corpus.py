@@ -7,7 +7,16 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from dataset_builder.corpus import CORPUS_VERSION, DEFAULT_SEED, build_corpus, draw_groups
+from dataset_builder.corpus import (
+    CORPUS_VERSION,
+    DEFAULT_SEED,
+    DEFAULT_TRAIN_SEED,
+    build_corpus,
+    build_fresh_corpus,
+    draw_groups,
+    published_combinations,
+    record_combination,
+)
 from dataset_builder.grammar import (
     PromptParseError,
     grammar_issues,
@@ -318,3 +327,17 @@ def test_validator_reports_unshared_draws_by_prompt_id(corpus):
     assert len(where) == sum(1 for r in corpus if r.category == "depth" and other[r.prompt_id].objects != r.objects)
     summary = shared_draw_summary(mixed)[1]
     assert summary["positions"] == 800 and summary["shared"] == 800 - len(where)
+
+
+def test_a_fresh_corpus_is_the_seeds_corpus_with_its_ids_prefixed_and_never_a_published_seed():
+    seed = 2**32 + 5
+    fresh, plain = build_fresh_corpus(seed), build_corpus(seed)
+    assert [r.prompt for r in fresh] == [r.prompt for r in plain]  # exactly `negt2ibench build --seed SEED`'s draws
+    assert [r.prompt_id for r in fresh] == [f"fresh_{r.prompt_id}" for r in plain]
+    assert all(r.group_id.startswith("fresh_") for r in fresh)
+    for published in (DEFAULT_SEED, DEFAULT_TRAIN_SEED):
+        with pytest.raises(ValueError, match="a seed other than the published splits'"):
+            build_fresh_corpus(published)
+    combinations = published_combinations()
+    assert len(combinations) <= 2 * 2400  # each split's 2,400 (objects, predicates) draws, shared by polarities
+    assert all(record_combination(r) in combinations for r in build_corpus(DEFAULT_SEED))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from dataset_builder.loading import load_prompts
@@ -49,13 +51,15 @@ def test_recheck_advances_what_waits_and_says_what_it_did(tmp_path, prompts, rec
         model_key="toy",
         submitter="alice",
         status="received",
-        created_at=1.0,
+        created_at=time.time() - 60,
         images_repo="org/toy-images",
         images_revision="main",
         config_hash=PRESETS["current"].config_hash,
     )
     store.add_submission(received, results)
-    store.add_submission(Entry(model_name="Done", model_key="done", submitter="bob", status="verified", created_at=2.0))
+    store.add_submission(
+        Entry(model_name="Done", model_key="done", submitter="bob", status="verified", created_at=time.time() - 30)
+    )
 
     assert main(["leaderboard", "recheck", "--home", str(home), "--device", "cpu"]) == 0
     out = capsys.readouterr().out

@@ -14,6 +14,7 @@ error rows that never raise a ranked number.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ import pytest
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from evaluator.results import ResultRecord
-from leaderboard.holds import FULL_RESCORE_NEXT, hold_reason, ranked_on_a_sample, spot_check_rejections
+from leaderboard.holds import FULL_RESCORE_NEXT, check_rejections, hold_reason, ranked_on_a_sample
 from leaderboard.rescore import full_candidates, record_full
 from leaderboard.store import Entry, SQLiteStore, Verification
 from leaderboard.submissions import ParquetImages, SpotCheckPlan, SubmissionForm, SubmissionLimits, submit
@@ -66,10 +67,10 @@ def test_only_a_spot_checks_rejection_of_the_same_account_is_caught():
     others = entry("others", "bob", "rejected", "sampled", at=3.0)
     verified = entry("verified", "mallory", "verified", "sampled", at=4.0)
     entries = [spotted, earlier, malformed, others, verified]
-    assert [e.model_name for e in spot_check_rejections(entries, "mallory")] == ["earlier", "spotted"]  # oldest first
-    assert [e.model_name for e in spot_check_rejections(entries, "bob")] == ["others"]
-    assert spot_check_rejections([malformed, verified], "mallory") == []
-    assert spot_check_rejections(entries, "carol") == []
+    assert [e.model_name for e in check_rejections(entries, "mallory")] == ["earlier", "spotted"]  # oldest first
+    assert [e.model_name for e in check_rejections(entries, "bob")] == ["others"]
+    assert check_rejections([malformed, verified], "mallory") == []
+    assert check_rejections(entries, "carol") == []
 
 
 def test_another_account_submitting_after_a_rejection_is_not_held():
@@ -146,11 +147,24 @@ def agreeing_with(path: Path):
     return score
 
 
+# The tests' clock starts six days ago: each `now` is an offset from it, so the days they span end
+# before today and no pending name is yet old enough to be released (`NAME_HOLD_DAYS`).
+START = time.time() - 6 * DAY
+
+
 def send(store, files, index, path, name, submitter, *, score, now):
     form = SubmissionForm(name, "", "org/toy-images", "main", submitter)
     images = lambda repo, revision, split: ParquetImages.from_folder(files["images"], split)  # noqa: E731
     return submit(
-        store, form, path, prompts=index, score=score, open_images=images, limits=LIMITS, now=now, secret=b"holds"
+        store,
+        form,
+        path,
+        prompts=index,
+        score=score,
+        open_images=images,
+        limits=LIMITS,
+        now=START + now,
+        secret=b"holds",
     )
 
 

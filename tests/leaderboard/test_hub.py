@@ -19,6 +19,7 @@ import yaml
 from huggingface_hub import parse_eval_result_entries
 
 from dataset_builder.benchmark import EVAL_TASKS
+from leaderboard.entries import FreshDraw, Regeneration
 from leaderboard.hub_check import (
     NOT_REACHABLE,
     HubLeaderboard,
@@ -130,6 +131,32 @@ def test_a_verified_entry_gets_yaml_with_its_page_and_how_it_was_verified(entrie
     rejected = _entry("Bad", "", 10.0, status="rejected")
     with pytest.raises(ValueError, match="this one is rejected"):
         entry_eval_results(rejected, dataset_id=DATASET, dataset_revision=REVISION, page_url=page)
+
+
+def test_the_yaml_notes_say_whether_the_images_were_reproduced_and_the_fresh_draw(entries):
+    sd = entries[0]
+    page = entry_page_url(SPACE, sd.submission_id)
+
+    def notes(entry) -> str:
+        text = entry_eval_results(entry, dataset_id=DATASET, dataset_revision=REVISION, page_url=page)
+        return parse_eval_result_entries(yaml.safe_load(text))[0].notes
+
+    assert notes(sd).endswith("; images not reproduced: no regeneration check ran for it")
+    closed = Regeneration(
+        outcome="not_reproduced", reason="images not reproduced: made by a function (`generate_with`)"
+    )
+    assert notes(sd.model_copy(update={"regeneration": closed})).endswith(
+        "; images not reproduced: made by a function (`generate_with`)"
+    )
+    reproduced = Regeneration(outcome="reproduced", reason="ok", model_id="org/m", commit="a" * 40, checked=114)
+    draw = FreshDraw(
+        seed=4294967297, prompts=432, images=1728, accuracy=10.04, interval=[7.9, 12.2], public=14.5,
+        public_interval=[13.9, 15.1], gap=-4.46, gap_interval=[-6.7, -2.2],
+    )  # fmt: skip
+    assert notes(sd.model_copy(update={"regeneration": reproduced, "fresh_draw": draw})).endswith(
+        "; images reproduced: 114 of 114 regenerated from org/m@aaaaaaaaaaaa agree; fresh draw (seed 4294967297, "
+        "432 prompts): 10.0% against 14.5%, gap -4.5 [-6.7, -2.2]"
+    )
 
 
 def test_the_hub_page_states_the_spot_check_plan_and_the_scorer_as_the_code_has_them():
@@ -400,7 +427,9 @@ def test_the_app_shows_the_hub_column_status_and_yaml_and_survives_an_unreachabl
         board, _, _, _ = client.predict(api_name="/leaderboard")
         frame = pd.DataFrame(board["data"], columns=board["headers"])
         hub = dict(zip(frame["model"] + " | " + frame["status"], frame["hub"], strict=True))
-        assert hub["SD 1.5 | verified (sampled, n=577, 2 disagreements)"] == "on the Hub: same value"
+        assert hub["SD 1.5 | verified (sampled, n=577, 2 disagreements) · images not reproduced"] == (
+            "on the Hub: same value"
+        )
         assert hub["SD 1.5 | reported (paper)"] == ""
         # Model ids are strangers' text: shown as plain text (Markdown escaped).
         assert "1 not verified here: someone\\/unverified\\-t2i." in client.predict(api_name="/hub_status")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -246,6 +247,7 @@ def test_limits_refuse_without_storing_and_only_stored_submissions_count(
     tmp_path, failing_results_file, prompts, index, images_folder
 ):
     store = SQLiteStore(tmp_path / "lb.sqlite")
+    T0 = time.time() - 3 * 86_400  # three days ago: the day's limits are counted from it
     partial = write_results(tmp_path / "partial.jsonl", prompts[:5], SPLIT, passed=False)
     kwargs = dict(prompts=index, score=all_fail_scorer([]), open_images=local_images(images_folder))
     with pytest.raises(SubmissionError, match="limit is 1 MB"):
@@ -254,12 +256,12 @@ def test_limits_refuse_without_storing_and_only_stored_submissions_count(
     one_a_day = SubmissionLimits(per_day=1, spot_check=SpotCheckPlan(2, 0))
     for _ in range(3):  # refused files never use up the day's submission
         with pytest.raises(SubmissionError, match="invalid results file"):
-            submit(store, form(), partial, limits=one_a_day, now=1_000_000.0, **kwargs)
-    first = submit(store, form(), failing_results_file, limits=one_a_day, now=1_000_000.0, **kwargs)
+            submit(store, form(), partial, limits=one_a_day, now=T0, **kwargs)
+    first = submit(store, form(), failing_results_file, limits=one_a_day, now=T0, **kwargs)
     assert first.status == "verified"
     with pytest.raises(SubmissionError, match="already made 1 submissions in the last 24 hours"):
         submit(store, form("Another"), failing_results_file, limits=one_a_day, now=1_000_100.0, **kwargs)
-    later = submit(store, form("Another"), failing_results_file, limits=one_a_day, now=1_000_000.0 + 86_401, **kwargs)
+    later = submit(store, form("Another"), failing_results_file, limits=one_a_day, now=T0 + 86_401, **kwargs)
     assert later.status == "verified"
     with pytest.raises(SubmissionError, match="enter the model's name"):
         submit(store, form("  "), partial, **kwargs)

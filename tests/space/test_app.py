@@ -23,6 +23,7 @@ from tests.helpers.jobs_helpers import double_jobs
 from tests.helpers.net import launch_local, served_launch_settings, space_launch_settings
 from tests.helpers.space_helpers import (
     RectanglePerception,
+    pinned_commit,
     scene_png,
     wait_for,
     write_images_dataset,
@@ -282,7 +283,8 @@ def test_submissions_and_leaderboard(app, data, prompts):
     assert set(frame["model"]) == {"Toy Model", "Third", "SD 1.5", "SD 1.5 + NegationCLIP"}
     statuses = dict(zip(frame["model"], frame["status"], strict=False))
     assert statuses["SD 1.5"] == REPORTED
-    assert statuses["Toy Model"] == "verified (sampled, n=652, 0 disagreements)"
+    # its images (flat PNGs, no generation record) name no model to regenerate: marked
+    assert statuses["Toy Model"] == "verified (sampled, n=652, 0 disagreements) · images not reproduced"
     assert dict(zip(frame["model"], frame["polarity_gap"], strict=False))["SD 1.5"] == pytest.approx(8.0)
     # The verified rows first, ranked (equal overall: equal rank), then the paper's, unranked, best first.
     assert list(frame["rank"][:2]) == [1, 1] and frame["rank"][2:].isna().all()
@@ -375,7 +377,9 @@ def test_waiting_submissions_get_a_job_at_start_up_and_again_while_the_app_runs(
 
     def send(name: str):
         form = SubmissionForm(name, "", IMAGES_REPO, "main", submitter="alice")
-        return submit(store, form, data["good"], prompts=PromptIndex(prompts), score=None)
+        return submit(
+            store, form, data["good"], prompts=PromptIndex(prompts), score=None, resolve_revision=pinned_commit
+        )
 
     first = send("Waiting Model")  # stored while no app runs: it waits, saying why
     assert first.status == "pending" and first.attempts == 1

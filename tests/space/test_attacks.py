@@ -158,10 +158,10 @@ def test_fabricated_inflations_are_rejected_and_honest_flips_verified(behind_pro
     frame = pd.DataFrame(board["data"], columns=board["headers"])
     label = dict(zip(frame["model"], frame["status"], strict=True))
     assert set(label) == {"Honest Model", "SD 1.5", "SD 1.5 + NegationCLIP"}  # the cheats are not ranked
-    plural = "" if honest.verification.disagreements == 1 else "s"
-    assert (
-        label["Honest Model"] == f"verified (sampled, n=652, {honest.verification.disagreements} disagreement{plural})"
-    )
+    found = honest.verification.disagreements
+    plural = "" if found == 1 else "s"
+    mark = "images not reproduced"  # flat PNGs without a generation record: nothing to regenerate
+    assert label["Honest Model"] == f"verified (sampled, n=652, {found} disagreement{plural}) · {mark}"
 
 
 @pytest.mark.slow

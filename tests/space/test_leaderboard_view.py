@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from leaderboard.entries import FreshDraw, Regeneration
 from leaderboard.ranking import PAPER_ROWS, REPORTED
 from leaderboard.store import Entry, Verification
 from space.leaderboard_view import (
@@ -12,7 +13,9 @@ from space.leaderboard_view import (
     LEADERBOARD_HEADERS,
     RANKING_NOTE,
     awaiting_frame,
+    csv_frame,
     leaderboard_frame,
+    model_status,
     status_cell,
 )
 
@@ -57,11 +60,66 @@ def test_the_overall_interval_is_the_stored_one_and_a_dash_without_one():
     }
 
 
+REPRODUCED = Regeneration(outcome="reproduced", reason="images regenerated from org/m: 114 of 114 ...")
+
+
 def test_the_status_cell_carries_the_verification_and_marks_a_partial_run():
     sampled = Verification(method="sampled", checked=652, disagreements=1, allowed=5, total=19_200)
-    assert status_cell(entry("Full", 10.0, verification=sampled)) == "verified (sampled, n=652, 1 disagreement)"
-    partial = entry("Part", 10.0, row={"coverage": 0.25, "images": 48})
+    full = entry("Full", 10.0, verification=sampled, regeneration=REPRODUCED)
+    assert status_cell(full) == "verified (sampled, n=652, 1 disagreement)"
+    partial = entry("Part", 10.0, row={"coverage": 0.25, "images": 48}, regeneration=REPRODUCED)
     assert status_cell(partial) == "verified · † 48 images, 0.2% of the corpus"
+
+
+def test_an_entry_whose_images_were_not_reproduced_is_ranked_with_the_mark_and_can_be_hidden():
+    closed = Regeneration(outcome="not_reproduced", reason="images not reproduced: made by a function")
+    entries = [
+        entry("Open", 20.0, regeneration=REPRODUCED),
+        entry("Closed", 30.0, regeneration=closed),
+        entry("Unchecked", 10.0),  # verified before the check existed: nothing counts as reproduced
+    ]
+    frame = leaderboard_frame(entries, include_paper=False)
+    assert dict(zip(frame["model"], frame["status"], strict=True)) == {
+        "Closed": "verified · images not reproduced",
+        "Open": "verified",
+        "Unchecked": "verified · images not reproduced",
+    }
+    assert list(frame["rank"]) == [1, 2, 3]
+    shown = leaderboard_frame(entries, include_paper=False, hide_not_reproduced=True)
+    assert list(shown["model"]) == ["Open"] and list(shown["rank"]) == [1]
+    assert (
+        list(leaderboard_frame(entries, hide_not_reproduced=True)["model"])[1:]
+        == [p["model"] for p in PAPER_ROWS][::-1]
+    )
+    csv = csv_frame(frame).to_csv(index=False)
+    assert csv.count("images not reproduced") == 2
+    detail = model_status(entries[1])
+    assert "**images not reproduced**: made by a function" in detail
+    assert "no regeneration check ran for it" in model_status(entries[2])
+    assert "images not reproduced" not in model_status(entries[0])
+
+
+def fresh(gap: float, low: float, high: float) -> FreshDraw:
+    return FreshDraw(
+        seed=4_294_967_301, prompts=432, images=1728, accuracy=20.0 + gap, interval=[17.0 + gap, 23.0 + gap],
+        public=20.0, public_interval=[19.0, 21.0], gap=gap, gap_interval=[low, high],
+    )  # fmt: skip
+
+
+def test_the_fresh_draw_column_shows_the_accuracy_and_flags_a_gap_whose_interval_excludes_zero():
+    entries = [
+        entry("Learnt", 20.0, regeneration=REPRODUCED, fresh_draw=fresh(-1.0, -4.2, 2.3)),
+        entry("Memorised", 21.0, regeneration=REPRODUCED, fresh_draw=fresh(-9.0, -13.2, -4.9)),
+        entry("Not drawn", 22.0),
+    ]
+    frame = leaderboard_frame(entries, include_paper=False).set_index("model")
+    assert frame.loc["Learnt", "fresh"] == 19.0 and frame.loc["Learnt", "fresh_gap"] == "−1.0 [−4.2, +2.3]"
+    assert frame.loc["Memorised", "fresh_gap"] == "−9.0 [−13.2, −4.9] ⚑"
+    assert pd.isna(frame.loc["Not drawn", "fresh"]) and frame.loc["Not drawn", "fresh_gap"] == "–"
+    assert list(frame.columns[4:7]) == ["status", "fresh", "fresh_gap"]  # the model is the index here
+    detail = model_status(entries[1])
+    assert "**Fresh draw**: 11.0% [8.0, 14.0] on 432 prompts" in detail and "gap −9.0 [−13.2, −4.9] ⚑" in detail
+    assert "Seed **4294967301**" in detail and "`negt2ibench build --seed 4294967301`" in detail
 
 
 def test_the_sort_is_said_in_one_line_and_the_headline_columns_fit_1280_pixels():

@@ -41,7 +41,17 @@ def serve(tmp_path: Path, dataset: Path, log_name: str) -> tuple[subprocess.Pope
         "MPLCONFIGDIR": str(tmp_path / "matplotlib"),
     }
     command = [sys.executable, "-m", "negt2ibench", "serve", "--port", str(port), "--home", str(tmp_path / "home")]
-    command += ["--dataset", str(dataset), "--forwarded-allow-ips", "127.0.0.1"]
+    # Submitted images are read from a local mirror (empty: the spot check is not this test's) so the
+    # submissions' revisions are kept as typed instead of being pinned through the Hub, offline here.
+    (tmp_path / "images").mkdir(exist_ok=True)
+    command += [
+        "--dataset",
+        str(dataset),
+        "--forwarded-allow-ips",
+        "127.0.0.1",
+        "--images-from",
+        str(tmp_path / "images"),
+    ]
     with (tmp_path / log_name).open("w") as log:
         process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"

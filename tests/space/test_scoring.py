@@ -29,7 +29,7 @@ from space.gpu_budget import score_seconds
 from space.handlers import Handlers, WorkDir
 from space.judge_panel import JudgePanel
 from tests.helpers.net import launch_local
-from tests.helpers.space_helpers import RectanglePerception, scene_png, wait_for, write_results
+from tests.helpers.space_helpers import RectanglePerception, pinned_commit, scene_png, wait_for, write_results
 
 PROMPT_ID = "directional_pos1_neg0_003"  # a motorcycle left of a bowl: the double's layout passes it
 
@@ -167,7 +167,12 @@ def test_on_zero_gpu_the_space_rescores_nothing_itself(zero_gpu, prompts, tmp_pa
     few = prompts[:10]
     perception = RectanglePerception()
     demo = build_app(
-        prompts=few, store=SQLiteStore(tmp_path / "lb.sqlite"), perception=perception, preload=False, recheck_every=3600
+        prompts=few,
+        store=SQLiteStore(tmp_path / "lb.sqlite"),
+        perception=perception,
+        preload=False,
+        recheck_every=3600,
+        resolve_revision=pinned_commit,
     )
     try:
         assert demo.verify_backend is not None and demo.verify_backend.name == "none"

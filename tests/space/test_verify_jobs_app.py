@@ -4,7 +4,9 @@
   perception double as its scorer); killed with SIGKILL mid-run, it is relaunched, and one outcome
   lands with nothing lost (the results intact, SQLite's integrity check clean);
 - the `hf-jobs` backend over a double of `HfApi`: the Submit tab's list shows each state of the job
-  (scheduling, running, failed with its last error line and relaunched, completed) and its logs link.
+  (scheduling, running, failed with its last error line and relaunched, completed) and its logs link;
+- the `local` backend with a tiny random diffusers model in the Hugging Face cache: an honest entry
+  is regenerated, verified and gets its fresh draw; a best-of-4 one is rejected, its pairs on its page.
 """
 
 from __future__ import annotations
@@ -19,12 +21,21 @@ from gradio_client import Client, handle_file
 
 from dataset_builder.loading import load_prompts
 from leaderboard.job_backends import HfJobsBackend
+from leaderboard.names import plain_markdown
 from leaderboard.store import SQLiteStore
 from negt2ibench.core.hf_jobs import HfJobs, JobPackage
 from space.app import build_app
+from tests.helpers.generation_helpers import write_prompts_jsonl
 from tests.helpers.jobs_helpers import JobsHfApi, double_jobs
 from tests.helpers.net import launch_local
-from tests.helpers.space_helpers import RectanglePerception, wait_for, write_images_dataset, write_results
+from tests.helpers.regen_helpers import best_of_four_split, regen_world, scored_results
+from tests.helpers.space_helpers import (
+    RectanglePerception,
+    pinned_commit,
+    wait_for,
+    write_images_dataset,
+    write_results,
+)
 
 SPLIT = "toy_model"
 IMAGES_REPO = "org/toy-images"
@@ -58,7 +69,12 @@ def test_a_job_killed_mid_run_is_relaunched_and_one_outcome_lands(prompts, data,
     gate = tmp_path / "gate"  # the jobs' scorer waits for it: the first job is killed while it waits
     jobs = double_jobs(store.locator(), tmp_path, images_from=data["hub"], gate=gate, secret=b"kill test")
     demo = build_app(
-        prompts=prompts, store=store, perception=RectanglePerception(), verify_backend=jobs, recheck_every=0.2
+        prompts=prompts,
+        store=store,
+        perception=RectanglePerception(),
+        verify_backend=jobs,
+        recheck_every=0.2,
+        resolve_revision=pinned_commit,
     )
     client = Client(launch_local(demo), verbose=False)
     try:
@@ -110,7 +126,12 @@ def test_the_submit_tab_shows_each_state_of_a_hub_job(prompts, data, tmp_path):
         HfJobs(api, package=JobPackage("9.9.9", None)), "hub:org/results", secrets={"HF_TOKEN": "hf_secret_value"}
     )
     demo = build_app(
-        prompts=prompts, store=store, perception=RectanglePerception(), verify_backend=backend, recheck_every=0.1
+        prompts=prompts,
+        store=store,
+        perception=RectanglePerception(),
+        verify_backend=backend,
+        recheck_every=0.1,
+        resolve_revision=pinned_commit,
     )
     client = Client(launch_local(demo), verbose=False)
 
@@ -136,6 +157,71 @@ def test_the_submit_tab_shows_each_state_of_a_hub_job(prompts, data, tmp_path):
         row = submissions(client).iloc[0]
         assert row["status"] == "verified" and row["verification job"].startswith("hf\\-jobs COMPLETED · launch 2")
         assert "hf_secret_value" not in repr(api.calls) + store.path.read_bytes().decode("latin-1")
+    finally:
+        client.close()
+        demo.close()
+
+
+@pytest.mark.slow
+def test_an_honest_tiny_model_entry_gets_its_fresh_draw_and_a_best_of_four_one_is_rejected_with_its_pairs(
+    tmp_path_factory, tmp_path
+):
+    """Both entries' pages as a reader finds them: the honest one verified, its images the model's own,
+    its fresh draw done and its seed revealed, then held once the same account's best-of-4 entry is
+    caught; the best-of-4 one rejected by the regeneration check, its pairs side by side."""
+    world = regen_world(tmp_path_factory.mktemp("jobs_regen"))
+    org = world["images"] / "org"
+    best_of_four_split(org / "best4", world["prompts"], world["spec"], org / "honest")
+    files = {}
+    for name in ("honest", "best4"):
+        records = scored_results(org / name, world["prompts"], world["spec"].key)
+        files[name] = tmp_path / f"{name}.jsonl"
+        files[name].write_text("".join(record.model_dump_json() + "\n" for record in records))
+    dataset = write_prompts_jsonl(world["prompts"], tmp_path / "dataset")
+    store = SQLiteStore(tmp_path / "lb.sqlite")
+    jobs = double_jobs(store.locator(), tmp_path, images_from=world["images"], dataset=dataset, secret=b"regen")
+    jobs.extra = (*jobs.extra, "--fresh-per-cell", "1")  # 48 prompts: quicker here, and its page says so
+    demo = build_app(
+        prompts=world["prompts"], store=store, perception=RectanglePerception(), verify_backend=jobs,
+        recheck_every=0.2, images_from=world["images"],
+    )  # fmt: skip
+    client = Client(launch_local(demo), verbose=False)
+
+    def page(entry_id: str):
+        text, gallery = client.predict(entry_id, api_name="/entry_page")
+        return text, gallery
+
+    try:
+        client.predict(handle_file(str(files["honest"])), "Tiny Honest", "", "org/honest", "main", api_name="/submit")
+        [honest] = store.list_entries()
+        wait_for(
+            lambda: store.get_entry(honest.submission_id).fresh_draw is not None, "the honest entry's fresh draw", 300
+        )
+        done = store.get_entry(honest.submission_id)
+        assert done.status == "verified" and done.regeneration.outcome == "reproduced" and done.job.mode == "fresh"
+        text, gallery = page(honest.submission_id)
+        said = "images regenerated from test-regen/tiny-a@aaaaaaaaaaaa: 40 of 40 are the model's own"
+        assert plain_markdown(said) in text and "on 48 prompts drawn from a secret seed (192 images)" in text
+        assert f"Seed **{done.fresh_draw.seed}**" in text and len(gallery) == 8
+        board, *_ = client.predict(api_name="/leaderboard")
+        row = dict(zip(board["headers"], board["data"][0], strict=True))
+        assert row["model"] == "Tiny Honest" and "images not reproduced" not in row["status"]
+        assert row["fresh"] == round(done.fresh_draw.accuracy, 1)
+
+        client.predict(
+            handle_file(str(files["best4"])), "Tiny Best Of Four", "", "org/best4", "main", api_name="/submit"
+        )
+        cheat = next(e for e in store.list_entries() if e.submission_id != honest.submission_id)
+        wait_for(
+            lambda: store.get_entry(cheat.submission_id).status == "rejected", "the best-of-4 entry's rejection", 240
+        )
+        text, gallery = page(cheat.submission_id)
+        # more than 2 of the 40 not the model's own settles it: the first batch of 4 did
+        assert "**Status**: " + plain_markdown("rejected: regeneration check: 4 of 4 sampled images") in text
+        assert len(gallery) == 4 and all("not the model's own: similarity" in item["caption"] for item in gallery)
+        held = store.get_entry(honest.submission_id)  # the same account: its sampled verification is held
+        assert held.status == "held" and "a regeneration check then rejected another submission" in held.reason
+        assert "Seed **" in page(honest.submission_id)[0]  # the revealed seed stays on its page
     finally:
         client.close()
         demo.close()

@@ -21,13 +21,14 @@ from tests.helpers.space_helpers import RectanglePerception, scene_png
 def test_the_leaderboard_leads_with_the_ranking_then_table3s_columns():
     keys = [column.key for column in LEADERBOARD_TABLE_COLUMNS]
     assert keys[:6] == ["rank", "model", "overall", "overall_ci", "polarity_gap", "status"]
-    assert keys[6:] == [*TABLE3_CATEGORIES, *SETTING_LABELS, "coverage", "images", "link"]
+    assert keys[6:] == ["fresh", "fresh_gap", *TABLE3_CATEGORIES, *SETTING_LABELS, "coverage", "images", "link"]
     shared = {column.key: column for column in LEADERBOARD_TABLE_COLUMNS if column.key in LEADERBOARD_COLUMNS}
     assert shared == {column.key: column for column in TABLE3_COLUMNS if column.key in LEADERBOARD_COLUMNS}
     row = {key: 1.0 for key in LEADERBOARD_COLUMNS} | {"model": "m", "coverage": 100.0, "extra": "dropped"}
     entry = Entry(model_name="M", model_key="m", submitter="a", created_at=1, status="verified", row=row, link="x")
     table = leaderboard_table([entry])
-    assert table.rows[0]["model"] == "M" and table.rows[0]["status"] == "verified" and "extra" not in table.rows[0]
+    assert table.rows[0]["model"] == "M" and "extra" not in table.rows[0]
+    assert table.rows[0]["status"] == "verified · images not reproduced"  # no regeneration check ran for it
     assert len(table.rows) == 1 + len(PAPER_ROWS) and table.rows[-1]["coverage"] is None  # the paper gives none
     waiting = entry.model_copy(update={"status": "pending", "submission_id": "0" * 32, "model_key": "w"})
     assert len(leaderboard_table([waiting]).rows) == len(PAPER_ROWS)  # pending: never ranked
