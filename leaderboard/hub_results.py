@@ -5,8 +5,11 @@ values from the entry's ranked row by `task_values`, the report's rounding), wit
 the benchmark dataset's commit (read from the Hub by the caller), `date` when the ranked numbers
 were scored (`scored_date`), `source.url` the entry's own page in the Space (`entry_page_url`: the
 Space's address with `?entry=<submission id>`; a Space page passes its query string on to the app,
-which opens that entry's detail) and `notes` saying how it was verified (`verification_note`). A
-pending, validated, received or rejected entry has none (`no_yaml_reason` says why).
+which opens that entry's detail) and `notes` saying how it was verified (`verification_note`), on
+which images (`pinned_images_note`: `images: ORG/NAME@SHA`, the commit pinned when the submission was
+stored; the spec's `source` is the one place a reader follows, so it stays the entry's page) and
+whether they were reproduced (`images_note`). A pending, validated, received or rejected entry has
+none (`no_yaml_reason` says why).
 
 Settings: the benchmark's Hub dataset (`hub_dataset_id`: NEGT2I_HUB_DATASET, else the repo an
 earlier `push` wrote into the dataset folder's card) and the Space's address (`space_base_url`:
@@ -21,7 +24,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from evaluator.hub_results import eval_result_entries, eval_results_yaml, iso_time, scorer_note, task_values
 
-from .names import clip, terminal_text
+from .images import COMMIT
+from .names import MAX_REPO_ID, clip, terminal_text
 from .ranking import why_not_reproduced
 from .store import Entry
 
@@ -89,6 +93,16 @@ def verification_note(entry: Entry) -> str:
     )
 
 
+def pinned_images_note(entry: Entry) -> str:
+    """Which images the entry was verified on: `images: ORG/NAME@SHA`, the commit its revision was
+    pinned to when stored. An entry stored before revisions were pinned holds a branch or tag, which
+    may have moved since: it says `not pinned to a commit` and never names that revision."""
+    repo = terminal_text(clip(entry.images_repo, MAX_REPO_ID)) if entry.images_repo else "(no repo recorded)"
+    if COMMIT.fullmatch(entry.images_revision):
+        return f"images: {repo}@{entry.images_revision}"
+    return f"images: {repo}, not pinned to a commit (stored before revisions were pinned)"
+
+
 def images_note(entry: Entry) -> str:
     """Whether the entry's images are the model's own (`images not reproduced` with its reason when the
     job could not show it), and its fresh draw when there is one."""
@@ -129,7 +143,8 @@ def entry_eval_results(entry: Entry, *, dataset_id: str, dataset_revision: str, 
     if reason:
         raise ValueError(reason)
     notes = (
-        f"{scorer_note(entry.evaluator_version, entry.config_hash)}; {verification_note(entry)}; {images_note(entry)}"
+        f"{scorer_note(entry.evaluator_version, entry.config_hash)}; {verification_note(entry)}; "
+        f"{pinned_images_note(entry)}; {images_note(entry)}"
     )
     entries = eval_result_entries(
         task_values(entry.row or {}),

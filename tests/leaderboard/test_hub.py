@@ -159,6 +159,34 @@ def test_the_yaml_notes_say_whether_the_images_were_reproduced_and_the_fresh_dra
     )
 
 
+def test_the_yaml_notes_name_the_pinned_images_commit_and_never_a_branch(entries):
+    sd = entries[0]
+    page = entry_page_url(SPACE, sd.submission_id)
+
+    def notes_and_text(**fields) -> tuple[str, str]:
+        text = entry_eval_results(
+            sd.model_copy(update=fields), dataset_id=DATASET, dataset_revision=REVISION, page_url=page
+        )
+        return parse_eval_result_entries(yaml.safe_load(text))[0].notes, text
+
+    pinned = "c0ffee" + "1" * 34
+    notes, text = notes_and_text(images_repo="org/sd-images", images_revision=pinned, images_ref="release-branch")
+    assert f"; images: org/sd-images@{pinned}; images not reproduced" in notes
+    assert "release-branch" not in text
+    assert {e.source_url for e in parse_eval_result_entries(yaml.safe_load(text))} == {page}  # the page, still
+    # Stored before revisions were pinned: a branch, a tag, an abbreviated or upper-case commit is no pin.
+    for legacy in ("release-branch", "v1.0", pinned[:12], pinned.upper(), ""):
+        notes, text = notes_and_text(images_repo="org/sd-images", images_revision=legacy, images_ref=legacy)
+        assert "; images: org/sd-images, not pinned to a commit (stored before revisions were pinned); " in notes
+        assert not legacy or legacy not in text
+    # A repo id stored before ids were checked: clipped, escaped, and the YAML still loads.
+    notes, _ = notes_and_text(images_repo="evil/" + "r" * 200_000 + "\ufffe\x1b[2J", images_revision=pinned)
+    assert "images: evil/" + "r" * 188 + f"… (200,010 characters)@{pinned}" in notes
+    notes, text = notes_and_text(images_repo="evil/x\ufffe\x1b[2J\u202e", images_revision=pinned)
+    assert f"images: evil/x\\ufffe\\x1b[2J\\u202e@{pinned}" in notes and "\ufffe" not in text
+    assert "images: (no repo recorded), not pinned to a commit" in notes_and_text()[0]
+
+
 def test_the_hub_page_states_the_spot_check_plan_and_the_scorer_as_the_code_has_them():
     from dataset_builder.loading import load_prompts
     from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
