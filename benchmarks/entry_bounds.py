@@ -2,7 +2,7 @@
 (run by hand; nothing is asserted).
 
     .venv/bin/python benchmarks/entry_bounds.py pages [--pages 20] [--megapixels 40]
-    .venv/bin/python benchmarks/entry_bounds.py calls [--calls 6000]
+    .venv/bin/python benchmarks/entry_bounds.py calls [--calls 6000] [--every 500]
     .venv/bin/python benchmarks/entry_bounds.py slow [--seconds 1.0]
     ... --checkout /path/to/another/checkout   # the same measurement of another version ("before")
 
@@ -12,9 +12,10 @@ version of the project can be measured (`--checkout`). RSS is this process's (th
 resident memory, read from /proc/self/status.
 
 - `pages`: one verified entry whose images repo (a local parquet folder) holds solid-colour PNGs of
-  MEGAPIXELS each (small on disk, large decoded); the RSS after each of PAGES Gallery pages.
+  MEGAPIXELS each (small on disk, large decoded); the RSS after each of PAGES Gallery pages, its
+  time, and how many of its thumbnails are images (the others: "still being fetched" placeholders).
 - `calls`: CALLS calls of `/hub_status`, each from a new session (as a script or a crawler makes
-  them); the RSS before and after.
+  them); the RSS before, every EVERY calls, and after.
 - `slow`: two verified entries, one whose repo answers SECONDS late per page; another client's page
   of the other (kept) entry alone, and while the slow repo's page is being fetched (medians of 5).
 """
@@ -87,11 +88,13 @@ def pages(args) -> None:
     demo, client = launched(
         store, prompts, lambda repo, revision, split: ParquetImages.from_folder(folder, split), recheck_every=None
     )
-    print(f"| page | RSS (MB) | seconds |\n|---:|---:|---:|\n| before | {rss_mb():.0f} | |")
+    print(f"| page | RSS (MB) | seconds | images shown |\n|---:|---:|---:|---:|\n| before | {rss_mb():.0f} | | |")
     for number in range(1, args.pages + 1):
         started = time.perf_counter()
-        client.predict("Big", "any", "any", "any", "any", "any", number, api_name="/gallery")
-        print(f"| {number} | {rss_mb():.0f} | {time.perf_counter() - started:.1f} |", flush=True)
+        _, thumbnails, *_ = client.predict("Big", "any", "any", "any", "any", "any", number, api_name="/gallery")
+        seconds = time.perf_counter() - started
+        shown = sum("still being fetched" not in str(thumbnail) for thumbnail in thumbnails)  # not a placeholder
+        print(f"| {number} | {rss_mb():.0f} | {seconds:.1f} | {shown} of {len(thumbnails)} |", flush=True)
     client.close()
     demo.close()
 
@@ -108,7 +111,7 @@ def calls(args) -> None:
     for number in range(1, args.calls + 1):
         client.reset_session()  # a new visitor each call
         client.predict(api_name="/hub_status")
-        if number % max(1, args.calls // 6) == 0:
+        if number % max(1, args.every) == 0:
             print(f"| {number} | {rss_mb():.0f} |", flush=True)
     print(f"growth over {args.calls} calls: {rss_mb() - start:.0f} MB")
     client.close()
@@ -175,6 +178,7 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--megapixels", type=float, default=40.0)
     parser.add_argument("--calls", type=int, default=6000)
+    parser.add_argument("--every", type=int, default=500, help="calls between two RSS readings")
     parser.add_argument("--seconds", type=float, default=1.0)
     args = parser.parse_args()
     sys.path.insert(0, str(args.checkout.resolve()))
