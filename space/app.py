@@ -2,10 +2,11 @@
 images (gallery, compare), submissions, annotation.
 
 `build_app()` resolves its settings (`app_settings.AppSettings`), makes the shared state and handlers
-and calls each tab's module (`space.tabs`: `explore`, `score`, `leaderboard`, `gallery`, `compare`, `submit`, `annotate`), which lays its tab out and wires its
-events to small handlers that call pure view builders (`views`, `leaderboard_view`). The models
-are an `Evaluator` passed in (or built here, lazily); the scoring function runs under
-`spaces.GPU` (`scoring`: a no-op off ZeroGPU) and only CPU objects cross it. The app's temporary folder is removed when
+and calls each tab's module (`space.tabs`: `explore`, `score`, `leaderboard`, `gallery`, `compare`,
+`submit`, `annotate`), which lays its tab out and wires its events to small handlers that call pure
+view builders (`views`, `leaderboard_view`). The models are an `Evaluator` passed in (or built here,
+lazily); the scoring function runs under `spaces.GPU` (`scoring`: a no-op off ZeroGPU) and only CPU
+objects cross it. The app's temporary folder is removed when
 it closes, at exit, or on SIGTERM (a Space's restart). Identities (`identity`), names (`names`),
 the spot check's policy (`verification`) and the bounds on disk, queue and image sizes
 (`resources`) have their own modules.
