@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
     from evaluator.pipeline import ScoreSummary
+    from evaluator.sources import ImageItem
 
     ImageLike = Image.Image | str | Path | bytes | np.ndarray
 
@@ -295,13 +296,32 @@ class Evaluator:
 
         Returns:
             list[ResultRecord]: one per image, in the order given.
-        """
-        from evaluator.sources import ImageItem
 
+        Raises:
+            UserError: a bad argument, named: a model key that is not a split name, a batch size, worker
+                count or sample index out of range, lengths that differ, an image array of another shape or
+                range, a prompt text outside the grammar (`OptionError`); `MissingWeightsError`: a model's
+                weights are not on this machine.
+            TypeError: an image or a prompt of a type it does not take.
+        """
         check_model_key(model_key)
         size = self.batch_size if batch_size is None else positive("batch_size", batch_size)
         if num_workers is not None:
             non_negative("num_workers", num_workers)
+        entries = self._items(images, prompts, sample_indices)
+        self.require_weights([record for _, record in entries if record is not None])
+        return self._score_items(entries, size, model_key, progress, num_workers)
+
+    def _items(
+        self,
+        images: Sequence[ImageLike],
+        prompts: Sequence[str | PromptRecord],
+        sample_indices: Sequence[int] | None,
+    ) -> list[tuple[ImageItem, PromptRecord | None]]:
+        """`score_many`'s images as the engine's items (prompt id, sample index, a fetcher), each with its
+        prompt record (None: an id not known, an error row)."""
+        from evaluator.sources import ImageItem
+
         if len(images) != len(prompts):
             raise UserError(f"images and prompts must have the same length, got {len(images)} and {len(prompts)}")
         resolved = [self._resolve(prompt, f"prompts[{i}]") for i, prompt in enumerate(prompts)]
@@ -309,14 +329,23 @@ class Evaluator:
             sample_indices = running_counts([prompt_id for prompt_id, _ in resolved])
         elif len(sample_indices) != len(images):
             raise UserError(f"sample_indices must have one index per image, got {len(sample_indices)}")
-        entries = [
+        return [
             (
                 ImageItem(prompt_id, non_negative(f"sample_indices[{i}]", sample), fetcher(image, f"images[{i}]")),
                 record,
             )
             for i, (image, (prompt_id, record), sample) in enumerate(zip(images, resolved, sample_indices, strict=True))
         ]
-        self.require_weights([record for _, record in entries if record is not None])
+
+    def _score_items(
+        self,
+        entries: list[tuple[ImageItem, PromptRecord | None]],
+        size: int,
+        model_key: str,
+        progress: bool,
+        num_workers: int | None,
+    ) -> list[ResultRecord]:
+        """The items scored in the batches `negt2ibench score` would make, through its engine."""
         from tqdm.auto import tqdm
 
         from evaluator.loader import Work
