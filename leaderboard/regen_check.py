@@ -43,10 +43,10 @@ from .ranking import NOT_REPRODUCED
 from .regeneration import (
     RegenerationPlan,
     draw_regeneration_sample,
-    image_similarity,
     regeneration_plan,
     regeneration_seed,
 )
+from .similarity import image_similarity
 from .spotcheck import verification_secret
 from .states import transition
 from .store import LeaderboardStore

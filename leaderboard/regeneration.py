@@ -4,7 +4,8 @@ The spot check proves that a file's verdicts match its images; it cannot see whe
 from. So the verification job also regenerates a sample of them from the recorded model, commit,
 seed and settings (`generation.reproduce.recorded_spec`) and compares each with the submitted image.
 
-**The similarity** (`image_similarity`) is SSIM (Wang et al. 2004, scikit-image's
+**The similarity** (`leaderboard.similarity.image_similarity`, its own module: the job computes it,
+the Space, which plans jobs from this one, does not) is SSIM (Wang et al. 2004, scikit-image's
 `structural_similarity` with their Gaussian window, sigma 1.5, K1 0.01, K2 0.03) of the two images
 in grey, each resized to 64 x 64. The seed fixes an image's layout: where things are, their shapes,
 light and dark. Another seed of the same prompt draws the same things elsewhere, and a semantic
@@ -50,7 +51,6 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from scipy.stats import binom
 
@@ -61,7 +61,6 @@ IMPOSTOR_RATE = 0.01  # ... when such an image reaches t by chance at most this 
 HONEST_MISS_RATE = 0.01  # the assumption: an honest image falls below t at most this often (provisional)
 ERROR = 0.01  # the largest probability of either mistake
 THRESHOLD = 0.5  # t: the model's own when the similarity is at least this (provisional, module docstring)
-SIMILARITY_SIDE = 64  # both images are compared in grey at this size
 
 
 @dataclass(frozen=True)
@@ -133,28 +132,3 @@ def regeneration_seed(secret: bytes, submission_id: str, digest: str) -> int:
 def draw_regeneration_sample(total_images: int, plan: RegenerationPlan, seed: int) -> list[int]:
     """The positions (0 .. total_images - 1) to regenerate, without replacement, ascending."""
     return sorted(random.Random(seed).sample(range(total_images), min(plan.sample_size, total_images)))
-
-
-def grey_pixels(image: Any, side: int = SIMILARITY_SIDE):
-    """The image in grey at SIDE x SIDE (area-averaged when shrunk), as floats in [0, 1]."""
-    import numpy as np
-    from PIL import Image
-
-    grey = image.convert("L").resize((side, side), Image.Resampling.BOX)
-    return np.asarray(grey, dtype=np.float64) / 255.0
-
-
-def image_similarity(first: Any, second: Any, side: int = SIMILARITY_SIDE) -> float:
-    """SSIM of two PIL images in grey at SIDE x SIDE (scikit-image, Wang et al.'s Gaussian window):
-    1 for the same picture, near 0 for unrelated ones (module docstring)."""
-    from skimage.metrics import structural_similarity
-
-    value = structural_similarity(
-        grey_pixels(first, side),
-        grey_pixels(second, side),
-        data_range=1.0,
-        gaussian_weights=True,
-        sigma=1.5,
-        use_sample_covariance=False,
-    )
-    return float(value)
