@@ -31,10 +31,10 @@ from space.deploy import (
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = ("negt2ibench", "dataset_builder", "evaluator", "leaderboard", "space", "generation", "validation", "judges")
 INSTALLED_BY_THE_SDK = {"gradio", "gradio-client"}  # sdk_version in the Space README
-# What ZeroGPU supports (huggingface/hub-docs main 242f4a1, docs/hub/spaces-zerogpu.md, "Supported Versions").
+# What ZeroGPU supports (huggingface/hub-docs@242f4a1, docs/hub/spaces-zerogpu.md, "Supported Versions").
 ZERO_GPU_PYTHONS = ("3.12.12", "3.10.13")
 ZERO_GPU_TORCHES = ("2.8.0", "2.9.1", "2.10.0", "2.11.0")
-# The valid `suggested_hardware` flavours (hub-docs main 242f4a1, docs/hub/spaces-config-reference.md).
+# The valid `suggested_hardware` flavours (huggingface/hub-docs@242f4a1, docs/hub/spaces-config-reference.md).
 SUGGESTED_HARDWARE = {"cpu-basic", "cpu-upgrade", "t4-small", "t4-medium", "l4x1", "l4x4", "l40sx1", "l40sx4"} | {
     "l40sx8", "a10g-small", "a10g-large", "a10g-largex2", "a10g-largex4", "a100-large", "a100x4", "a100x8"
 }  # fmt: skip
