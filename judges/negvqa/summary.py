@@ -25,7 +25,6 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -34,10 +33,19 @@ from negt2ibench.core.errors import UserError
 from negt2ibench.core.table import Column, Table
 
 from .data import DOMAINS
+from .figures import (
+    Accuracies,
+    DomainAccuracy,
+    DropFigures,
+    GeneratedReplies,
+    Interval,
+    JudgeSummary,
+    OriginalDrop,
+    SourceAccuracy,
+)
 from .records import LETTERS, NegVQARecord
 
 NAN = math.nan
-Interval = tuple[float, float]
 
 
 @dataclass
@@ -102,7 +110,7 @@ def _domains(sources: Mapping[str, str]) -> dict[str, list[str]]:
     return {d: sorted(s for s, of in sources.items() if of == d) for d in order if d in sources.values()}
 
 
-def _accuracies(records: Sequence[NegVQARecord], resamples: int, seed: int, confidence: float) -> dict[str, Any]:
+def _accuracies(records: Sequence[NegVQARecord], resamples: int, seed: int, confidence: float) -> Accuracies:
     """Overall (all questions), by source, by domain (mean of its sources), with intervals."""
     by_source = _by_source(records)
     domain_of = {source: group[0].domain for source, group in by_source.items()}
@@ -110,7 +118,7 @@ def _accuracies(records: Sequence[NegVQARecord], resamples: int, seed: int, conf
     sums = _draw_sums(correct, resamples, seed) if resamples > 0 else {}
     n = {source: len(values) for source, values in correct.items()}
     total = sum(n.values())
-    sources = {
+    sources: dict[str, SourceAccuracy] = {
         source: {
             "domain": domain_of[source],
             "questions": n[source],
@@ -120,7 +128,7 @@ def _accuracies(records: Sequence[NegVQARecord], resamples: int, seed: int, conf
         }
         for source, values in correct.items()
     }
-    domains = {}
+    domains: dict[str, DomainAccuracy] = {}
     for domain, members in _domains(domain_of).items():
         draws = np.mean([sums[s] / n[s] for s in members], axis=0) if sums else None
         domains[domain] = {
@@ -144,7 +152,7 @@ def _accuracies(records: Sequence[NegVQARecord], resamples: int, seed: int, conf
 
 def _drop(
     negated: Sequence[NegVQARecord], original: Sequence[NegVQARecord], resamples: int, seed: int, confidence: float
-) -> dict[str, Any]:
+) -> OriginalDrop:
     """Original − negated accuracy over the questions answered in both forms, paired; the originals'
     letters against their own key (the other letter of the negated one's, the seed's §2.1); their
     error rows counted (`error_rows`) and, having no answer, in no pair."""
@@ -159,7 +167,7 @@ def _drop(
     n = {source: len(v) for source, v in values.items()}
     total = sum(n.values())
 
-    def figures(members: Sequence[str], macro: bool) -> dict[str, Any]:
+    def figures(members: Sequence[str], macro: bool) -> DropFigures:
         if macro:  # a domain: the mean of its sources' accuracies
             means = np.mean([values[s].mean(axis=0) for s in members], axis=0)
             draws = np.mean([sums[s] / n[s] for s in members], axis=0) if sums else None
@@ -176,14 +184,30 @@ def _drop(
         }
 
     if not total:
-        empty = {"pairs": 0, "accuracy_original": NAN, "accuracy_negated": NAN, "drop": NAN, "by_domain": {}}
-        return empty | {"error_rows": errors}
-    block = figures(list(values), macro=False)
+        return {
+            "pairs": 0,
+            "accuracy_original": NAN,
+            "accuracy_negated": NAN,
+            "drop": NAN,
+            "by_domain": {},
+            "error_rows": errors,
+        }
+    every = figures(list(values), macro=False)
     domain_of = {source: group[0][0].domain for source, group in grouped.items()}
-    block["by_domain"] = {domain: figures(members, macro=True) for domain, members in _domains(domain_of).items()}
     chosen, key = sum(o.letter == "A" for _, o in pairs), sum(o.answer == "A" for _, o in pairs)
-    block |= {"chosen_A": chosen / total, "key_A": key / total, "bias_A": (chosen - key) / total, "error_rows": errors}
-    return block
+    return {  # in the order the JSON has always had: the overall figures, by domain, the letters
+        "pairs": every["pairs"],
+        "accuracy_original": every["accuracy_original"],
+        "accuracy_negated": every["accuracy_negated"],
+        "drop": every["drop"],
+        "accuracy_original_ci": every["accuracy_original_ci"],
+        "drop_ci": every["drop_ci"],
+        "by_domain": {domain: figures(members, macro=True) for domain, members in _domains(domain_of).items()},
+        "chosen_A": chosen / total,
+        "key_A": key / total,
+        "bias_A": (chosen - key) / total,
+        "error_rows": errors,
+    }
 
 
 def summarize_judge(
@@ -192,35 +216,57 @@ def summarize_judge(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     confidence: float = DEFAULT_CONFIDENCE,
-) -> dict[str, Any]:
-    """Every figure of one judge (fractions; intervals as (low, high)); see the module's docstring."""
+) -> JudgeSummary:
+    """Every figure of one judge (see the module's docstring for how each is counted).
+
+    Args:
+        records: the judge's negated answers and, when they were asked, its originals.
+        resamples: bootstrap resamples of the intervals; 0 gives (NaN, NaN) intervals.
+        seed: the bootstrap's seed (a source dataset's draws use it offset by the dataset's place).
+        confidence: the intervals' confidence level.
+
+    Returns:
+        The judge's summary: accuracy overall, by domain and by source dataset, the letter shares,
+        the drop from the originals (None without originals), the written replies (None without
+        any), as fractions with (low, high) intervals; a plain dict, written to JSON as it is.
+    """
     answered = [r for r in records.negated if r.error is None]
     errors = Counter((r.error or "").split(":", 1)[0] for r in records.negated if r.error is not None)
-    summary: dict[str, Any] = {"judge": records.judge, "params": records.params, "files": list(records.files)}
-    summary["error_rows"] = sum(errors.values())
-    summary["error_kinds"] = dict(sorted(errors.items()))
-    summary |= _accuracies(answered, resamples, seed, confidence)
+    figures = _accuracies(answered, resamples, seed, confidence)
     chosen = Counter(str(r.letter) for r in answered)
     key = Counter(str(r.answer) for r in answered)
-    summary["letters"] = {
-        "chosen": {letter: _share(chosen[letter], len(answered)) for letter in LETTERS},
-        "key": {letter: _share(key[letter], len(answered)) for letter in LETTERS},
-        "bias_A": _share(chosen["A"] - key["A"], len(answered)),
-    }
-    summary["original"] = _drop(answered, records.original, resamples, seed, confidence) if records.original else None
     replies = [r for r in answered if r.generated is not None]
-    summary["generated"] = (
-        {
+    generated: GeneratedReplies | None = None
+    if replies:
+        disagree = sum(bool(r.disagrees) for r in replies)
+        unread = sum(r.generated_letter is None for r in replies)
+        generated = {
             "replies": len(replies),
-            "disagree": sum(bool(r.disagrees) for r in replies),
-            "disagree_share": _share(sum(bool(r.disagrees) for r in replies), len(replies)),
-            "unread": sum(r.generated_letter is None for r in replies),
+            "disagree": disagree,
+            "disagree_share": _share(disagree, len(replies)),
+            "unread": unread,
         }
-        if replies
-        else None
-    )
-    summary["options"] = {"bootstrap": resamples, "seed": seed, "confidence": confidence}
-    return summary
+    return {  # the order of the JSON's keys
+        "judge": records.judge,
+        "params": records.params,
+        "files": list(records.files),
+        "error_rows": sum(errors.values()),
+        "error_kinds": dict(sorted(errors.items())),
+        "questions": figures["questions"],
+        "correct": figures["correct"],
+        "accuracy": figures["accuracy"],
+        "accuracy_ci": figures["accuracy_ci"],
+        "by_domain": figures["by_domain"],
+        "by_source": figures["by_source"],
+        "letters": {
+            "chosen": {letter: _share(chosen[letter], len(answered)) for letter in LETTERS},
+            "key": {letter: _share(key[letter], len(answered)) for letter in LETTERS},
+            "bias_A": _share(chosen["A"] - key["A"], len(answered)),
+        },
+        "original": _drop(answered, records.original, resamples, seed, confidence) if records.original else None,
+        "generated": generated,
+        "options": {"bootstrap": resamples, "seed": seed, "confidence": confidence},
+    }
 
 
 # -- tables (percentages, one decimal) ----------------------------------------------------------------
@@ -248,7 +294,11 @@ PAIRED_NOTE = (
 )
 
 
-def judges_table(summaries: Sequence[Mapping[str, Any]]) -> Table:
+def _accuracy_of(block: DomainAccuracy | None) -> float | None:
+    return block["accuracy"] if block else None
+
+
+def judges_table(summaries: Sequence[JudgeSummary]) -> Table:
     """One row per judge: parameters, questions, accuracy overall and by domain, the original's
     accuracy and the drop, the share of A answers (the seed's Table 1 and its Figure 3 by size)."""
     domains = list(dict.fromkeys(d for s in summaries for d in s["by_domain"]))
@@ -260,20 +310,20 @@ def judges_table(summaries: Sequence[Mapping[str, Any]]) -> Table:
     columns += [Column("chosen_A", "A chosen"), Column("key_A", "A in key")]
     rows = []
     for s in summaries:
-        original = s["original"] or {}
+        original = s["original"]
         row = {
             "judge": s["judge"],
             "params": s["params"],
             "questions": s["questions"],
             "accuracy": _pct(s["accuracy"]),
             "accuracy_ci": _pct_ci(s["accuracy_ci"]),
-            "original": _pct(original.get("accuracy_original")),
-            "drop": _pct(original.get("drop")),
-            "drop_ci": _pct_ci(original.get("drop_ci")),
+            "original": _pct(original["accuracy_original"] if original else None),
+            "drop": _pct(original["drop"] if original else None),
+            "drop_ci": _pct_ci(original.get("drop_ci") if original else None),
             "chosen_A": _pct(s["letters"]["chosen"]["A"]),
             "key_A": _pct(s["letters"]["key"]["A"]),
         }
-        row |= {f"domain:{d}": _pct(s["by_domain"].get(d, {}).get("accuracy")) for d in domains}
+        row |= {f"domain:{d}": _pct(_accuracy_of(s["by_domain"].get(d))) for d in domains}
         rows.append(row)
     notes = (
         "Accuracy on the negated questions (%), 95% bootstrap interval (questions resampled within each source "
@@ -283,16 +333,16 @@ def judges_table(summaries: Sequence[Mapping[str, Any]]) -> Table:
     return Table("negvqa", "NegVQA accuracy by judge", columns, rows, notes=notes, bold_best=len(rows) > 1)
 
 
-def domain_table(summary: Mapping[str, Any]) -> Table:
+def domain_table(summary: JudgeSummary) -> Table:
     """One judge by domain: questions, accuracy [interval], the original's accuracy and the drop."""
     columns = [Column("domain", "Domain", str), Column("sources", "Source datasets", str), Column("n", "n", "{}")]
     columns += _with_interval("accuracy", "NegVQA")
     columns += [Column("original", "Original"), Column("drop", "Drop", interval="drop_ci")]
     columns += [Column("drop_ci", "Drop interval", in_markdown=False, pair=True)]
-    drops = (summary["original"] or {}).get("by_domain", {})
+    drops = summary["original"]["by_domain"] if summary["original"] else {}
     rows = []
     for domain, block in summary["by_domain"].items():
-        drop = drops.get(domain, {})
+        drop = drops.get(domain)
         rows.append(
             {
                 "domain": domain,
@@ -300,9 +350,9 @@ def domain_table(summary: Mapping[str, Any]) -> Table:
                 "n": block["questions"],
                 "accuracy": _pct(block["accuracy"]),
                 "accuracy_ci": _pct_ci(block["accuracy_ci"]),
-                "original": _pct(drop.get("accuracy_original")),
-                "drop": _pct(drop.get("drop")),
-                "drop_ci": _pct_ci(drop.get("drop_ci")),
+                "original": _pct(drop["accuracy_original"] if drop else None),
+                "drop": _pct(drop["drop"] if drop else None),
+                "drop_ci": _pct_ci(drop["drop_ci"] if drop else None),
             }
         )
     title = f"NegVQA by domain: {summary['judge']}"
@@ -312,7 +362,7 @@ def domain_table(summary: Mapping[str, Any]) -> Table:
     return Table("negvqa_domains", title, columns, rows, notes=notes)
 
 
-def source_table(summary: Mapping[str, Any]) -> Table:
+def source_table(summary: JudgeSummary) -> Table:
     """One judge by source dataset: its domain, questions, correct answers and accuracy [interval]."""
     columns = [Column("source", "Source dataset", str), Column("domain", "Domain", str), Column("n", "n", "{}")]
     columns += [Column("correct", "Correct", "{}"), *_with_interval("accuracy", "NegVQA")]
@@ -345,7 +395,7 @@ def _bounds(bounds: Interval | None) -> str:
     return f" [{100 * bounds[0]:.1f}, {100 * bounds[1]:.1f}]"
 
 
-def headline(summary: Mapping[str, Any]) -> list[str]:
+def headline(summary: JudgeSummary) -> list[str]:
     """One judge's figures in a few lines (what the tables do not say at a glance)."""
     errors = f", {summary['error_rows']} error rows not scored" if summary["error_rows"] else ""
     lines = [
@@ -370,7 +420,7 @@ def headline(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def replies_line(generated: Mapping[str, int]) -> str:
+def replies_line(generated: GeneratedReplies) -> str:
     """What the written replies name: the scores' letter, the other letter, or no letter (a reply that
     names none counts as disagreeing in `disagree`, `NegVQARecord.disagrees`)."""
     replies, unread, disagree = generated["replies"], generated["unread"], generated["disagree"]
