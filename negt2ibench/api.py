@@ -199,16 +199,13 @@ class Evaluator:
             return self._index
 
     def prompt(self, prompt: str | PromptRecord) -> PromptRecord:
-        """A prompt record from a record, a prompt id, or a text in the benchmark's grammar.
-
-        `resolve_prompt` against this evaluator's prompts: a text that is a benchmark prompt gets that
-        prompt's record, any other text a record with id `custom`.
+        """A prompt record from a record, a prompt id, or a text in the grammar (`resolve_prompt`).
 
         Args:
             prompt: a prompt record, a prompt id, or a text in the grammar.
 
         Returns:
-            The prompt's record.
+            The prompt's record (a benchmark prompt's text gives that prompt's, any other text `custom`).
 
         Raises:
             TypeError: `prompt` is neither a string nor a `PromptRecord`.
@@ -217,19 +214,17 @@ class Evaluator:
         return resolve_prompt(prompt, self.prompts)
 
     def require_weights(self, prompts: Iterable[str | PromptRecord] = ()) -> None:
-        """Check that the weights of the models these prompts need are on this machine.
+        """Check that the weights of the models these prompts need are on this machine (a disk look).
 
-        A look at the disk, no model, no torch, no network. Every scoring call makes it first. A given
-        `perception` has nothing to look for.
+        No model, no torch, no network; every scoring call makes it first; a given `perception` has
+        nothing to look for.
 
         Args:
-            prompts: prompts (records, ids or texts) whose categories say which models are needed; none:
-                every model.
+            prompts: prompts (records, ids or texts) whose categories name the models; none: every model.
 
         Raises:
             MissingLibraryError: torch or transformers is not installed (what to install comes first).
-            MissingWeightsError: a needed weight is absent; the message names the `download-models`
-                command to run.
+            MissingWeightsError: a needed weight is absent, naming the `download-models` command to run.
             UserError: a prompt that `prompt` refuses.
         """
         if self._perception is not None:
@@ -245,8 +240,7 @@ class Evaluator:
         """Load every model these prompts need now, not on the first score.
 
         Args:
-            prompts: prompts (records, ids or texts) whose categories say which models to load; none:
-                all four.
+            prompts: prompts (records, ids or texts) whose categories name the models; none: all four.
 
         Returns:
             This evaluator, loaded (so `Evaluator().load()` chains).
@@ -405,35 +399,28 @@ class Evaluator:
         progress: bool = True,
         num_workers: int | None = None,
     ) -> ScoreSummary:
-        """`negt2ibench score`: score a folder, a dataset or a Hub dataset's image split, or one image file.
+        """`negt2ibench score`: score an image source, appending one record per image to `out`.
 
-        The source is a folder of `{prompt_id}_{sample_index}.png`, a dataset folder's or a Hub dataset's
-        image split, or one image file; one record per image is appended to the JSONL `out` (keys already
-        there are skipped, so the same call resumes). Under `accelerate launch` each process scores its
-        share, with its own loader workers. `out` is checked, then the models needed are loaded, before
-        any work: a folder, another configuration's file or a missing weight fails at once. The file is
-        the same with any number of workers.
+        Keys already in `out` are skipped (a rerun resumes); under `accelerate launch` each process scores
+        its share; `out` is checked and the models loaded before any work.
 
         Args:
-            source: a folder, a dataset folder, a Hub dataset id, or an image file.
+            source: a folder of `{prompt_id}_{sample_index}.png`, a dataset (folder or Hub), or an image file.
             out: the JSONL file records are appended to.
-            model_key: the records' model key (default: the one the source names, as `resolve_source`
-                says).
-            split: the dataset's split to score (a dataset source).
+            model_key: the records' model key (default: the one the source names).
+            split: the dataset's split to score.
             prompt_id: the prompt of a single image file.
-            limit: score at most this many images of the source.
+            limit: score at most this many images.
             batch_size: images per batch (default: this evaluator's).
             progress: show a progress bar.
             num_workers: processes that decode (and on the CPU preprocess) images while the models run
-                (default: from the CPU count; 0: in this process).
+                (default: from the CPU count; 0: in this process); the file is the same with any number.
 
         Returns:
-            The run's counts (images, already done, scored, errors, passed, seconds, error reasons); the
-            files of a folder source not named as images are listed in its `skipped_files`.
+            The run's counts; a folder's files not named as images are in its `skipped_files`.
 
         Raises:
-            UserError: a source that cannot be read, or an `out` that cannot be appended to (a folder,
-                another evaluator version's or configuration's file).
+            UserError: a source that cannot be read, or an `out` that cannot be appended to.
             MissingWeightsError: a model the source's prompts need is absent.
         """
         from evaluator.config import EVALUATOR_VERSION

@@ -26,7 +26,15 @@ ORIGINAL_TICK = "black"  # not a bar's colour: a tick inside its own bar would v
 
 
 def domains_figure(summaries: Sequence[JudgeSummary], title: str = "NegVQA by domain") -> Figure:
-    """Grouped bars of accuracy (%) by domain, one bar per judge (a domain a judge lacks: no bar)."""
+    """Grouped bars of accuracy (%) by domain, one bar per judge (a domain a judge lacks: no bar).
+
+    Args:
+        summaries: each judge's summary (`summarize_judge`).
+        title: the figure's title (a note on the ticks is added when they are drawn).
+
+    Returns:
+        The figure (no canvas attached).
+    """
     groups = ["Overall", *dict.fromkeys(d for s in summaries for d in s["by_domain"])]
     figure = Figure(figsize=(max(6.0, 1.4 * len(groups) + 2), 4.2), layout="constrained")
     axes = figure.add_subplot()
@@ -70,7 +78,16 @@ def domains_figure(summaries: Sequence[JudgeSummary], title: str = "NegVQA by do
 
 
 def plot_domains(summaries: Sequence[JudgeSummary], path: str | Path, title: str = "NegVQA by domain") -> Path:
-    """`domains_figure` as a PNG at PATH."""
+    """`domains_figure` as a PNG at PATH.
+
+    Args:
+        summaries: each judge's summary.
+        path: the PNG to write.
+        title: the figure's title.
+
+    Returns:
+        PATH, written.
+    """
     figure = domains_figure(summaries, title)
     FigureCanvasAgg(figure)
     figure.savefig(Path(path), dpi=120, bbox_inches="tight")
