@@ -60,7 +60,15 @@ BATCH = 4  # images per generation call
 
 
 def thumbnail(image: Any, side: int = THUMBNAIL_SIDE) -> str:
-    """A small JPEG of IMAGE (its longer side SIDE), as base64 text for the entry's record."""
+    """A small JPEG of IMAGE, as base64 text for the entry's record.
+
+    Args:
+        image: a PIL image.
+        side: its longer side in the JPEG.
+
+    Returns:
+        The JPEG (quality 85), base64-encoded.
+    """
     copy = image.convert("RGB")
     copy.thumbnail((side, side))
     buffer = io.BytesIO()
@@ -71,7 +79,17 @@ def thumbnail(image: Any, side: int = THUMBNAIL_SIDE) -> str:
 def regeneration_sample(
     entry: Entry, results: Sequence[ResultRecord], secret: bytes | None
 ) -> tuple[RegenerationPlan, list]:
-    """The plan and the (prompt_id, sample_index) keys of the entry's regeneration sample."""
+    """The plan and the keys of the entry's regeneration sample.
+
+    Args:
+        entry: the entry checked.
+        results: its records, in stored order.
+        secret: the server's secret (default: `verification_secret()`).
+
+    Returns:
+        The plan for the file's size, and the sampled images' (prompt_id, sample_index) keys in
+        stored order.
+    """
     plan = regeneration_plan(len(results))
     digest = results_digest(record.model_dump_json() for record in results)
     seed = regeneration_seed(secret or verification_secret(), entry.submission_id, digest)
@@ -94,6 +112,11 @@ class KeptPairs:
                     continue  # a torn last line: that image is compared again
 
     def add(self, kept: dict[str, Any]) -> None:
+        """Keep one compared pair: in memory, and appended to the work folder's file.
+
+        Args:
+            kept: the pair's prompt_id, sample_index, similarity, own, why (and its regenerated JPEG).
+        """
         self.pairs[(kept["prompt_id"], kept["sample_index"])] = kept
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as handle:
@@ -145,6 +168,15 @@ class Comparer:
         self.thumbnails: dict[tuple[str, int], str] = {}  # the submitted images, small, for the shown pairs
 
     def compare(self, batch: list[tuple[tuple[str, int], Any, GenerationRecord]]) -> None:
+        """Regenerate and compare a batch of submitted images, keeping each pair.
+
+        An image already compared (kept from an earlier run) is not regenerated; one whose record
+        cannot be reproduced (its seed, another model or settings) is kept as not the model's own, with
+        why.
+
+        Args:
+            batch: ((prompt_id, sample_index), the submitted image, its generation record) of each image.
+        """
         from generation.reproduce import seed_problem
         from generation.work import image_seed
 
@@ -181,14 +213,28 @@ class Comparer:
             )
 
     def compared(self) -> list[dict[str, Any]]:
-        """The pairs of this sample compared so far (the work folder may keep others, of another secret's)."""
+        """The pairs of this sample compared so far.
+
+        Returns:
+            Them in the sample's order (the work folder may keep others, of another secret's).
+        """
         return [self.kept.pairs[key] for key in self.keys if key in self.kept.pairs]
 
     def not_own(self) -> int:
+        """How many of the pairs compared so far are not the model's own.
+
+        Returns:
+            The count.
+        """
         return sum(not kept["own"] for kept in self.compared())
 
     def pairs(self) -> list[RegeneratedPair]:
-        """Every compared pair, those not the model's own first; the first SHOWN_PAIRS with their images."""
+        """Every compared pair, for the entry's record.
+
+        Returns:
+            The pairs, those not the model's own first (lowest similarity first); the first SHOWN_PAIRS
+            with their images as JPEGs.
+        """
         compared = self.compared()
         compared.sort(key=lambda kept: (kept["own"], kept["similarity"] if kept["similarity"] is not None else -1))
         pairs = []
@@ -229,10 +275,30 @@ def run_regeneration(
     secret: bytes | None = None,
     say: Callable[[str], None] = print,
 ) -> Entry:
-    """validated | pending → pending with its `regeneration` (reproduced or not reproduced), or
-    rejected; the entry as stored afterwards. Images that cannot be read leave it as it is (the spot
-    check, next, says why it waits; the next run tries again), or, once claimed, waiting with the
-    reason. StaleEntryError: another run holds it."""
+    """Regeneration-check one entry: validated | pending → pending with its `regeneration`, or rejected.
+
+    Images that cannot be read leave it as it is (the spot check, next, says why it waits; the next
+    run tries again), or, once claimed, waiting with the reason.
+
+    Args:
+        store: the leaderboard's store.
+        entry: the entry to check.
+        results: its records, in stored order.
+        prompts: the prompts the records are of.
+        open_images: opens the entry's images (repo, revision, split).
+        load: loads the generator the records name (None: this run has no generation step, so the
+            images are not reproduced).
+        run: this run's claim.
+        work: the folder compared pairs are kept in, so an interrupted run resumes.
+        secret: the server's secret (default: `verification_secret()`).
+        say: where progress lines go.
+
+    Returns:
+        The entry as stored afterwards (reproduced or not reproduced, rejected, or waiting).
+
+    Raises:
+        StaleEntryError: another run holds the entry.
+    """
     plan, keys = regeneration_sample(entry, results, secret)
     split = results[0].model_key
     try:

@@ -13,7 +13,15 @@ SIMILARITY_SIDE = 64  # both images are compared in grey at this size
 
 
 def grey_pixels(image: Any, side: int = SIMILARITY_SIDE):
-    """The image in grey at SIDE x SIDE (area-averaged when shrunk), as floats in [0, 1]."""
+    """The image in grey at SIDE x SIDE (area-averaged when shrunk), as floats in [0, 1].
+
+    Args:
+        image: a PIL image.
+        side: the side of the square it is resized to.
+
+    Returns:
+        A SIDE x SIDE float64 array.
+    """
     import numpy as np
     from PIL import Image
 
@@ -22,8 +30,16 @@ def grey_pixels(image: Any, side: int = SIMILARITY_SIDE):
 
 
 def image_similarity(first: Any, second: Any, side: int = SIMILARITY_SIDE) -> float:
-    """SSIM of two PIL images in grey at SIDE x SIDE (scikit-image, Wang et al.'s Gaussian window):
-    1 for the same picture, near 0 for unrelated ones (module docstring)."""
+    """SSIM of two PIL images in grey at SIDE x SIDE (scikit-image, Wang et al.'s Gaussian window).
+
+    Args:
+        first: a PIL image.
+        second: another.
+        side: the side both are compared at (`grey_pixels`).
+
+    Returns:
+        1 for the same picture, near 0 for unrelated ones (the module's docstring).
+    """
     from skimage.metrics import structural_similarity
 
     value = structural_similarity(

@@ -60,7 +60,15 @@ def resolve_prompt(prompt: str | PromptRecord, prompts: PromptIndex) -> PromptRe
       result is that prompt's record, with its id and group, so it scores and reports as the
       benchmark prompt; otherwise it is the parsed record, with id `custom`.
 
+    Args:
+        prompt: a prompt record, a prompt id, or a text in the benchmark's grammar.
+        prompts: the prompt records ids are looked up in.
+
+    Returns:
+        The prompt's record.
+
     Raises:
+        TypeError: `prompt` is neither a string nor a `PromptRecord`.
         UserError: an empty text, an unknown id (the message shows what ids look like), or a text
             outside the grammar ("cannot parse the prompt: ...").
     """
@@ -191,20 +199,34 @@ class Evaluator:
             return self._index
 
     def prompt(self, prompt: str | PromptRecord) -> PromptRecord:
-        """A prompt record from a record, a prompt id, or a text in the benchmark's grammar
-        (`resolve_prompt` against this evaluator's prompts: a text that is a benchmark prompt gets
-        that prompt's record, any other text a record with id `custom`).
+        """A prompt record from a record, a prompt id, or a text in the grammar (`resolve_prompt`).
+
+        Args:
+            prompt: a prompt record, a prompt id, or a text in the grammar.
+
+        Returns:
+            The prompt's record (a benchmark prompt's text gives that prompt's, any other text `custom`).
 
         Raises:
+            TypeError: `prompt` is neither a string nor a `PromptRecord`.
             UserError: an unknown prompt id or a text outside the grammar (the message says why).
         """
         return resolve_prompt(prompt, self.prompts)
 
     def require_weights(self, prompts: Iterable[str | PromptRecord] = ()) -> None:
-        """Check that the weights of the models these prompts need (all, when none are given) are on
-        this machine: a look at the disk, no model, no torch, no network. Every scoring call makes it
-        first; `MissingWeightsError` names the `download-models` command to run. A given `perception`
-        has nothing to look for."""
+        """Check that the weights of the models these prompts need are on this machine (a disk look).
+
+        No model, no torch, no network; every scoring call makes it first; a given `perception` has
+        nothing to look for.
+
+        Args:
+            prompts: prompts (records, ids or texts) whose categories name the models; none: every model.
+
+        Raises:
+            MissingLibraryError: torch or transformers is not installed (what to install comes first).
+            MissingWeightsError: a needed weight is absent, naming the `download-models` command to run.
+            UserError: a prompt that `prompt` refuses.
+        """
         if self._perception is not None:
             return
         from evaluator.models.weights import require_weights, scorer_roles
@@ -215,8 +237,19 @@ class Evaluator:
         require_weights(self.config, self.weights_dir, scorer_roles(self.config, categories))
 
     def load(self, prompts: Iterable[str | PromptRecord] = ()) -> Evaluator:
-        """Load every model these prompts need (all four when none are given) now, not on the first
-        score: a missing weight then fails here, with `MissingWeightsError` saying how to get it."""
+        """Load every model these prompts need now, not on the first score.
+
+        Args:
+            prompts: prompts (records, ids or texts) whose categories name the models; none: all four.
+
+        Returns:
+            This evaluator, loaded (so `Evaluator().load()` chains).
+
+        Raises:
+            MissingLibraryError: torch or transformers is not installed.
+            MissingWeightsError: a needed weight is absent, saying how to get it.
+            UserError: a prompt that `prompt` refuses.
+        """
         records = [self.prompt(prompt) for prompt in prompts]
         self.require_weights(records)
         perception = self.perception
@@ -366,15 +399,30 @@ class Evaluator:
         progress: bool = True,
         num_workers: int | None = None,
     ) -> ScoreSummary:
-        """`negt2ibench score`: score a folder of `{prompt_id}_{sample_index}.png`, a dataset folder's
-        or a Hub dataset's image split, or one image file, appending one record per image to the
-        JSONL `out` (keys already there are skipped, so the same call resumes). Under `accelerate
-        launch` each process scores its share, with its own loader workers. `out` is checked, then the
-        models needed are loaded, before any work: a folder, another configuration's file or a missing
-        weight fails at once. Files of a folder source not named as images are listed in
-        `summary.skipped_files`. `num_workers`: processes that decode (and on the CPU preprocess) images
-        while the models run (default: from the CPU count; 0: in this process); the file is the same
-        with any number."""
+        """`negt2ibench score`: score an image source, appending one record per image to `out`.
+
+        Keys already in `out` are skipped (a rerun resumes); under `accelerate launch` each process scores
+        its share; `out` is checked and the models loaded before any work.
+
+        Args:
+            source: a folder of `{prompt_id}_{sample_index}.png`, a dataset (folder or Hub), or an image file.
+            out: the JSONL file records are appended to.
+            model_key: the records' model key (default: the one the source names).
+            split: the dataset's split to score.
+            prompt_id: the prompt of a single image file.
+            limit: score at most this many images.
+            batch_size: images per batch (default: this evaluator's).
+            progress: show a progress bar.
+            num_workers: processes that decode (and on the CPU preprocess) images while the models run
+                (default: from the CPU count; 0: in this process); the file is the same with any number.
+
+        Returns:
+            The run's counts; a folder's files not named as images are in its `skipped_files`.
+
+        Raises:
+            UserError: a source that cannot be read, or an `out` that cannot be appended to.
+            MissingWeightsError: a model the source's prompts need is absent.
+        """
         from evaluator.config import EVALUATOR_VERSION
         from evaluator.resultio import check_appendable
         from evaluator.sources import resolve_source

@@ -40,6 +40,7 @@ from leaderboard.submissions import PRESET, ImageSourceFactory, SubmissionLimits
 from negt2ibench.api import Evaluator
 from negt2ibench.core.errors import UsageError
 
+from .gallery.entries import verified_images
 from .handlers import Handlers, Rechecker, WorkDir
 from .judge_panel import judge_panel
 from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SWEEP_SECONDS, blocks_cache
@@ -48,6 +49,7 @@ from .tabs import annotate, compare, explore, gallery, leaderboard, score, submi
 from .tabs.annotate import annotation_handlers
 from .tabs.compare import CompareHandlers
 from .tabs.explore import ExploreHandlers
+from .tabs.gallery import GalleryHandlers
 from .tabs.leaderboard import BOARD_REFRESH_SECONDS, LeaderboardHandlers
 from .tabs.score import ScoreExample
 from .views import prompt_label
@@ -254,7 +256,7 @@ def build_app(
         store=store, prompts=index, sample=annotation_sample, images=annotation_images, require_login=require_login
     )
     judging = judge_panel(judge, judge_mode, on.prompt_of, preload=preload)
-    looking = gallery.gallery_handlers(store=store, prompts=index, open_images=open_images, work_dir=work_dir)
+    looking = verified_images(store=store, prompts=index, open_images=open_images, work_dir=work_dir)
     # Off a Space gradio mocks the OAuth routes with the local HF token (and a whoami call): no button there.
     login_button = bool(require_login and os.environ.get("SPACE_ID"))
 
@@ -271,7 +273,7 @@ def build_app(
         score.build(on, prompt_choices, judging, score_example)
         board = LeaderboardHandlers(store, work_dir, hub_board, benchmark, space_base_url(space_url))
         refreshed = leaderboard.build(demo, board, board_refresh_every)
-        gallery.build(looking)
+        gallery.build(GalleryHandlers(looking))
         compare.build(CompareHandlers(looking, prompts), prompt_choices)
         refreshed.after(submit.build(demo, on, login_button=login_button))  # a stored submission shows at once
         annotate.build(demo, annotating, login_button=login_button)
