@@ -31,6 +31,7 @@ CONTRACTED = (
     "leaderboard/holds.py",
     "leaderboard/regeneration.py",
     "leaderboard/regen_check.py",
+    "leaderboard/similarity.py",
     "leaderboard/fresh_draw.py",
     "leaderboard/states.py",
 )
