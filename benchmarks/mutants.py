@@ -71,17 +71,17 @@ TABLE: tuple[Mutation, ...] = (
         ("tests/leaderboard/test_names.py",),
     ),
     Mutation(
-        "holds: `check_rejections` counts any rejection, not only a spot check's",
+        "holds: `check_rejections` counts any rejection, not only a check's (one at validation too)",
         "leaderboard/holds.py",
-        'e.status == "rejected" and e.verification is not None',
-        'e.status == "rejected"',
+        'return "spot check" if entry.verification is not None else ""',
+        'return "spot check"',
         HOLDS_TESTS,
     ),
     Mutation(
         "holds: `check_rejections` counts other accounts' rejections",
         "leaderboard/holds.py",
-        'e.submitter == submitter and e.status == "rejected"',
-        'e.status == "rejected"',
+        "e.submitter == submitter and caught_by(e)",
+        "caught_by(e)",
         HOLDS_TESTS,
     ),
     Mutation(

@@ -43,6 +43,7 @@ from negt2ibench.api import Evaluator
 from negt2ibench.core.errors import UsageError
 
 from .app_settings import RECHECK_SECONDS, AppSettings
+from .gallery.entries import VerifiedImages, verified_images
 from .handlers import Handlers, Rechecker, WorkDir
 from .judge_panel import judge_panel
 from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SWEEP_SECONDS, blocks_cache
@@ -51,6 +52,7 @@ from .tabs import annotate, compare, explore, gallery, leaderboard, score, submi
 from .tabs.annotate import annotation_handlers
 from .tabs.compare import CompareHandlers
 from .tabs.explore import ExploreHandlers
+from .tabs.gallery import GalleryHandlers
 from .tabs.leaderboard import BOARD_REFRESH_SECONDS, LeaderboardHandlers
 from .tabs.score import ScoreExample
 from .views import prompt_label
@@ -276,8 +278,8 @@ def _handlers(s: AppSettings, parts: _AppParts) -> Handlers:
     )
 
 
-def _lay_out_tabs(s: AppSettings, parts: _AppParts, on: Handlers) -> tuple[SpaceBlocks, gallery.GalleryHandlers]:
-    """The Blocks with the title and every tab, in tab order; and the Gallery's handlers."""
+def _lay_out_tabs(s: AppSettings, parts: _AppParts, on: Handlers) -> tuple[SpaceBlocks, VerifiedImages]:
+    """The Blocks with the title and every tab, in tab order; and the verified images the Gallery and Compare read."""
     prompts, index, store, work_dir = parts.prompts, parts.index, parts.store, parts.work_dir
     prompt_choices = [(prompt_label(p), p.prompt_id) for p in prompts]
     annotating = annotation_handlers(
@@ -288,7 +290,7 @@ def _lay_out_tabs(s: AppSettings, parts: _AppParts, on: Handlers) -> tuple[Space
         require_login=parts.require_login,
     )
     judging = judge_panel(s.judge, s.judge_mode, on.prompt_of, preload=s.preload)
-    looking = gallery.gallery_handlers(store=store, prompts=index, open_images=parts.open_images, work_dir=work_dir)
+    looking = verified_images(store=store, prompts=index, open_images=parts.open_images, work_dir=work_dir)
     # Off a Space gradio mocks the OAuth routes with the local HF token (and a whoami call): no button there.
     login_button = bool(parts.require_login and os.environ.get("SPACE_ID"))
 
@@ -305,7 +307,7 @@ def _lay_out_tabs(s: AppSettings, parts: _AppParts, on: Handlers) -> tuple[Space
         score.build(on, prompt_choices, judging, s.score_example)
         board = LeaderboardHandlers(store, work_dir, parts.hub_board, parts.benchmark, space_base_url(s.space_url))
         refreshed = leaderboard.build(demo, board, s.board_refresh_every)
-        gallery.build(looking)
+        gallery.build(GalleryHandlers(looking))
         compare.build(CompareHandlers(looking, prompts), prompt_choices)
         refreshed.after(submit.build(demo, on, login_button=login_button))  # a stored submission shows at once
         annotate.build(demo, annotating, login_button=login_button)
@@ -317,7 +319,7 @@ def _start_background_work(
     s: AppSettings,
     on: Handlers,
     hub_board: HubLeaderboard | None,
-    looking: gallery.GalleryHandlers,
+    looking: VerifiedImages,
 ) -> None:
     """The queue, the bound on the app's files, and the threads: the cache sweep, the Hub's board
     readings, the verification jobs' pass (woken by a stored submission)."""

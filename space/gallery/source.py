@@ -32,6 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from PIL import Image
 
@@ -118,6 +119,13 @@ class Shown:
 
     path: str
     reason: str = ""
+
+
+class FullView(NamedTuple):
+    """One image's full view (`GalleryImages.full`): the drawn image, or None and why not."""
+
+    image: Image.Image | None
+    reason: str  # "" when the image is there
 
 
 def _digest(*parts: object) -> str:
@@ -310,7 +318,7 @@ class GalleryImages:
                 shown.append(Shown(self.placeholder(reason), reason))
         return shown
 
-    def full(self, entry: Entry, split: str, record: ResultRecord) -> tuple[Image.Image | None, str]:
+    def full(self, entry: Entry, split: str, record: ResultRecord) -> FullView:
         """The full view of the record's image, drawn with its boxes (at most FULL_SIDE a side): kept
         from its thumbnail's fetch, else fetched now in the source's pool; or None and why."""
         source = self._source_of(entry, split)
@@ -320,12 +328,12 @@ class GalleryImages:
             failed = self._wait(self._pool(source).submit(self._make, entry, source, [record]))
             self._written()
             if not path.exists():
-                return None, PENDING if failed is None else failed.get(key, "not fetched")
+                return FullView(None, PENDING if failed is None else failed.get(key, "not fetched"))
         try:
             with Image.open(path) as kept:
-                return kept.convert("RGB"), ""
+                return FullView(kept.convert("RGB"), "")
         except (OSError, ValueError):  # swept by the cache bound meanwhile, or torn
-            return None, "not kept any more; show it again"
+            return FullView(None, "not kept any more; show it again")
 
 
 def _keep(path: Path, data: bytes) -> None:

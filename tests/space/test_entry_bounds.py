@@ -314,7 +314,7 @@ def test_text_no_sink_can_carry_and_hostile_hub_rows(prompts, results, tmp_path)
         assert "n" * 200 not in status and "Hub not reachable" not in status
         client.predict(api_name="/leaderboard")
         _, text, _ = client.predict(legacy.model_name, api_name="/eval_results")
-        assert yaml.safe_load(text) and "\\ufffe\\x1b[2J" in text.splitlines()[0]  # stored before the rules: escaped
+        assert yaml.safe_load(text) and "\\ufffe\\x1b[2J" in text.splitlines()[0]  # a name the rules refuse: escaped
     finally:
         app.close()
 
