@@ -26,6 +26,14 @@ def _seed(text: str) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `build`, `validate` and `push` to the main parser's sub-commands."""
+    _register_build(subparsers)
+    _register_validate(subparsers)
+    _register_push(subparsers)
+
+
+def _register_build(subparsers: argparse._SubParsersAction) -> None:
+    """`build`: its parser, options and handler."""
     from .corpus import DEFAULT_SEED, DEFAULT_TRAIN_SEED
 
     build = subparsers.add_parser(
@@ -64,6 +72,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     build.set_defaults(handler=run_build)
 
+
+def _register_validate(subparsers: argparse._SubParsersAction) -> None:
+    """`validate`: its parser, options and handler."""
     validate = subparsers.add_parser(
         "validate",
         help="check every corpus invariant on a built dataset folder",
@@ -96,6 +107,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     validate.set_defaults(handler=run_validate)
 
+
+def _register_push(subparsers: argparse._SubParsersAction) -> None:
+    """`push`: its parser, options and handler."""
     push = subparsers.add_parser(
         "push",
         help="publish the dataset folder to the Hugging Face Hub",

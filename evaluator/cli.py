@@ -55,6 +55,15 @@ def _add_device_options(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
+    """Add `score`, `explain`, `download-models` and `selftest` to the main parser's sub-commands."""
+    _register_score(subparsers)
+    _register_explain(subparsers)
+    _register_download_models(subparsers)
+    _register_selftest(subparsers)
+
+
+def _register_score(subparsers) -> None:
+    """`score`: its parser, options and handler."""
     score = subparsers.add_parser(
         "score",
         help="score images against their prompts (writes result records as JSONL, resumable)",
@@ -77,6 +86,14 @@ def register(subparsers) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_score_options(score)
+    _add_model_options(score)
+    add_hf_job_options(score, "score")
+    score.set_defaults(handler=run_score)
+
+
+def _add_score_options(score: argparse.ArgumentParser) -> None:
+    """`score`'s images, prompts, output and how the work is batched and shown."""
     score.add_argument(
         "--images",
         required=True,
@@ -107,10 +124,10 @@ def register(subparsers) -> None:
         "(default: from the CPU count, at most 8; 0 with a single CPU)",
     )
     add_no_progress_flag(score)
-    _add_model_options(score)
-    add_hf_job_options(score, "score")
-    score.set_defaults(handler=run_score)
 
+
+def _register_explain(subparsers) -> None:
+    """`explain`: its parser, options and handler."""
     explain = subparsers.add_parser(
         "explain",
         help="score one image and show why: statement table and an annotated PNG",
@@ -137,6 +154,9 @@ def register(subparsers) -> None:
     _add_model_options(explain)
     explain.set_defaults(handler=run_explain)
 
+
+def _register_download_models(subparsers) -> None:
+    """`download-models`: its parser, options and handler."""
     download = subparsers.add_parser(
         "download-models",
         help="fetch every model weight the evaluator needs, for offline use later; --check loads them offline",
@@ -177,8 +197,6 @@ def register(subparsers) -> None:
         "--check-only", action="store_true", help="download nothing: only load each model offline and report"
     )
     download.set_defaults(handler=run_download_models)
-
-    _register_selftest(subparsers)
 
 
 def _register_selftest(subparsers) -> None:

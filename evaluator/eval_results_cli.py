@@ -12,6 +12,7 @@ from negt2ibench.core.options import commit_sha, http_url, positive_int, repo_id
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `eval-results` to the main parser's sub-commands."""
     parser = subparsers.add_parser(
         "eval-results",
         help="write a model's scores as the Hub's .eval_results YAML (optionally as a pull request)",
@@ -39,6 +40,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_eval_results_options(parser)
+    parser.set_defaults(handler=run_eval_results)
+
+
+def _add_eval_results_options(parser: argparse.ArgumentParser) -> None:
+    """`eval-results`' options: the result files, the benchmark's repo and revision, the output and the PR."""
     parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS.jsonl", help="one model's result files")
     parser.add_argument(
         "--dataset-id", required=True, type=repo_id, metavar="ORG/NAME", help="the benchmark's dataset repo on the Hub"
@@ -75,7 +82,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="K",
         help="images per prompt in a complete run (default 4)",
     )
-    parser.set_defaults(handler=run_eval_results)
 
 
 def run_eval_results(args: argparse.Namespace) -> int:

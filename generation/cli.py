@@ -49,6 +49,14 @@ def _add_selection(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
+    """Add `generate`, `import-images` and `merge-images` to the main parser's sub-commands."""
+    _register_generate(subparsers)
+    _register_import_images(subparsers)
+    _register_merge_images(subparsers)
+
+
+def _register_generate(subparsers) -> None:
+    """`generate`: its parser, options and handler."""
     generate = subparsers.add_parser(
         "generate",
         help="generate one image split with a text-to-image model (resumable, multi-GPU)",
@@ -71,6 +79,16 @@ def register(subparsers) -> None:
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_model_options(generate)
+    _add_output_options(generate)
+    _add_benchmark_options(generate)
+    _add_selection(generate)
+    add_hf_job_options(generate, "generate")
+    generate.set_defaults(handler=run_generate)
+
+
+def _add_model_options(generate: argparse.ArgumentParser) -> None:
+    """`generate`'s choice of model: a registry key, or any diffusers pipeline and its settings."""
     generate.add_argument("--list", action="store_true", help="print the model registry and exit")
     generate.add_argument("--model", metavar="KEY", help="registry key (see --list)")
     generate.add_argument(
@@ -96,6 +114,10 @@ def register(subparsers) -> None:
         help="the model repo's branch, tag or commit (default: its main branch); the commit loaded is recorded "
         "in every image's params, and the leaderboard regenerates a sample of a submission's images with it",
     )
+
+
+def _add_output_options(generate: argparse.ArgumentParser) -> None:
+    """`generate`'s output and how it runs: the folder, images per prompt, batches, device, shards."""
     generate.add_argument("--out", type=Path, metavar="DIR", help="dataset folder (images go to DIR/images/)")
     generate.add_argument(
         "--num-images",
@@ -118,6 +140,10 @@ def register(subparsers) -> None:
         f"loses at most one unflushed shard",
     )
     generate.add_argument("--no-merge", action="store_true", help="skip the completeness check at the end")
+
+
+def _add_benchmark_options(generate: argparse.ArgumentParser) -> None:
+    """`generate`'s prompts (this benchmark's or GenEval's), progress and downloads."""
     generate.add_argument(
         "--benchmark",
         choices=("negt2ibench", "geneval"),
@@ -141,10 +167,10 @@ def register(subparsers) -> None:
         help="fetch the model from the Hub when it is not on this machine (needs internet access; gated models "
         "need `hf auth login`); without it only local files are read and a missing model stops at once",
     )
-    _add_selection(generate)
-    add_hf_job_options(generate, "generate")
-    generate.set_defaults(handler=run_generate)
 
+
+def _register_import_images(subparsers) -> None:
+    """`import-images`: its parser, options and handler."""
     importer = subparsers.add_parser(
         "import-images",
         help="add images made elsewhere ({prompt_id}_{sample_index}.png) as a split",
@@ -168,6 +194,9 @@ def register(subparsers) -> None:
     add_prompts_option(importer, "prompts the ids refer to (default: OUT's prompts, else the default corpus)")
     importer.set_defaults(handler=run_import)
 
+
+def _register_merge_images(subparsers) -> None:
+    """`merge-images`: its parser, options and handler."""
     merge = subparsers.add_parser(
         "merge-images",
         help="check an image split for completeness and duplicates; refresh the dataset card",

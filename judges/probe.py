@@ -42,19 +42,24 @@ def negation_probe(pos_records: Iterable[ResultRecord], neg_records: Iterable[Re
     red?") and in negated form in ``neg`` ("Is the cup not red?"). A judge that reads negation
     answers the two with opposite words and complementary probabilities.
 
-    Inputs: the result records of a ``pos`` run and a ``neg`` run of the same judge (evaluators
-    ``"<judge>/pos"`` and ``"<judge>/neg"``). Images are paired by (model_key, prompt_id,
-    sample_index); error rows and images missing from either run are left out, and so are
-    statements without a question in both records.
+    Images are paired by (model_key, prompt_id, sample_index); error rows and images missing from
+    either run are left out, and so are statements without a question in both records.
 
-    Returns a dict:
-        ``judge``: the judge key; ``n_images``: paired images; ``n_statements``: paired negated
-        statements; ``flips``: how many of them changed their raw yes/no answer;
+    Args:
+        pos_records: the result records of the judge's ``pos`` run (evaluator ``"<judge>/pos"``).
+        neg_records: those of its ``neg`` run (evaluator ``"<judge>/neg"``).
+
+    Returns:
+        A dict: ``judge``: the judge key; ``n_images``: paired images; ``n_statements``: paired
+        negated statements; ``flips``: how many of them changed their raw yes/no answer;
         ``flip_rate`` in [0, 1]: flips / n_statements (1 = every answer's word changed, as it
         should when the wording is negated); ``complement_error`` in [0, 1]: mean
         |p_pos + p_neg − 1| of the raw P("yes"), 0 when the two answers are complementary;
         ``called_correct_pos`` / ``called_correct_neg`` in [0, 1]: share of the paired images
         each mode passes. A figure with nothing to average over is NaN (never an error).
+
+    Raises:
+        ProbeError: the runs are not one judge's pos and neg runs.
 
     Example:
         two images; image A's negated statement gets p_yes 0.9 ("red?") then 0.2 ("not red?"):

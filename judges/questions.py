@@ -45,7 +45,15 @@ def _verb(noun: str) -> str:
 
 
 def object_question(name: str) -> str:
-    """ "Is there a cup in the image?", "Is there an orange in the image?", "Are there scissors in the image?"."""
+    """The question whether an object is in the image.
+
+    Args:
+        name: the object's name.
+
+    Returns:
+        "Is there a cup in the image?", "Is there an orange in the image?", "Are there scissors in
+        the image?".
+    """
     return f"{_verb(name)} there {object_phrase(name)} in the image?"
 
 
@@ -74,6 +82,13 @@ def statement_question(statement: Statement, negated_form: bool = False) -> str:
         'Are the skis bigger than the bench?'
         >>> statement_question(s, negated_form=True)
         'Are the skis not bigger than the bench?'
+
+    Args:
+        statement: the prompt's statement.
+        negated_form: ask a negated statement in its negated form.
+
+    Returns:
+        The question.
     """
     negation = " not" if negated_form and statement.negated else ""
     return f"{_verb(statement.subject)} the {statement.subject}{negation} {_predicate_phrase(statement)}?"
@@ -93,17 +108,37 @@ class Question:
     inverted: bool = False
 
     def satisfaction(self, p_yes: float) -> float:
+        """How much a "yes" satisfies the element asked about.
+
+        Args:
+            p_yes: the judge's P("yes").
+
+        Returns:
+            P(satisfied): 1 − p_yes for an inverted question (a negated statement asked affirmatively),
+            else p_yes.
+        """
         return 1.0 - p_yes if self.inverted else p_yes
 
 
 def whole_question(prompt: str) -> str:
-    """The `whole` mode's single question about a prompt text."""
+    """The `whole` mode's single question about a prompt text.
+
+    Args:
+        prompt: the prompt's text.
+
+    Returns:
+        The question.
+    """
     return WHOLE_TEMPLATE.format(prompt=prompt)
 
 
 @cache
 def wording_examples() -> dict[str, str]:
-    """One rendered question of each kind (what a run's config hash covers)."""
+    """One rendered question of each kind (what a run's config hash covers).
+
+    Returns:
+        Each kind's name → its question.
+    """
 
     def statement(polarity: Polarity, subject: str, predicate: str, target: str | None = None) -> Statement:
         return Statement(index=0, polarity=polarity, subject=subject, target=target, predicate=predicate, text="")
@@ -126,12 +161,31 @@ def wording_examples() -> dict[str, str]:
 
 
 def required_objects(prompt: PromptRecord) -> list[str]:
-    """The prompt's objects, each once, in mention order."""
+    """The prompt's objects, each once, in mention order.
+
+    Args:
+        prompt: a prompt record.
+
+    Returns:
+        The object names.
+    """
     return list(dict.fromkeys(prompt.objects))
 
 
 def questions_for(prompt: PromptRecord, mode: str) -> list[Question]:
-    """Every question `mode` asks about `prompt`, objects first, then statements by index."""
+    """Every question `mode` asks about `prompt`, objects first, then statements by index.
+
+    Args:
+        prompt: a prompt record.
+        mode: `whole` (one question, the prompt), `pos` (every statement asked affirmatively) or
+            `neg` (negated statements asked in negated form).
+
+    Returns:
+        The questions, each with the element it asks about and whether a "yes" is inverted.
+
+    Raises:
+        ValueError: an unknown mode.
+    """
     if mode == "whole":
         return [Question("prompt", whole_question(prompt.prompt))]
     if mode not in ("pos", "neg"):

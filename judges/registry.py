@@ -41,7 +41,16 @@ class JudgeSpec:
     note: str = ""
 
     def settings(self, *, mode: str, dtype: str, templates: Mapping[str, str]) -> dict[str, Any]:
-        """What a run's answers depend on: hashed into every record's `config_hash`."""
+        """What a run's answers depend on: hashed into every record's `config_hash`.
+
+        Args:
+            mode: the judge mode.
+            dtype: the model's dtype.
+            templates: the questions' wording (`questions.wording_examples`).
+
+        Returns:
+            The hub id, revision, family, mode, dtype and templates (sorted).
+        """
         return {
             "hub_id": self.hub_id,
             "revision": self.revision,
@@ -52,6 +61,16 @@ class JudgeSpec:
         }
 
     def config_hash(self, *, mode: str, dtype: str, templates: Mapping[str, str]) -> str:
+        """The config hash of a run: SHA-256 of its `settings`, as sorted JSON, cut to 16 hex digits.
+
+        Args:
+            mode: the judge mode.
+            dtype: the model's dtype.
+            templates: the questions' wording.
+
+        Returns:
+            16 hex digits.
+        """
         blob = json.dumps(self.settings(mode=mode, dtype=dtype, templates=templates), sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -95,12 +114,34 @@ ADAPTERS: Registry[type] = Registry(
 
 
 def get_spec(key: str) -> JudgeSpec:
-    """The registry entry for KEY; an unknown key is a one-line error with near matches."""
+    """The registry entry for KEY.
+
+    Args:
+        key: a registered judge's key.
+
+    Returns:
+        Its spec.
+
+    Raises:
+        UnknownNameError: an unknown key (a one-line error with near matches).
+    """
     return REGISTRY[key]
 
 
 def custom_spec(model_id: str, key: str | None = None, *, revision: str = "main") -> JudgeSpec:
-    """A judge for any transformers chat VLM (image-text-to-text with a chat template)."""
+    """A judge for any transformers chat VLM (image-text-to-text with a chat template).
+
+    Args:
+        model_id: a Hub repo id (ORG/NAME) or a local model folder.
+        key: the judge's key, naming the records' evaluator (default: from the model's name).
+        revision: the Hub revision to load.
+
+    Returns:
+        The spec, of family `auto`.
+
+    Raises:
+        UserError: an empty model id, or a key that is not [a-z0-9_]+.
+    """
     if not model_id.strip():
         raise UserError("--model-id needs a Hub repo id (ORG/NAME) or a local model folder")
     if key is None:
@@ -113,8 +154,23 @@ def custom_spec(model_id: str, key: str | None = None, *, revision: str = "main"
 def chosen_spec(
     key: str | None, *, model_id: str | None, custom_key: str | None, revision: str, flag: str
 ) -> JudgeSpec:
-    """The judge a command line names: a registered `key` (given with `flag`), or `model_id` with an
-    optional `custom_key`; a UsageError for neither, or for a custom key beside a registered judge."""
+    """The judge a command line names: a registered `key`, or `model_id` with an optional `custom_key`.
+
+    Args:
+        key: a registered judge's key (None: not given).
+        model_id: a Hub repo id or local folder of a custom judge.
+        custom_key: the custom judge's key.
+        revision: the custom judge's revision.
+        flag: the option that names a registered judge, for the error.
+
+    Returns:
+        The judge's spec.
+
+    Raises:
+        UsageError: neither a key nor a model id, or a custom key beside a registered judge.
+        UnknownNameError: an unknown key.
+        UserError: a custom judge's model id or key refused (`custom_spec`).
+    """
     if key:
         if custom_key:
             raise UsageError("--key goes with --model-id (a registered judge's key is its name)")
@@ -125,20 +181,44 @@ def chosen_spec(
 
 
 def adapter_class(spec: JudgeSpec) -> type:
-    """The adapter class of the spec's family (imported now)."""
+    """The adapter class of the spec's family (imported now).
+
+    Args:
+        spec: a judge's spec.
+
+    Returns:
+        The `JudgeAdapter` subclass.
+    """
     return ADAPTERS[spec.family]
 
 
 def required_adapter_class(spec: JudgeSpec, *, download: bool = False) -> Any:
-    """The adapter class of SPEC once its weights and optional library are known to be here (a disk look,
-    before torch loads): else `MissingWeightsError` / `MissingLibraryError`, one line naming what to run."""
+    """The adapter class of SPEC once its weights and optional library are known to be here.
+
+    A disk look, before torch loads.
+
+    Args:
+        spec: a judge's spec.
+        download: the weights may be fetched when absent.
+
+    Returns:
+        The `JudgeAdapter` subclass.
+
+    Raises:
+        MissingWeightsError: the weights are absent (one line naming what to run).
+        MissingLibraryError: the judge's optional library is not installed.
+    """
     judge_class: Any = adapter_class(spec)  # a JudgeAdapter subclass; each takes its own options
     judge_class.require(spec, download=download)
     return judge_class
 
 
 def registry_table() -> Table:
-    """`judge --list` as a report `Table` (key, hub id, parameters, family, adapter, note)."""
+    """`judge --list` as a report `Table`.
+
+    Returns:
+        One row per registered judge: key, hub id, parameters, family, adapter, note.
+    """
     columns = (
         Column("key", "key", str),
         Column("hub_id", "hub id", str),

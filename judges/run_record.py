@@ -63,7 +63,11 @@ class ModeCounts:
     questions: int = 0  # questions this mode's new records carry (for questions per image)
 
     def take(self, counts: OutputCounts) -> None:
-        """What `run_records` did to this output (its `outputs[...]`); `questions` is counted apart."""
+        """What `run_records` did to this output (its `outputs[...]`); `questions` is counted apart.
+
+        Args:
+            counts: the engine's counts of this output.
+        """
         self.path, self.already_done = counts.path, counts.already_done
         self.judged, self.errors, self.passed = counts.written - counts.errors, counts.errors, counts.passed
 
@@ -93,7 +97,14 @@ class RunRecord:
 
     @staticmethod
     def judge_fields(adapter: JudgeAdapter) -> JudgeFields:
-        """The fields that name ADAPTER's judge and where it runs (judge, hub_id, params, device, dtype)."""
+        """The fields that name ADAPTER's judge and where it runs.
+
+        Args:
+            adapter: the loaded judge.
+
+        Returns:
+            judge, hub_id, params, device, dtype.
+        """
         spec = adapter.spec
         return {
             "judge": spec.key,
@@ -118,8 +129,13 @@ class RunRecord:
         self.load_seconds = time.perf_counter() - started
 
     def finish(self, run: RecordRun, adapter: JudgeAdapter, started: float) -> None:
-        """Take what the engine's RUN did (each output's counts, the error reasons, the rank), the
-        judging time since STARTED and ADAPTER's peak memory."""
+        """Take what the engine's RUN did, the judging time and the adapter's peak memory.
+
+        Args:
+            run: the engine's run (each output's counts, the error reasons, the rank).
+            adapter: the judge (its peak memory is read).
+            started: `time.perf_counter()` when judging started.
+        """
         for name, counts in run.outputs.items():
             self.outputs[name].take(counts)
         self.error_reasons = dict(run.error_reasons)
@@ -128,11 +144,19 @@ class RunRecord:
         self.peak_memory_bytes, self.memory_kind = adapter.peak_memory()
 
     def did_work(self) -> bool:
-        """Whether this run asked its judge anything (a run that did not keeps the old record)."""
+        """Whether this run asked its judge anything (a run that did not keeps the old record).
+
+        Returns:
+            True when it judged at least one image (each kind of run says what counts).
+        """
         raise NotImplementedError
 
     def to_dict(self) -> dict[str, Any]:
-        """The record as written to ``OUT.run.json``."""
+        """The record as written to ``OUT.run.json``.
+
+        Returns:
+            The record's fields, JSON-ready.
+        """
         raise NotImplementedError
 
     def write(self, out: str | Path) -> Path | None:
@@ -183,14 +207,32 @@ class JudgeRun(RunRecord):
         return self.seconds / self.images if self.images else None
 
     def questions_per_image(self, mode: str) -> float | None:
-        """The questions MODE's new records carry per judged image (None when it judged none)."""
+        """The questions MODE's new records carry per judged image.
+
+        Args:
+            mode: one of the run's modes.
+
+        Returns:
+            The mean, or None when it judged no image.
+        """
         counts = self.modes[mode]
         return counts.questions / counts.judged if counts.judged else None
 
     def did_work(self) -> bool:
+        """Whether this run judged any image.
+
+        Returns:
+            True when it did.
+        """
         return bool(self.images)
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as written to ``OUT.run.json``.
+
+        Returns:
+            The judge, where it ran, the images and questions, the times, the memory, each mode's counts
+            and the error reasons.
+        """
         return {
             "judge": self.judge,
             "hub_id": self.hub_id,
@@ -222,7 +264,11 @@ class JudgeRun(RunRecord):
         }
 
     def line(self) -> str:
-        """The run in one line, as `negt2ibench judge` prints it."""
+        """The run in one line, as `negt2ibench judge` prints it.
+
+        Returns:
+            The line.
+        """
         per_mode = "; ".join(
             f"{mode}: {c.judged + c.errors} new ({c.passed} passed, {c.errors} errors), {c.already_done} already done"
             + (f", {self.questions_per_image(mode):.2f} q/img" if c.judged else "")

@@ -36,7 +36,17 @@ MODE_CHOICES: tuple[str, ...] = (*MODES, "all")
 
 
 def modes_of(mode: str) -> tuple[str, ...]:
-    """`all` → the three modes; a single mode → itself."""
+    """The modes a `--mode` runs: `all` → the three modes; a single mode → itself.
+
+    Args:
+        mode: `all` or one of `MODES`.
+
+    Returns:
+        The modes.
+
+    Raises:
+        UserError: an unknown mode.
+    """
     if mode == "all":
         return MODES
     if mode not in MODES:
@@ -45,12 +55,31 @@ def modes_of(mode: str) -> tuple[str, ...]:
 
 
 def mode_out_path(out: str | Path, mode: str, *, several: bool) -> Path:
-    """`judge.jsonl` for one mode; `judge.whole.jsonl`, `judge.pos.jsonl`, `judge.neg.jsonl` for `all`."""
+    """The results file of one mode.
+
+    Args:
+        out: the run's `--out`.
+        mode: the mode.
+        several: whether the run has several modes.
+
+    Returns:
+        `judge.jsonl` for one mode; `judge.whole.jsonl`, `judge.pos.jsonl`, `judge.neg.jsonl` for
+        several.
+    """
     out = Path(out)
     return out.with_name(f"{out.stem}.{mode}{out.suffix or '.jsonl'}") if several else out
 
 
 def record_context(adapter: JudgeAdapter, mode: str) -> RecordContext:
+    """What every record of ADAPTER's judge in MODE carries.
+
+    Args:
+        adapter: the judge.
+        mode: the mode.
+
+    Returns:
+        The evaluator (`KEY/MODE`), the judges' version and the run's config hash.
+    """
     spec = adapter.spec
     return RecordContext(
         evaluator=f"{spec.key}/{mode}",
@@ -68,8 +97,24 @@ def judge_one(
     model_key: str = "upload",
     sample_index: int = 0,
 ) -> ResultRecord:
-    """One image's record in one mode, with the questions and rules of a run (the Space's
-    "Score an image" panel). Each distinct question is asked once."""
+    """One image's record in one mode, with the questions and rules of a run.
+
+    As the Space's "Score an image" panel asks it. Each distinct question is asked once.
+
+    Args:
+        adapter: the loaded judge.
+        image: the image.
+        prompt: its prompt.
+        mode: `whole`, `pos` or `neg`.
+        model_key: written in the record.
+        sample_index: written in the record.
+
+    Returns:
+        The image's record.
+
+    Raises:
+        UserError: an unknown mode.
+    """
     if mode not in MODES:
         raise UserError(f"unknown judge mode {mode!r}; choose one of {', '.join(MODES)}")
     questions = questions_for(prompt, mode)
@@ -91,9 +136,19 @@ ERROR_KINDS = ("unknown prompt id", "bad image", "judge failed")
 def judging_step(
     adapter: JudgeAdapter, contexts: dict[str, RecordContext], summary: JudgeRun
 ) -> BatchStep[dict[str, float], ResultRecord]:
-    """The judge's part of the engine: every question the image's needed modes ask, each distinct
-    text once, in one batched call; then one record per needed mode (the engine's output names
-    are the modes)."""
+    """The judge's part of the engine.
+
+    Every question the image's needed modes ask, each distinct text once, in one batched call; then
+    one record per needed mode (the engine's output names are the modes).
+
+    Args:
+        adapter: the loaded judge.
+        contexts: each mode's record context.
+        summary: the run's record, counting the images and questions judged.
+
+    Returns:
+        The engine's step (forward, records; an image that fails gets an error row per mode).
+    """
 
     def asked(job: Job) -> dict[str, list[Question]]:
         return {mode: questions_for(job.work.record, mode) for mode in job.needed}
@@ -152,9 +207,26 @@ def judge_images(
 ) -> JudgeRun:
     """Judge every image of `items` in `mode` (``all``: the three, one file each) into `out_path`.
 
-    Loads the adapter first (timed apart; a missing weight raises `MissingWeightsError` before
-    any image is read), then writes one record per image and mode, skipping keys already there
-    (the run is `evaluator.engine`'s, as `negt2ibench score`'s).
+    Loads the adapter first (timed apart; a missing weight fails before any image is read), then
+    writes one record per image and mode, skipping keys already there (the run is
+    `evaluator.engine`'s, as `negt2ibench score`'s). The run's record is written beside.
+
+    Args:
+        items: the images, each with its model key.
+        prompts: the prompts the images are of.
+        adapter: the judge.
+        out_path: the results file (`mode_out_path` gives each mode's).
+        mode: `whole`, `pos`, `neg` or `all`.
+        limit: judge at most this many images.
+        progress: show a progress bar.
+
+    Returns:
+        The run's record (counts, times, memory).
+
+    Raises:
+        UserError: an unknown mode, or a results file that cannot be appended to.
+        OptionError: a negative `limit`.
+        MissingWeightsError: the judge's weights are absent.
     """
     if limit is not None:
         limit = check("limit", limit, non_negative_int)

@@ -74,7 +74,17 @@ def _images_location(value: str, sample_path: Path) -> str:
 
 
 def annotation_sample_items(path: str | Path) -> list[JudgeItem]:
-    """The images an annotation sample names, each found in its dataset split (duplicates once)."""
+    """The images an annotation sample names, each found in its dataset split (duplicates once).
+
+    Args:
+        path: an annotation sample (JSON lines with prompt_id, model_key, sample_index, images).
+
+    Returns:
+        One item per image, in the sample's order.
+
+    Raises:
+        UserError: a sample that names no image, or an image not in its split.
+    """
     path = Path(path)
     lines = read_jsonl(path, SampleLine.model_validate_json, kind="sample")
     if not lines:
@@ -103,7 +113,21 @@ def annotation_sample_items(path: str | Path) -> list[JudgeItem]:
 def judge_items(
     images: str | Path, *, split: str | None = None, prompt_id: str | None = None, model_key: str | None = None
 ) -> list[JudgeItem]:
-    """The images of SRC: an annotation sample (`.jsonl`), or any source `score` reads."""
+    """The images of SRC: an annotation sample (`.jsonl`), or any source `score` reads.
+
+    Args:
+        images: an annotation sample, or a folder, dataset or image file.
+        split: the dataset's split to judge.
+        prompt_id: the prompt of a single image file.
+        model_key: the images' model key (default: the source's; not with a sample).
+
+    Returns:
+        The images to judge, each with its model key.
+
+    Raises:
+        UserError: a model key given with a sample, or a source that cannot be read.
+        OptionError: a model key that is not a split name.
+    """
     path = Path(images)
     if path.suffix == ".jsonl" and path.is_file():
         if model_key:

@@ -33,6 +33,14 @@ from .yesno import (
 
 
 def how_to_get(hub_id: str) -> str:
+    """How to get a judge's weights onto a machine without them, for `MissingWeightsError`.
+
+    Args:
+        hub_id: the model's Hub repo id.
+
+    Returns:
+        The instructions, in one paragraph.
+    """
     return (
         f"Run the same command with --download on a machine with internet access (or `hf download {hub_id}` "
         f"there, then copy its Hugging Face cache here and set HF_HUB_CACHE), or pass a local model folder "
@@ -41,15 +49,35 @@ def how_to_get(hub_id: str) -> str:
 
 
 def require_weights(spec: JudgeSpec, *, download: bool = False) -> None:
-    """`MissingWeightsError` at once when SPEC's model is not on this machine (a disk look, no torch),
-    unless DOWNLOAD lets transformers fetch it."""
+    """Refuse at once when SPEC's model is not on this machine (a disk look, no torch).
+
+    Args:
+        spec: the judge.
+        download: transformers may fetch the model (nothing is checked).
+
+    Raises:
+        MissingWeightsError: not in the Hugging Face cache nor a local folder, saying how to get it.
+    """
     if not download and local_model(spec.hub_id, revision=spec.revision) is None:
         raise MissingWeightsError(spec.hub_id, "not in the Hugging Face cache", how_to_get=how_to_get(spec.hub_id))
 
 
 def load_pretrained(spec: JudgeSpec, *, dtype: Any, device: Any, download: bool = False) -> tuple[Any, Any]:
-    """(model, processor) of `spec` from a folder or the Hub cache (the Hub too only with DOWNLOAD);
-    `MissingWeightsError` when not here."""
+    """(model, processor) of `spec` from a folder or the Hub cache (the Hub too only with DOWNLOAD).
+
+    Args:
+        spec: the judge.
+        dtype: the model's torch dtype.
+        device: the torch device (a CUDA one is the model's device map).
+        download: fetch from the Hub what is not cached.
+
+    Returns:
+        The image-text-to-text model and its processor.
+
+    Raises:
+        MissingWeightsError: the model or its processor is not here.
+        UserError: the repo is no image-text-to-text model.
+    """
     from huggingface_hub.errors import LocalEntryNotFoundError
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
@@ -75,6 +103,15 @@ class TransformersJudge(JudgeAdapter):
 
     @classmethod
     def require(cls, spec: JudgeSpec, *, download: bool = False) -> None:
+        """The model must be on this machine, unless DOWNLOAD lets transformers fetch it.
+
+        Args:
+            spec: the judge.
+            download: the weights may be fetched.
+
+        Raises:
+            MissingWeightsError: the model is not here.
+        """
         require_weights(spec, download=download)
 
     def __init__(
@@ -105,7 +142,20 @@ class TransformersJudge(JudgeAdapter):
 
     @classmethod
     def from_models(cls, model: Any, processor: Any, *, spec: JudgeSpec, batch_size: int = 8) -> TransformersJudge:
-        """A judge around models already built (tests: tiny random ones), on CPU in their dtype."""
+        """A judge around models already built (tests: tiny random ones), on CPU in their dtype.
+
+        Args:
+            model: an image-text-to-text model.
+            processor: its processor.
+            spec: the judge's spec.
+            batch_size: pairs per forward pass.
+
+        Returns:
+            The judge, loaded.
+
+        Raises:
+            UserError: the processor has no chat template, or its tokenizer no single yes/no token.
+        """
         judge = cls(spec, device="cpu", batch_size=batch_size, dtype=str(model.dtype).removeprefix("torch."))
         judge._attach(model, processor)
         return judge
@@ -130,7 +180,14 @@ class TransformersJudge(JudgeAdapter):
         self._attach(model, processor)
 
     def chat_text(self, question: str) -> str:
-        """The exact text the model reads for one question (the chat template applied, image placeholder in)."""
+        """The exact text the model reads for one question.
+
+        Args:
+            question: the question.
+
+        Returns:
+            The chat template applied, with the image placeholder in, ready for generation.
+        """
         conversation = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]
         return self.processor.apply_chat_template(conversation, add_generation_prompt=True, tokenize=False)
 
@@ -155,6 +212,18 @@ class TransformersJudge(JudgeAdapter):
                 yield self.model(**self._inputs(batch_images, batch_questions), **extra).logits[:, -1, :]
 
     def yes_probability(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[float]:
+        """P("yes") for each (image, question) pair: the softmax over the yes and no tokens' next-token logits.
+
+        Args:
+            images: one image per question.
+            questions: yes/no questions.
+
+        Returns:
+            P("yes") of each pair, in order.
+
+        Raises:
+            ValueError: not one image per question.
+        """
         probabilities: list[float] = []
         for logits in self._next_token_logits(images, questions):
             if self.tokens is None:  # `load` finds them or raises
@@ -163,7 +232,17 @@ class TransformersJudge(JudgeAdapter):
         return probabilities
 
     def letter_tokens(self, letters: Sequence[str]) -> ChoiceTokens:
-        """The single-token spellings of each option letter ("A", " A", ...), found once per letter set."""
+        """The single-token spellings of each option letter ("A", " A", ...), found once per letter set.
+
+        Args:
+            letters: the option letters.
+
+        Returns:
+            The letters' tokens.
+
+        Raises:
+            UserError: a letter has no single token, or two share one.
+        """
         self.load()
         key = tuple(letters)
         if key not in self._letter_tokens:
@@ -177,6 +256,20 @@ class TransformersJudge(JudgeAdapter):
     def letter_probabilities(
         self, images: Sequence[Image.Image], questions: Sequence[str], letters: Sequence[str] = ("A", "B")
     ) -> list[tuple[float, ...]]:
+        """Each option letter's probability as the answer's first token, over LETTERS only.
+
+        Args:
+            images: one image per question.
+            questions: multiple-choice questions.
+            letters: the option letters.
+
+        Returns:
+            One tuple per pair, a probability per letter (summing to 1).
+
+        Raises:
+            UserError: a letter has no single token.
+            ValueError: not one image per question.
+        """
         tokens = self.letter_tokens(letters)
         found: list[tuple[float, ...]] = []
         for logits in self._next_token_logits(images, questions):
@@ -184,6 +277,19 @@ class TransformersJudge(JudgeAdapter):
         return found
 
     def generate(self, images: Sequence[Image.Image], questions: Sequence[str], max_new_tokens: int = 8) -> list[str]:
+        """The text the model writes for each pair, greedily (deterministic).
+
+        Args:
+            images: one image per question.
+            questions: the questions.
+            max_new_tokens: the longest reply, in tokens.
+
+        Returns:
+            Each pair's reply, special tokens left out.
+
+        Raises:
+            ValueError: not one image per question.
+        """
         import torch
 
         self.load()

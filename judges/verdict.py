@@ -49,7 +49,23 @@ def judge_record(
     model_key: str,
     sample_index: int,
 ) -> ResultRecord:
-    """The record of one image from the judge's P("yes") for each of `questions` (same order)."""
+    """The record of one image from the judge's P("yes") for each of `questions` (same order).
+
+    Args:
+        prompt: the image's prompt.
+        questions: the questions asked (`questions_for`).
+        p_yes: the judge's P("yes") of each.
+        context: the run's evaluator, version and config hash.
+        model_key: the image's model key.
+        sample_index: the image's sample index.
+
+    Returns:
+        The record: objects present and statements satisfied where P(satisfied) > 0.5, the cause of
+        each failed statement, passed when every answer satisfies, `score` the mean P(satisfied).
+
+    Raises:
+        ValueError: not one answer per question, or no question.
+    """
     if len(questions) != len(p_yes):
         raise ValueError(f"{len(questions)} questions but {len(p_yes)} answers")
     if not questions:
@@ -98,7 +114,18 @@ def judge_record(
 def judge_error_record(
     prompt_id: str, model_key: str, sample_index: int, message: str, *, context: RecordContext
 ) -> ResultRecord:
-    """An image the judge could not answer for (bad image, unknown prompt id): failed, with the reason."""
+    """An image the judge could not answer for (bad image, unknown prompt id): failed, with the reason.
+
+    Args:
+        prompt_id: the image's prompt id.
+        model_key: its model key.
+        sample_index: its sample index.
+        message: why it was not judged.
+        context: the run's evaluator, version and config hash.
+
+    Returns:
+        The error row.
+    """
     return ResultRecord(
         prompt_id=prompt_id,
         model_key=model_key,

@@ -24,7 +24,15 @@ from .registry import JudgeSpec
 
 
 def import_t2v_metrics() -> Any:
-    """The `t2v_metrics` module, or a one-line `MissingLibraryError` (exit 2) saying how to install it."""
+    """The `t2v_metrics` module, imported.
+
+    Returns:
+        The module.
+
+    Raises:
+        MissingLibraryError: t2v-metrics is not installed (exit 2), saying how to install it.
+        UserError: it is installed but fails to import.
+    """
     try:
         import t2v_metrics
     except ImportError:
@@ -42,7 +50,16 @@ class VQAScoreJudge(JudgeAdapter):
 
     @classmethod
     def require(cls, spec: JudgeSpec, *, download: bool = False) -> None:
-        """t2v-metrics must be installed (it fetches its own weights)."""
+        """t2v-metrics must be installed (it fetches its own weights).
+
+        Args:
+            spec: the judge's spec.
+            download: unused: t2v-metrics fetches its weights itself.
+
+        Raises:
+            MissingLibraryError: t2v-metrics is not installed.
+            UserError: it fails to import.
+        """
         import_t2v_metrics()
 
     def __init__(self, spec: JudgeSpec, *, device: str = "auto", batch_size: int = 8, dtype: str | None = None):
@@ -62,6 +79,18 @@ class VQAScoreJudge(JudgeAdapter):
         self.scorer = t2v_metrics.VQAScore(model=self.spec.hub_id.rsplit("/", 1)[-1], device=self.device.type)
 
     def yes_probability(self, images: Sequence[Image.Image], questions: Sequence[str]) -> list[float]:
+        """P("yes") for each (image, question) pair: VQAScore's "Yes" against its "No", normalised.
+
+        Args:
+            images: one image per question.
+            questions: yes/no questions.
+
+        Returns:
+            yes / (yes + no) of each pair (0.5 when both are 0).
+
+        Raises:
+            ValueError: not one image per question.
+        """
         self.load()
         probabilities: list[float] = []
         with tempfile.TemporaryDirectory(prefix="negt2i-vqascore-") as folder:

@@ -69,9 +69,20 @@ def _single_tokens(tokenizer: Any, variants: Sequence[str]) -> tuple[list[int], 
 def find_choice_tokens(
     tokenizer: Any, spellings: Mapping[str, Sequence[str]], *, model: str = "this model", needs: str = "answers"
 ) -> ChoiceTokens:
-    """Every single-token spelling of each answer of SPELLINGS ({answer: spellings}); a `UserError`
-    when an answer has none, or when two answers share a token. NEEDS ends the message ("a judge
-    needs a yes/no vocabulary")."""
+    """Every single-token spelling of each answer of SPELLINGS.
+
+    Args:
+        tokenizer: the model's tokenizer.
+        spellings: {answer: its spellings}.
+        model: the model's name, for the error.
+        needs: what ends the error's message ("a judge needs a yes/no vocabulary").
+
+    Returns:
+        The answers, each one's token ids and the spellings found.
+
+    Raises:
+        UserError: an answer has no single-token spelling, or two answers share a token.
+    """
     ids, found = [], []
     for answer, variants in spellings.items():
         answer_ids, answer_found = _single_tokens(tokenizer, variants)
@@ -87,7 +98,18 @@ def find_choice_tokens(
 
 
 def find_yes_no_tokens(tokenizer: Any, *, model: str = "this model") -> YesNoTokens:
-    """Every single-token yes/no variant of `tokenizer`; a `UserError` when a side has none."""
+    """Every single-token yes/no variant of `tokenizer`.
+
+    Args:
+        tokenizer: the model's tokenizer.
+        model: the model's name, for the error.
+
+    Returns:
+        The yes and no token ids, and the spellings found.
+
+    Raises:
+        UserError: a side has no single token.
+    """
     needs = "a judge needs a yes/no vocabulary"
     tokens = find_choice_tokens(tokenizer, {"yes": YES_VARIANTS, "no": NO_VARIANTS}, model=model, needs=needs)
     (yes_ids, no_ids), (yes_found, no_found) = tokens.ids, tokens.variants
@@ -95,8 +117,15 @@ def find_yes_no_tokens(tokenizer: Any, *, model: str = "this model") -> YesNoTok
 
 
 def choice_probabilities(logits: torch.Tensor, tokens: ChoiceTokens) -> torch.Tensor:
-    """A float32 tensor (batch, answers) of each answer's probability from next-token logits (batch,
-    vocab): the softmax over the answers' tokens only, so every row sums to 1."""
+    """Each answer's probability from next-token logits: the softmax over the answers' tokens only.
+
+    Args:
+        logits: next-token logits, (batch, vocab).
+        tokens: the answers' tokens (`find_choice_tokens`).
+
+    Returns:
+        A float32 tensor (batch, answers); every row sums to 1.
+    """
     import torch
 
     logits = logits.float()
@@ -105,9 +134,16 @@ def choice_probabilities(logits: torch.Tensor, tokens: ChoiceTokens) -> torch.Te
 
 
 def yes_no_probabilities(logits: torch.Tensor, tokens: YesNoTokens) -> tuple[torch.Tensor, torch.Tensor]:
-    """(p_yes, p_no), each a float32 tensor of shape (batch,), from next-token logits (batch, vocab).
+    """(p_yes, p_no) from next-token logits (batch, vocab).
 
     The softmax is over the yes/no tokens only, so p_yes + p_no = 1 for every row.
+
+    Args:
+        logits: next-token logits, (batch, vocab).
+        tokens: the yes/no tokens (`find_yes_no_tokens`).
+
+    Returns:
+        Two float32 tensors of shape (batch,).
     """
     both = choice_probabilities(logits, tokens.choices)
     return both[:, 0], both[:, 1]

@@ -30,21 +30,56 @@ JOB_ID_ENV = "NEGT2I_VERIFY_JOB_ID"  # set by the backend that launched this run
 
 
 def new_run(mode: Literal["spot", "full"] = "spot") -> RunClaim:
-    """A claim for a run in this process: where it runs, for the entry's reason and the Space's table."""
+    """A claim for a run in this process.
+
+    Args:
+        mode: `spot` (the spot check) or `full` (a full re-score).
+
+    Returns:
+        A new claim saying where it runs (the job's id in a job, else host and pid), for the entry's
+        reason and the Space's table.
+    """
     job = os.environ.get(JOB_ID_ENV, "")
     where = f"job {job}" if job else f"{socket.gethostname()} pid {os.getpid()}"
     return RunClaim(mode=mode, where=where)
 
 
 def claim(store: LeaderboardStore, entry: Entry, run: RunClaim, setup: SpotCheckSetup, total: int) -> Entry:
-    """validated | pending → pending, held by `run` (taking over any older run's claim); one write."""
+    """validated | pending → pending, held by `run` (taking over any older run's claim); one write.
+
+    Args:
+        store: the leaderboard's store.
+        entry: the entry to check.
+        run: this run's claim.
+        setup: the spot check's setup (its limits give the plan).
+        total: the submitted images.
+
+    Returns:
+        The entry as stored, its reason saying the check runs and its plan.
+
+    Raises:
+        StaleEntryError: the entry is neither validated nor pending, or its name expired.
+    """
     plan = setup.limits.plan_for(total)
     return claim_for(store, entry, run, f"spot check running since {{started}} ({run.where}): {plan.describe()}")
 
 
 def claim_for(store: LeaderboardStore, entry: Entry, run: RunClaim, what: str, *, attempt: bool = True) -> Entry:
-    """validated | pending → pending, held by `run`, the reason `what` (its `{started}` the run's start;
-    with `attempt`, one more attempt counted and said); one write."""
+    """validated | pending → pending, held by `run`, with the reason `what`; one write.
+
+    Args:
+        store: the leaderboard's store.
+        entry: the entry to claim.
+        run: this run's claim.
+        what: the reason; its `{started}` becomes the run's start.
+        attempt: count one more attempt, and say it in the reason.
+
+    Returns:
+        The entry as stored.
+
+    Raises:
+        StaleEntryError: the entry is neither validated nor pending, or its name expired.
+    """
 
     def decide(current: Entry, entries: Sequence[Entry]) -> dict[str, Any]:
         if current.status not in ("validated", "pending"):
@@ -62,8 +97,24 @@ def claim_for(store: LeaderboardStore, entry: Entry, run: RunClaim, what: str, *
 
 
 def reject(store: LeaderboardStore, entry: Entry, reason: str, run_id: str, **fields: Any) -> Entry:
-    """A check (the spot check, the regeneration) rejects `entry`: what its account had ranked on a
-    sample is held (`leaderboard.holds`)."""
+    """A check (the spot check, the regeneration) rejects `entry`.
+
+    What its account had ranked on a sample is held (`leaderboard.holds`); an entry that changed
+    meanwhile is left as it is.
+
+    Args:
+        store: the leaderboard's store.
+        entry: the entry rejected.
+        reason: the rejection's reason.
+        run_id: the run that must still hold the entry.
+        **fields: more fields of the entry to store with the rejection (`verification`, `checked_at`).
+
+    Returns:
+        The rejected entry as stored.
+
+    Raises:
+        StaleEntryError: the run no longer holds the entry, or it cannot become rejected.
+    """
     rejected = transition(store, entry, "rejected", reason, run_id=run_id, run=None, **fields)
     for other in ranked_on_a_sample(store.list_entries(), rejected):
         try:
@@ -97,9 +148,22 @@ def _accept(
 def run_spot_check(
     store: LeaderboardStore, entry: Entry, results: list[ResultRecord], setup: SpotCheckSetup, run: RunClaim
 ) -> Entry:
-    """validated | pending → verified, held, rejected, or pending with the reason the check could not
-    run; the entry as stored afterwards. Raises StaleEntryError when another run took the entry over
-    (this run's outcome is then not written) or it became final meanwhile."""
+    """Spot-check one entry: validated | pending → verified, held, rejected, or pending with why not.
+
+    Args:
+        store: the leaderboard's store.
+        entry: the entry to check.
+        results: its records, in stored order.
+        setup: the scorer, prompts, images, secret and limits of this Space.
+        run: this run's claim.
+
+    Returns:
+        The entry as stored afterwards (pending with the reason when the check could not run).
+
+    Raises:
+        StaleEntryError: another run took the entry over (this run's outcome is then not written) or
+            it became final meanwhile.
+    """
     plan = setup.limits.plan_for(len(results))
     if setup.score is None:
         why = "no scorer here to re-score the images"

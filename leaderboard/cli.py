@@ -20,6 +20,8 @@ from negt2ibench.core.options import (
 
 from .fresh_draw import FRESH_PER_CELL
 
+HOME_HELP = "NEGT2I_HOME (where the SQLite leaderboard lives)"
+
 
 def _leaderboard_list(args: argparse.Namespace) -> int:
     import time
@@ -148,6 +150,8 @@ def _withdraw(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `leaderboard` and its actions (list, verify, recheck, verify-job, withdraw and the Hub's) to the
+    main parser's sub-commands."""
     board = subparsers.add_parser(
         "leaderboard",
         help="list the leaderboard's submissions, verify those waiting, publish them to the Hub, check the Hub's",
@@ -163,7 +167,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     actions = board.add_subparsers(dest="action", metavar="ACTION", required=True)
+    _register_list(actions)
+    _register_verify(actions)
+    _register_recheck(actions)
+    _register_verify_job(actions)
+    _register_withdraw(actions)
+    from .hub_cli import register_hub_actions
+
+    register_hub_actions(actions)
+
+
+def _register_list(actions: argparse._SubParsersAction) -> None:
+    """`leaderboard list`: its parser, options and handler."""
     listing = actions.add_parser("list", help="every submission with its status and reason")
+    add_home_option(listing, HOME_HELP)
+    listing.set_defaults(handler=_leaderboard_list)
+
+
+def _register_verify(actions: argparse._SubParsersAction) -> None:
+    """`leaderboard verify`: its parser, options and handler."""
     verify = actions.add_parser(
         "verify",
         help="verify waiting submissions here: their spot check, or with --full every image re-scored",
@@ -182,12 +204,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "  accelerate launch --multi_gpu --num_processes 4 -m negt2ibench leaderboard verify --full",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_home_option(verify, HOME_HELP)
+    _add_scoring_options(verify)
+    _add_rescore_options(verify)
+    add_limit_option(verify, "with --full: at most N submissions this run", at_least_one=True)
+    verify.set_defaults(handler=_leaderboard_verify)
+
+
+def _register_recheck(actions: argparse._SubParsersAction) -> None:
+    """`leaderboard recheck`: its parser, options and handler."""
     again = actions.add_parser(
         "recheck",
         help="the same as `verify` without --full (kept for scripts)",
         description="Validate received submissions and re-run the spot check of validated and pending ones "
         "with this machine's models; prints each one's new status and reason.",
     )
+    add_home_option(again, HOME_HELP)
+    _add_scoring_options(again)
+    again.set_defaults(handler=_leaderboard_verify)
+
+
+def _register_verify_job(actions: argparse._SubParsersAction) -> None:
+    """`leaderboard verify-job`: its parser, options and handler."""
     job = actions.add_parser(
         "verify-job",
         help="verify one submission (the job the Space launches; run it anywhere to settle a waiting entry)",
@@ -209,25 +247,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "  negt2ibench leaderboard verify-job --entry 3f2a9c1e --store hub:org/negt2ibench-results",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    withdrawn = actions.add_parser(
-        "withdraw",
-        help="take a submission off the leaderboard (the Space cancels its verification job)",
-        description="Mark one entry withdrawn: never ranked, its verification job cancelled at the Space's next "
-        "pass, and a run still checking it writes nothing.",
-    )
-    for sub in (listing, verify, again, job, withdrawn):
-        add_home_option(sub, "NEGT2I_HOME (where the SQLite leaderboard lives)")
-    for sub in (job, withdrawn):
-        sub.add_argument(
-            "--entry", required=True, metavar="ID", help="the submission's id (or its first 8+ characters)"
-        )
-        sub.add_argument(
-            "--store",
-            default=None,
-            metavar="LOCATOR",
-            help="sqlite:PATH or hub:ORG/NAME (default: NEGT2I_RESULTS_REPO, else SQLite under NEGT2I_HOME)",
-        )
-    withdrawn.add_argument("--reason", default="", help="why (shown on the entry)")
+    add_home_option(job, HOME_HELP)
+    _add_entry_options(job)
+    _add_verify_job_options(job)
+    _add_scoring_options(job)
+    _add_rescore_options(job)
+    job.set_defaults(handler=verify_job)
+
+
+def _add_verify_job_options(job: argparse.ArgumentParser) -> None:
+    """`verify-job`'s own options: fetching what a fresh machine lacks, and the fresh draw."""
     job.add_argument(
         "--download",
         action="store_true",
@@ -248,29 +277,45 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"with --fresh-draw: prompts per category x setting cell (default {FRESH_PER_CELL}: a 95%% interval of "
         "at most +-5 points; fewer is cheaper and wider, and the entry's page says how many were drawn)",
     )
-    _add_scoring_options(verify, again, job)
-    for sub in (verify, job):
-        sub.add_argument("--full", action="store_true", help="re-score every image, not a sample")
-        sub.add_argument(
-            "--work-dir",
-            type=Path,
-            default=None,
-            metavar="DIR",
-            help="where re-scored records and downloaded images go (default NEGT2I_HOME/verify); keep it to resume",
-        )
-        add_num_workers_option(
-            sub, "with --full: image-decoding processes per model process (as `score --num-workers`)"
-        )
-        add_no_progress_flag(sub)
-    add_limit_option(verify, "with --full: at most N submissions this run", at_least_one=True)
-    from .hub_cli import register_hub_actions
 
-    register_hub_actions(actions)
-    listing.set_defaults(handler=_leaderboard_list)
-    verify.set_defaults(handler=_leaderboard_verify)
-    again.set_defaults(handler=_leaderboard_verify)
-    job.set_defaults(handler=verify_job)
+
+def _register_withdraw(actions: argparse._SubParsersAction) -> None:
+    """`leaderboard withdraw`: its parser, options and handler."""
+    withdrawn = actions.add_parser(
+        "withdraw",
+        help="take a submission off the leaderboard (the Space cancels its verification job)",
+        description="Mark one entry withdrawn: never ranked, its verification job cancelled at the Space's next "
+        "pass, and a run still checking it writes nothing.",
+    )
+    add_home_option(withdrawn, HOME_HELP)
+    _add_entry_options(withdrawn)
+    withdrawn.add_argument("--reason", default="", help="why (shown on the entry)")
     withdrawn.set_defaults(handler=_withdraw)
+
+
+def _add_entry_options(sub: argparse.ArgumentParser) -> None:
+    """--entry and --store: which entry of which store (`verify-job`, `withdraw`)."""
+    sub.add_argument("--entry", required=True, metavar="ID", help="the submission's id (or its first 8+ characters)")
+    sub.add_argument(
+        "--store",
+        default=None,
+        metavar="LOCATOR",
+        help="sqlite:PATH or hub:ORG/NAME (default: NEGT2I_RESULTS_REPO, else SQLite under NEGT2I_HOME)",
+    )
+
+
+def _add_rescore_options(sub: argparse.ArgumentParser) -> None:
+    """--full and what a full re-score reads: its work folder, decoding processes, progress bar."""
+    sub.add_argument("--full", action="store_true", help="re-score every image, not a sample")
+    sub.add_argument(
+        "--work-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where re-scored records and downloaded images go (default NEGT2I_HOME/verify); keep it to resume",
+    )
+    add_num_workers_option(sub, "with --full: image-decoding processes per model process (as `score --num-workers`)")
+    add_no_progress_flag(sub)
 
 
 def _add_scoring_options(*parsers: argparse.ArgumentParser) -> None:

@@ -52,12 +52,27 @@ RESAMPLES = 1000
 
 
 def worst_half_width(prompts: int) -> float:
-    """The 95% half-width (points) of a mean of `prompts` pass shares, at the largest variance (1/4)."""
+    """The 95% half-width (points) of a mean of `prompts` pass shares, at the largest variance (1/4).
+
+    Args:
+        prompts: the prompts the mean is over.
+
+    Returns:
+        100 · z95 · sqrt(0.25 / prompts).
+    """
     return 100.0 * Z95 * math.sqrt(0.25 / prompts)
 
 
 def fresh_draw_size(half_width: float = HALF_WIDTH, cells: int = CELLS) -> int:
-    """The fewest prompts, in whole cells, whose worst-case 95% half-width is at most `half_width` points."""
+    """The fewest prompts, in whole cells, whose worst-case 95% half-width is at most `half_width` points.
+
+    Args:
+        half_width: the largest half-width wanted, in points.
+        cells: the category × setting cells the prompts are spread over.
+
+    Returns:
+        The number of prompts, a multiple of `cells`.
+    """
     needed = math.ceil(0.25 * (100.0 * Z95 / half_width) ** 2)
     return math.ceil(needed / cells) * cells
 
@@ -66,7 +81,18 @@ FRESH_PER_CELL = fresh_draw_size() // CELLS  # 9
 
 
 def fresh_seed(secret: bytes, submission_id: str) -> int:
-    """The entry's fresh-draw seed: HMAC-SHA256 of its id under the server secret, above `FRESH_SEED_BASE`."""
+    """The entry's fresh-draw seed: HMAC-SHA256 of its id under the server secret, above `FRESH_SEED_BASE`.
+
+    Args:
+        secret: the server's secret.
+        submission_id: the entry's id.
+
+    Returns:
+        The seed (never one of the published corpus's).
+
+    Raises:
+        ValueError: an empty secret.
+    """
     if not secret:
         raise ValueError("the fresh draw's secret is empty")
     mac = hmac.new(secret, f"{submission_id}:fresh-draw".encode(), hashlib.sha256).digest()
@@ -74,13 +100,34 @@ def fresh_seed(secret: bytes, submission_id: str) -> int:
 
 
 def fresh_work_tag(secret: bytes, submission_id: str) -> str:
-    """A name for the job's work folder of this draw that changes with the secret but does not reveal the seed."""
+    """A name for the job's work folder of this draw that changes with the secret but does not reveal the seed.
+
+    Args:
+        secret: the server's secret.
+        submission_id: the entry's id.
+
+    Returns:
+        12 hex digits.
+    """
     return hmac.new(secret, f"{submission_id}:fresh-work".encode(), hashlib.sha256).hexdigest()[:12]
 
 
 def fresh_prompts(seed: int, per_cell: int = FRESH_PER_CELL) -> list[PromptRecord]:
-    """`per_cell` prompts of each category x setting cell of the seed's corpus, drawn with the seed
-    among those whose objects and values/relations no published prompt asks for; cell by cell."""
+    """`per_cell` prompts of each category × setting cell of the seed's corpus, cell by cell.
+
+    Drawn with the seed among those whose objects and values/relations no published prompt asks
+    for.
+
+    Args:
+        seed: the draw's seed (`fresh_seed`).
+        per_cell: prompts drawn in each cell.
+
+    Returns:
+        The prompts, cell by cell in the benchmark's order, each cell's sorted by id.
+
+    Raises:
+        ValueError: a cell has fewer unpublished prompts than `per_cell`.
+    """
     published = published_combinations()
     pool: dict[tuple[str, str], list[PromptRecord]] = defaultdict(list)
     for record in build_fresh_corpus(seed):
@@ -100,7 +147,14 @@ def fresh_prompts(seed: int, per_cell: int = FRESH_PER_CELL) -> list[PromptRecor
 
 
 def prompt_shares(results: Sequence[ResultRecord]) -> tuple[np.ndarray, np.ndarray]:
-    """(scored images, passed images) per prompt, error rows left out (as the report's accuracy)."""
+    """(scored images, passed images) per prompt, error rows left out (as the report's accuracy).
+
+    Args:
+        results: result records.
+
+    Returns:
+        Two float arrays, aligned, one value per prompt with a scored image.
+    """
     scored: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for record in results:
         if is_error_row(record):
@@ -133,9 +187,21 @@ class FreshNumbers:
 
 
 def fresh_numbers(fresh: Sequence[ResultRecord], public: Sequence[ResultRecord]) -> FreshNumbers:
-    """Both accuracies with their 95% percentile-bootstrap intervals over prompts, and the gap
-    (fresh - public) with the interval of the difference of independent replicates (the two
-    draws share no prompt). ValueError when either has no scored image."""
+    """Both accuracies with their 95% percentile-bootstrap intervals over prompts, and the gap.
+
+    The gap (fresh − public) has the interval of the difference of independent replicates (the two
+    draws share no prompt).
+
+    Args:
+        fresh: the records of the fresh draw's images.
+        public: the entry's records of the published prompts.
+
+    Returns:
+        The fresh and public accuracies (%) with their intervals, and the gap with its interval.
+
+    Raises:
+        ValueError: either has no scored image.
+    """
     accuracy, fresh_draws = _replicates(fresh, seed=0)
     public_accuracy, public_draws = _replicates(public, seed=1)
     return FreshNumbers(
@@ -149,11 +215,25 @@ def fresh_numbers(fresh: Sequence[ResultRecord], public: Sequence[ResultRecord])
 
 
 def fresh_draw_due(entry: Entry) -> bool:
-    """Whether the entry waits for its fresh draw: verified, its images reproduced, no draw yet."""
+    """Whether the entry waits for its fresh draw: verified, its images reproduced, no draw yet.
+
+    Args:
+        entry: a leaderboard entry.
+
+    Returns:
+        True when a fresh draw should run for it.
+    """
     reproduced = entry.regeneration is not None and entry.regeneration.outcome == "reproduced"
     return entry.status == "verified" and reproduced and entry.fresh_draw is None
 
 
 def fresh_images(per_cell: int = FRESH_PER_CELL) -> int:
-    """Images a fresh draw generates and scores."""
+    """Images a fresh draw generates and scores.
+
+    Args:
+        per_cell: prompts drawn in each cell.
+
+    Returns:
+        per_cell × cells × samples per prompt.
+    """
     return per_cell * CELLS * SAMPLES_PER_PROMPT

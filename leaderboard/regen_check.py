@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import base64
 import io
+import itertools
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -43,10 +44,10 @@ from .ranking import NOT_REPRODUCED
 from .regeneration import (
     RegenerationPlan,
     draw_regeneration_sample,
-    image_similarity,
     regeneration_plan,
     regeneration_seed,
 )
+from .similarity import image_similarity
 from .spotcheck import verification_secret
 from .states import transition
 from .store import LeaderboardStore
@@ -60,7 +61,15 @@ BATCH = 4  # images per generation call
 
 
 def thumbnail(image: Any, side: int = THUMBNAIL_SIDE) -> str:
-    """A small JPEG of IMAGE (its longer side SIDE), as base64 text for the entry's record."""
+    """A small JPEG of IMAGE, as base64 text for the entry's record.
+
+    Args:
+        image: a PIL image.
+        side: its longer side in the JPEG.
+
+    Returns:
+        The JPEG (quality 85), base64-encoded.
+    """
     copy = image.convert("RGB")
     copy.thumbnail((side, side))
     buffer = io.BytesIO()
@@ -71,7 +80,17 @@ def thumbnail(image: Any, side: int = THUMBNAIL_SIDE) -> str:
 def regeneration_sample(
     entry: Entry, results: Sequence[ResultRecord], secret: bytes | None
 ) -> tuple[RegenerationPlan, list]:
-    """The plan and the (prompt_id, sample_index) keys of the entry's regeneration sample."""
+    """The plan and the keys of the entry's regeneration sample.
+
+    Args:
+        entry: the entry checked.
+        results: its records, in stored order.
+        secret: the server's secret (default: `verification_secret()`).
+
+    Returns:
+        The plan for the file's size, and the sampled images' (prompt_id, sample_index) keys in
+        stored order.
+    """
     plan = regeneration_plan(len(results))
     digest = results_digest(record.model_dump_json() for record in results)
     seed = regeneration_seed(secret or verification_secret(), entry.submission_id, digest)
@@ -94,6 +113,11 @@ class KeptPairs:
                     continue  # a torn last line: that image is compared again
 
     def add(self, kept: dict[str, Any]) -> None:
+        """Keep one compared pair: in memory, and appended to the work folder's file.
+
+        Args:
+            kept: the pair's prompt_id, sample_index, similarity, own, why (and its regenerated JPEG).
+        """
         self.pairs[(kept["prompt_id"], kept["sample_index"])] = kept
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a", encoding="utf-8") as handle:
@@ -145,6 +169,15 @@ class Comparer:
         self.thumbnails: dict[tuple[str, int], str] = {}  # the submitted images, small, for the shown pairs
 
     def compare(self, batch: list[tuple[tuple[str, int], Any, GenerationRecord]]) -> None:
+        """Regenerate and compare a batch of submitted images, keeping each pair.
+
+        An image already compared (kept from an earlier run) is not regenerated; one whose record
+        cannot be reproduced (its seed, another model or settings) is kept as not the model's own, with
+        why.
+
+        Args:
+            batch: ((prompt_id, sample_index), the submitted image, its generation record) of each image.
+        """
         from generation.reproduce import seed_problem
         from generation.work import image_seed
 
@@ -181,14 +214,28 @@ class Comparer:
             )
 
     def compared(self) -> list[dict[str, Any]]:
-        """The pairs of this sample compared so far (the work folder may keep others, of another secret's)."""
+        """The pairs of this sample compared so far.
+
+        Returns:
+            Them in the sample's order (the work folder may keep others, of another secret's).
+        """
         return [self.kept.pairs[key] for key in self.keys if key in self.kept.pairs]
 
     def not_own(self) -> int:
+        """How many of the pairs compared so far are not the model's own.
+
+        Returns:
+            The count.
+        """
         return sum(not kept["own"] for kept in self.compared())
 
     def pairs(self) -> list[RegeneratedPair]:
-        """Every compared pair, those not the model's own first; the first SHOWN_PAIRS with their images."""
+        """Every compared pair, for the entry's record.
+
+        Returns:
+            The pairs, those not the model's own first (lowest similarity first); the first SHOWN_PAIRS
+            with their images as JPEGs.
+        """
         compared = self.compared()
         compared.sort(key=lambda kept: (kept["own"], kept["similarity"] if kept["similarity"] is not None else -1))
         pairs = []
@@ -229,20 +276,31 @@ def run_regeneration(
     secret: bytes | None = None,
     say: Callable[[str], None] = print,
 ) -> Entry:
-    """validated | pending → pending with its `regeneration` (reproduced or not reproduced), or
-    rejected; the entry as stored afterwards. Images that cannot be read leave it as it is (the spot
-    check, next, says why it waits; the next run tries again), or, once claimed, waiting with the
-    reason. StaleEntryError: another run holds it."""
+    """Regeneration-check one entry: validated | pending → pending with its `regeneration`, or rejected.
+
+    Args:
+        store: the leaderboard's store.
+        entry: the entry to check.
+        results: its records, in stored order.
+        prompts: the prompts the records are of.
+        open_images: opens the entry's images (repo, revision, split).
+        load: loads the generator the records name (None: this run has no generation step, so the
+            images are not reproduced).
+        run: this run's claim.
+        work: the folder compared pairs are kept in, so an interrupted run resumes.
+        secret: the server's secret (default: `verification_secret()`).
+        say: where progress lines go.
+
+    Returns:
+        The entry as stored afterwards (reproduced or not reproduced, rejected, or waiting). Images
+        that cannot be read leave it as it is (the next run tries again), once claimed waiting.
+
+    Raises:
+        StaleEntryError: another run holds the entry.
+    """
     plan, keys = regeneration_sample(entry, results, secret)
-    split = results[0].model_key
     try:
-        images = open_images(entry.images_repo, entry.images_revision, split)
-        rows = _record_reader(images, keys)
-        first = next(rows)
-        spec = _spec_of(first[2])
-        if load is None:
-            raise _NotReproduced("this verification run has no generation step")
-        generator = load(spec)
+        spec, generator, rows = _source_and_generator(entry, results[0].model_key, keys, open_images, load)
     except _NotReproduced as why:
         return _write_not_reproduced(store, entry, str(why))
     except ImagesUnreachable:
@@ -251,31 +309,45 @@ def run_regeneration(
         return _write_not_reproduced(store, entry, f"the model could not be loaded: {error.one_line()}")
     except (ImportError, AttributeError, TypeError, ValueError) as error:  # a repo that is no such pipeline
         return _write_not_reproduced(store, entry, f"the model could not be loaded ({type(error).__name__})")
-    entry = claim_for(
-        store,
-        entry,
-        run,
-        f"regeneration check running since {{started}} ({run.where}): {plan.describe()}",
-        attempt=False,
-    )
+    running = f"regeneration check running since {{started}} ({run.where}): {plan.describe()}"
+    entry = claim_for(store, entry, run, running, attempt=False)
     kept = KeptPairs(work / f"{entry.submission_id}.regen.jsonl")
     if kept.pairs:
         say(f"{entry.submission_id[:8]}: {len(kept.pairs)} compared images read from {kept.path}")
     comparer = Comparer(generator, spec, prompts, plan, kept, keys)
     try:
-        batch = [first]
-        for row in rows:
-            batch.append(row)
-            if len(batch) >= BATCH:
-                comparer.compare(batch)
-                batch = []
-                if not plan.accepts(comparer.not_own()):
-                    break
-        if batch and plan.accepts(comparer.not_own()):
-            comparer.compare(batch)
+        _compare_in_batches(comparer, plan, rows)
     except ImagesUnreachable as error:
         return _waits(store, entry, str(error), run.run_id)
     return _outcome(store, entry, plan, comparer, spec, run)
+
+
+def _source_and_generator(
+    entry: Entry, split: str, keys: list[Any], open_images: Callable[[str, str, str], ImageSource], load: Any
+) -> tuple[Any, Any, Iterator[Any]]:
+    """The recorded model, its generator and the sampled rows (read lazily: the check may stop early).
+    Raises _NotReproduced, ImagesUnreachable, or what loading the model raises."""
+    images = open_images(entry.images_repo, entry.images_revision, split)
+    rows = _record_reader(images, keys)
+    first = next(rows)
+    spec = _spec_of(first[2])
+    if load is None:
+        raise _NotReproduced("this verification run has no generation step")
+    return spec, load(spec), itertools.chain([first], rows)
+
+
+def _compare_in_batches(comparer: Comparer, plan: RegenerationPlan, rows: Iterable[Any]) -> None:
+    """Compare ROWS in batches of BATCH, stopping once more images than the plan allows are not the model's own."""
+    batch: list[Any] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= BATCH:
+            comparer.compare(batch)
+            batch = []
+            if not plan.accepts(comparer.not_own()):
+                return
+    if batch and plan.accepts(comparer.not_own()):
+        comparer.compare(batch)
 
 
 def _outcome(store, entry, plan: RegenerationPlan, comparer: Comparer, spec, run: RunClaim) -> Entry:

@@ -4,7 +4,8 @@ The spot check proves that a file's verdicts match its images; it cannot see whe
 from. So the verification job also regenerates a sample of them from the recorded model, commit,
 seed and settings (`generation.reproduce.recorded_spec`) and compares each with the submitted image.
 
-**The similarity** (`image_similarity`) is SSIM (Wang et al. 2004, scikit-image's
+**The similarity** (`leaderboard.similarity.image_similarity`, its own module: the job computes it,
+the Space, which plans jobs from this one, does not) is SSIM (Wang et al. 2004, scikit-image's
 `structural_similarity` with their Gaussian window, sigma 1.5, K1 0.01, K2 0.03) of the two images
 in grey, each resized to 64 x 64. The seed fixes an image's layout: where things are, their shapes,
 light and dark. Another seed of the same prompt draws the same things elsewhere, and a semantic
@@ -50,7 +51,6 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from scipy.stats import binom
 
@@ -61,7 +61,6 @@ IMPOSTOR_RATE = 0.01  # ... when such an image reaches t by chance at most this 
 HONEST_MISS_RATE = 0.01  # the assumption: an honest image falls below t at most this often (provisional)
 ERROR = 0.01  # the largest probability of either mistake
 THRESHOLD = 0.5  # t: the model's own when the similarity is at least this (provisional, module docstring)
-SIMILARITY_SIDE = 64  # both images are compared in grey at this size
 
 
 @dataclass(frozen=True)
@@ -73,20 +72,56 @@ class RegenerationPlan:
     threshold: float = THRESHOLD
 
     def accepts(self, not_own: int) -> bool:
+        """Whether a regeneration check that found this many images not the model's own accepts the file.
+
+        Args:
+            not_own: sampled images whose regeneration fell below the threshold (or could not be made).
+
+        Returns:
+            True when they are at most `max_not_own`.
+        """
         return not_own <= self.max_not_own
 
     def is_own(self, similarity: float) -> bool:
+        """Whether a submitted image is the model's own, by its similarity to the image regenerated.
+
+        Args:
+            similarity: SSIM of the submitted and regenerated images (`image_similarity`).
+
+        Returns:
+            True at or above the plan's threshold.
+        """
         return similarity >= self.threshold
 
     def false_accept(self, share: float = CHEAT_SHARE, impostor: float = IMPOSTOR_RATE) -> float:
-        """P(accept) for a file of which `share` of the images are not the model's own (binomial)."""
+        """P(accept) for a file of which `share` of the images are not the model's own (binomial).
+
+        Args:
+            share: the share of the file's images that are not the model's own.
+            impostor: the chance that such an image still reaches the threshold.
+
+        Returns:
+            The probability that the sample holds at most `max_not_own` images below the threshold.
+        """
         return float(binom.cdf(self.max_not_own, self.sample_size, share * (1 - impostor)))
 
     def false_reject(self, miss: float = HONEST_MISS_RATE) -> float:
-        """P(reject) for an honest file whose images fall below t at `miss` (binomial)."""
+        """P(reject) for an honest file whose images fall below the threshold at `miss` (binomial).
+
+        Args:
+            miss: the share of an honest file's images whose regeneration falls below the threshold.
+
+        Returns:
+            The probability that the sample holds more than `max_not_own` of them.
+        """
         return float(binom.sf(self.max_not_own, self.sample_size, miss))
 
     def describe(self) -> str:
+        """The plan in words, for an entry's reason.
+
+        Returns:
+            "N images regenerated, at most K may fall below similarity T".
+        """
         return (
             f"{self.sample_size} images regenerated, at most {self.max_not_own} may fall below "
             f"similarity {self.threshold:g}"
@@ -110,8 +145,25 @@ def regeneration_plan(
     error: float = ERROR,
     threshold: float = THRESHOLD,
 ) -> RegenerationPlan:
-    """The smallest sample (and its tolerance) meeting both error bounds, exactly under the binomial;
-    every image when the file has fewer (with the tolerance an honest file needs)."""
+    """The smallest sample (and its tolerance) meeting both error bounds, exactly under the binomial.
+
+    Every image when the file has fewer (with the tolerance an honest file needs).
+
+    Args:
+        total_images: the images of the submitted file.
+        share: the share of images not the model's own that must be caught.
+        impostor: the chance such an image still reaches the threshold.
+        miss: the share of an honest file's images that fall below the threshold.
+        error: the largest P(accept such a file) and P(reject an honest one).
+        threshold: the similarity at or above which an image is the model's own.
+
+    Returns:
+        The sample size, the images below the threshold it tolerates, and the threshold.
+
+    Raises:
+        ValueError: `total_images` below 1, or rates outside 0 < miss < share × (1 − impostor) < 1,
+            0 < error < 1.
+    """
     if total_images < 1:
         raise ValueError(f"a regeneration check needs at least one image, got {total_images}")
     caught = share * (1 - impostor)
@@ -126,35 +178,31 @@ def regeneration_plan(
 
 
 def regeneration_seed(secret: bytes, submission_id: str, digest: str) -> int:
-    """The seed of a submission's regeneration sample: the spot check's HMAC in its own domain."""
+    """The seed of a submission's regeneration sample: the spot check's HMAC in its own domain.
+
+    Args:
+        secret: the server's secret.
+        submission_id: the submission's id.
+        digest: its results' digest (`verification.results_digest`).
+
+    Returns:
+        The sample's seed (never the spot check's for the same submission).
+
+    Raises:
+        ValueError: an empty secret.
+    """
     return sample_seed(secret, f"{submission_id}:regeneration", digest)
 
 
 def draw_regeneration_sample(total_images: int, plan: RegenerationPlan, seed: int) -> list[int]:
-    """The positions (0 .. total_images - 1) to regenerate, without replacement, ascending."""
+    """The positions to regenerate, drawn without replacement.
+
+    Args:
+        total_images: the images of the file.
+        plan: the check's plan (its sample size).
+        seed: the sample's seed (`regeneration_seed`).
+
+    Returns:
+        min(sample size, total_images) positions in 0 .. total_images - 1, ascending.
+    """
     return sorted(random.Random(seed).sample(range(total_images), min(plan.sample_size, total_images)))
-
-
-def grey_pixels(image: Any, side: int = SIMILARITY_SIDE):
-    """The image in grey at SIDE x SIDE (area-averaged when shrunk), as floats in [0, 1]."""
-    import numpy as np
-    from PIL import Image
-
-    grey = image.convert("L").resize((side, side), Image.Resampling.BOX)
-    return np.asarray(grey, dtype=np.float64) / 255.0
-
-
-def image_similarity(first: Any, second: Any, side: int = SIMILARITY_SIDE) -> float:
-    """SSIM of two PIL images in grey at SIDE x SIDE (scikit-image, Wang et al.'s Gaussian window):
-    1 for the same picture, near 0 for unrelated ones (module docstring)."""
-    from skimage.metrics import structural_similarity
-
-    value = structural_similarity(
-        grey_pixels(first, side),
-        grey_pixels(second, side),
-        data_range=1.0,
-        gaussian_weights=True,
-        sigma=1.5,
-        use_sample_covariance=False,
-    )
-    return float(value)

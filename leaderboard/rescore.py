@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dataset_builder.layout import has_images
 from evaluator.results import ResultRecord
@@ -30,6 +31,9 @@ from .images import ImagesUnreachable, ParquetImages, hub_images, images_token, 
 from .states import AWAITING, SpotCheckSetup, transition
 from .store import Entry, LeaderboardStore, RunClaim, StaleEntryError, Verification
 from .submissions import advance, awaiting, recheck
+
+if TYPE_CHECKING:
+    from negt2ibench.core.launch import Launch
 
 Say = Callable[[str], None]
 
@@ -237,14 +241,55 @@ def verify_full(
     num_workers: int | None = None,
     say: Say = print,
 ) -> list[Entry]:
-    """Re-score every image of the submissions `full_candidates` picks (only the submission `only`
-    when given); the entries written. Each is held by this run (`claim_full`) while it is re-scored."""
+    """Re-score every image of the submissions `full_candidates` picks, each held by this run
+    (`claim_full`) while it is re-scored; under `accelerate launch` every process scores its share and
+    only the main process reads and writes the store.
+
+    Args:
+        open_store: opens the leaderboard store (called on the main process only).
+        setup: the spot check's setup: the prompts and the evaluator configuration the entries must have.
+        evaluator: the `Evaluator` that re-scores (`score_source`, the engine of `negt2ibench score`).
+        work: the work folder: the plan, each submission's re-scored records (kept: a rerun resumes) and
+            downloaded images.
+        images_from: a folder holding the submissions' images as DIR/ORG/NAME, read instead of the Hub.
+        limit: at most this many submissions this run.
+        only: only the submission of this id.
+        progress: show the scoring's progress bars.
+        num_workers: image-decoding processes per model process (as `score --num-workers`).
+        say: where the run's lines go (one per submission).
+
+    Returns:
+        The entries written (on the main process; [] elsewhere). A submission whose images cannot be
+        read, or whose re-score is incomplete or was taken over, is skipped with a line saying why.
+
+    Raises:
+        NegT2IError: `open_store` or the store's reads and writes failed (e.g. its Hub repo is
+            unreachable); a submission's own problems are skipped with a line, not raised.
+    """
     from negt2ibench.core.launch import Launch, launched_world_size
 
     launch = Launch.detect() if launched_world_size() > 1 else Launch()
     work.mkdir(parents=True, exist_ok=True)
-    plan_path = work / "jobs.json"
     store = open_store() if launch.is_main else None
+    jobs = _planned_jobs(launch, store, setup, work, limit, only)
+    if launch.is_main:
+        say(f"{len(jobs)} submission(s) to re-score in full in {store!r}" + (" ..." if jobs else ""))
+    run = _FullRun(launch, store, evaluator, work, images_from, new_run("full"), progress, num_workers, say)
+    written = [entry for job in jobs if (entry := _rescore(run, job)) is not None]
+    launch.barrier()
+    return written
+
+
+def _planned_jobs(
+    launch: Launch,
+    store: LeaderboardStore | None,
+    setup: SpotCheckSetup,
+    work: Path,
+    limit: int | None,
+    only: str | None,
+) -> list[Job]:
+    """The jobs the main process plans (`plan_jobs`), written to WORK/jobs.json and read by every process."""
+    plan_path = work / "jobs.json"
 
     def plan() -> None:
         assert store is not None  # on_main runs this on the main process, which holds the store
@@ -252,50 +297,68 @@ def verify_full(
         write_atomic(plan_path, json.dumps([asdict(job) for job in jobs]).encode("utf-8"))
 
     launch.on_main(plan)
-    jobs = [Job(**item) for item in json.loads(plan_path.read_text("utf-8"))]
-    if launch.is_main:
-        say(f"{len(jobs)} submission(s) to re-score in full in {store!r}" + (" ..." if jobs else ""))
-    written = []
-    run = new_run("full")
-    for job in jobs:
-        out = work / f"{job.submission_id}.jsonl"
-        folders: dict[str, Path | str] = {}
+    return [Job(**item) for item in json.loads(plan_path.read_text("utf-8"))]
 
-        def prepare(job: Job = job, out: Path = out, folders: dict = folders) -> None:
-            assert store is not None  # on_main runs this on the main process, which holds the store
-            try:
-                claim_full(store, job.submission_id, run)
-                folders["images"] = images_folder(job, images_from, work)
-            except (ImagesUnreachable, StaleEntryError) as error:
-                folders["error"] = str(error)
-            drop_error_rows(out)
-            write_atomic(work / f"{job.submission_id}.folder", json.dumps(folders, default=str).encode())
 
-        launch.on_main(prepare)
-        shared = json.loads((work / f"{job.submission_id}.folder").read_text())
-        if "error" in shared:
-            if launch.is_main:
-                say(f"{job.submission_id[:8]}  {job.model_name}: skipped: {shared['error']}")
-            continue
+@dataclass(frozen=True)
+class _FullRun:
+    """What every job of one `verify_full` run shares."""
+
+    launch: Launch
+    store: LeaderboardStore | None  # the main process's; None on the others
+    evaluator: Any
+    work: Path
+    images_from: Path | None
+    claim: RunClaim
+    progress: bool
+    num_workers: int | None
+    say: Say
+
+
+def _rescore(run: _FullRun, job: Job) -> Entry | None:
+    """One submission: claimed and its images found (main process), re-scored (every process), then
+    recorded (main process); the entry written, or None when it was skipped."""
+    out = run.work / f"{job.submission_id}.jsonl"
+    shared = _prepared(run, job, out)
+    if "error" in shared:
+        if run.launch.is_main:
+            run.say(f"{job.submission_id[:8]}  {job.model_name}: skipped: {shared['error']}")
+        return None
+    try:
+        run.evaluator.score_source(
+            shared["images"],
+            out=out,
+            split=job.split,
+            model_key=job.split,
+            progress=run.progress,
+            num_workers=run.num_workers,
+        )
+    except UserError as error:
+        if run.launch.is_main:
+            run.say(f"{job.submission_id[:8]}  {job.model_name}: skipped: {error}")
+        return None
+    if run.store is None:  # not the main process
+        return None
+    return _finish(run.store, job, out, run.say, run.claim)
+
+
+def _prepared(run: _FullRun, job: Job, out: Path) -> dict[str, str]:
+    """The main process claims the entry and finds its images folder (or the reason it cannot), and
+    writes that to WORK/ID.folder, which every process reads."""
+    folders: dict[str, Path | str] = {}
+
+    def prepare() -> None:
+        assert run.store is not None  # on_main runs this on the main process, which holds the store
         try:
-            evaluator.score_source(
-                shared["images"],
-                out=out,
-                split=job.split,
-                model_key=job.split,
-                progress=progress,
-                num_workers=num_workers,
-            )
-        except UserError as error:
-            if launch.is_main:
-                say(f"{job.submission_id[:8]}  {job.model_name}: skipped: {error}")
-            continue
-        if store is not None:  # the main process
-            entry = _finish(store, job, out, say, run)
-            if entry is not None:
-                written.append(entry)
-    launch.barrier()
-    return written
+            claim_full(run.store, job.submission_id, run.claim)
+            folders["images"] = images_folder(job, run.images_from, run.work)
+        except (ImagesUnreachable, StaleEntryError) as error:
+            folders["error"] = str(error)
+        drop_error_rows(out)
+        write_atomic(run.work / f"{job.submission_id}.folder", json.dumps(folders, default=str).encode())
+
+    run.launch.on_main(prepare)
+    return json.loads((run.work / f"{job.submission_id}.folder").read_text())
 
 
 __all__ = [

@@ -41,14 +41,27 @@ ScoreFn = Callable[[list[Image.Image], list[PromptRecord], str, list[int]], list
 
 
 def verification_secret() -> bytes:
-    """The server's secret for sample seeds: NEGT2I_VERIFY_SECRET (set it as a Space secret, so a
-    maintainer with the same secret draws the same samples), else one drawn for this process."""
+    """The server's secret for sample seeds.
+
+    Returns:
+        NEGT2I_VERIFY_SECRET's bytes (set it as a Space secret, so a maintainer with the same secret
+        draws the same samples), else a secret drawn once for this process.
+    """
     configured = os.environ.get(SECRET_ENV)
     return configured.encode("utf-8") if configured else _process_secret
 
 
 def submission_seed(submission_id: str, results: Sequence[ResultRecord], secret: bytes | None = None) -> int:
-    """The seed of a stored submission's sample (`leaderboard.verification.sample_seed`)."""
+    """The seed of a stored submission's sample (`leaderboard.verification.sample_seed`).
+
+    Args:
+        submission_id: the submission's id.
+        results: its records, in stored order (digested as their JSON lines).
+        secret: the server's secret (default: `verification_secret()`).
+
+    Returns:
+        The sample's seed.
+    """
     digest = results_digest(record.model_dump_json() for record in results)
     return sample_seed(secret or verification_secret(), submission_id, digest)
 
@@ -76,8 +89,27 @@ def spot_check(
     seed: int,
     batch_size: int = SPOT_CHECK_BATCH,
 ) -> SpotCheckOutcome:
-    """Re-score the plan's sample of the submitted images (drawn with `seed`), in batches; stops
-    as soon as more images disagree than the plan tolerates (the outcome is then a rejection)."""
+    """Re-score the plan's sample of the submitted images, in batches.
+
+    Stops as soon as more images disagree than the plan tolerates (the outcome is then a
+    rejection).
+
+    Args:
+        results: the submitted records, in stored order.
+        images: the submission's images source, read for the sample only.
+        prompts: the prompts the records are of.
+        score: re-scores a batch (images, prompts, model key, sample indices) into records.
+        plan: the sample's size and tolerance.
+        seed: the sample's seed (`submission_seed`).
+        batch_size: images re-scored at once.
+
+    Returns:
+        The images checked and why each disagreeing one disagrees (`compared.disagreement`).
+
+    Raises:
+        ImagesUnreachable: the images source could not be read; any error of `score` goes through too
+            (the caller says why in `spot_check_failure`).
+    """
     chosen = [results[position] for position in draw_sample(len(results), plan, seed)]
     by_key = {(record.prompt_id, record.sample_index): record for record in chosen}
     outcome = SpotCheckOutcome(plan)
@@ -110,11 +142,19 @@ def spot_check(
 
 
 def spot_check_failure(error: BaseException) -> str:
-    """Why a spot check could not run, in one public sentence of ours (the submission waits for the
-    next attempt); the full error goes to the log, never into the reason.
+    """Why a spot check could not run, in one public sentence of ours.
 
-    Any error counts: the images dataset not reachable, the evaluator's weights missing here, a
-    ZeroGPU quota error (a `gradio.Error` from `spaces`), the GPU out of memory, or anything else."""
+    The submission waits for the next attempt; the full error goes to the log, never into the
+    reason. Any error counts: the images dataset not reachable, the evaluator's weights missing
+    here, a ZeroGPU quota error (a `gradio.Error` from `spaces`), the GPU out of memory, or anything
+    else.
+
+    Args:
+        error: what stopped the check.
+
+    Returns:
+        The reason, in our words (a `NegT2IError`'s own one line; a generic sentence for the rest).
+    """
     if isinstance(error, ImagesUnreachable):
         return unreachable_reason(error)  # its message is ours (`leaderboard.images`)
     log.warning("a spot check could not run: %s: %s", type(error).__name__, error)

@@ -50,6 +50,14 @@ class SubmissionLimits:
     spot_check: SpotCheckPlan | None = None
 
     def plan_for(self, images: int) -> SpotCheckPlan:
+        """The spot check's plan for a file.
+
+        Args:
+            images: the submitted file's images.
+
+        Returns:
+            The plan these limits fix, else the one `spot_check_plan` sizes for `images`.
+        """
         return self.spot_check or spot_check_plan(images)
 
 
@@ -69,7 +77,14 @@ class SpotCheckSetup:
 
 
 def held_by(run_id: str):
-    """A check (`LeaderboardStore.update_entry`) that the verification run `run_id` still holds the entry."""
+    """A check (`LeaderboardStore.update_entry`) that the verification run `run_id` still holds the entry.
+
+    Args:
+        run_id: the run's id.
+
+    Returns:
+        A function of the stored entry: "" while the run holds it, else why it does not.
+    """
 
     def check(current: Entry) -> str:
         if current.run is None or current.run.run_id != run_id:
@@ -83,8 +98,23 @@ def held_by(run_id: str):
 def transition(
     store: LeaderboardStore, entry: Entry, status: Status, reason: str, *, run_id: str | None = None, **fields: Any
 ) -> Entry:
-    """Move ENTRY to STATUS in the store, if the state machine allows it from the status stored now
-    (and, given `run_id`, while that run holds the entry); else `StaleEntryError`, nothing written."""
+    """Move ENTRY to STATUS in the store, if the state machine allows it from the status stored now.
+
+    Args:
+        store: the leaderboard's store.
+        entry: the entry to move (its id; the stored entry is what is checked).
+        status: the new status.
+        reason: the entry's new reason.
+        run_id: when given, the run that must still hold the entry.
+        **fields: more fields of the entry to write with it.
+
+    Returns:
+        The entry as stored.
+
+    Raises:
+        StaleEntryError: the stored status cannot become STATUS, or the run no longer holds it;
+            nothing is written.
+    """
     claim = held_by(run_id) if run_id is not None else None
 
     def check(current: Entry) -> str:

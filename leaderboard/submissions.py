@@ -3,7 +3,8 @@
 `submit()` takes an upload. Refused before anything is stored, so the attempt does not count
 toward the daily limit (`SubmissionError`): missing fields, a file over the size limit, the
 daily limit reached, another submitter's model name, and a results file that is not a valid
-submission (malformed lines, other evaluator version or config, missing or extra images).
+submission (malformed lines, other evaluator version or config, missing or extra images:
+`leaderboard.results_check`).
 
 A valid file is stored, and from then on every state is what the store holds:
 
@@ -36,7 +37,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +47,6 @@ from evaluator.config import EVALUATOR_VERSION, PRESETS, EvaluatorConfig
 from evaluator.results import ResultRecord
 from negt2ibench.core.errors import NegT2IError, UserError
 from negt2ibench.core.jsonl import JsonlError, gc_paused, stream_jsonl
-from negt2ibench.core.names import SPLIT_NAME
 
 from .checking import new_run, run_spot_check
 from .compared import shown_numbers
@@ -63,6 +62,7 @@ from .images import (
     unreachable_reason,
 )
 from .names import clean, clip, http_link, hub_repo_id, name_problem, revision_name
+from .results_check import check_results
 from .spotcheck import ScoreFn, spot_check
 from .states import AWAITING, DEFAULT_LIMITS, PRESET, TRANSITIONS, SpotCheckSetup, SubmissionLimits, transition
 from .store import Entry, LeaderboardStore, OwnershipError, model_key_of, name_conflict
@@ -98,7 +98,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-MAX_SPLIT = 100  # characters of a model key (the images split)
 DAY_SECONDS = 24 * 60 * 60
 NOT_COUNTED = "nothing was stored, and this attempt does not count toward the daily limit"
 
@@ -130,57 +129,6 @@ class SubmissionForm:
     images_repo: str
     images_revision: str
     submitter: str
-
-
-def check_results(
-    results: list[ResultRecord],
-    prompt_ids: Iterable[str],
-    *,
-    config: EvaluatorConfig = PRESETS[PRESET],
-    samples_per_prompt: int = SAMPLES_PER_PROMPT,
-) -> str:
-    """Why these results cannot go on the leaderboard, or "" when they can: one model key, this
-    evaluator's version and config hash, and every prompt id × sample exactly once."""
-    if not results:
-        return "the results file holds no records"
-    keys = sorted({r.model_key for r in results})
-    if len(keys) != 1:
-        shown = ", ".join(repr(clip(key, 40)) for key in keys[:5])
-        return f"the results mix {len(keys)} model keys ({shown}); submit one model per file"
-    if not SPLIT_NAME.match(keys[0]) or len(keys[0]) > MAX_SPLIT:
-        return (
-            f"the model key {clip(keys[0], 60)!r} is not a split name: lowercase letters, digits and _ only "
-            f"([a-z0-9_]+, at most {MAX_SPLIT} characters), as the images split is named"
-        )
-    versions = Counter(r.evaluator_version for r in results)
-    if set(versions) != {EVALUATOR_VERSION}:
-        found = ", ".join(f"{clip(v, 40)} ({n} records)" for v, n in versions.most_common(3))
-        return f"evaluator version {found} does not match this Space's {EVALUATOR_VERSION}; re-score with it"
-    hashes = Counter(r.config_hash for r in results)
-    if set(hashes) != {config.config_hash}:
-        found = ", ".join(clip(h, 40) for h in list(hashes)[:3])
-        return (
-            f"config hash {found} does not match this Space's {config.config_hash} "
-            f"(preset {config.name!r}); re-score with `negt2ibench score --preset {config.name}`"
-        )
-    expected = {(pid, s) for pid in prompt_ids for s in range(samples_per_prompt)}
-    seen = Counter((r.prompt_id, r.sample_index) for r in results)
-    unknown = sorted(k for k in seen if k not in expected)
-    if unknown:
-        pid, s = unknown[0]
-        return f"{len(unknown)} records are not benchmark images (e.g. prompt {clip(pid, 60)!r} sample {s})"
-    duplicated = sorted(k for k, n in seen.items() if n > 1)
-    if duplicated:
-        pid, s = duplicated[0]
-        return f"{len(duplicated)} images are scored more than once (e.g. {pid} sample {s})"
-    missing = sorted(expected - set(seen))
-    if missing:
-        pid, s = missing[0]
-        return (
-            f"{len(missing)} of {len(expected)} images are missing (e.g. {pid} sample {s}); "
-            f"a submission scores all prompts × {samples_per_prompt} samples"
-        )
-    return ""
 
 
 # -- the state machine ---------------------------------------------------------------------------------
@@ -342,11 +290,27 @@ def submit(
     secret: bytes | None = None,
     check: bool = True,
 ) -> Entry:
-    """Check an upload, store it, and advance it (validation, then the spot check unless
-    `check=False`); the stored entry. The name must pass `leaderboard.names.name_problem`, the link
-    be http(s), the images repo a Hub repo id; the revision is resolved to the commit it names now
-    (`resolve_revision`, default `images.default_resolver(open_images)`: the Hub's commit for Hub
-    images), which is stored and read from then on (`images_ref` keeps what was typed).
+    """Check an upload, store it, and advance it (validation, then the spot check unless `check=False`).
+
+    Args:
+        store: the leaderboard store the entry goes to.
+        form: what the submitter typed: the name must pass `leaderboard.names.name_problem`, the link be
+            http(s), the images repo a Hub repo id.
+        results_path: the uploaded results JSONL (`negt2ibench score`'s), read one line at a time.
+        prompts: the benchmark's prompts: the images the file must score, each exactly once.
+        score: the scorer of the spot check (None: it cannot run here; the entry waits, pending).
+        open_images: where the submitted images are read (the spot check's, and the jobs' plans).
+        resolve_revision: pins the typed revision to the commit it names now (default
+            `images.default_resolver(open_images)`: the Hub's commit for Hub images); that commit is stored
+            and read from then on (`images_ref` keeps what was typed).
+        config: the evaluator configuration the results must have been scored with.
+        limits: the bounds on the file's size and on the submitter's submissions a day.
+        now: the time of the submission (default: now).
+        secret: the spot check's sample secret (default: NEGT2I_VERIFY_SECRET, else a drawn one).
+        check: run the spot check now (False: store and validate only; a verification job checks it).
+
+    Returns:
+        The stored entry, as far as it advanced.
 
     Raises:
         SubmissionError: refused, nothing stored, not counted toward the daily limit
@@ -356,22 +320,39 @@ def submit(
     """
     now = time.time() if now is None else now
     fields = _checked_form(form)
-    path = Path(results_path)
+    path = _checked_upload(store, form.submitter, fields, Path(results_path), limits, now)
+    results = _checked_results(path, prompts, config)
+    revision = _pinned(resolve_revision or default_resolver(open_images), fields.images_repo, fields.revision)
+    entry = _received_entry(form.submitter, fields, revision, config, now)
+    setup = SpotCheckSetup(prompts, score, open_images, config, limits, secret)
+    return _store_and_advance(store, entry, results, setup, check)
+
+
+def _checked_upload(
+    store: LeaderboardStore, submitter: str, fields: _Fields, path: Path, limits: SubmissionLimits, now: float
+) -> Path:
+    """PATH, once the file is there and within the size limit, the submitter within the daily limit,
+    and the model's name not another submitter's."""
     if not path.is_file():
         raise _refused("upload the results JSONL written by `negt2ibench score`")
     size = path.stat().st_size
     if size > limits.max_bytes:
         limit = f"the limit is {limits.max_bytes / 2**20:.0f} MB"
         raise _refused(f"the results file is {size / 2**20:.1f} MB; {limit}", InvalidFileError)
-    recent = store.count_recent(form.submitter, now - DAY_SECONDS)
+    recent = store.count_recent(submitter, now - DAY_SECONDS)
     if recent >= limits.per_day:
         raise SubmissionError(
-            f"{form.submitter} already made {recent} submissions in the last 24 hours (limit {limits.per_day}); "
+            f"{submitter} already made {recent} submissions in the last 24 hours (limit {limits.per_day}); "
             f"try again tomorrow ({NOT_COUNTED})"
         )
-    conflict = name_conflict(store.list_entries(), fields.model_name, fields.model_key, form.submitter, now=now)
+    conflict = name_conflict(store.list_entries(), fields.model_name, fields.model_key, submitter, now=now)
     if conflict:
         raise _refused(conflict)
+    return path
+
+
+def _checked_results(path: Path, prompts: PromptIndex, config: EvaluatorConfig) -> list[ResultRecord]:
+    """The file's records, once they read (`_load_results`) and pass `check_results`."""
     try:
         results = _load_results(path, prompts.ids())
     except ValueError as error:
@@ -379,13 +360,18 @@ def submit(
     problem = check_results(results, prompts.ids(), config=config)
     if problem:
         raise _refused(f"invalid results file: {problem}", InvalidFileError)
-    entry = Entry(
+    return results
+
+
+def _received_entry(submitter: str, fields: _Fields, revision: str, config: EvaluatorConfig, now: float) -> Entry:
+    """The new entry, received: the form's fields, the pinned commit of its images, this evaluator's."""
+    return Entry(
         model_name=fields.model_name,
         model_key=fields.model_key,
-        submitter=form.submitter,
+        submitter=submitter,
         link=fields.link,
         images_repo=fields.images_repo,
-        images_revision=_pinned(resolve_revision or default_resolver(open_images), fields.images_repo, fields.revision),
+        images_revision=revision,
         images_ref=fields.revision,
         created_at=now,
         evaluator_version=EVALUATOR_VERSION,
@@ -393,11 +379,17 @@ def submit(
         status="received",
         reason="received; validating",
     )
+
+
+def _store_and_advance(
+    store: LeaderboardStore, entry: Entry, results: list[ResultRecord], setup: SpotCheckSetup, check: bool
+) -> Entry:
+    """Store the entry with its records (refused: another's model), then advance it; once stored, a
+    failure is a `SubmissionStoredError` naming it."""
     try:
         store.add_submission(entry, results)
     except OwnershipError as error:
         raise _refused(str(error)) from None
-    setup = SpotCheckSetup(prompts, score, open_images, config, limits, secret)
     try:
         return advance(store, entry, setup, results, check=check)
     except Exception as error:  # noqa: BLE001 - stored: say so, never "nothing was stored"

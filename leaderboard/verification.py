@@ -66,17 +66,44 @@ class SpotCheckPlan:
     max_disagreements: int
 
     def accepts(self, disagreements: int) -> bool:
+        """Whether a spot check that found this many disagreeing images accepts the file.
+
+        Args:
+            disagreements: re-scored images that disagree with the submitted records.
+
+        Returns:
+            True when they are at most `max_disagreements`.
+        """
         return disagreements <= self.max_disagreements
 
     def false_accept(self, rate: float = CHEAT_RATE) -> float:
-        """P(accept) for a file whose images disagree at `rate` (binomial)."""
+        """P(accept) for a file whose images disagree at `rate` (binomial).
+
+        Args:
+            rate: the share of the file's images that disagree (default: the cheat the plan is sized for).
+
+        Returns:
+            The probability that the sample holds at most `max_disagreements` of them.
+        """
         return float(binom.cdf(self.max_disagreements, self.sample_size, rate))
 
     def false_reject(self, rate: float = HONEST_RATE) -> float:
-        """P(reject) for an honest file whose images flip at `rate` (binomial)."""
+        """P(reject) for an honest file whose images flip at `rate` (binomial).
+
+        Args:
+            rate: the share of an honest file's images that flip on re-scoring (default: the plan's).
+
+        Returns:
+            The probability that the sample holds more than `max_disagreements` of them.
+        """
         return float(binom.sf(self.max_disagreements, self.sample_size, rate))
 
     def describe(self) -> str:
+        """The plan in words, for an entry's reason.
+
+        Returns:
+            "N images re-scored, at most K may disagree".
+        """
         return f"{self.sample_size} images re-scored, at most {self.max_disagreements} may disagree"
 
 
@@ -96,7 +123,20 @@ def spot_check_plan(
 
     For fewer images than that sample needs, every image is re-scored, with the tolerance an
     honest file needs; the bound on cheats then holds only when `cheat` of the images is more
-    than that tolerance (the benchmark's 19,200 images are far from it)."""
+    than that tolerance (the benchmark's 19,200 images are far from it).
+
+    Args:
+        total_images: the images of the submitted file.
+        cheat: the share of disagreeing images a cheat must be caught at.
+        honest: the share of images an honest file flips on re-scoring.
+        error: the largest P(accept a cheat) and P(reject an honest file).
+
+    Returns:
+        The sample size and the disagreements it tolerates (at most `LARGEST_SAMPLE` images).
+
+    Raises:
+        ValueError: `total_images` below 1, or rates outside 0 < honest < cheat < 1, 0 < error < 1.
+    """
     if total_images < 1:
         raise ValueError(f"a spot check needs at least one image, got {total_images}")
     if not 0 < honest < cheat < 1 or not 0 < error < 1:
@@ -117,15 +157,31 @@ THRESHOLDS_PER_AXIS = {"directional": 2, "comparative": 2, "proximity": 1, "dept
 
 
 def verdict_comparisons(prompt: PromptRecord) -> int:
-    """The thresholded comparisons an image's verdict rests on: each object's presence and each
-    statement's own predicate (its value for an attribute, its relation's threshold)."""
+    """The thresholded comparisons an image's verdict rests on.
+
+    Args:
+        prompt: the image's prompt.
+
+    Returns:
+        Each object's presence and each statement's own predicate (its value for an attribute, its
+        relation's threshold): objects + statements.
+    """
     return len(prompt.objects) + len(prompt.statements)
 
 
 def compared_comparisons(prompt: PromptRecord) -> int:
-    """The thresholded comparisons the compared fields rest on: the verdict's, and per relation
-    statement the others that decide its cause (positive: the axis's other threshold,
-    `wrong_value` or `dead_zone`) or its dead-zone flag (negated: every threshold of the pair)."""
+    """The thresholded comparisons the compared fields rest on.
+
+    The verdict's, and per relation statement the others that decide its cause (positive: the
+    axis's other threshold, `wrong_value` or `dead_zone`) or its dead-zone flag (negated: every
+    threshold of the pair).
+
+    Args:
+        prompt: the image's prompt.
+
+    Returns:
+        `verdict_comparisons(prompt)` plus those of the relation statements' causes and flags.
+    """
     extra = 0
     if prompt.kind == "relation":
         per_axis = THRESHOLDS_PER_AXIS[prompt.category]
@@ -136,7 +192,14 @@ def compared_comparisons(prompt: PromptRecord) -> int:
 
 
 def results_digest(lines: Iterable[str]) -> str:
-    """SHA-256 of a submission's result records (their JSON lines, in stored order)."""
+    """SHA-256 of a submission's result records.
+
+    Args:
+        lines: the records' JSON lines, in stored order (without their newlines).
+
+    Returns:
+        The hex digest of the lines, each followed by a newline.
+    """
     digest = hashlib.sha256()
     for line in lines:
         digest.update(line.encode("utf-8"))
@@ -145,7 +208,19 @@ def results_digest(lines: Iterable[str]) -> str:
 
 
 def sample_seed(secret: bytes, submission_id: str, digest: str) -> int:
-    """The seed of a submission's sample: HMAC-SHA256 of its id and results under the server's secret."""
+    """The seed of a submission's sample: HMAC-SHA256 of its id and results under the server's secret.
+
+    Args:
+        secret: the server's secret (`spotcheck.verification_secret`).
+        submission_id: the submission's id.
+        digest: its results' digest (`results_digest`).
+
+    Returns:
+        The MAC as a (256-bit) integer.
+
+    Raises:
+        ValueError: an empty secret.
+    """
     if not secret:
         raise ValueError("the spot check's secret is empty")
     mac = hmac.new(secret, f"{submission_id}:{digest}".encode(), hashlib.sha256)
@@ -153,5 +228,14 @@ def sample_seed(secret: bytes, submission_id: str, digest: str) -> int:
 
 
 def draw_sample(total_images: int, plan: SpotCheckPlan, seed: int) -> list[int]:
-    """The positions (0 .. total_images - 1) to re-score, without replacement, in ascending order."""
+    """The positions to re-score, drawn without replacement.
+
+    Args:
+        total_images: the images of the file.
+        plan: the spot check's plan (its sample size).
+        seed: the sample's seed (`sample_seed`).
+
+    Returns:
+        min(sample size, total_images) positions in 0 .. total_images - 1, in ascending order.
+    """
     return sorted(random.Random(seed).sample(range(total_images), min(plan.sample_size, total_images)))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
+from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EvaluatorConfig
 from evaluator.observation import ImageObservation
 from evaluator.perception_types import LoadablePerception, Perception
@@ -37,6 +37,7 @@ from .inputs import (
     non_negative,
     positive,
     prompt_index,
+    resolve_prompt,
     rgb_image,
     running_counts,
 )
@@ -46,48 +47,9 @@ if TYPE_CHECKING:
     from PIL import Image
 
     from evaluator.pipeline import ScoreSummary
+    from evaluator.sources import ImageItem
 
     ImageLike = Image.Image | str | Path | bytes | np.ndarray
-
-
-def resolve_prompt(prompt: str | PromptRecord, prompts: PromptIndex) -> PromptRecord:
-    """What a prompt argument means, the one rule of the API, `score`, `explain` and the Space.
-
-    - a `PromptRecord` is itself;
-    - a text without white space is a prompt id, looked up in PROMPTS;
-    - any other text is parsed in the benchmark's grammar. When the parse equals a benchmark
-      prompt (the same text, objects and statements: a benchmark prompt typed by hand), the
-      result is that prompt's record, with its id and group, so it scores and reports as the
-      benchmark prompt; otherwise it is the parsed record, with id `custom`.
-
-    Raises:
-        UserError: an empty text, an unknown id (the message shows what ids look like), or a text
-            outside the grammar ("cannot parse the prompt: ...").
-    """
-    if isinstance(prompt, PromptRecord):
-        return prompt
-    if not isinstance(prompt, str):
-        raise TypeError(
-            f"prompt must be a prompt id, a PromptRecord or a text in the grammar, got {type(prompt).__name__}"
-        )
-    text = prompt.strip()
-    if not text:
-        raise UserError("prompt is empty: give a prompt id (e.g. 'color_pos1_neg0_000') or a text in the grammar")
-    if not any(character.isspace() for character in text):
-        try:
-            return prompts[text]
-        except PromptLookupError as error:  # its message shows what ids look like
-            raise UserError(str(error)) from None
-    from dataset_builder.grammar import PromptParseError, parse_prompt
-
-    try:
-        parsed = parse_prompt(text)
-    except PromptParseError as error:
-        raise UserError(f"cannot parse the prompt: {error}") from error
-    known = prompts.with_text(parsed.prompt)
-    if known is not None and (known.objects, known.statements) == (parsed.objects, parsed.statements):
-        return known
-    return parsed
 
 
 @dataclass(frozen=True)
@@ -191,20 +153,34 @@ class Evaluator:
             return self._index
 
     def prompt(self, prompt: str | PromptRecord) -> PromptRecord:
-        """A prompt record from a record, a prompt id, or a text in the benchmark's grammar
-        (`resolve_prompt` against this evaluator's prompts: a text that is a benchmark prompt gets
-        that prompt's record, any other text a record with id `custom`).
+        """A prompt record from a record, a prompt id, or a text in the grammar (`resolve_prompt`).
+
+        Args:
+            prompt: a prompt record, a prompt id, or a text in the grammar.
+
+        Returns:
+            The prompt's record (a benchmark prompt's text gives that prompt's, any other text `custom`).
 
         Raises:
+            TypeError: `prompt` is neither a string nor a `PromptRecord`.
             UserError: an unknown prompt id or a text outside the grammar (the message says why).
         """
         return resolve_prompt(prompt, self.prompts)
 
     def require_weights(self, prompts: Iterable[str | PromptRecord] = ()) -> None:
-        """Check that the weights of the models these prompts need (all, when none are given) are on
-        this machine: a look at the disk, no model, no torch, no network. Every scoring call makes it
-        first; `MissingWeightsError` names the `download-models` command to run. A given `perception`
-        has nothing to look for."""
+        """Check that the weights of the models these prompts need are on this machine (a disk look).
+
+        No model, no torch, no network; every scoring call makes it first; a given `perception` has
+        nothing to look for.
+
+        Args:
+            prompts: prompts (records, ids or texts) whose categories name the models; none: every model.
+
+        Raises:
+            MissingLibraryError: torch or transformers is not installed (what to install comes first).
+            MissingWeightsError: a needed weight is absent, naming the `download-models` command to run.
+            UserError: a prompt that `prompt` refuses.
+        """
         if self._perception is not None:
             return
         from evaluator.models.weights import require_weights, scorer_roles
@@ -215,8 +191,19 @@ class Evaluator:
         require_weights(self.config, self.weights_dir, scorer_roles(self.config, categories))
 
     def load(self, prompts: Iterable[str | PromptRecord] = ()) -> Evaluator:
-        """Load every model these prompts need (all four when none are given) now, not on the first
-        score: a missing weight then fails here, with `MissingWeightsError` saying how to get it."""
+        """Load every model these prompts need now, not on the first score.
+
+        Args:
+            prompts: prompts (records, ids or texts) whose categories name the models; none: all four.
+
+        Returns:
+            This evaluator, loaded (so `Evaluator().load()` chains).
+
+        Raises:
+            MissingLibraryError: torch or transformers is not installed.
+            MissingWeightsError: a needed weight is absent, saying how to get it.
+            UserError: a prompt that `prompt` refuses.
+        """
         records = [self.prompt(prompt) for prompt in prompts]
         self.require_weights(records)
         perception = self.perception
@@ -295,13 +282,32 @@ class Evaluator:
 
         Returns:
             list[ResultRecord]: one per image, in the order given.
-        """
-        from evaluator.sources import ImageItem
 
+        Raises:
+            UserError: a bad argument, named: a model key that is not a split name, a batch size, worker
+                count or sample index out of range, lengths that differ, an image array of another shape or
+                range, a prompt text outside the grammar (`OptionError`); `MissingWeightsError`: a model's
+                weights are not on this machine.
+            TypeError: an image or a prompt of a type it does not take.
+        """
         check_model_key(model_key)
         size = self.batch_size if batch_size is None else positive("batch_size", batch_size)
         if num_workers is not None:
             non_negative("num_workers", num_workers)
+        entries = self._items(images, prompts, sample_indices)
+        self.require_weights([record for _, record in entries if record is not None])
+        return self._score_items(entries, size, model_key, progress, num_workers)
+
+    def _items(
+        self,
+        images: Sequence[ImageLike],
+        prompts: Sequence[str | PromptRecord],
+        sample_indices: Sequence[int] | None,
+    ) -> list[tuple[ImageItem, PromptRecord | None]]:
+        """`score_many`'s images as the engine's items (prompt id, sample index, a fetcher), each with its
+        prompt record (None: an id not known, an error row)."""
+        from evaluator.sources import ImageItem
+
         if len(images) != len(prompts):
             raise UserError(f"images and prompts must have the same length, got {len(images)} and {len(prompts)}")
         resolved = [self._resolve(prompt, f"prompts[{i}]") for i, prompt in enumerate(prompts)]
@@ -309,14 +315,23 @@ class Evaluator:
             sample_indices = running_counts([prompt_id for prompt_id, _ in resolved])
         elif len(sample_indices) != len(images):
             raise UserError(f"sample_indices must have one index per image, got {len(sample_indices)}")
-        entries = [
+        return [
             (
                 ImageItem(prompt_id, non_negative(f"sample_indices[{i}]", sample), fetcher(image, f"images[{i}]")),
                 record,
             )
             for i, (image, (prompt_id, record), sample) in enumerate(zip(images, resolved, sample_indices, strict=True))
         ]
-        self.require_weights([record for _, record in entries if record is not None])
+
+    def _score_items(
+        self,
+        entries: list[tuple[ImageItem, PromptRecord | None]],
+        size: int,
+        model_key: str,
+        progress: bool,
+        num_workers: int | None,
+    ) -> list[ResultRecord]:
+        """The items scored in the batches `negt2ibench score` would make, through its engine."""
         from tqdm.auto import tqdm
 
         from evaluator.loader import Work
@@ -366,15 +381,28 @@ class Evaluator:
         progress: bool = True,
         num_workers: int | None = None,
     ) -> ScoreSummary:
-        """`negt2ibench score`: score a folder of `{prompt_id}_{sample_index}.png`, a dataset folder's
-        or a Hub dataset's image split, or one image file, appending one record per image to the
-        JSONL `out` (keys already there are skipped, so the same call resumes). Under `accelerate
-        launch` each process scores its share, with its own loader workers. `out` is checked, then the
-        models needed are loaded, before any work: a folder, another configuration's file or a missing
-        weight fails at once. Files of a folder source not named as images are listed in
-        `summary.skipped_files`. `num_workers`: processes that decode (and on the CPU preprocess) images
-        while the models run (default: from the CPU count; 0: in this process); the file is the same
-        with any number."""
+        """`negt2ibench score`: score an image source, appending one record per image to `out`.
+
+        Keys in `out` are skipped (a rerun resumes); under `accelerate launch` each process scores its share.
+
+        Args:
+            source: a folder of `{prompt_id}_{sample_index}.png`, a dataset (folder or Hub), or an image file.
+            out: the JSONL file records are appended to.
+            model_key: the records' model key (default: the one the source names).
+            split: the dataset's split to score.
+            prompt_id: the prompt of a single image file.
+            limit: score at most this many images.
+            batch_size: images per batch (default: this evaluator's).
+            progress: show a progress bar.
+            num_workers: processes decoding images while the models run (default: from the CPU count; 0: here).
+
+        Returns:
+            The run's counts; a folder's files not named as images are in its `skipped_files`.
+
+        Raises:
+            UserError: a source that cannot be read, or an `out` that cannot be appended to.
+            MissingWeightsError: a model the source's prompts need is absent.
+        """
         from evaluator.config import EVALUATOR_VERSION
         from evaluator.resultio import check_appendable
         from evaluator.sources import resolve_source

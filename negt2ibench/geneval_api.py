@@ -96,7 +96,16 @@ class GenEvalEvaluator:
         require_weights(self.config, self.weights_dir)
 
     def load(self) -> GenEvalEvaluator:
-        """Load every model now: a missing weight fails here (`MissingWeightsError`, exit 2 in the CLI)."""
+        """Load every model now, so a missing weight fails here, not on the first score.
+
+        Returns:
+            This evaluator, loaded.
+
+        Raises:
+            MissingLibraryError: torch or transformers is not installed.
+            MissingWeightsError: a weight of the preset is absent (exit 2 in the CLI), naming the
+                `download-models --preset` to run.
+        """
         self.require_weights()
         load_all = getattr(self.perception, "load_all", None)
         if load_all is not None:
@@ -104,7 +113,19 @@ class GenEvalEvaluator:
         return self
 
     def prompt(self, prompt: int | str | Mapping[str, Any]) -> GenEvalPrompt:
-        """A prompt from its index (12), its id (`geneval_00012`) or a metadata object."""
+        """A GenEval prompt from its index, its id or a metadata object.
+
+        Args:
+            prompt: the index (12), the id (`geneval_00012`) or a metadata object (a prompt of one's own,
+                given index -1).
+
+        Returns:
+            The prompt.
+
+        Raises:
+            UserError: an index or id outside GenEval's prompts, or a metadata object GenEval could not
+                score (the message says what is wrong).
+        """
         if isinstance(prompt, Mapping):
             problem = metadata_problem(prompt)
             if problem:
@@ -116,7 +137,21 @@ class GenEvalEvaluator:
         return self.prompts[index]
 
     def score(self, image, prompt: int | str | Mapping[str, Any], *, model_key: str = "upload") -> GenEvalRecord:
-        """GenEval's verdict on one image: the result line `negt2ibench geneval score` would write."""
+        """GenEval's verdict on one image: the result line `negt2ibench geneval score` would write.
+
+        Args:
+            image: a PIL image, an image file path, encoded image bytes, or an image array (as
+                `Evaluator.score` takes).
+            prompt: the prompt's index, id or metadata object (`prompt`).
+            model_key: written in the line.
+
+        Returns:
+            The result line: the verdict (`correct`), its reason and what was detected.
+
+        Raises:
+            UserError: an unknown prompt, or an image that cannot be scored.
+            MissingWeightsError: a weight of the preset is absent.
+        """
         record = self.prompt(prompt)
         rgb = rgb_image(image, "image")
         self.require_weights()  # a missing weight: one error naming `download-models --preset`, before torch
@@ -145,8 +180,28 @@ class GenEvalEvaluator:
         progress: bool = True,
         num_workers: int | None = None,
     ) -> ScoreSummary:
-        """`negt2ibench geneval score`: every image of GenEval's layout (or of a dataset's `geneval_*`
-        split) into the JSONL `out`, resuming; `out` is checked and the models loaded before any work."""
+        """`negt2ibench geneval score`: every image of GenEval's layout into the JSONL `out`, resuming.
+
+        `out` is checked and the models loaded before any work.
+
+        Args:
+            source: a folder in GenEval's layout, or a dataset with `geneval_*` splits.
+            out: the JSONL file lines are appended to (lines already there are skipped).
+            model_key: the lines' model key (default: the source's).
+            split: the dataset's split to score.
+            limit: score at most this many images.
+            batch_size: images per batch (default: this evaluator's).
+            progress: show a progress bar.
+            num_workers: processes that decode images while the models run (default: from the CPU count;
+                0: in this process).
+
+        Returns:
+            The run's counts; the files of the source not read as images are in its `skipped_files`.
+
+        Raises:
+            UserError: a source that cannot be read, or an `out` that cannot be appended to.
+            MissingWeightsError: a weight of the preset is absent.
+        """
         from evaluator.geneval.config import GENEVAL_VERSION
         from evaluator.geneval.records import GenEvalRecord
         from evaluator.geneval.sources import resolve_geneval_source
@@ -173,7 +228,21 @@ class GenEvalEvaluator:
         return summary
 
     def summary(self, results: str | Path, *, samples: int = 4, resamples: int = 1000, seed: int = 0) -> GenEvalSummary:
-        """`negt2ibench geneval summary` of a results file against this evaluator's prompts."""
+        """`negt2ibench geneval summary` of a results file against this evaluator's prompts.
+
+        Args:
+            results: a JSONL file of GenEval result lines.
+            samples: images per prompt the summary expects.
+            resamples: bootstrap resamples of the intervals.
+            seed: the bootstrap's seed.
+
+        Returns:
+            GenEval's numbers of the file: images and prompts correct, by task, overall with its
+                interval, and whether every prompt has its samples.
+
+        Raises:
+            UserError: a file that cannot be read or holds no result line, or `samples` below 1.
+        """
         return summarize_file(results, self.prompts, samples=samples, resamples=resamples, seed=seed)
 
 
@@ -185,7 +254,22 @@ def summarize_file(
     resamples: int = 1000,
     seed: int = 0,
 ) -> GenEvalSummary:
-    """GenEval's summary of a results file (written by this project or by GenEval's own scorer)."""
+    """GenEval's summary of a results file (written by this project or by GenEval's own scorer).
+
+    Args:
+        results: a JSONL file of GenEval result lines.
+        prompts: the prompts the lines are of (default: GenEval's 553, shipped).
+        samples: images per prompt the summary expects.
+        resamples: bootstrap resamples of the intervals.
+        seed: the bootstrap's seed.
+
+    Returns:
+        GenEval's numbers of the file: images and prompts correct, by task, overall with its interval,
+            and whether every prompt has its samples.
+
+    Raises:
+        UserError: a file that cannot be read or holds no result line, or `samples` below 1.
+    """
     from evaluator.geneval.summary import read_lines, summarize
 
     lines = read_lines(results)

@@ -1,11 +1,12 @@
 """The NegT2IBench Space: explore the prompts, score an upload, the leaderboard, a verified model's
 images (gallery, compare), submissions, annotation.
 
-`build_app()` makes the shared state and handlers and calls each tab's module (`space.tabs`:
-`explore`, `score`, `leaderboard`, `gallery`, `compare`, `submit`, `annotate`), which lays its tab out and wires its
-events to small handlers that call pure view builders (`views`, `leaderboard_view`). The models
-are an `Evaluator` passed in (or built here, lazily); the scoring function runs under
-`spaces.GPU` (`scoring`: a no-op off ZeroGPU) and only CPU objects cross it. The app's temporary folder is removed when
+`build_app()` resolves its settings (`app_settings.AppSettings`), makes the shared state and handlers
+and calls each tab's module (`space.tabs`: `explore`, `score`, `leaderboard`, `gallery`, `compare`,
+`submit`, `annotate`), which lays its tab out and wires its events to small handlers that call pure
+view builders (`views`, `leaderboard_view`). The models are an `Evaluator` passed in (or built here,
+lazily); the scoring function runs under `spaces.GPU` (`scoring`: a no-op off ZeroGPU) and only CPU
+objects cross it. The app's temporary folder is removed when
 it closes, at exit, or on SIGTERM (a Space's restart). Identities (`identity`), names (`names`),
 the spot check's policy (`verification`) and the bounds on disk, queue and image sizes
 (`resources`) have their own modules.
@@ -17,6 +18,7 @@ import os
 import signal
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,8 @@ from leaderboard.submissions import PRESET, ImageSourceFactory, SubmissionLimits
 from negt2ibench.api import Evaluator
 from negt2ibench.core.errors import UsageError
 
+from .app_settings import RECHECK_SECONDS, AppSettings
+from .gallery.entries import VerifiedImages, verified_images
 from .handlers import Handlers, Rechecker, WorkDir
 from .judge_panel import judge_panel
 from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SWEEP_SECONDS, blocks_cache
@@ -48,6 +52,7 @@ from .tabs import annotate, compare, explore, gallery, leaderboard, score, submi
 from .tabs.annotate import annotation_handlers
 from .tabs.compare import CompareHandlers
 from .tabs.explore import ExploreHandlers
+from .tabs.gallery import GalleryHandlers
 from .tabs.leaderboard import BOARD_REFRESH_SECONDS, LeaderboardHandlers
 from .tabs.score import ScoreExample
 from .views import prompt_label
@@ -56,9 +61,6 @@ from .views import prompt_label
 # first events at once then race on a half-imported module ("partially initialized module
 # 'matplotlib.pyplot'"). Importing it above, before any event runs, removes the race.
 
-# How often the verification jobs' pass runs while the app runs (launch, poll, relaunch, cancel; a
-# stored submission wakes it at once). Cheap: a store read, and one state call per running job.
-RECHECK_SECONDS = 60
 SESSIONS_KEPT = 100  # sessions whose state the server keeps (LRU): at most about 50 MB
 # theme/css go to launch() in gradio 6; uploads above the size limit are refused before any handler runs.
 LAUNCH_KWARGS: dict[str, Any] = {
@@ -150,141 +152,186 @@ def build_app(
     verify_backend: VerifyBackend | None = None,
     job_policy: JobPolicy | None = None,
 ) -> gr.Blocks:
-    """The Space.
+    """The Space: its state and handlers resolved from the settings, its tabs laid out, its background
+    threads (the verification jobs' pass, the cache sweep, the Hub's leaderboard) started.
 
     Args:
-        prompts: the prompt records; else read from the built `dataset` folder; else the corpus
-            built in memory.
-        store: the leaderboard store; else `open_store()` (SQLite under NEGT2I_HOME or the Hub repo).
-        images_from: a folder DIR holding submissions' images as DIR/ORG/NAME (laid out as the Hub
-            repo), read instead of the Hub, here and by the local verification jobs (`serve --images-from`).
-        evaluator: the models that score uploads; else an `Evaluator(PRESET)` whose models load on
-            the first score. `perception` (e.g. a test double) builds that evaluator around it
-            instead. Submissions are never re-scored here: a verification job does (`verify_backend`).
-        open_images: where submitted images are read (default: `images_from`'s folder, else
-            `hub_images`: a Hub dataset repo at the commit its revision named when the submission was
-            stored). `resolve_revision` pins that commit (default: `hub_commit` for `hub_images`; a
-            local source's own `resolve_revision`, else the revision as typed, `keep_revision`).
-        preload: load the models now (default: when running on ZeroGPU, where it must happen in
-            the main process at start-up). On a Hugging Face Space (SPACE_ID set) the weights that
-            are missing are downloaded first and the models loaded, whatever `preload` says.
-        require_login: show "Sign in with Hugging Face" and refuse anonymous submissions, so the
-            per-user limits key on a real account (default: when running on a Hugging Face Space).
-            Annotators sign in the same way.
-        annotation_sample: the Annotate tab's sample.jsonl (or its `SampleItem`s); default env
-            NEGT2I_ANNOTATION_SAMPLE; `annotation_images` (env NEGT2I_ANNOTATION_IMAGES) where its images are.
-        judge: a VLM judge (adapter or registered key; default env NEGT2I_JUDGE) whose answers the
-            Score tab shows beside the verdict, in `judge_mode` (pos, neg or whole; env NEGT2I_JUDGE_MODE).
-        weights_dir: the folder `negt2ibench download-models --dir DIR` filled (`serve --weights-dir`).
-        recheck_every: run the verification jobs' pass (`leaderboard.job_keeper`: launch, poll,
-            relaunch, cancel) at start-up and then every so many seconds, in a background thread
-            (None: never); a stored submission wakes it at once.
-        forwarded_allow_ips: the proxies whose X-Forwarded-For is believed (uvicorn's convention:
-            addresses or networks, comma-separated); default `identity.default_forwarded_allow_ips()`
-            (FORWARDED_ALLOW_IPS, else the Spaces proxy's network on a Space, else none).
-        cache_bytes: the bound on the app's files on disk (uploads, outputs, its temporary folder).
-        verify_secret: the spot check's sample secret, given to the jobs this app launches (default:
-            NEGT2I_VERIFY_SECRET, else each job draws its own).
-        hub_dataset: the benchmark's Hub dataset repo (default NEGT2I_HUB_DATASET, else the repo the
-            dataset folder's card names after a push; "": none): verified entries get `.eval_results` YAML
-            naming it, and the board a `hub` column from its Hub leaderboard (docs/hub.md).
-        space_url: the Space's public address, the base of an entry's page (default
-            NEGT2I_SPACE_URL, else the Space's Hub page on a Space, else the request's address).
-        hub_api: a factory of the `HfApi` that reads the Hub's leaderboard (default `HfApi()`; a test double).
-        hub_refresh_every: seconds between readings of the Hub's leaderboard (one at start-up).
-        board_refresh_every: seconds between readings of the leaderboard while a submission awaits
-            verification (the page reads it again without a reload).
-        demo_note: a note shown under the title on every page (`negt2ibench serve --demo`: what is synthetic).
-        score_example: what the Score tab shows before anything is scored (the demo's example).
-        verify_backend: where verification jobs run (`leaderboard.job_backends`); default
-            `default_backend`: NEGT2I_VERIFY_BACKEND, else hf-jobs on ZeroGPU with a token, none on
-            ZeroGPU without one, local elsewhere (a subprocess with this app's weights and dataset).
-        job_policy: the jobs' bounds (failures, daily budget, retry wait, timeout; `JobPolicy`).
+        prompts, dataset, store, images_from, open_images, resolve_revision: the prompts, the leaderboard
+            store and where submitted images are read.
+        evaluator, perception, preload, weights_dir: the models that score uploads, and when they load.
+        limits, require_login, forwarded_allow_ips, cache_bytes: the bounds on submitters and on disk.
+        annotation_sample, annotation_images, judge, judge_mode: the Annotate tab; the Score tab's judge.
+        verify_backend, job_policy, verify_secret, recheck_every: the verification jobs.
+        hub_dataset, space_url, hub_api, hub_refresh_every, board_refresh_every: the Hub and the board.
+        demo_note, score_example: what the demo shows. Each is the `AppSettings` attribute of its name.
+
+    Returns:
+        The app (a `SpaceBlocks`, queued, not launched); closing it removes its temporary folder.
+
+    Raises:
+        UsageError: both `evaluator` and `perception` were given.
+        ValueError: `forwarded_allow_ips` names something other than addresses or networks.
+        NoPromptsError: no prompts at `dataset` (`PromptFileError`: a malformed prompts file).
     """
-    if evaluator is not None and perception is not None:
+    settings = AppSettings(**locals())  # the first statement: locals() holds exactly the arguments
+    parts = _resolve_parts(settings)
+    on = _handlers(settings, parts)
+    demo, looking = _lay_out_tabs(settings, parts, on)
+    _start_background_work(demo, settings, on, parts.hub_board, looking)
+    return demo
+
+
+@dataclass
+class _AppParts:
+    """What `build_app` resolves from its settings before it lays out the tabs."""
+
+    prompts: list[PromptRecord]
+    index: PromptIndex
+    store: LeaderboardStore
+    evaluator: Evaluator
+    open_images: ImageSourceFactory
+    limits: SubmissionLimits
+    forwarded: str
+    require_login: bool
+    work_dir: WorkDir
+    benchmark: str | None
+    hub_board: HubLeaderboard | None
+    verify_backend: VerifyBackend
+
+
+def _resolve_parts(s: AppSettings) -> _AppParts:
+    """The settings' defaults, in order: the checks, the prompts, the images' source, the store, the
+    evaluator (loaded now when preloading), the temporary folder, the Hub's board, the jobs' backend."""
+    if s.evaluator is not None and s.perception is not None:
         raise UsageError("pass evaluator or perception to build_app, not both")
-    limits = limits or SubmissionLimits()
+    limits = s.limits or SubmissionLimits()
     forwarded = check_forwarded_allow_ips(
-        default_forwarded_allow_ips() if forwarded_allow_ips is None else forwarded_allow_ips
+        default_forwarded_allow_ips() if s.forwarded_allow_ips is None else s.forwarded_allow_ips
     )
-    if require_login is None:
-        require_login = bool(os.environ.get("SPACE_ID"))
-    prompts = list(prompts if prompts is not None else load_prompts(dataset))
+    require_login = bool(os.environ.get("SPACE_ID")) if s.require_login is None else s.require_login
+    prompts = list(s.prompts if s.prompts is not None else load_prompts(s.dataset))
     index = PromptIndex(prompts)
+    open_images = s.open_images
     if open_images is None:
-        open_images = local_images(Path(images_from)) if images_from is not None else hub_images
-    store = store if store is not None else open_store()
-    if evaluator is None:
-        models = {"perception": perception} if perception is not None else {"weights_dir": weights_dir}
-        evaluator = Evaluator(PRESET, prompts=index, **models)
-    on_hub_space = bool(os.environ.get("SPACE_ID")) and perception is None
-    if on_hub_space or (preload if preload is not None else on_zero_gpu()):
-        preload_models(evaluator, fetch=on_hub_space)  # a Space starts without the weights: fetched once
-    config = evaluator.config
+        open_images = local_images(Path(s.images_from)) if s.images_from is not None else hub_images
+    store = s.store if s.store is not None else open_store()
+    evaluator = _evaluator(s, index)
     work_dir = WorkDir()
-    benchmark = None if hub_dataset == "" else hub_dataset_id(hub_dataset, dataset)
-    hub_board = HubLeaderboard(benchmark, hub_api or default_api) if benchmark else None
+    benchmark = None if s.hub_dataset == "" else hub_dataset_id(s.hub_dataset, s.dataset)
+    hub_board = HubLeaderboard(benchmark, s.hub_api or default_api) if benchmark else None
+    verify_backend = s.verify_backend
     if verify_backend is None:
-        verify_backend = _default_verify_backend(store, dataset, weights_dir, verify_secret, images_from)
-    jobs = JobKeeper(
-        store,
-        verify_backend,
-        limits=limits,
-        images_per_entry=len(prompts) * SAMPLES_PER_PROMPT,
-        policy=job_policy,
-        open_images=open_images,  # the model an entry's images record: its jobs' plans
-    )
-    on = Handlers(
+        verify_backend = _default_verify_backend(store, s.dataset, s.weights_dir, s.verify_secret, s.images_from)
+    return _AppParts(
         prompts=prompts,
         index=index,
         store=store,
-        score_on_gpu=gpu_scorer(evaluator),
-        config=config,
+        evaluator=evaluator,
         open_images=open_images,
         limits=limits,
+        forwarded=forwarded,
         require_login=require_login,
         work_dir=work_dir,
-        check_weights=evaluator.require_weights,
-        stand_in=type(perception).__name__ if perception is not None else "",
-        jobs=jobs,
-        resolve_revision=resolve_revision or default_resolver(open_images),
+        benchmark=benchmark,
+        hub_board=hub_board,
+        verify_backend=verify_backend,
     )
+
+
+def _evaluator(s: AppSettings, index: PromptIndex) -> Evaluator:
+    """The given evaluator, else one of the preset (around `perception`, else this machine's models);
+    its models loaded now on a Hugging Face Space (fetched first) or when preloading."""
+    evaluator = s.evaluator
+    if evaluator is None:
+        models = {"perception": s.perception} if s.perception is not None else {"weights_dir": s.weights_dir}
+        evaluator = Evaluator(PRESET, prompts=index, **models)
+    on_hub_space = bool(os.environ.get("SPACE_ID")) and s.perception is None
+    if on_hub_space or (s.preload if s.preload is not None else on_zero_gpu()):
+        preload_models(evaluator, fetch=on_hub_space)  # a Space starts without the weights: fetched once
+    return evaluator
+
+
+def _handlers(s: AppSettings, parts: _AppParts) -> Handlers:
+    """The handlers the Score and Submit tabs share, over the jobs' keeper."""
+    jobs = JobKeeper(
+        parts.store,
+        parts.verify_backend,
+        limits=parts.limits,
+        images_per_entry=len(parts.prompts) * SAMPLES_PER_PROMPT,
+        policy=s.job_policy,
+        open_images=parts.open_images,  # the model an entry's images record: its jobs' plans
+    )
+    return Handlers(
+        prompts=parts.prompts,
+        index=parts.index,
+        store=parts.store,
+        score_on_gpu=gpu_scorer(parts.evaluator),
+        config=parts.evaluator.config,
+        open_images=parts.open_images,
+        limits=parts.limits,
+        require_login=parts.require_login,
+        work_dir=parts.work_dir,
+        check_weights=parts.evaluator.require_weights,
+        stand_in=type(s.perception).__name__ if s.perception is not None else "",
+        jobs=jobs,
+        resolve_revision=s.resolve_revision or default_resolver(parts.open_images),
+    )
+
+
+def _lay_out_tabs(s: AppSettings, parts: _AppParts, on: Handlers) -> tuple[SpaceBlocks, VerifiedImages]:
+    """The Blocks with the title and every tab, in tab order; and the verified images the Gallery and Compare read."""
+    prompts, index, store, work_dir = parts.prompts, parts.index, parts.store, parts.work_dir
     prompt_choices = [(prompt_label(p), p.prompt_id) for p in prompts]
     annotating = annotation_handlers(
-        store=store, prompts=index, sample=annotation_sample, images=annotation_images, require_login=require_login
+        store=store,
+        prompts=index,
+        sample=s.annotation_sample,
+        images=s.annotation_images,
+        require_login=parts.require_login,
     )
-    judging = judge_panel(judge, judge_mode, on.prompt_of, preload=preload)
-    looking = gallery.gallery_handlers(store=store, prompts=index, open_images=open_images, work_dir=work_dir)
+    judging = judge_panel(s.judge, s.judge_mode, on.prompt_of, preload=s.preload)
+    looking = verified_images(store=store, prompts=index, open_images=parts.open_images, work_dir=work_dir)
     # Off a Space gradio mocks the OAuth routes with the local HF token (and a whoami call): no button there.
-    login_button = bool(require_login and os.environ.get("SPACE_ID"))
+    login_button = bool(parts.require_login and os.environ.get("SPACE_ID"))
 
-    with SpaceBlocks(work_dir, forwarded, title="NegT2IBench", delete_cache=DELETE_CACHE) as demo:
-        demo.verify_backend = verify_backend
+    with SpaceBlocks(work_dir, parts.forwarded, title="NegT2IBench", delete_cache=DELETE_CACHE) as demo:
+        demo.verify_backend = parts.verify_backend
         gr.Markdown(
             "# NegT2IBench\nDo text-to-image models respect *negation*? 4,800 prompts in 6 categories × 8 "
             "positive:negated settings, scored by a detector-based evaluator "
-            f"(version {EVALUATOR_VERSION}, config `{config.config_hash}`)."
+            f"(version {EVALUATOR_VERSION}, config `{parts.evaluator.config.config_hash}`)."
         )
-        if demo_note:
-            gr.Markdown(demo_note, elem_id="demo-note")
+        if s.demo_note:
+            gr.Markdown(s.demo_note, elem_id="demo-note")
         explore.build(demo, ExploreHandlers(prompts, index), prompt_choices)
-        score.build(on, prompt_choices, judging, score_example)
-        board = LeaderboardHandlers(store, work_dir, hub_board, benchmark, space_base_url(space_url))
-        refreshed = leaderboard.build(demo, board, board_refresh_every)
-        gallery.build(looking)
+        score.build(on, prompt_choices, judging, s.score_example)
+        board = LeaderboardHandlers(store, work_dir, parts.hub_board, parts.benchmark, space_base_url(s.space_url))
+        refreshed = leaderboard.build(demo, board, s.board_refresh_every)
+        gallery.build(GalleryHandlers(looking))
         compare.build(CompareHandlers(looking, prompts), prompt_choices)
         refreshed.after(submit.build(demo, on, login_button=login_button))  # a stored submission shows at once
         annotate.build(demo, annotating, login_button=login_button)
+    return demo, looking
+
+
+def _start_background_work(
+    demo: SpaceBlocks,
+    s: AppSettings,
+    on: Handlers,
+    hub_board: HubLeaderboard | None,
+    looking: VerifiedImages,
+) -> None:
+    """The queue, the bound on the app's files, and the threads: the cache sweep, the Hub's board
+    readings, the verification jobs' pass (woken by a stored submission)."""
     demo.queue(max_size=QUEUE_SIZE)
-    on.cache = blocks_cache(demo, cache_bytes, work_dir.existing)
+    on.cache = blocks_cache(demo, s.cache_bytes, demo.work_dir.existing)
     looking.images.after_write = on.cache.enforce  # the bound holds after each Gallery page's writes
     demo.sweeper = Rechecker(on.cache.enforce, SWEEP_SECONDS, name="negt2i-cache").start()
     if hub_board is not None:  # read at start-up, then hourly; the board shows the last reading
-        demo.hub_reader = Rechecker(hub_board.refresh, hub_refresh_every, name="negt2i-hub").start()
-    if recheck_every is not None:
-        demo.rechecker = Rechecker(on.recheck, recheck_every).start()
+        demo.hub_reader = Rechecker(hub_board.refresh, s.hub_refresh_every, name="negt2i-hub").start()
+    if s.recheck_every is not None:
+        demo.rechecker = Rechecker(on.recheck, s.recheck_every).start()
         on.on_stored = demo.rechecker.wake
-    return demo
 
 
 def _default_verify_backend(

@@ -127,6 +127,13 @@ def _forwarded(value: str) -> str:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `serve` and `deploy-space` to the main parser's sub-commands."""
+    _register_serve(subparsers)
+    _register_deploy_space(subparsers)
+
+
+def _register_serve(subparsers: argparse._SubParsersAction) -> None:
+    """`serve`: its parser, options and handler."""
     serve = subparsers.add_parser(
         "serve",
         help="serve the Space (explore, score an upload, leaderboard, submit, annotate) on this machine",
@@ -139,6 +146,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "(`negt2ibench annotations export` writes them out)."
         ),
     )
+    _add_network_options(serve)
+    _add_content_options(serve)
+    serve.set_defaults(handler=_serve)
+
+
+def _add_network_options(serve: argparse.ArgumentParser) -> None:
+    """Where `serve` listens, and which proxies it believes."""
     serve.add_argument(
         "--port",
         type=positive_int,
@@ -156,6 +170,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="proxies whose X-Forwarded-For is believed, comma-separated addresses or networks (uvicorn's "
         "convention; default $FORWARDED_ALLOW_IPS, else none: the socket peer is the client)",
     )
+
+
+def _add_content_options(serve: argparse.ArgumentParser) -> None:
+    """What `serve` shows: the demo or the dataset, store, weights, images, annotation sample and judge."""
     serve.add_argument(
         "--demo",
         action="store_true",
@@ -204,8 +222,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="the judge's questions: pos (negated statements asked affirmatively, default), neg, or whole",
     )
-    serve.set_defaults(handler=_serve)
 
+
+def _register_deploy_space(subparsers: argparse._SubParsersAction) -> None:
+    """`deploy-space`: its parser, options and handler."""
     deploy = subparsers.add_parser(
         "deploy-space",
         help="assemble the Space folder and upload it to a Hugging Face Space",

@@ -13,7 +13,16 @@ from negt2ibench.core.errors import UserError
 from .gpu_budget import DEFAULT_DURATION_FACTOR, charged_seconds, score_seconds
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("negt2ibench", "dataset_builder", "evaluator", "judges", "leaderboard", "space", "validation")
+PACKAGES = (
+    "negt2ibench",
+    "dataset_builder",
+    "evaluator",
+    "generation",
+    "judges",
+    "leaderboard",
+    "space",
+    "validation",
+)
 GRADIO_VERSION = "6.31.0"  # the Space installs gradio (and gradio_client) itself from sdk_version
 # The Python and torch of ZeroGPU Spaces, as the Hub's ZeroGPU docs list them ("Supported versions",
 # huggingface/hub-docs docs/hub/spaces-zerogpu.md): Python 3.12.12 or 3.10.13; torch 2.8.0, 2.9.1,

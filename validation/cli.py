@@ -214,7 +214,14 @@ def _agree(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    raw = argparse.RawDescriptionHelpFormatter
+    """Add `annotation-sample`, `annotations` (export, import) and `agree` to the main parser's sub-commands."""
+    _register_annotation_sample(subparsers)
+    _register_annotations(subparsers)
+    _register_agree(subparsers)
+
+
+def _register_annotation_sample(subparsers: argparse._SubParsersAction) -> None:
+    """`annotation-sample`: its parser, options and handler."""
     sample = subparsers.add_parser(
         "annotation-sample",
         help="draw the seeded, stratified sample of images to annotate (docs/validation.md)",
@@ -226,7 +233,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
         epilog="example:\n  negt2ibench annotation-sample --images build/negt2ibench --splits sd_1_5 flux_2_dev "
         "--out sample.jsonl",
-        formatter_class=raw,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sample.add_argument(
         "--images", required=True, metavar="DATASET", help="dataset folder with images/<split>-*.parquet"
@@ -243,6 +250,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sample.add_argument("--overwrite", action="store_true", help="replace --out if it exists")
     sample.set_defaults(handler=_sample)
 
+
+def _register_annotations(subparsers: argparse._SubParsersAction) -> None:
+    """`annotations export` and `annotations import`: their parsers, options and handlers."""
     annotations = subparsers.add_parser(
         "annotations",
         help="export or import human annotations (the leaderboard store's annotation records)",
@@ -274,6 +284,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_home_option(imported, "NEGT2I_HOME of the store", metavar="DIR")
     imported.set_defaults(handler=_import)
 
+
+def _register_agree(subparsers: argparse._SubParsersAction) -> None:
+    """`agree`: its parser, options and handler."""
     agree = subparsers.add_parser(
         "agree",
         help="agreement of evaluators with the human annotations (paper Tables 2, 5-7, 9-13)",
@@ -289,7 +302,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
         epilog="example:\n  negt2ibench agree --annotations annotations.jsonl --results current.jsonl q8.whole.jsonl "
         "q8.pos.jsonl q8.neg.jsonl --out agreement/",
-        formatter_class=raw,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     agree.add_argument(
         "--annotations", required=True, metavar="FILE", help="annotations JSONL (from `annotations export`)"

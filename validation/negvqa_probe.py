@@ -32,14 +32,14 @@ def negvqa(data: ProbeInput) -> dict | None:
     results: dict[str, dict] = {}
     for records in judges:
         summary = summarize_judge(records, resamples=data.resamples, seed=data.seed)
-        original = summary["original"] or {}
+        original = summary["original"]
         entry = {
             "params": summary["params"],
             "n": summary["questions"],
             "negvqa": summary["accuracy"],
             "negvqa_ci": summary["accuracy_ci"],
-            "negvqa_original": original.get("accuracy_original"),
-            "negvqa_drop": original.get("drop"),
+            "negvqa_original": original["accuracy_original"] if original else None,
+            "negvqa_drop": original["drop"] if original else None,
             "chosen_A": summary["letters"]["chosen"]["A"],
             "files": summary["files"],
         }

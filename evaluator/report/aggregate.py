@@ -96,10 +96,23 @@ def _table3_one(records: Sequence[ResultRecord], expected_samples: int, facts: F
 
 
 def table3(results: Sequence[ResultRecord], expected_samples: int = SAMPLES_PER_PROMPT) -> dict[str, Table3Numbers]:
-    """Table 3 per model: accuracy (% of scored images passed) per setting (1:0 … 2:2, all
-    categories pooled), per category (mean of its 8 settings' accuracies), overall (over all scored
-    images), `polarity_gap` = acc(0:1) − acc(1:0), `coverage` = scored images / (4,800 × samples),
-    `images`, `passed`, `errors`, `expected_images` and `complete`."""
+    """Table 3 per model.
+
+    Accuracy (% of scored images passed) per setting (1:0 … 2:2, all categories pooled), per
+    category (mean of its 8 settings' accuracies), overall (over all scored images),
+    `polarity_gap` = acc(0:1) − acc(1:0), `coverage` = scored images / (4,800 × samples), `images`,
+    `passed`, `errors`, `expected_images` and `complete`.
+
+    Args:
+        results: result records of one or more models (grouped by `model_key`).
+        expected_samples: images per prompt a complete run has.
+
+    Returns:
+        Each model's Table 3 numbers, by model key.
+
+    Raises:
+        ValueError: a scored record whose prompt id is not a NegT2IBench id.
+    """
     return {model: _table3_one(records, expected_samples) for model, records in group_by_model(results).items()}
 
 
@@ -110,9 +123,24 @@ def overall_interval(
     confidence: float = 0.95,
     facts: Facts | None = None,
 ) -> tuple[float, float]:
-    """The percentile bootstrap interval (%) of one model's overall accuracy (`table3`'s `overall`:
-    passed / scored images), prompts resampled with replacement and each prompt's images drawn
-    together, as the report's other intervals draw them. (NaN, NaN) without a scored image."""
+    """The percentile bootstrap interval (%) of one model's overall accuracy (`table3`'s `overall`).
+
+    Passed / scored images, prompts resampled with replacement and each prompt's images drawn
+    together, as the report's other intervals draw them.
+
+    Args:
+        results: one model's records.
+        n_resamples: bootstrap resamples.
+        seed: the bootstrap's seed.
+        confidence: the interval's confidence level.
+        facts: the records' facts when already walked (`record_facts`); read from `results` otherwise.
+
+    Returns:
+        (low, high) in %; (NaN, NaN) without a scored image or without resamples.
+
+    Raises:
+        ValueError: a scored record whose prompt id is not a NegT2IBench id.
+    """
     total, passed = (array.ravel() for array in by_prompt(facts or record_facts(results)))
     kept = total > 0
     total, passed = total[kept].astype(float), passed[kept].astype(float)
@@ -129,8 +157,18 @@ def overall_interval(
 
 
 def statement_accuracy(results: Sequence[ResultRecord], facts: Facts | None = None) -> dict[str, StatementAccuracy]:
-    """% of statements satisfied, by category (and `all`) × polarity, over scored images:
-    `{category: {"positive": %, "negated": %, "positive_n": count, "negated_n": count}}`."""
+    """% of statements satisfied, by category (and `all`) × polarity, over scored images.
+
+    Args:
+        results: one model's records.
+        facts: the records' facts when already walked (`record_facts`).
+
+    Returns:
+        `{category: {"positive": %, "negated": %, "positive_n": count, "negated_n": count}}`.
+
+    Raises:
+        ValueError: a scored record whose prompt id is not a NegT2IBench id.
+    """
     total_array, satisfied_array = statement_counts(facts or record_facts(results))
     rows = dict(zip(TABLE3_CATEGORIES, zip(total_array.tolist(), satisfied_array.tolist(), strict=True), strict=True))
     rows[ALL] = (total_array.sum(axis=0).tolist(), satisfied_array.sum(axis=0).tolist())
@@ -182,9 +220,17 @@ def _failure_table(by_setting_counts: Any, by_category_counts: Any) -> FailureCa
 def failure_causes(results: Sequence[ResultRecord]) -> FailureCauses:
     """Figure 3: every failed statement of a scored image counted once under its cause.
 
-    Returns `by_setting` and `by_category` ({bucket: {cause: count, "failed": total}}), the total
-    `failed`, and `forbidden_share`: % of failed statements whose cause is `forbidden_rendered`,
-    overall (`all`) and per category."""
+    Args:
+        results: one model's records.
+
+    Returns:
+        `by_setting` and `by_category` ({bucket: {cause: count, "failed": total}}), the total
+        `failed`, and `forbidden_share`: % of failed statements whose cause is `forbidden_rendered`,
+        overall (`all`) and per category.
+
+    Raises:
+        ValueError: a scored record whose prompt id is not a NegT2IBench id.
+    """
     return _failure_table(*_failure_counts(record_facts(results)))
 
 
@@ -208,10 +254,20 @@ def _dead_zone_table(relation_counts: Any) -> dict[str, DeadZoneRow]:
 
 
 def dead_zone_passes(results: Sequence[ResultRecord]) -> dict[str, DeadZoneRow]:
-    """Table 19 per relation category and `total`: `evaluable` (negated relation statements with
-    both objects present, i.e. satisfied or failed for a reason other than a missing object),
-    `passed`, `dead_zone_passes` (passed only because no predicate was emitted) and `share`
-    (% of passes that were dead-zone passes)."""
+    """Table 19 per relation category and `total`.
+
+    Args:
+        results: one model's records.
+
+    Returns:
+        Per category and `total`: `evaluable` (negated relation statements with both objects present,
+        i.e. satisfied or failed for a reason other than a missing object), `passed`,
+        `dead_zone_passes` (passed only because no predicate was emitted) and `share` (% of passes
+        that were dead-zone passes).
+
+    Raises:
+        ValueError: a scored record whose prompt id is not a NegT2IBench id.
+    """
     return _dead_zone_table(negated_relation_counts(record_facts(results)))
 
 
@@ -230,9 +286,22 @@ def matched_group_deltas(
     """Negated-minus-positive image accuracy on matched groups, for one model's results.
 
     Prompt k of 1:0 is paired with prompt k of 0:1 (likewise 2:0/0:2 and 2:1/1:2) in the same
-    category; a group counts when both prompts have a scored image. Per category (and `all`) and
-    per pair (and `all`): `groups`, `positive` and `negated` mean accuracies, `delta` (pp) and a
-    percentile bootstrap interval `ci_low`, `ci_high` over groups."""
+    category; a group counts when both prompts have a scored image.
+
+    Args:
+        results: one model's records.
+        n_resamples: bootstrap resamples.
+        seed: the bootstrap's seed.
+        confidence: the intervals' confidence level.
+        facts: the records' facts when already walked (`record_facts`).
+
+    Returns:
+        Per category (and `all`) and per pair (and `all`): `groups`, `positive` and `negated` mean
+        accuracies, `delta` (pp) and a percentile bootstrap interval `ci_low`, `ci_high` over groups.
+
+    Raises:
+        ValueError: a scored record whose prompt id is not a NegT2IBench id.
+    """
     total_array, passed_array = by_prompt(facts or record_facts(results))
     total, passed = total_array.tolist(), passed_array.tolist()  # [category][setting][k]
     setting_index = {label: i for i, label in enumerate(SETTING_LABELS)}
@@ -296,7 +365,11 @@ class Report:
     ots: dict[str, OtsStatistics] = field(default_factory=dict)  # the order-to-space diagnostic (`ots`)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data (NaN becomes None)."""
+        """Plain JSON-ready data (NaN becomes None), as `report.json` holds it.
+
+        Returns:
+            Every table of the report by name, `inputs` only when the report has them.
+        """
         return json_ready(
             {
                 "models": list(self.models),
@@ -323,10 +396,26 @@ def build_report(
 ) -> Report:
     """Every table for every model in `results` (grouped by `model_key`).
 
-    `results` must be reportable (a ValueError names the first record that is not); result files
-    are read with `evaluator.report.read_report_inputs`, which leaves out and names what is not,
-    and whose `to_dict()` is passed as `inputs` so the report says what it left out. `prompts` (default:
-    the built-in corpus) gives the order-to-space diagnostic each relation statement's objects and side."""
+    Result files are read with `evaluator.report.read_report_inputs`, which leaves out and names
+    what is not reportable, and whose `to_dict()` is passed as `inputs` so the report says what it
+    left out.
+
+    Args:
+        results: reportable result records of one or more models.
+        n_resamples: bootstrap resamples of every interval.
+        seed: the bootstrap's seed.
+        expected_samples: images per prompt a complete run has.
+        inputs: what was read and left out (`ReportInputs.to_dict()`), said in the report.
+        prompts: the prompts giving the order-to-space diagnostic each relation statement's objects
+            and side (default: the built-in corpus).
+
+    Returns:
+        The report: Table 3, statement accuracy, failure causes, dead zone, matched deltas, OTS and
+        provenance per model (failure causes and dead zone pooled too when there are several).
+
+    Raises:
+        ValueError: no results, or a record that is not reportable (the message names the first).
+    """
     grouped = group_by_model(results)
     if not grouped:
         raise ValueError("no results to report")

@@ -32,8 +32,14 @@ FAILURE_CAUSES_CAPTION = "Each failed statement counted once under its cause; sa
 
 
 def table3_markdown(report: Report) -> str:
-    """Table 3 in the paper's layout (what `negt2ibench report` prints): models as rows, one
-    decimal, incomplete models marked †."""
+    """Table 3 in the paper's layout (what `negt2ibench report` prints).
+
+    Args:
+        report: a built report.
+
+    Returns:
+        The Markdown table: models as rows, one decimal, incomplete models marked †.
+    """
     return to_markdown(table3_table(report.table3, report.provenance))
 
 
@@ -42,7 +48,15 @@ def _section(table: Table, level: int = 2) -> list[str]:
 
 
 def report_markdown(report: Report, tables: dict[str, Table] | None = None) -> str:
-    """The whole report as Markdown, from `tables` (built from `report` when not given)."""
+    """The whole report as Markdown.
+
+    Args:
+        report: a built report.
+        tables: its tables (`report_tables(report)`), built from `report` when not given.
+
+    Returns:
+        `report.md`'s text: every section, its title and its table.
+    """
     tables = tables or report_tables(report)
     parts = ["# NegT2IBench report", ""]
     parts += _section(tables["table3"])
@@ -69,11 +83,16 @@ REPORT_FILES: tuple[str, ...] = ("report.md", *(f"{name}.csv" for name in CSV_TA
 
 
 def plot_worker() -> Executor:
-    """A process of its own that draws the statement plot while `write_report` draws the others and
-    writes the tables (`write_report(..., plotter=)`; close it with `with` or `shutdown`). Spawned,
-    so it shares no state with the caller, and told at once to import matplotlib, which it does
-    while the caller is still reading result files. For reports of many models: one panel per model
-    makes the statement plot most of the plotting time (11 models: 1.5 s of 2.1)."""
+    """A process of its own that draws the statement plot while `write_report` draws the others.
+
+    Passed as `write_report(..., plotter=)`; close it with `with` or `shutdown`. Spawned, so it
+    shares no state with the caller, and told at once to import matplotlib, which it does while the
+    caller is still reading result files. For reports of many models: one panel per model makes the
+    statement plot most of the plotting time (11 models: 1.5 s of 2.1).
+
+    Returns:
+        A one-process executor, already importing matplotlib.
+    """
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -96,12 +115,27 @@ def _submit(plotter: Executor, draw: Callable[..., Path], *args: Any) -> Future[
 def write_report(
     report: Report, out_dir: str | Path, tables: dict[str, Table] | None = None, plotter: Executor | None = None
 ) -> list[Path]:
-    """Write `report.md`, one CSV per table, `report.json` and the PNG plots into `out_dir`
-    (created if needed), as a whole: they are written to a staging folder that then replaces
-    `out_dir` (`negt2ibench.core.atomic.atomic_folder`), so a killed report leaves the previous
-    report whole, never new tables beside old plots or a truncated PNG. Files of `out_dir` that
-    a report does not write are kept. With PLOTTER (`plot_worker`) the statement plot is drawn
-    there, beside the rest; the files are the same. Returns the paths written."""
+    """Write `report.md`, one CSV per table, `report.json` and the PNG plots into `out_dir`, as a whole.
+
+    They are written to a staging folder that then replaces `out_dir`
+    (`negt2ibench.core.atomic.atomic_folder`, created if needed), so a killed report leaves the
+    previous report whole, never new tables beside old plots or a truncated PNG. Files of `out_dir`
+    that a report does not write are kept.
+
+    Args:
+        report: a built report.
+        out_dir: the report's folder.
+        tables: its tables, built from `report` when not given.
+        plotter: a `plot_worker` to draw the statement plot in, beside the rest (the files are the
+            same; a worker that died is replaced by drawing here).
+
+    Returns:
+        The paths written, in `REPORT_FILES`' order.
+
+    Raises:
+        OSError: the folder cannot be written (the previous report is left whole); a plotting error
+            goes through too.
+    """
     from negt2ibench.core.atomic import atomic_folder, recover_folder
 
     from . import plots  # matplotlib only when files are written

@@ -60,9 +60,22 @@ _CAUSE_CODES.update(CAUSE_INDEX)
 
 
 def record_facts(records: Iterable[ResultRecord]) -> Facts:
-    """The facts of RECORDS' scored records (error rows left out); a prompt id that is not a
-    NegT2IBench id is a ValueError (`parse_prompt_id`). The fields are read by `attrgetter`s over
-    all records, then all statements, at once (a Python loop per record took twice as long)."""
+    """The facts of RECORDS' scored records (error rows left out).
+
+    The fields are read by `attrgetter`s over all records, then all statements, at once (a Python
+    loop per record took twice as long).
+
+    Args:
+        records: result records.
+
+    Returns:
+        The scored records and, as aligned arrays, each one's category, setting, prompt number and
+        pass, and each of their statements' record, index, category, setting, polarity, satisfaction,
+        cause and dead-zone flag.
+
+    Raises:
+        ValueError: a prompt id that is not a NegT2IBench id (`parse_prompt_id`).
+    """
     scored = [record for record in records if not is_error_row(record)]
     prompt_ids, passed, statement_lists = zip(*map(_RECORD_FIELDS, scored), strict=True) if scored else ((), (), ())
     places: dict[str, tuple[int, int, int]] = {}
@@ -92,8 +105,16 @@ def record_facts(records: Iterable[ResultRecord]) -> Facts:
 
 
 def counts(shape: tuple[int, ...], *indices: np.ndarray, where: np.ndarray | None = None) -> np.ndarray:
-    """How many entries fall in each cell of an array of SHAPE, the cell given by INDICES (one array
-    per axis), counting only where WHERE holds."""
+    """How many entries fall in each cell of an array of SHAPE.
+
+    Args:
+        shape: the counts' shape.
+        *indices: the cell of each entry, one index array per axis.
+        where: count only the entries where it holds.
+
+    Returns:
+        An int array of SHAPE.
+    """
     if where is not None:
         indices = tuple(index[where] for index in indices)
     flat = np.ravel_multi_index(indices, shape) if indices[0].size else np.zeros(0, dtype=np.int64)
@@ -101,7 +122,14 @@ def counts(shape: tuple[int, ...], *indices: np.ndarray, where: np.ndarray | Non
 
 
 def by_category_and_setting(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
-    """(scored images, passed images), each categories × settings."""
+    """Scored and passed images, each categories × settings.
+
+    Args:
+        facts: one model's facts.
+
+    Returns:
+        (scored images, passed images).
+    """
     shape = (len(TABLE3_CATEGORIES), len(SETTING_LABELS))
     return counts(shape, facts.category, facts.setting), counts(
         shape, facts.category, facts.setting, where=facts.passed
@@ -109,20 +137,41 @@ def by_category_and_setting(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
 
 
 def by_prompt(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
-    """(scored images, passed images), each categories × settings × prompt numbers."""
+    """Scored and passed images, each categories × settings × prompt numbers.
+
+    Args:
+        facts: one model's facts.
+
+    Returns:
+        (scored images, passed images).
+    """
     shape = (len(TABLE3_CATEGORIES), len(SETTING_LABELS), PROMPTS_PER_SETTING)
     passed = counts(shape, facts.category, facts.setting, facts.k, where=facts.passed)
     return counts(shape, facts.category, facts.setting, facts.k), passed
 
 
 def first_failed_without_cause(facts: Facts) -> int | None:
-    """The position of the first statement that failed without a cause, or None."""
+    """The position of the first statement that failed without a cause.
+
+    Args:
+        facts: one model's facts.
+
+    Returns:
+        Its position among the statements, or None when every failed statement has a cause.
+    """
     found = np.flatnonzero(~facts.satisfied & (facts.cause == NO_CAUSE))
     return int(found[0]) if found.size else None
 
 
 def failed_by_cause(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
-    """Failed statements (with a cause) counted settings × causes and categories × causes."""
+    """Failed statements (with a cause) counted settings × causes and categories × causes.
+
+    Args:
+        facts: one model's facts.
+
+    Returns:
+        (settings × causes, categories × causes).
+    """
     failed = ~facts.satisfied & (facts.cause != NO_CAUSE)
     return (
         counts((len(SETTING_LABELS), len(CAUSES)), facts.s_setting, facts.cause, where=failed),
@@ -131,8 +180,16 @@ def failed_by_cause(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
 
 
 def negated_relation_counts(facts: Facts) -> np.ndarray:
-    """Per category: (evaluable, passed, dead-zone passes) of negated statements, categories × 3;
-    evaluable = satisfied, or failed for a reason other than a missing object."""
+    """Per category: (evaluable, passed, dead-zone passes) of negated statements.
+
+    Evaluable: satisfied, or failed for a reason other than a missing object.
+
+    Args:
+        facts: one model's facts.
+
+    Returns:
+        A categories × 3 int array.
+    """
     missing = np.isin(facts.cause, _MISSING)
     evaluable = facts.negated & (facts.satisfied | ~missing)
     shape = (len(TABLE3_CATEGORIES),)
@@ -147,7 +204,14 @@ def negated_relation_counts(facts: Facts) -> np.ndarray:
 
 
 def statement_counts(facts: Facts) -> tuple[np.ndarray, np.ndarray]:
-    """(statements, satisfied statements), each categories × polarity (positive, negated)."""
+    """Statements and satisfied statements, each categories × polarity (positive, negated).
+
+    Args:
+        facts: one model's facts.
+
+    Returns:
+        (statements, satisfied statements).
+    """
     shape = (len(TABLE3_CATEGORIES), 2)
     polarity = facts.negated.astype(np.int64)
     return counts(shape, facts.s_category, polarity), counts(shape, facts.s_category, polarity, where=facts.satisfied)

@@ -45,6 +45,11 @@ class InputNote:
         return f"{self.where}{image}: {self.reason}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The note as `report.json` lists it.
+
+        Returns:
+            Its fields by name (where, why, prompt id, sample index).
+        """
         return dataclasses.asdict(self)
 
 
@@ -67,7 +72,11 @@ class ReportInputs:
     error_rows: tuple[InputNote, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """What `report.json` says about its inputs (every note, not a sample)."""
+        """What `report.json` says about its inputs (every note, not a sample).
+
+        Returns:
+            The files read, the records kept (a count), and every line left out and error row.
+        """
         return {
             "files": list(self.files),
             "records": len(self.records),
@@ -76,7 +85,14 @@ class ReportInputs:
         }
 
     def summary_lines(self, show: int = 10) -> list[str]:
-        """What the CLI prints: counts, and the first `show` notes of each kind."""
+        """What the CLI prints: counts, and the first `show` notes of each kind.
+
+        Args:
+            show: notes shown of each kind (the rest are counted).
+
+        Returns:
+            The lines to print.
+        """
         lines = [f"read {len(self.records)} results from {len(self.files)} file(s)"]
         for notes, what in (
             (self.left_out, "line(s) left out of the report"),
@@ -91,7 +107,15 @@ class ReportInputs:
 
 
 def record_problem(record: ResultRecord, expected_samples: int = SAMPLES_PER_PROMPT) -> str | None:
-    """Why a well-formed record cannot be reported (not a benchmark image, self-contradictory), or None."""
+    """Why a well-formed record cannot be reported (not a benchmark image, self-contradictory).
+
+    Args:
+        record: a result record that parsed.
+        expected_samples: images per prompt the run made.
+
+    Returns:
+        The reason, or None when it can be reported.
+    """
     try:
         parse_prompt_id(record.prompt_id)
     except ValueError as error:
@@ -114,6 +138,17 @@ def _where(path: Path, line: int) -> str:
 
 def read_report_inputs(paths: Iterable[str | Path], *, expected_samples: int = SAMPLES_PER_PROMPT) -> ReportInputs:
     """Read result files for a report, leaving out (and naming) what cannot be reported.
+
+    Torn, malformed and unreportable lines are left out with a note; of two results of one image,
+    a scored one replaces an error row, and a second, different scored one is left out.
+
+    Args:
+        paths: result files (JSONL).
+        expected_samples: images per prompt the run made.
+
+    Returns:
+        The files, the records kept (one per image, in key order), the lines left out and the error
+        rows, each with where it is.
 
     Raises:
         UserError: a path that is not a file; one model's results scored by different evaluator

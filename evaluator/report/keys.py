@@ -74,7 +74,18 @@ class PromptKey:
 
 @functools.lru_cache(maxsize=8192)  # 4,800 ids, parsed once per result otherwise
 def parse_prompt_id(prompt_id: str) -> PromptKey:
-    """Split `{category}_pos{P}_neg{N}_{k:03d}` into its parts; anything else is a ValueError."""
+    """Split `{category}_pos{P}_neg{N}_{k:03d}` into its parts.
+
+    Args:
+        prompt_id: a prompt id.
+
+    Returns:
+        Its category, numbers of positive and negated statements, and prompt number.
+
+    Raises:
+        ValueError: not a NegT2IBench id (another form, an unknown category or setting, a prompt
+            number out of range).
+    """
     match = _PROMPT_ID.match(prompt_id)
     if not match:
         raise ValueError(
@@ -96,15 +107,39 @@ def parse_prompt_id(prompt_id: str) -> PromptKey:
 
 
 def expected_images(expected_samples: int = SAMPLES_PER_PROMPT) -> int:
-    """Images in a complete run: 4,800 prompts × samples per prompt."""
+    """Images in a complete run: 4,800 prompts × samples per prompt.
+
+    Args:
+        expected_samples: images per prompt.
+
+    Returns:
+        The number of images.
+    """
     return len(CATEGORIES) * len(SETTINGS) * PROMPTS_PER_SETTING * expected_samples
 
 
 def percent(part: float, whole: float) -> float:
+    """PART as a percentage of WHOLE.
+
+    Args:
+        part: the count of what is measured.
+        whole: the count it is a share of.
+
+    Returns:
+        100 · part / whole; NaN when WHOLE is 0 (an empty cell).
+    """
     return 100.0 * part / whole if whole else math.nan
 
 
 def nanmean(values: Iterable[float]) -> float:
+    """The mean of the values that are not NaN.
+
+    Args:
+        values: floats, NaN for an empty cell.
+
+    Returns:
+        Their mean; NaN when none is a number.
+    """
     finite = [v for v in values if not math.isnan(v)]
     return sum(finite) / len(finite) if finite else math.nan
 
@@ -132,7 +167,17 @@ def _deduplicate(records: Sequence[ResultRecord]) -> list[ResultRecord]:
 
 
 def model_provenance(records: Sequence[ResultRecord]) -> dict[str, str]:
-    """The one evaluator version and config hash behind one model's results; mixed ones are a ValueError."""
+    """The one evaluator version and config hash behind one model's results.
+
+    Args:
+        records: one model's records.
+
+    Returns:
+        `{"evaluator_version": ..., "config_hash": ...}`.
+
+    Raises:
+        ValueError: no records, or records of mixed versions or configurations.
+    """
     if not records:
         raise ValueError("no results")
     provenance: dict[str, str] = {}
@@ -148,7 +193,18 @@ def model_provenance(records: Sequence[ResultRecord]) -> dict[str, str]:
 
 
 def group_by_model(results: Sequence[ResultRecord]) -> dict[str, list[ResultRecord]]:
-    """Results per model key (sorted), duplicates resolved, ids and provenance checked."""
+    """Results per model key (sorted), duplicates resolved, ids and provenance checked.
+
+    Args:
+        results: result records of one or more models.
+
+    Returns:
+        Each model's records, one per image.
+
+    Raises:
+        ValueError: a prompt id that is not a NegT2IBench id, or a model's records of mixed
+            provenance.
+    """
     grouped: dict[str, list[ResultRecord]] = defaultdict(list)
     for record in results:
         parse_prompt_id(record.prompt_id)
@@ -162,4 +218,12 @@ def group_by_model(results: Sequence[ResultRecord]) -> dict[str, list[ResultReco
 
 
 def scored_only(records: Iterable[ResultRecord]) -> list[ResultRecord]:
+    """The records that were scored (error rows left out).
+
+    Args:
+        records: result records.
+
+    Returns:
+        Those that are not error rows, in order.
+    """
     return [record for record in records if not is_error_row(record)]

@@ -67,7 +67,16 @@ class OrderObservation(NamedTuple):
 
 
 def side(first: Box | None, second: Box | None, position_threshold: float = 0.1) -> str | None:
-    """ "left of" / "right of" when the pair is valid (see the module docstring), else None."""
+    """ "left of" / "right of" when the pair is valid (see the module docstring), else None.
+
+    Args:
+        first: the box of the object mentioned first (None: not found).
+        second: the box of the other object (None: not found).
+        position_threshold: the dead zone's share of the boxes' sizes (`relative_position`'s).
+
+    Returns:
+        The side of FIRST relative to SECOND, or None (a box missing, or no horizontal side).
+    """
     if first is None or second is None:
         return None
     relations = relative_position(first, second, position_threshold)
@@ -81,9 +90,18 @@ _CUT_MARGIN = 1e-5
 
 
 def sides(pairs: Sequence[tuple[Box | None, Box | None]], position_threshold: float = 0.1) -> list[str | None]:
-    """`side` of every (first, second) pair, as numpy arrays over all pairs at once: the same float32
-    arithmetic as `relative_position` element by element, and `side` itself for the pairs within
-    `_CUT_MARGIN` of the cut (so every answer is `side`'s)."""
+    """`side` of every (first, second) pair, as numpy arrays over all pairs at once.
+
+    The same float32 arithmetic as `relative_position` element by element, and `side` itself for
+    the pairs within `_CUT_MARGIN` of the cut (so every answer is `side`'s).
+
+    Args:
+        pairs: (first box, second box) pairs, None for an object not found.
+        position_threshold: as `side`'s.
+
+    Returns:
+        `side` of each pair, in order.
+    """
     found: list[str | None] = [None] * len(pairs)
     both = [(i, first, second) for i, (first, second) in enumerate(pairs) if first is not None and second is not None]
     if not both:
@@ -200,10 +218,20 @@ Plan = list[tuple[str, str | None, str | None]]  # (subject, target, side asked)
 def result_observations(
     records: Iterable[ResultRecord], prompts: PromptIndex, plans: dict[str, Plan | None] | None = None
 ) -> list[OrderObservation]:
-    """The pairs of this project's relation prompts in scored records: each statement's subject
-    (mentioned first) and target; neutral for proximity, comparative and depth statements, directional
-    for positive left of / right of statements (negated ones ask for no side). Records whose prompt
-    is not in PROMPTS, or names other objects, are left out."""
+    """The pairs of this project's relation prompts in scored records.
+
+    Each statement's subject (mentioned first) and target; neutral for proximity, comparative and
+    depth statements, directional for positive left of / right of statements (negated ones ask for
+    no side). Records whose prompt is not in PROMPTS, or names other objects, are left out.
+
+    Args:
+        records: result records.
+        prompts: the prompts the records are of.
+        plans: each prompt id's pairs, worked out once and shared between calls (filled here).
+
+    Returns:
+        One observation per pair: the prompt id, both boxes (None when not found), the side asked.
+    """
     observations = []
     plans = {} if plans is None else plans  # per prompt id, worked out once (shared by `ots_by_model`'s models)
     for record in records:
@@ -243,7 +271,11 @@ def _plan(prompt: PromptRecord) -> Plan:
 
 @cache
 def builtin_prompts() -> PromptIndex:
-    """The built-in corpus by id (built once per process)."""
+    """The built-in corpus by id (built once per process).
+
+    Returns:
+        The corpus's prompts, by id.
+    """
     from dataset_builder.loading import prompt_index
 
     return prompt_index(None)
@@ -252,7 +284,17 @@ def builtin_prompts() -> PromptIndex:
 def ots_by_model(
     grouped: Mapping[str, Sequence[ResultRecord]], prompts: PromptIndex, *, resamples: int = 1000, seed: int = 0
 ) -> dict[str, OtsStatistics]:
-    """`ots_statistics` of each model's records (the report's `ots` section)."""
+    """`ots_statistics` of each model's records (the report's `ots` section).
+
+    Args:
+        grouped: each model's records.
+        prompts: the prompts the records are of.
+        resamples: bootstrap resamples of the intervals.
+        seed: the bootstrap's seed.
+
+    Returns:
+        Each model's order-to-space numbers with their intervals.
+    """
     plans: dict[str, Plan | None] = {}
     return {
         model: ots_statistics(result_observations(records, prompts, plans), resamples=resamples, seed=seed)
@@ -289,7 +331,15 @@ OTS_CAPTION = (
 
 
 def ots_table(by_model: Mapping[str, Mapping[str, Any]], caption: str = OTS_CAPTION) -> Table:
-    """One row per model of `ots_statistics`' numbers."""
+    """One row per model of `ots_statistics`' numbers.
+
+    Args:
+        by_model: each model's numbers (a missing one is NaN).
+        caption: the table's caption.
+
+    Returns:
+        The `ots` table.
+    """
     rows = []
     for model, stats in by_model.items():
         row = {column.key: stats.get(column.key, math.nan) for column in OTS_COLUMNS[1:]}

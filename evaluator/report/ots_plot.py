@@ -23,7 +23,16 @@ def _error(value: float, bounds) -> tuple[float, float]:
 
 
 def plot_ots(table: Table, path: str | Path, title: str = "Order-to-space bias (OTS-Bench)") -> Path:
-    """Grouped bars: one group per measure, one bar per model (NaN: no bar), 95% intervals as error bars."""
+    """Grouped bars: one group per measure, one bar per model (NaN: no bar), 95% intervals as error bars.
+
+    Args:
+        table: the `ots` table.
+        path: the PNG to write.
+        title: the plot's title.
+
+    Returns:
+        PATH, written.
+    """
     figure = Figure(figsize=(9, 4.5), layout="constrained")
     axes = figure.add_subplot()
     models = [row["model"] for row in table.rows]

@@ -38,7 +38,15 @@ def _models(table: Table) -> list[str]:
 
 
 def plot_accuracy_by_setting(table3: Table, path: str | Path) -> Path:
-    """Image accuracy per setting (1:0 … 2:2), one line per model of Table 3; load boundaries shaded."""
+    """Image accuracy per setting (1:0 … 2:2), one line per model of Table 3; load boundaries shaded.
+
+    Args:
+        table3: the Table 3 table.
+        path: the PNG to write.
+
+    Returns:
+        PATH, written.
+    """
     figure = Figure(figsize=(9, 4.5), layout="constrained")
     axes = figure.add_subplot()
     x = np.arange(len(SETTING_LABELS))
@@ -59,7 +67,15 @@ def plot_accuracy_by_setting(table3: Table, path: str | Path) -> Path:
 
 
 def plot_statement_accuracy(statement_accuracy: Table, path: str | Path) -> Path:
-    """Positive vs negated statement accuracy per category, one panel per model."""
+    """Positive vs negated statement accuracy per category, one panel per model.
+
+    Args:
+        statement_accuracy: the statement accuracy table.
+        path: the PNG to write.
+
+    Returns:
+        PATH, written.
+    """
     models = _models(statement_accuracy)
     count = len(models)
     columns = min(3, count)
@@ -87,9 +103,18 @@ def plot_statement_accuracy(statement_accuracy: Table, path: str | Path) -> Path
 
 
 def plot_failure_causes(by_setting: Table, by_category: Table, path: str | Path) -> Path:
-    """Figure 3: stacked shares of the five causes among failed statements, (a) per setting and
-    (b) per category, pooled over all models when the tables hold several; the failed-statement
-    count above each bar."""
+    """Figure 3: stacked shares of the five causes among failed statements, per setting and per category.
+
+    Pooled over all models when the tables hold several; the failed-statement count above each bar.
+
+    Args:
+        by_setting: the failure causes by setting table.
+        by_category: the failure causes by category table.
+        path: the PNG to write.
+
+    Returns:
+        PATH, written.
+    """
     models = _models(by_setting)
     scope = POOLED if POOLED in models else models[0]
     figure = Figure(figsize=(12, 4.5), layout="constrained")

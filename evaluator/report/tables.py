@@ -27,7 +27,14 @@ TEXT = str  # the `fmt` of a text column
 
 
 def category_title(category: str) -> str:
-    """The short heading of a category as the paper prints it (`all` → `All`)."""
+    """The short heading of a category as the paper prints it (`all` → `All`).
+
+    Args:
+        category: a category's key, or `all`.
+
+    Returns:
+        Its heading.
+    """
     return CATEGORY_TITLES.get(category, "All")
 
 
@@ -83,15 +90,22 @@ def table3_table(
     provenance: Mapping[str, Mapping[str, str]] | None = None,
     models: Mapping[str, tuple[str, str]] | None = None,
 ) -> Table:
-    """Table 3 in the paper's layout, one row per model, with its header rows (polarity and load,
-    semantic category) and the best value of each column in bold; a model with missing images is
-    marked † and its coverage given in a note. `provenance` adds a warning when the models'
-    evaluator versions or configurations differ.
+    """Table 3 in the paper's layout, one row per model.
 
-    `models` ({model key: (family title, display name)}, `generation.registry.table3_models`)
-    groups the rows by family, as the paper does, and names them as the paper does; the files
-    keep the model key and gain a `family` column. Without it the columns are `TABLE3_COLUMNS`
-    (the leaderboard's) and the rows keep their order."""
+    With its header rows (polarity and load, semantic category) and the best value of each column
+    in bold; a model with missing images is marked † and its coverage given in a note.
+
+    Args:
+        by_model: each model's Table 3 numbers (`aggregate.table3`).
+        provenance: each model's evaluator version and config hash; when they differ, a note warns.
+        models: {model key: (family title, display name)} (`generation.registry.table3_models`):
+            groups the rows by family and names them as the paper does; the files keep the model key
+            and gain a `family` column. Without it the columns are `TABLE3_COLUMNS` (the
+            leaderboard's) and the rows keep their order.
+
+    Returns:
+        The `table3` table.
+    """
     order = _family_order(by_model, models) if models is not None else [(model, "") for model in by_model]
     rows, marks, incomplete = [], [], []
     for model, family in order:
@@ -162,7 +176,14 @@ def leaderboard_row(
 
 
 def statement_accuracy_table(by_model: Mapping[str, Mapping[str, StatementAccuracy]]) -> Table:
-    """% of statements satisfied per model × category (and `all`) × polarity, with the counts."""
+    """% of statements satisfied per model × category (and `all`) × polarity, with the counts.
+
+    Args:
+        by_model: each model's statement accuracy (`aggregate.statement_accuracy`).
+
+    Returns:
+        The `statement_accuracy` table, one row per model and category.
+    """
     columns = (
         MODEL,
         Column("category", "Category", fmt=category_title),
@@ -186,7 +207,15 @@ def statement_accuracy_table(by_model: Mapping[str, Mapping[str, StatementAccura
 
 
 def failure_causes_table(by_model: Mapping[str, FailureCauses], axis: str) -> Table:
-    """Figure 3's counts: failed statements per model × setting or category (`axis`) × cause."""
+    """Figure 3's counts: failed statements per model × setting or category × cause.
+
+    Args:
+        by_model: each model's failure causes (`aggregate.failure_causes`).
+        axis: `setting` or `category`.
+
+    Returns:
+        The `failure_causes_by_{axis}` table.
+    """
     columns = (
         MODEL,
         Column(axis, axis.capitalize(), fmt=TEXT),
@@ -202,7 +231,14 @@ def failure_causes_table(by_model: Mapping[str, FailureCauses], axis: str) -> Ta
 
 
 def forbidden_share_table(by_model: Mapping[str, FailureCauses]) -> Table:
-    """% of failed statements whose cause is `forbidden_rendered`, per model × category (and all)."""
+    """% of failed statements whose cause is `forbidden_rendered`, per model × category (and all).
+
+    Args:
+        by_model: each model's failure causes.
+
+    Returns:
+        The `forbidden_share` table.
+    """
     buckets = TABLE3_CATEGORIES + (ALL,)
     columns = (MODEL, *(Column(bucket, category_title(bucket), higher_is_better=False) for bucket in buckets))
     rows = [
@@ -213,7 +249,14 @@ def forbidden_share_table(by_model: Mapping[str, FailureCauses]) -> Table:
 
 
 def dead_zone_table(by_model: Mapping[str, Mapping[str, DeadZoneRow]]) -> Table:
-    """Table 19: negated relations that passed only because no predicate was emitted."""
+    """Table 19: negated relations that passed only because no predicate was emitted.
+
+    Args:
+        by_model: each model's dead-zone rows (`aggregate.dead_zone_passes`).
+
+    Returns:
+        The `dead_zone` table, one row per model and category.
+    """
     columns = (
         MODEL,
         Column("category", "Category", fmt=str.capitalize),
@@ -239,8 +282,17 @@ def dead_zone_table(by_model: Mapping[str, Mapping[str, DeadZoneRow]]) -> Table:
 def matched_deltas_table(
     by_model: Mapping[str, Mapping[str, Mapping[str, MatchedDelta]]], options: Mapping[str, Any]
 ) -> Table:
-    """Negated − positive accuracy on matched groups, per model × category × pair (and `all`),
-    with the bootstrap interval; on screen the interval is one cell, in files two."""
+    """Negated − positive accuracy on matched groups, per model × category × pair (and `all`).
+
+    With the bootstrap interval; on screen the interval is one cell, in files two.
+
+    Args:
+        by_model: each model's matched deltas (`aggregate.matched_group_deltas`).
+        options: the report's options (its `bootstrap` and `seed` go in the caption).
+
+    Returns:
+        The `matched_deltas` table.
+    """
     columns = (
         MODEL,
         Column("category", "Category", fmt=TEXT),
@@ -268,7 +320,14 @@ def matched_deltas_table(
 
 
 def provenance_table(provenance: Mapping[str, Mapping[str, str]]) -> Table:
-    """Which evaluator version and configuration scored each model."""
+    """Which evaluator version and configuration scored each model.
+
+    Args:
+        provenance: each model's evaluator version and config hash.
+
+    Returns:
+        The `provenance` table.
+    """
     columns = (
         MODEL,
         Column("evaluator_version", "Evaluator version", fmt=TEXT),
@@ -285,8 +344,15 @@ INPUTS_SHOWN = 50  # notes listed in report.md (report.json has them all)
 
 
 def inputs_table(inputs: Mapping[str, Any], shown: int = INPUTS_SHOWN) -> Table:
-    """The lines a report left out and the error rows it kept, each with its file:line and reason
-    (`inputs.ReportInputs.to_dict()`); the first `shown` of them, the count in the caption."""
+    """The lines a report left out and the error rows it kept, each with its file:line and reason.
+
+    Args:
+        inputs: what was read (`inputs.ReportInputs.to_dict()`).
+        shown: the notes shown (the count is in the caption, the rest in report.json).
+
+    Returns:
+        The `inputs` table.
+    """
     columns = (
         Column("kind", "Kind", fmt=TEXT),
         Column("where", "File:line", fmt=TEXT),
@@ -308,8 +374,15 @@ def inputs_table(inputs: Mapping[str, Any], shown: int = INPUTS_SHOWN) -> Table:
 
 
 def report_tables(report: Report, models: Mapping[str, tuple[str, str]] | None = None) -> dict[str, Table]:
-    """Every table of the report, each built once, by name (the order of the report's files);
-    `models` groups and names Table 3's rows (see `table3_table`)."""
+    """Every table of the report, each built once, by name (the order of the report's files).
+
+    Args:
+        report: a built report.
+        models: groups and names Table 3's rows (see `table3_table`).
+
+    Returns:
+        The tables by name; `inputs` only when the report has inputs.
+    """
     tables = [
         table3_table(report.table3, report.provenance, models),
         statement_accuracy_table(report.statement_accuracy),

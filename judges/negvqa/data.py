@@ -105,7 +105,17 @@ class NegVQAData:
 
 
 def parse_columns(pairs: Sequence[str]) -> dict[str, str]:
-    """``["question=q", ...]`` → ``{"question": "q"}``; an unknown key or a pair without ``=`` is a usage error."""
+    """``["question=q", ...]`` → ``{"question": "q"}``.
+
+    Args:
+        pairs: `--columns`' KEY=NAME pairs.
+
+    Returns:
+        Each key's column name.
+
+    Raises:
+        UsageError: an unknown key, or a pair without ``=`` or a name.
+    """
     mapping: dict[str, str] = {}
     for pair in pairs:
         key, sign, name = pair.partition("=")
@@ -193,7 +203,23 @@ def _check_columns(found: set[str], columns: Mapping[str, tuple[str, ...]], expl
 def questions_from_files(
     files: Sequence[Path], *, root: Path | None = None, columns: Mapping[str, str] | None = None, source: str = ""
 ) -> NegVQAData:
-    """The questions of FILES (rows in file order), names shown relative to ROOT."""
+    """The questions of FILES (rows in file order), names shown relative to ROOT.
+
+    Rows that cannot be read, lack a field or repeat an id are left out and listed as malformed.
+
+    Args:
+        files: data files (.jsonl, .tsv, .parquet).
+        root: the folder names are shown relative to.
+        columns: column names given with `--columns` (the others: the defaults).
+        source: how the source is named (default: the files).
+
+    Returns:
+        The questions, the malformed rows (in file and row order), the files and the source.
+
+    Raises:
+        UserError: a file that cannot be read, or a column named with `--columns` or a required
+            field that no row has.
+    """
     explicit = dict(columns or {})
     mapping = {key: (explicit[key],) if key in explicit else names for key, names in DEFAULT_COLUMNS.items()}
     malformed: list[tuple[int, int, str]] = []  # (file, row, line): listed in file and row order
@@ -243,8 +269,21 @@ def _shard_group(path: Path) -> tuple[Path, str]:
 
 
 def data_files(root: Path, pattern: str | None = None) -> list[Path]:
-    """The data files of a folder: those matching PATTERN (a glob from ROOT), else its one data file,
-    or the parquet shards of its one split; the authors' `model_preds/` and hidden files are not data."""
+    """The data files of a folder.
+
+    Those matching PATTERN (a glob from ROOT), else its one data file, or the parquet shards of its
+    one split; the authors' `model_preds/` and hidden files are not data.
+
+    Args:
+        root: the folder.
+        pattern: `--data-file`'s glob.
+
+    Returns:
+        The files, sorted.
+
+    Raises:
+        UserError: no data file (matching PATTERN), or several without a PATTERN.
+    """
     if pattern:
         matched = sorted(p for p in root.glob(pattern) if p.is_file() and p.suffix.lower() in DATA_SUFFIXES)
         if not matched:
@@ -268,8 +307,21 @@ def data_files(root: Path, pattern: str | None = None) -> list[Path]:
 
 
 def hub_folder(repo_id: str, pattern: str | None = None) -> Path:
-    """The local snapshot of a Hub dataset repo's data files (the Hugging Face cache; offline, the cached
-    one). A repo not cached offline, or not found, is a `UserError` saying how to get it."""
+    """The local snapshot of a Hub dataset repo's data files.
+
+    The Hugging Face cache; offline, the cached one.
+
+    Args:
+        repo_id: the dataset's repo id.
+        pattern: `--data-file`'s glob (default: every data file).
+
+    Returns:
+        The snapshot's folder.
+
+    Raises:
+        UserError: the repo is not cached offline, not found (or private, gated), or cannot be read,
+            saying how to get it.
+    """
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled, RepositoryNotFoundError
 
@@ -295,7 +347,19 @@ def hub_folder(repo_id: str, pattern: str | None = None) -> Path:
 def read_questions(
     data: str | Path, *, columns: Mapping[str, str] | None = None, data_file: str | None = None
 ) -> NegVQAData:
-    """The questions of SRC: a data file (.jsonl, .tsv, .parquet), a folder, or a Hub dataset repo id."""
+    """The questions of SRC: a data file (.jsonl, .tsv, .parquet), a folder, or a Hub dataset repo id.
+
+    Args:
+        data: the file, folder or repo id.
+        columns: column names given with `--columns`.
+        data_file: `--data-file`'s glob inside a folder or repo.
+
+    Returns:
+        The questions and the malformed rows.
+
+    Raises:
+        UserError: a source that is none of these or cannot be read, or `data_file` with a file.
+    """
     path = Path(data)
     if path.is_file():
         if data_file:

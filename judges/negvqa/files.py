@@ -47,7 +47,14 @@ class Row:
 
 
 def missing(value: Any) -> bool:
-    """A cell that holds nothing: None, NaN (pandas' empty cell) or blank text."""
+    """Whether a cell holds nothing: None, NaN (pandas' empty cell) or blank text.
+
+    Args:
+        value: a cell.
+
+    Returns:
+        True when it is empty.
+    """
     return value is None or (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and not value)
 
 
@@ -83,7 +90,16 @@ def _none() -> None:
 
 
 def jsonl_rows(path: Path, image_columns: Sequence[str], bad: list[tuple[int, str]]) -> Iterator[Row]:
-    """The rows of a JSONL file; a line that is not a JSON object goes to BAD as (line, reason)."""
+    """The rows of a JSONL file.
+
+    Args:
+        path: the file.
+        image_columns: the names the image column may have (the first present is used).
+        bad: where a line that is not a JSON object goes, as (line, reason).
+
+    Yields:
+        Each row: its number, its cells, and a reader of its image cell (read again when needed).
+    """
     offset = 0
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
@@ -139,8 +155,19 @@ def _tsv_record(path: str, header: tuple[str, ...], offset: int) -> dict[str, An
 
 
 def tsv_rows(path: Path, image_columns: Sequence[str], bad: list[tuple[int, str]]) -> Iterator[Row]:
-    """The records of a TSV file with a header line; a record whose cell count differs from the
-    header's goes to BAD as (row, reason)."""
+    """The records of a TSV file with a header line.
+
+    Args:
+        path: the file.
+        image_columns: the names the image column may have.
+        bad: where a record whose cell count differs from the header's goes, as (row, reason).
+
+    Yields:
+        Each row: its number, its cells, and a reader of its image cell.
+
+    Raises:
+        UserError: the header line is not TSV.
+    """
     _raise_field_limit()
     with open(path, "rb") as handle:
         lines = _Lines(handle)
@@ -189,7 +216,19 @@ def _parquet_cell(path: str, group: int, column: str, offset: int) -> Any:
 
 
 def parquet_rows(path: Path, image_columns: Sequence[str], bad: list[tuple[int, str]]) -> Iterator[Row]:
-    """The rows of a parquet file; the image column is the first of IMAGE_COLUMNS in its schema."""
+    """The rows of a parquet file; the image column is the first of IMAGE_COLUMNS in its schema.
+
+    Args:
+        path: the file.
+        image_columns: the names the image column may have.
+        bad: unused (a parquet row is whole); kept for the readers' one signature.
+
+    Yields:
+        Each row: its number, its cells, and a reader of its image cell.
+
+    Raises:
+        UserError: not a parquet file.
+    """
     import pyarrow.parquet as pq
 
     try:
@@ -215,7 +254,19 @@ READERS: dict[str, Callable[[Path, Sequence[str], list[tuple[int, str]]], Iterat
 
 
 def read_rows(path: Path, image_columns: Sequence[str], bad: list[tuple[int, str]]) -> list[Row]:
-    """Every row of PATH (by its suffix); rows that cannot be parsed go to BAD as (row, reason)."""
+    """Every row of PATH (by its suffix).
+
+    Args:
+        path: a .jsonl, .tsv or .parquet file.
+        image_columns: the names the image column may have.
+        bad: where rows that cannot be parsed go, as (row, reason).
+
+    Returns:
+        The rows, in file order.
+
+    Raises:
+        UserError: another suffix, text that is not UTF-8, or a file that cannot be read.
+    """
     reader = READERS.get(path.suffix.lower())
     if reader is None:
         raise UserError(f"{path}: not a data file NegVQA is read from ({', '.join(DATA_SUFFIXES)})")
@@ -243,7 +294,18 @@ def _file(text: str, base: Path) -> Path | None:
 
 
 def image_data(cell: Any, base: Path) -> bytes | Path:
-    """The encoded image of an image cell (see the module's docstring); `ImageError` when there is none."""
+    """The encoded image of an image cell (see the module's docstring).
+
+    Args:
+        cell: the cell: bytes, base64 text, a path, a {bytes, path} dict, or a list of one of them.
+        base: the folder relative paths are read from.
+
+    Returns:
+        The image's bytes, or its file.
+
+    Raises:
+        ImageError: the cell holds no image (or several).
+    """
     if isinstance(cell, list):
         if len(cell) != 1:
             raise ImageError(f"the image cell holds {len(cell)} images; a NegVQA question has one")
@@ -271,7 +333,18 @@ def image_data(cell: Any, base: Path) -> bytes | Path:
 
 
 def fetch_image(row_image: Callable[[], Any], base: Path) -> bytes | Path:
-    """Read a row's image cell now and decode it (the loader's `fetch`)."""
+    """Read a row's image cell now and decode it (the loader's `fetch`).
+
+    Args:
+        row_image: reads the row's image cell again.
+        base: the folder relative paths are read from.
+
+    Returns:
+        The image's bytes, or its file.
+
+    Raises:
+        ImageError: the row cannot be read again, or its cell holds no image.
+    """
     try:
         cell = row_image()
     except (OSError, ValueError) as error:
@@ -280,7 +353,14 @@ def fetch_image(row_image: Callable[[], Any], base: Path) -> bytes | Path:
 
 
 def describe_columns(rows: Sequence[Row]) -> list[str]:
-    """The columns found in ROWS (the image column included), in first-seen order."""
+    """The columns found in ROWS (the image column included), in first-seen order.
+
+    Args:
+        rows: rows of a data file.
+
+    Returns:
+        The column names.
+    """
     seen: dict[str, None] = {}
     for row in rows:
         seen.update(dict.fromkeys(row.cells))

@@ -1,18 +1,19 @@
 """NegVQA accuracy by domain as a PNG: one group of bars per domain (overall first), one bar per judge
 with its 95% interval, the originals' accuracy as a black tick across each bar when they were asked
 (drawn over the bars, so one at or below the bar's top stays visible), chance (50%) as a dashed line
-(matplotlib, Agg canvas; it takes `summary.summarize_judge`'s dicts only)."""
+(matplotlib, Agg canvas; it takes `summary.summarize_judge`'s `JudgeSummary`s only)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+from .figures import DomainAccuracy, DropFigures, JudgeSummary, OriginalDrop
 
 
 def _error(value: float, bounds: Sequence[float] | None) -> tuple[float, float]:
@@ -24,8 +25,16 @@ def _error(value: float, bounds: Sequence[float] | None) -> tuple[float, float]:
 ORIGINAL_TICK = "black"  # not a bar's colour: a tick inside its own bar would vanish
 
 
-def domains_figure(summaries: Sequence[Mapping[str, Any]], title: str = "NegVQA by domain") -> Figure:
-    """Grouped bars of accuracy (%) by domain, one bar per judge (a domain a judge lacks: no bar)."""
+def domains_figure(summaries: Sequence[JudgeSummary], title: str = "NegVQA by domain") -> Figure:
+    """Grouped bars of accuracy (%) by domain, one bar per judge (a domain a judge lacks: no bar).
+
+    Args:
+        summaries: each judge's summary (`summarize_judge`).
+        title: the figure's title (a note on the ticks is added when they are drawn).
+
+    Returns:
+        The figure (no canvas attached).
+    """
     groups = ["Overall", *dict.fromkeys(d for s in summaries for d in s["by_domain"])]
     figure = Figure(figsize=(max(6.0, 1.4 * len(groups) + 2), 4.2), layout="constrained")
     axes = figure.add_subplot()
@@ -33,7 +42,8 @@ def domains_figure(summaries: Sequence[Mapping[str, Any]], title: str = "NegVQA 
     width = 0.8 / max(len(summaries), 1)
     ticked = False
     for position, summary in enumerate(summaries):
-        blocks = [summary, *(summary["by_domain"].get(d, {}) for d in groups[1:])]
+        domains = (summary["by_domain"].get(d) for d in groups[1:])
+        blocks: list[JudgeSummary | DomainAccuracy | None] = [summary, *domains]
         values = [100 * b["accuracy"] if b else math.nan for b in blocks]
         errors = np.array(
             [_error(v, [100 * c for c in b["accuracy_ci"]] if b else None) for v, b in zip(values, blocks, strict=True)]
@@ -41,9 +51,10 @@ def domains_figure(summaries: Sequence[Mapping[str, Any]], title: str = "NegVQA 
         offset = (position - (len(summaries) - 1) / 2) * width
         label = f"{summary['judge']} ({summary['params']})"
         axes.bar(x + offset, np.nan_to_num(values), width, yerr=errors, capsize=3, label=label)
-        original = summary.get("original") or {}
-        if original.get("pairs"):
-            ticks = [original] + [original.get("by_domain", {}).get(d, {}) for d in groups[1:]]
+        original = summary["original"]
+        if original and original["pairs"]:
+            drops = (original["by_domain"].get(d) for d in groups[1:])
+            ticks: list[OriginalDrop | DropFigures | None] = [original, *drops]
             heights = [100 * t["accuracy_original"] if t else math.nan for t in ticks]
             axes.scatter(
                 x + offset,
@@ -66,8 +77,17 @@ def domains_figure(summaries: Sequence[Mapping[str, Any]], title: str = "NegVQA 
     return figure
 
 
-def plot_domains(summaries: Sequence[Mapping[str, Any]], path: str | Path, title: str = "NegVQA by domain") -> Path:
-    """`domains_figure` as a PNG at PATH."""
+def plot_domains(summaries: Sequence[JudgeSummary], path: str | Path, title: str = "NegVQA by domain") -> Path:
+    """`domains_figure` as a PNG at PATH.
+
+    Args:
+        summaries: each judge's summary.
+        path: the PNG to write.
+        title: the figure's title.
+
+    Returns:
+        PATH, written.
+    """
     figure = domains_figure(summaries, title)
     FigureCanvasAgg(figure)
     figure.savefig(Path(path), dpi=120, bbox_inches="tight")

@@ -46,13 +46,28 @@ Letter = Literal["A", "B"]
 
 
 def prompt_text(question: str, choices: Sequence[str]) -> str:
-    """The text after the image: the question, the two options, the instruction (`PROMPT`)."""
+    """The text after the image: the question, the two options, the instruction (`PROMPT`).
+
+    Args:
+        question: the question.
+        choices: its two options, A then B.
+
+    Returns:
+        The prompt.
+    """
     first, second = choices
     return PROMPT.format(question=question, A=first, B=second)
 
 
 def likelier(probabilities: Sequence[float]) -> str:
-    """The letter with the higher probability (A on a tie)."""
+    """The letter with the higher probability (A on a tie).
+
+    Args:
+        probabilities: A's and B's probabilities.
+
+    Returns:
+        "A" or "B".
+    """
     return LETTERS[0] if probabilities[0] >= probabilities[1] else LETTERS[1]
 
 
@@ -60,8 +75,18 @@ _LEADING_LETTER = re.compile(r"^\W*(?:answer\s*(?:is)?\s*[:：]?\s*)?\(?([AB])(?
 
 
 def generated_letter(text: str, choices: Sequence[str]) -> str | None:
-    """The option a written reply names: a leading capital A or B ("B", "(A)", "B. red", "Answer: A"),
-    else a reply that is one option's text; None when it names neither (lower-case "a" is the article)."""
+    """The option a written reply names.
+
+    A leading capital A or B ("B", "(A)", "B. red", "Answer: A"), else a reply that is one option's
+    text (lower-case "a" is the article).
+
+    Args:
+        text: the reply.
+        choices: the two options, A then B.
+
+    Returns:
+        "A" or "B", or None when it names neither.
+    """
     found = _LEADING_LETTER.match(text)
     if found and found[1].isupper():
         return found[1]
@@ -71,7 +96,16 @@ def generated_letter(text: str, choices: Sequence[str]) -> str | None:
 
 
 def negvqa_settings(spec: JudgeSpec, *, dtype: str, generate: bool) -> dict[str, Any]:
-    """What a run's answers depend on: hashed into every record's `config_hash`."""
+    """What a run's answers depend on: hashed into every record's `config_hash`.
+
+    Args:
+        spec: the judge.
+        dtype: the model's dtype.
+        generate: whether replies are written too.
+
+    Returns:
+        The hub id, revision, family, dtype, prompt, letters' spellings and reply length.
+    """
     return {
         "hub_id": spec.hub_id,
         "revision": spec.revision,
@@ -84,6 +118,16 @@ def negvqa_settings(spec: JudgeSpec, *, dtype: str, generate: bool) -> dict[str,
 
 
 def negvqa_config_hash(spec: JudgeSpec, *, dtype: str, generate: bool) -> str:
+    """The config hash of a run: SHA-256 of its `negvqa_settings`, as sorted JSON, cut to 16 hex digits.
+
+    Args:
+        spec: the judge.
+        dtype: the model's dtype.
+        generate: whether replies are written too.
+
+    Returns:
+        16 hex digits.
+    """
     blob = json.dumps(negvqa_settings(spec, dtype=dtype, generate=generate), sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -127,11 +171,29 @@ class NegVQARecord(BaseModel):
 
 
 def read_negvqa_records(path: str | Path, *, strict: bool = True) -> list[NegVQARecord]:
-    """Every record of a file written by `negt2ibench negvqa` (a malformed line is an error naming it)."""
+    """Every record of a file written by `negt2ibench negvqa`, in file order.
+
+    Args:
+        path: the JSONL file.
+        strict: a torn last line (a killed writer) is an error too; else it is dropped with a warning.
+
+    Returns:
+        The records.
+
+    Raises:
+        ResultFileError: a malformed line ("path:line: reason").
+    """
     return read_results(path, strict=strict, record_type=NegVQARecord)
 
 
 def original_path(out: str | Path) -> Path:
-    """Where the originals of ``--out OUT.jsonl`` go: ``OUT.original.jsonl``."""
+    """Where the originals of ``--out OUT.jsonl`` go: ``OUT.original.jsonl``.
+
+    Args:
+        out: the negated questions' file.
+
+    Returns:
+        The originals' file, beside it.
+    """
     out = Path(out)
     return out.with_name(f"{out.stem}.original{out.suffix or '.jsonl'}")

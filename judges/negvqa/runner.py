@@ -62,9 +62,20 @@ class NegVQARun(RunRecord):
         return self.outputs
 
     def did_work(self) -> bool:
+        """Whether this run asked its judge anything.
+
+        Returns:
+            True when it asked at least one prompt.
+        """
         return bool(self.asked)
 
     def to_dict(self) -> dict[str, Any]:
+        """The record as written to ``OUT.run.json``.
+
+        Returns:
+            The judge, where it ran, the data, the questions and malformed rows, the times, the memory,
+            each form's counts and the error reasons.
+        """
         return {
             "judge": self.judge,
             "hub_id": self.hub_id,
@@ -96,7 +107,11 @@ class NegVQARun(RunRecord):
         }
 
     def line(self) -> str:
-        """The run in one line, as `negt2ibench negvqa` prints it."""
+        """The run in one line, as `negt2ibench negvqa` prints it.
+
+        Returns:
+            The line.
+        """
         forms = "; ".join(
             f"{form}: {c.judged + c.errors} new ({c.passed} correct, {c.errors} errors), "
             f"{c.already_done} already done → {c.path}"
@@ -124,8 +139,20 @@ def _prompts(question: NegVQAQuestion, forms: Sequence[str]) -> list[tuple[str, 
 def negvqa_step(
     adapter: JudgeAdapter, config_hash: str, run: NegVQARun, *, generate: bool
 ) -> BatchStep[dict[str, Answer], NegVQARecord]:
-    """The judge's part of the engine: every needed form of the batch's questions in one call, then a
-    record per question and form (the engine's output names are the forms)."""
+    """The judge's part of the engine.
+
+    Every needed form of the batch's questions in one call, then a record per question and form
+    (the engine's output names are the forms).
+
+    Args:
+        adapter: the judge (it must read option letters).
+        config_hash: the run's config hash, in every record.
+        run: the run's record, counting the prompts asked.
+        generate: also let the judge write a reply to each prompt.
+
+    Returns:
+        The engine's step (an item that fails gets an error row per form).
+    """
 
     def forward(pairs: Sequence[tuple[Job, Loaded]]) -> list[dict[str, Answer]]:
         asked = [_prompts(job.work.record, job.needed) for job, _ in pairs]
@@ -201,11 +228,29 @@ def run_negvqa(
     progress: bool = True,
     num_workers: int = 0,
 ) -> NegVQARun:
-    """Ask ADAPTER every question of DATA (the first LIMIT) into OUT_PATH (and its originals, with
-    ORIGINAL, into `original_path(OUT_PATH)`), skipping those already there.
+    """Ask ADAPTER every question of DATA into OUT_PATH, skipping those already there.
 
     The outputs are checked before the model loads (another version or configuration is refused);
-    the model is loaded apart (a missing weight raises `MissingWeightsError` before any image is read).
+    the model is loaded apart, so a missing weight fails before any image is read.
+
+    Args:
+        data: the NegVQA questions.
+        adapter: the judge.
+        out_path: the negated questions' records (JSONL).
+        original: also ask the originals, into `original_path(out_path)`.
+        generate: also let the judge write a reply to each.
+        limit: ask the first LIMIT questions only.
+        progress: show a progress bar.
+        num_workers: processes that decode images while the model runs.
+
+    Returns:
+        The run's record (counts, times, memory), also written beside OUT_PATH.
+
+    Raises:
+        UserError: a judge that answers yes/no only, or an output of another version or
+            configuration.
+        OptionError: a negative `limit`.
+        MissingWeightsError: the judge's weights are absent.
     """
     if type(adapter).letter_probabilities is JudgeAdapter.letter_probabilities:
         raise UserError(f"judge {adapter.spec.key} answers yes/no questions only: NegVQA needs an option letter")

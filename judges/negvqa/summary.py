@@ -23,21 +23,18 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-import numpy as np
-
-from negt2ibench.core.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, percentile_interval, resample_indices
+from negt2ibench.core.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.table import Column, Table
 
-from .data import DOMAINS
+from .accuracy import accuracies, paired_drop, share
+from .figures import DomainAccuracy, GeneratedReplies, Interval, JudgeSummary
 from .records import LETTERS, NegVQARecord
 
 NAN = math.nan
-Interval = tuple[float, float]
 
 
 @dataclass
@@ -52,8 +49,18 @@ class JudgeRecords:
 
 
 def group_by_judge(files: Sequence[tuple[str, Sequence[NegVQARecord]]]) -> list[JudgeRecords]:
-    """Records of several files, by judge (in first-seen order) and form; a judge's form given in two
-    files is refused (which answers to count is not knowable)."""
+    """Records of several files, by judge (in first-seen order) and form.
+
+    Args:
+        files: (file name, its records) of each file.
+
+    Returns:
+        Each judge's negated and original records, and the files they came from.
+
+    Raises:
+        UserError: a judge's form given in two files (which answers to count is not knowable), or a
+            judge with only original answers.
+    """
     judges: dict[str, JudgeRecords] = {}
     seen: dict[tuple[str, str], str] = {}
     for name, records in files:
@@ -72,155 +79,63 @@ def group_by_judge(files: Sequence[tuple[str, Sequence[NegVQARecord]]]) -> list[
     return list(judges.values())
 
 
-def _share(part: int, whole: int) -> float:
-    return part / whole if whole else NAN
-
-
-def _by_source(records: Sequence[NegVQARecord]) -> dict[str, list[NegVQARecord]]:
-    grouped: dict[str, list[NegVQARecord]] = {}
-    for record in records:
-        grouped.setdefault(record.source, []).append(record)
-    return dict(sorted(grouped.items()))
-
-
-def _draw_sums(values: Mapping[str, np.ndarray], resamples: int, seed: int) -> dict[str, np.ndarray]:
-    """Per source: the sums of its values (questions, or question pairs) in each resample of its questions."""
-    sums = {}
-    for offset, source in enumerate(sorted(values)):
-        rows = resample_indices(len(values[source]), resamples=resamples, seed=seed + offset)
-        sums[source] = values[source][rows].sum(axis=1)
-    return sums
-
-
-def _interval(draws: np.ndarray | None, confidence: float) -> Interval:
-    return (NAN, NAN) if draws is None else percentile_interval(draws, confidence=confidence)
-
-
-def _domains(sources: Mapping[str, str]) -> dict[str, list[str]]:
-    """Domain → its sources, NegVQA's domains first in the paper's order, then any other."""
-    order = list(DOMAINS) + sorted(set(sources.values()) - set(DOMAINS))
-    return {d: sorted(s for s, of in sources.items() if of == d) for d in order if d in sources.values()}
-
-
-def _accuracies(records: Sequence[NegVQARecord], resamples: int, seed: int, confidence: float) -> dict[str, Any]:
-    """Overall (all questions), by source, by domain (mean of its sources), with intervals."""
-    by_source = _by_source(records)
-    domain_of = {source: group[0].domain for source, group in by_source.items()}
-    correct = {source: np.array([float(bool(r.correct)) for r in group]) for source, group in by_source.items()}
-    sums = _draw_sums(correct, resamples, seed) if resamples > 0 else {}
-    n = {source: len(values) for source, values in correct.items()}
-    total = sum(n.values())
-    sources = {
-        source: {
-            "domain": domain_of[source],
-            "questions": n[source],
-            "correct": int(values.sum()),
-            "accuracy": float(values.mean()),
-            "accuracy_ci": _interval(sums[source] / n[source] if sums else None, confidence),
-        }
-        for source, values in correct.items()
-    }
-    domains = {}
-    for domain, members in _domains(domain_of).items():
-        draws = np.mean([sums[s] / n[s] for s in members], axis=0) if sums else None
-        domains[domain] = {
-            "sources": members,
-            "questions": sum(n[s] for s in members),
-            "correct": sum(int(correct[s].sum()) for s in members),
-            "accuracy": float(np.mean([correct[s].mean() for s in members])),
-            "accuracy_ci": _interval(draws, confidence),
-        }
-    overall = np.sum(list(sums.values()), axis=0) / total if sums and total else None
-    right = sum(int(values.sum()) for values in correct.values())
-    return {
-        "questions": total,
-        "correct": right,
-        "accuracy": _share(right, total),
-        "accuracy_ci": _interval(overall, confidence),
-        "by_domain": domains,
-        "by_source": sources,
-    }
-
-
-def _drop(
-    negated: Sequence[NegVQARecord], original: Sequence[NegVQARecord], resamples: int, seed: int, confidence: float
-) -> dict[str, Any]:
-    """Original − negated accuracy over the questions answered in both forms, paired; the originals'
-    letters against their own key (the other letter of the negated one's, the seed's §2.1); their
-    error rows counted (`error_rows`) and, having no answer, in no pair."""
-    originals = {r.question_id: r for r in original if r.error is None}
-    errors = len(original) - len(originals)
-    pairs = [(r, originals[r.question_id]) for r in negated if r.question_id in originals]
-    grouped: dict[str, list[tuple[NegVQARecord, NegVQARecord]]] = {}
-    for pair in pairs:
-        grouped.setdefault(pair[0].source, []).append(pair)
-    values = {s: np.array([[float(bool(n.correct)), float(bool(o.correct))] for n, o in g]) for s, g in grouped.items()}
-    sums = _draw_sums(values, resamples, seed) if resamples > 0 and values else {}
-    n = {source: len(v) for source, v in values.items()}
-    total = sum(n.values())
-
-    def figures(members: Sequence[str], macro: bool) -> dict[str, Any]:
-        if macro:  # a domain: the mean of its sources' accuracies
-            means = np.mean([values[s].mean(axis=0) for s in members], axis=0)
-            draws = np.mean([sums[s] / n[s] for s in members], axis=0) if sums else None
-        else:  # overall: every pair once
-            means = np.sum([values[s].sum(axis=0) for s in members], axis=0) / total
-            draws = np.sum([sums[s] for s in members], axis=0) / total if sums else None
-        return {
-            "pairs": sum(n[s] for s in members),
-            "accuracy_original": float(means[1]),
-            "accuracy_negated": float(means[0]),
-            "drop": float(means[1] - means[0]),
-            "accuracy_original_ci": _interval(None if draws is None else draws[:, 1], confidence),
-            "drop_ci": _interval(None if draws is None else draws[:, 1] - draws[:, 0], confidence),
-        }
-
-    if not total:
-        empty = {"pairs": 0, "accuracy_original": NAN, "accuracy_negated": NAN, "drop": NAN, "by_domain": {}}
-        return empty | {"error_rows": errors}
-    block = figures(list(values), macro=False)
-    domain_of = {source: group[0][0].domain for source, group in grouped.items()}
-    block["by_domain"] = {domain: figures(members, macro=True) for domain, members in _domains(domain_of).items()}
-    chosen, key = sum(o.letter == "A" for _, o in pairs), sum(o.answer == "A" for _, o in pairs)
-    block |= {"chosen_A": chosen / total, "key_A": key / total, "bias_A": (chosen - key) / total, "error_rows": errors}
-    return block
-
-
 def summarize_judge(
     records: JudgeRecords,
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     confidence: float = DEFAULT_CONFIDENCE,
-) -> dict[str, Any]:
-    """Every figure of one judge (fractions; intervals as (low, high)); see the module's docstring."""
+) -> JudgeSummary:
+    """Every figure of one judge (see the module's docstring for how each is counted).
+
+    Args:
+        records: the judge's negated answers and, when they were asked, its originals.
+        resamples: bootstrap resamples of the intervals; 0 gives (NaN, NaN) intervals.
+        seed: the bootstrap's seed (a source dataset's draws use it offset by the dataset's place).
+        confidence: the intervals' confidence level.
+
+    Returns:
+        The judge's summary: accuracy overall, by domain and by source dataset, the letter shares,
+        the drop from the originals (None without originals), the written replies (None without
+        any), as fractions with (low, high) intervals; a plain dict, written to JSON as it is.
+    """
     answered = [r for r in records.negated if r.error is None]
     errors = Counter((r.error or "").split(":", 1)[0] for r in records.negated if r.error is not None)
-    summary: dict[str, Any] = {"judge": records.judge, "params": records.params, "files": list(records.files)}
-    summary["error_rows"] = sum(errors.values())
-    summary["error_kinds"] = dict(sorted(errors.items()))
-    summary |= _accuracies(answered, resamples, seed, confidence)
+    figures = accuracies(answered, resamples, seed, confidence)
     chosen = Counter(str(r.letter) for r in answered)
     key = Counter(str(r.answer) for r in answered)
-    summary["letters"] = {
-        "chosen": {letter: _share(chosen[letter], len(answered)) for letter in LETTERS},
-        "key": {letter: _share(key[letter], len(answered)) for letter in LETTERS},
-        "bias_A": _share(chosen["A"] - key["A"], len(answered)),
-    }
-    summary["original"] = _drop(answered, records.original, resamples, seed, confidence) if records.original else None
     replies = [r for r in answered if r.generated is not None]
-    summary["generated"] = (
-        {
+    generated: GeneratedReplies | None = None
+    if replies:
+        disagree = sum(bool(r.disagrees) for r in replies)
+        unread = sum(r.generated_letter is None for r in replies)
+        generated = {
             "replies": len(replies),
-            "disagree": sum(bool(r.disagrees) for r in replies),
-            "disagree_share": _share(sum(bool(r.disagrees) for r in replies), len(replies)),
-            "unread": sum(r.generated_letter is None for r in replies),
+            "disagree": disagree,
+            "disagree_share": share(disagree, len(replies)),
+            "unread": unread,
         }
-        if replies
-        else None
-    )
-    summary["options"] = {"bootstrap": resamples, "seed": seed, "confidence": confidence}
-    return summary
+    return {  # the order of the JSON's keys
+        "judge": records.judge,
+        "params": records.params,
+        "files": list(records.files),
+        "error_rows": sum(errors.values()),
+        "error_kinds": dict(sorted(errors.items())),
+        "questions": figures["questions"],
+        "correct": figures["correct"],
+        "accuracy": figures["accuracy"],
+        "accuracy_ci": figures["accuracy_ci"],
+        "by_domain": figures["by_domain"],
+        "by_source": figures["by_source"],
+        "letters": {
+            "chosen": {letter: share(chosen[letter], len(answered)) for letter in LETTERS},
+            "key": {letter: share(key[letter], len(answered)) for letter in LETTERS},
+            "bias_A": share(chosen["A"] - key["A"], len(answered)),
+        },
+        "original": paired_drop(answered, records.original, resamples, seed, confidence) if records.original else None,
+        "generated": generated,
+        "options": {"bootstrap": resamples, "seed": seed, "confidence": confidence},
+    }
 
 
 # -- tables (percentages, one decimal) ----------------------------------------------------------------
@@ -248,9 +163,22 @@ PAIRED_NOTE = (
 )
 
 
-def judges_table(summaries: Sequence[Mapping[str, Any]]) -> Table:
-    """One row per judge: parameters, questions, accuracy overall and by domain, the original's
-    accuracy and the drop, the share of A answers (the seed's Table 1 and its Figure 3 by size)."""
+def _accuracy_of(block: DomainAccuracy | None) -> float | None:
+    return block["accuracy"] if block else None
+
+
+def judges_table(summaries: Sequence[JudgeSummary]) -> Table:
+    """One row per judge: the seed's Table 1 and its Figure 3 by size.
+
+    Parameters, questions, accuracy overall and by domain, the original's accuracy and the drop,
+    the share of A answers.
+
+    Args:
+        summaries: each judge's summary (`summarize_judge`).
+
+    Returns:
+        The `negvqa` table (percentages), the best in bold when there are several judges.
+    """
     domains = list(dict.fromkeys(d for s in summaries for d in s["by_domain"]))
     columns = [Column("judge", "Judge", str), Column("params", "Params", str), Column("questions", "n", "{}")]
     columns += _with_interval("accuracy", "NegVQA")
@@ -260,20 +188,20 @@ def judges_table(summaries: Sequence[Mapping[str, Any]]) -> Table:
     columns += [Column("chosen_A", "A chosen"), Column("key_A", "A in key")]
     rows = []
     for s in summaries:
-        original = s["original"] or {}
+        original = s["original"]
         row = {
             "judge": s["judge"],
             "params": s["params"],
             "questions": s["questions"],
             "accuracy": _pct(s["accuracy"]),
             "accuracy_ci": _pct_ci(s["accuracy_ci"]),
-            "original": _pct(original.get("accuracy_original")),
-            "drop": _pct(original.get("drop")),
-            "drop_ci": _pct_ci(original.get("drop_ci")),
+            "original": _pct(original["accuracy_original"] if original else None),
+            "drop": _pct(original["drop"] if original else None),
+            "drop_ci": _pct_ci(original.get("drop_ci") if original else None),
             "chosen_A": _pct(s["letters"]["chosen"]["A"]),
             "key_A": _pct(s["letters"]["key"]["A"]),
         }
-        row |= {f"domain:{d}": _pct(s["by_domain"].get(d, {}).get("accuracy")) for d in domains}
+        row |= {f"domain:{d}": _pct(_accuracy_of(s["by_domain"].get(d))) for d in domains}
         rows.append(row)
     notes = (
         "Accuracy on the negated questions (%), 95% bootstrap interval (questions resampled within each source "
@@ -283,16 +211,23 @@ def judges_table(summaries: Sequence[Mapping[str, Any]]) -> Table:
     return Table("negvqa", "NegVQA accuracy by judge", columns, rows, notes=notes, bold_best=len(rows) > 1)
 
 
-def domain_table(summary: Mapping[str, Any]) -> Table:
-    """One judge by domain: questions, accuracy [interval], the original's accuracy and the drop."""
+def domain_table(summary: JudgeSummary) -> Table:
+    """One judge by domain: questions, accuracy [interval], the original's accuracy and the drop.
+
+    Args:
+        summary: the judge's summary.
+
+    Returns:
+        The `negvqa_domains` table (percentages).
+    """
     columns = [Column("domain", "Domain", str), Column("sources", "Source datasets", str), Column("n", "n", "{}")]
     columns += _with_interval("accuracy", "NegVQA")
     columns += [Column("original", "Original"), Column("drop", "Drop", interval="drop_ci")]
     columns += [Column("drop_ci", "Drop interval", in_markdown=False, pair=True)]
-    drops = (summary["original"] or {}).get("by_domain", {})
+    drops = summary["original"]["by_domain"] if summary["original"] else {}
     rows = []
     for domain, block in summary["by_domain"].items():
-        drop = drops.get(domain, {})
+        drop = drops.get(domain)
         rows.append(
             {
                 "domain": domain,
@@ -300,9 +235,9 @@ def domain_table(summary: Mapping[str, Any]) -> Table:
                 "n": block["questions"],
                 "accuracy": _pct(block["accuracy"]),
                 "accuracy_ci": _pct_ci(block["accuracy_ci"]),
-                "original": _pct(drop.get("accuracy_original")),
-                "drop": _pct(drop.get("drop")),
-                "drop_ci": _pct_ci(drop.get("drop_ci")),
+                "original": _pct(drop["accuracy_original"] if drop else None),
+                "drop": _pct(drop["drop"] if drop else None),
+                "drop_ci": _pct_ci(drop["drop_ci"] if drop else None),
             }
         )
     title = f"NegVQA by domain: {summary['judge']}"
@@ -312,8 +247,15 @@ def domain_table(summary: Mapping[str, Any]) -> Table:
     return Table("negvqa_domains", title, columns, rows, notes=notes)
 
 
-def source_table(summary: Mapping[str, Any]) -> Table:
-    """One judge by source dataset: its domain, questions, correct answers and accuracy [interval]."""
+def source_table(summary: JudgeSummary) -> Table:
+    """One judge by source dataset: its domain, questions, correct answers and accuracy [interval].
+
+    Args:
+        summary: the judge's summary.
+
+    Returns:
+        The `negvqa_sources` table (percentages).
+    """
     columns = [Column("source", "Source dataset", str), Column("domain", "Domain", str), Column("n", "n", "{}")]
     columns += [Column("correct", "Correct", "{}"), *_with_interval("accuracy", "NegVQA")]
     rows = [
@@ -345,8 +287,16 @@ def _bounds(bounds: Interval | None) -> str:
     return f" [{100 * bounds[0]:.1f}, {100 * bounds[1]:.1f}]"
 
 
-def headline(summary: Mapping[str, Any]) -> list[str]:
-    """One judge's figures in a few lines (what the tables do not say at a glance)."""
+def headline(summary: JudgeSummary) -> list[str]:
+    """One judge's figures in a few lines (what the tables do not say at a glance).
+
+    Args:
+        summary: the judge's summary.
+
+    Returns:
+        The lines: accuracy, the originals' drop (when asked), the letters, the replies (when
+        written).
+    """
     errors = f", {summary['error_rows']} error rows not scored" if summary["error_rows"] else ""
     lines = [
         f"{summary['judge']} ({summary['params']}): {summary['questions']} negated questions{errors}; "
@@ -370,9 +320,17 @@ def headline(summary: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def replies_line(generated: Mapping[str, int]) -> str:
-    """What the written replies name: the scores' letter, the other letter, or no letter (a reply that
-    names none counts as disagreeing in `disagree`, `NegVQARecord.disagrees`)."""
+def replies_line(generated: GeneratedReplies) -> str:
+    """What the written replies name: the scores' letter, the other letter, or no letter.
+
+    A reply that names none counts as disagreeing in `disagree` (`NegVQARecord.disagrees`).
+
+    Args:
+        generated: the summary's `generated` block.
+
+    Returns:
+        One line.
+    """
     replies, unread, disagree = generated["replies"], generated["unread"], generated["disagree"]
     same, other = replies - disagree, disagree - unread
     return (

@@ -7,7 +7,8 @@ entry's images repo at its submitted revision.
 - `GalleryImages`: images fetched lazily through the app's `ImageSourceFactory` (the spot check's
   `leaderboard.images.hub_images`: only the rows asked for, at the entry's pinned commit), a page's
   missing ones in one read. Each fetched image is drawn twice (its thumbnail, and its full view at
-  most `FULL_SIDE` a side) and dropped before the next one is decoded; both drawings are kept in a
+  most `FULL_SIDE` a side; the thumbnail is made from that, so a large image is resized once) and
+  dropped before the next one is decoded; both drawings are kept in a
   folder of the app's own temporary folder, so the Space's cache bound
   (`space.resources.CacheBudget`, enforced after each page's writes and by the sweep) bounds them
   too; a file swept away is fetched again when next shown. The fetches of one images source run in
@@ -32,6 +33,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from PIL import Image
 
@@ -118,6 +120,13 @@ class Shown:
 
     path: str
     reason: str = ""
+
+
+class FullView(NamedTuple):
+    """One image's full view (`GalleryImages.full`): the drawn image, or None and why not."""
+
+    image: Image.Image | None
+    reason: str  # "" when the image is there
 
 
 def _digest(*parts: object) -> str:
@@ -270,8 +279,12 @@ class GalleryImages:
         def take(key: Key, image: Image.Image) -> None:
             try:
                 record = by_key[key]
-                _keep(self._full_path(entry, source, key), _png(view.drawn(image, record, FULL_SIDE), 1))
-                _keep(self._thumb_path(entry, source, key), _png(view.drawn(image, record, view.THUMB_SIDE)))
+                full = view.shrunk(image, FULL_SIDE)  # the large image is resized once; the thumbnail comes from this
+                scale = full.width / image.width
+                _keep(self._full_path(entry, source, key), _png(view.drawn(full, record, scale=scale), 1))
+                _keep(
+                    self._thumb_path(entry, source, key), _png(view.drawn(full, record, view.THUMB_SIDE, scale=scale))
+                )
             except Exception as error:  # noqa: BLE001 - a record that cannot be drawn, a full disk: this image only
                 log.exception("drawing %s failed", key)
                 broken[key] = f"could not draw it: {type(error).__name__}: {error}"
@@ -310,7 +323,7 @@ class GalleryImages:
                 shown.append(Shown(self.placeholder(reason), reason))
         return shown
 
-    def full(self, entry: Entry, split: str, record: ResultRecord) -> tuple[Image.Image | None, str]:
+    def full(self, entry: Entry, split: str, record: ResultRecord) -> FullView:
         """The full view of the record's image, drawn with its boxes (at most FULL_SIDE a side): kept
         from its thumbnail's fetch, else fetched now in the source's pool; or None and why."""
         source = self._source_of(entry, split)
@@ -320,12 +333,12 @@ class GalleryImages:
             failed = self._wait(self._pool(source).submit(self._make, entry, source, [record]))
             self._written()
             if not path.exists():
-                return None, PENDING if failed is None else failed.get(key, "not fetched")
+                return FullView(None, PENDING if failed is None else failed.get(key, "not fetched"))
         try:
             with Image.open(path) as kept:
-                return kept.convert("RGB"), ""
+                return FullView(kept.convert("RGB"), "")
         except (OSError, ValueError):  # swept by the cache bound meanwhile, or torn
-            return None, "not kept any more; show it again"
+            return FullView(None, "not kept any more; show it again")
 
 
 def _keep(path: Path, data: bytes) -> None:

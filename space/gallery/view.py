@@ -211,16 +211,25 @@ def record_observation(record: ResultRecord, width: int, height: int, scale: flo
     return observation
 
 
-def drawn(image: Image.Image, record: ResultRecord, max_side: int | None = None) -> Image.Image:
+def shrunk(image: Image.Image, max_side: int) -> Image.Image:
+    """IMAGE shrunk to MAX_SIDE on its long side (LANCZOS), or IMAGE itself when it is not larger."""
+    if max(image.size) <= max_side:
+        return image
+    scale = max_side / max(image.size)
+    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+    return image.convert("RGB").resize(size, Image.Resampling.LANCZOS)
+
+
+def drawn(image: Image.Image, record: ResultRecord, max_side: int | None = None, *, scale: float = 1.0) -> Image.Image:
     """The image with the record's boxes, labels and verdict banner drawn as the Score tab draws
-    them (`evaluator.annotate.annotate`); first shrunk to `max_side` when larger (a thumbnail)."""
+    them (`evaluator.annotate.annotate`); first shrunk to `max_side` when larger (a thumbnail).
+    SCALE: IMAGE's width over the width the record's boxes are in (< 1 for an image shrunk before)."""
     from evaluator.annotate import annotate
 
-    scale = 1.0
     if max_side is not None and max(image.size) > max_side:
-        scale = max_side / max(image.size)
-        size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
-        image = image.convert("RGB").resize(size, Image.Resampling.LANCZOS)
+        smaller = shrunk(image, max_side)
+        scale *= smaller.width / image.width
+        image = smaller
     return annotate(image, record_observation(record, image.width, image.height, scale), record)
 
 

@@ -4,8 +4,8 @@ prompt's matched group (the same content in its other polarities) is one click a
 negated prompt what breaks it?" is answered by looking. A click on an image gives its full view.
 
 API names (for gradio_client): ``compare`` (a prompt id → the prompt, the group picker, the
-summary, the images, the table). The entries, records and images are the Gallery's
-(`space.tabs.gallery.GalleryHandlers`).
+summary, the images, the table). The entries, records and images are those the Gallery reads too
+(`space.gallery.entries.VerifiedImages`); the handlers are this tab's own (`CompareHandlers`).
 """
 
 from __future__ import annotations
@@ -25,16 +25,21 @@ from leaderboard.store import Entry
 
 from .. import views
 from ..gallery import view
+from ..gallery.entries import LOGGED, FullViewReply, VerifiedImages, no_table
 from ..handlers import error_reply
 from ..resources import GALLERY_CONCURRENCY
-from .gallery import LOGGED, GalleryHandlers, full_view_layout
+from .gallery import full_view_layout
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, eq=False)
 class CompareHandlers:
-    looking: GalleryHandlers
+    """The Compare tab's handlers: one prompt's images of every verified model, over the entries,
+    records and images it shares with the Gallery (`VerifiedImages`); `prompts`: every prompt, in the
+    pickers' order."""
+
+    looking: VerifiedImages
     prompts: Sequence[PromptRecord]
 
     def narrow(self, category: str, setting: str, load: str, obj: str, current: str | None):
@@ -92,12 +97,12 @@ class CompareHandlers:
         group_picker = gr.update(choices=choices, value=record.prompt_id)
         return views.prompt_header(record), group_picker, summary, thumbnails, view.compare_frame(shown), keys
 
-    def pick(self, keys: Sequence[Sequence[Any] | None] | None, event: gr.SelectData):
+    def pick(self, keys: Sequence[Sequence[Any] | None] | None, event: gr.SelectData) -> FullViewReply:
         """A click on an image: its full view (a model without an image of the prompt has none)."""
         index = event.index if isinstance(event.index, int) else -1
         chosen = keys[index] if keys and 0 <= index < len(keys) else None
         if not chosen:
-            return None, "Pick an image.", views.verdict_frame(None, None)
+            return None, "Pick an image.", no_table()
         model, prompt_id, sample_index = chosen
         return self.looking.item(model, prompt_id, sample_index)
 

@@ -4,9 +4,10 @@ a click shows the full view, the Score tab's: the drawn image, the verdict and t
 
 API names (for gradio_client): ``gallery`` (model, category, setting, load, verdict, cause, page →
 the summary, the thumbnails, the page as a table, the page number) and ``gallery_item`` (model,
-prompt id, sample index → the drawn image, the verdict, the table). The records and images come
-from `space.gallery.source`, the thumbnails and captions from `space.gallery.view`. The tab is
-filled when it is opened, so a visit that never opens it fetches nothing.
+prompt id, sample index → the drawn image, the verdict, the table). The entries, records and images
+come from `space.gallery.entries.VerifiedImages` (shared with Compare), the thumbnails and captions
+from `space.gallery.view`. The tab is filled when it is opened, so a visit that never opens it
+fetches nothing.
 """
 
 from __future__ import annotations
@@ -17,49 +18,33 @@ from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
-import pandas as pd
 
-from dataset_builder.records import PromptIndex
 from dataset_builder.vocabulary import CATEGORIES
 from evaluator.results import CAUSES
-from leaderboard.images import ImageSourceFactory
 from leaderboard.names import plain_markdown
-from leaderboard.ranking import ranked_entries, verification_label
-from leaderboard.store import Entry, LeaderboardStore, images_pin
+from leaderboard.ranking import verification_label
+from leaderboard.store import Entry
 
 from .. import views
 from ..gallery import view
-from ..gallery.source import EntryRecords, GalleryImages, IndexedRecords
-from ..handlers import WorkDir, error_reply
+from ..gallery.entries import LOGGED, NO_ENTRY, FullViewReply, VerifiedImages, no_table, source_line
+from ..gallery.source import IndexedRecords
+from ..handlers import error_reply
 from ..resources import GALLERY_CONCURRENCY
 
 log = logging.getLogger(__name__)
-FULL_SIDE = 1024  # the full view's placeholder side
-LOGGED = "(the error is in the server's log)"  # where a failure's details go: never on the page
-NO_ENTRY = "No verified entry yet: the gallery shows the images of verified submissions."
 
 
 @dataclass(frozen=True, eq=False)
 class GalleryHandlers:
-    """The Gallery's handlers (the Compare tab's too): verified entries from the store, their
-    records (`EntryRecords`) and images (`GalleryImages`)."""
+    """The Gallery tab's handlers: pages of one verified entry's images, over the entries, records
+    and images it shares with Compare (`VerifiedImages`)."""
 
-    store: LeaderboardStore
-    prompts: PromptIndex
-    records: EntryRecords
-    images: GalleryImages
-
-    def verified(self) -> list[Entry]:
-        """The verified entries, as the leaderboard ranks them (`ranked_entries`), best overall first."""
-        entries = ranked_entries(self.store.list_entries())
-        return sorted(entries, key=lambda e: (-float((e.row or {}).get("overall") or 0.0), e.model_name))
-
-    def entry_named(self, model: str | None) -> Entry | None:
-        return next((e for e in self.verified() if e.model_name == model), None)
+    looking: VerifiedImages
 
     def models(self, current: str | None):
         """The model picker: every verified entry, the current pick kept when it still is one."""
-        names = [e.model_name for e in self.verified()]
+        names = [e.model_name for e in self.looking.verified()]
         return gr.update(choices=names, value=current if current in names else (names[0] if names else None))
 
     # -- a page
@@ -74,26 +59,27 @@ class GalleryHandlers:
 
     def gallery(self, model, category, setting, load, verdict, cause, page):
         """One page of the model's images that match the filters."""
+        looking = self.looking
         wanted = view.GalleryFilter(category, setting, load, verdict, cause)
         problem = wanted.problem()
-        entry = self.entry_named(model)
+        entry = looking.entry_named(model)
         if problem or entry is None:
             message = problem or (f"no verified entry named {model!r}" if model else NO_ENTRY)
             reply = error_reply(message) if model or problem else message
-            return reply, [], view.page_frame(view.page_of([], 1), [], self.prompts), 1, []
+            return reply, [], view.page_frame(view.page_of([], 1), [], looking.prompts), 1, []
         try:
-            indexed = self.records.of(entry)
+            indexed = looking.records.of(entry)
         except Exception:  # noqa: BLE001 - the store failed for this entry: said, not raised
             log.exception("reading the records of %s failed", entry.submission_id)
             reply = error_reply(f"the records of {entry.model_name} could not be read here {LOGGED}")
-            return reply, [], view.page_frame(view.page_of([], 1), [], self.prompts), 1, []
-        shown_page = view.page_of(view.matching_rows(indexed.rows, self.prompts, wanted), page)
-        shown = self.images.thumbnails(entry, indexed.split, [indexed.record(r.key) for r in shown_page.rows])
+            return reply, [], view.page_frame(view.page_of([], 1), [], looking.prompts), 1, []
+        shown_page = view.page_of(view.matching_rows(indexed.rows, looking.prompts, wanted), page)
+        shown = looking.images.thumbnails(entry, indexed.split, [indexed.record(r.key) for r in shown_page.rows])
         thumbnails = [(s.path, view.caption(r, s.reason)) for r, s in zip(shown_page.rows, shown, strict=True)]
         reasons = [s.reason for s in shown]
         summary = self._summary(entry, indexed, shown_page, sum(bool(r) for r in reasons))
         keys = [list(r.key) for r in shown_page.rows]
-        return summary, thumbnails, view.page_frame(shown_page, reasons, self.prompts), shown_page.number, keys
+        return summary, thumbnails, view.page_frame(shown_page, reasons, looking.prompts), shown_page.number, keys
 
     def _summary(self, entry: Entry, indexed: IndexedRecords, page: view.Page, unavailable: int) -> str:
         text = plain_markdown
@@ -108,62 +94,17 @@ class GalleryHandlers:
         return "\n\n".join(lines)
 
     # -- the full view
-    def item(self, model: str | None, prompt_id: str | None, sample_index: Any):
-        """The full view of one image of the model: drawn with its boxes, its verdict and table."""
-        entry = self.entry_named(model)
-        if entry is None:
-            return None, error_reply(f"no verified entry named {model!r}" if model else NO_ENTRY), _no_table()
-        try:
-            key = (str(prompt_id or "").strip(), int(sample_index))
-        except (TypeError, ValueError):
-            return None, error_reply(f"sample index must be a whole number, got {sample_index!r}"), _no_table()
-        return self.full_view(entry, key)
+    def item(self, model: str | None, prompt_id: str | None, sample_index: Any) -> FullViewReply:
+        """The full view of one image of the model (`VerifiedImages.item`)."""
+        return self.looking.item(model, prompt_id, sample_index)
 
-    def pick(self, model: str | None, keys: Sequence[Sequence[Any]] | None, event: gr.SelectData):
+    def pick(self, model: str | None, keys: Sequence[Sequence[Any]] | None, event: gr.SelectData) -> FullViewReply:
         """A click on a thumbnail of the page: its full view."""
         index = event.index if isinstance(event.index, int) else -1
         if not keys or not 0 <= index < len(keys):
-            return None, "Pick an image.", _no_table()
+            return None, "Pick an image.", no_table()
         prompt_id, sample_index = keys[index]
-        return self.item(model, prompt_id, sample_index)
-
-    def full_view(self, entry: Entry, key: view.Key):
-        try:
-            indexed = self.records.of(entry)
-        except Exception:  # noqa: BLE001 - said in our words; the error goes to the log
-            log.exception("reading the records of %s failed", entry.submission_id)
-            return None, error_reply(f"the records could not be read here {LOGGED}"), _no_table()
-        if key not in indexed.lines or key[0] not in self.prompts:
-            return None, error_reply(f"{entry.model_name} has no image {key[0]} #{key[1]}"), _no_table()
-        record, prompt = indexed.record(key), self.prompts[key[0]]
-        picture, reason = self.images.full(entry, indexed.split, record)  # drawn with the record's boxes
-        summary = f"{views.verdict_summary(prompt, record)}\n\n{source_line(entry, indexed.split)}"
-        if picture is None:
-            summary += f"\n\n**Image unavailable:** {plain_markdown(reason)}"
-            picture = view.placeholder(reason, FULL_SIDE // 2)
-        return picture, summary, views.verdict_frame(prompt, record)
-
-
-def source_line(entry: Entry, split: str) -> str:
-    """Where an entry's images and verdicts come from, every stranger's text as plain text."""
-    text = plain_markdown
-    return (
-        f"Images: {text(images_pin(entry))}, "
-        f"split {text(split)}, fetched when first shown. Verdicts, causes and boxes: the submitted results file."
-    )
-
-
-def _no_table() -> pd.DataFrame:
-    return views.verdict_frame(None, None)
-
-
-def gallery_handlers(
-    *, store: LeaderboardStore, prompts: PromptIndex, open_images: ImageSourceFactory, work_dir: WorkDir
-) -> GalleryHandlers:
-    """The handlers of the Gallery and Compare tabs: images through `open_images` (the app's,
-    `hub_images` on a Space), kept in the app's temporary folder (under its cache bound)."""
-    images = GalleryImages(open_images, lambda: work_dir.path)  # the folder is made (again) on first use
-    return GalleryHandlers(store, prompts, EntryRecords(store, prompts.ids()), images)
+        return self.looking.item(model, prompt_id, sample_index)
 
 
 def full_view_layout(prefix: str) -> tuple[gr.Image, gr.Markdown, gr.Dataframe]:

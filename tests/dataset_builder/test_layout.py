@@ -188,8 +188,8 @@ def test_recover_folder_drops_an_uncommitted_rewrite_and_runs_before_every_atomi
 
 
 def test_recover_folder_restores_what_an_older_release_left_when_killed_mid_swap(tmp_path):
-    """The release before this one renamed the folder `.ds.old-PID` and moved images/ into its
-    staging folder before writing the prompts; a kill then left no folder at all (issue 10)."""
+    """The older swap renamed the folder `.ds.old-PID` and moved images/ into its staging folder
+    before writing the prompts, so a kill there leaves no folder at all: recovery must restore it."""
     out = _old_folder(tmp_path)
     staging = out.with_name(".ds.tmp-x7k2m9q1")
     staging.mkdir()

@@ -19,8 +19,8 @@ from evaluator.config import (
 )
 from negt2ibench.core.errors import UsageError
 
-# Pinned: a hash that moves makes every stored result incomparable. They moved once, in 1.1.0,
-# when `attribute_dtype` (SigLIP 2 in float32 or bf16, which can change a colour verdict) joined them.
+# Pinned: a hash that moves makes every stored result incomparable. They cover `attribute_dtype`
+# (SigLIP 2 in float32 or bf16, which can change a colour verdict).
 PINNED_HASHES = {
     "current": "bbc03f064ef3ab0c",
     "previous": "a2eb28e03da0f89b",

@@ -1,7 +1,7 @@
-"""The device path of issue 25 on the tiny random models: the records of a frozen run, byte for byte,
-on the CPU path, with loader workers and on the device path (inputs made in `observe`); and each
-step that moved to batched tensor ops against what it replaced: the batch's inputs, the top
-query/class pairs, SAM's decoder across images, the crops and SigLIP's inputs."""
+"""The device path on the tiny random models: the records of a frozen run, byte for byte, on the
+CPU path, with loader workers and on the device path (inputs made in `observe`); and each step done
+with batched tensor ops against its per-image reference: the batch's inputs, the top query/class
+pairs, SAM's decoder across images, the crops and SigLIP's inputs."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_records_equal_the_frozen_run_on_every_path(frozen_folder, same_floats_a
     device_path.worker_preparer = lambda categories: None  # as on a GPU: the inputs are made in `observe`
     with one_thread(None):  # the frozen run's thread count (some CPU kernels round by it)
         cpu = score(preset, frozen_folder, tmp_path / "cpu.jsonl")
-        if same_floats_as_frozen:  # else the old code's records cannot be known here; the paths still must agree
+        if same_floats_as_frozen:  # else the frozen records' floats cannot be had here; the paths still must agree
             assert cpu == (FROZEN / f"{preset}.jsonl").read_bytes()
         assert score(preset, frozen_folder, tmp_path / "workers.jsonl", num_workers=2) == cpu
         assert score(preset, frozen_folder, tmp_path / "device.jsonl", num_workers=2, perception=device_path) == cpu
@@ -89,7 +89,7 @@ def test_top_pairs_on_the_device_order_as_numpys_stable_argsort_ties_included():
 
 
 def _per_image_masks(model, processor, embeddings, boxes, size):
-    """The decoder as the code before issue 25 called it: one image, its boxes, the processor's post-processing."""
+    """The per-image reference decoder: one image, its boxes, the processor's post-processing."""
     masks = []
     for position, image_boxes in enumerate(boxes):
         prompt = processor(

@@ -40,7 +40,7 @@ from tests.helpers.space_helpers import write_results
 PLANTED = {f"color_pos1_neg0_{k:03d}" for k in range(12)}
 REVISION = "a" * 40
 SCORED_AT = 1_796_000_000  # 2026-11-30 00:53:20 UTC: the files' modification time, set below
-# An entry's keys in the specification (huggingface/hub-docs main 242f4a1, eval_results.yaml and
+# An entry's keys in the specification (huggingface/hub-docs@242f4a1, eval_results.yaml and
 # docs/hub/eval-results.md): nested ones as "parent.child".
 SPEC_KEYS = {"dataset.id", "dataset.task_id", "dataset.revision", "value", "verifyToken", "date"} | {
     "source.url",
@@ -134,7 +134,7 @@ def _report_row(out: str) -> dict[str, str]:
 
 
 # The date: the records' newest `scored_at` (the tests' fixed moment), or the file's time for records
-# written before they carried one.
+# without one.
 DATES = {
     "planted": ("2026-01-01T00:00:00Z", "the newest record's scored_at"),
     "mixed": ("2026-11-30T00:53:20Z", "the files' last modification"),

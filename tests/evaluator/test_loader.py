@@ -1,4 +1,4 @@
-"""Scoring with loader workers and overlapped verdicts (issue 16) on the tiny random models: the same
+"""Scoring with loader workers and overlapped verdicts on the tiny random models: the same
 file, byte for byte, as the sequential path, error rows from the workers, interruption and resume,
 the verdict thread's guarantees, the models' inputs, and the worker defaults."""
 

@@ -115,9 +115,9 @@ def test_mixed_config_hash_for_one_model_is_a_clear_error(tmp_path, capsys):
 
 
 def test_one_model_two_configurations_over_the_same_images_is_refused_not_dropped(tmp_path, capsys):
-    """Issue 34: `report current.jsonl no_sam.jsonl` for one model key over the same images used to
-    exit 0, keeping the first file and leaving the second out as "another result of this image".
-    The frozen records are a real run of both presets on the same 12 images, model key `frozen`."""
+    """`report current.jsonl no_sam.jsonl` for one model key over the same images is refused (exit 1),
+    not answered by keeping the first file and leaving the second out as "another result of this
+    image". The frozen records are a real run of both presets on the same 12 images, model key `frozen`."""
     frozen = Path(__file__).resolve().parents[1] / "data" / "frozen_records"  # tests.helpers.frozen_records
     current, no_sam = frozen / "current.jsonl", frozen / "no_sam.jsonl"
     code = main(["report", str(current), str(no_sam), "--out", str(tmp_path / "out"), "--bootstrap", "0"])

@@ -97,6 +97,6 @@ def test_a_record_without_scored_at_keeps_its_bytes_and_one_with_it_round_trips(
         "score": None,
     }  # fmt: skip
     old = ResultRecord.model_validate(line)
-    assert "scored_at" not in old.model_dump_json()  # files written before the field keep their exact bytes
+    assert "scored_at" not in old.model_dump_json()  # a record without the field keeps its exact bytes
     stamped = ResultRecord.model_validate({**line, "scored_at": "2026-12-03T17:19:00Z"})
     assert ResultRecord.model_validate_json(stamped.model_dump_json()) == stamped

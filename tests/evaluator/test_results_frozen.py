@@ -1,4 +1,4 @@
-"""`FrozenResultRecord`, the result record the report's reader keeps (issue 33): the same fields and
+"""`FrozenResultRecord`, the result record the report's reader keeps: the same fields and
 properties as a `ResultRecord`, the same lines accepted and refused with the same words, and thawed
 back to the same bytes."""
 

@@ -1,9 +1,9 @@
-"""A seeded scoring run on the tiny models whose records were frozen before issue 25's changes.
+"""A seeded scoring run on the tiny models whose records are frozen as a reference.
 
-`tests/data/frozen_records/{preset}.jsonl` hold the records that commit 9c4c83f (the last one
-before the device path of issue 25) wrote for `scene()` through `score_images` (batch 4, no
-workers); `tests/evaluator/test_device_path.py` checks that today's code writes the same bytes, on the
-CPU path and on the device path. `fingerprint()` hashes the tiny models' raw outputs on one
+`tests/data/frozen_records/{preset}.jsonl` hold the records the per-image scoring path (no batched
+device path) wrote for `scene()` through `score_images` (batch 4, no workers);
+`tests/evaluator/test_device_path.py` checks that the code writes the same bytes, on the CPU path and
+on the device path. `fingerprint()` hashes the tiny models' raw outputs on one
 input: the frozen bytes are only expected where the CPU's kernels give those same floats.
 
 Regenerate (only for a deliberate change of the records):  .venv/bin/python -m tests.helpers.frozen_records
@@ -70,7 +70,7 @@ def write_folder(folder: Path) -> list:
 
 
 def fingerprint() -> str:
-    """sha256 over the tiny models' raw forward outputs on one fixed input (code issue 25 left alone)."""
+    """sha256 over the tiny models' raw forward outputs on one fixed input (code the device path does not touch)."""
     from tests.helpers.perception_helpers import tiny_maskrcnn, tiny_models
 
     detector, (sam, _), (siglip, _), (depth, _) = tiny_models()

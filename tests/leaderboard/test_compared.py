@@ -6,7 +6,7 @@
 - The numbers the leaderboard and the model detail show (`shown_numbers`: the Table 3 row, statement
   accuracy, failure causes, and whatever is added there later) are computed on records that
   write down every field read: each one must be compared (or checked at submission).
-- The issue's findings replayed on the spot check itself: a file whose causes are rewritten, one
+- Forged files replayed on the spot check itself: a file whose causes are rewritten, one
   with statement-only flips, one-sided error rows in either direction are rejected; error rows on
   both sides agree.
 """
@@ -222,7 +222,7 @@ def check(results, truth, prompts, seed: int = 0):
 
 
 def causes_rewritten(record: ResultRecord) -> ResultRecord:
-    """The issue's file: every `subject_missing` rewritten to `forbidden_rendered` (verdicts kept)."""
+    """A forged file: every `subject_missing` rewritten to `forbidden_rendered` (verdicts kept)."""
     statements = [s.model_copy(update={"cause": "forbidden_rendered"}) for s in record.statements]
     return record.model_copy(update={"statements": statements})
 

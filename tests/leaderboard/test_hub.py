@@ -587,6 +587,6 @@ def test_the_pull_request_says_the_name_as_text(home, hub_api, entries, capsys):
 
 
 def test_the_eval_results_yaml_of_any_stored_name_loads():
-    legacy = _entry("Name\ufffe\x1b[2J\u202e", "https://huggingface.co/org/m", 20.0)  # stored before the name rules
+    legacy = _entry("Name\ufffe\x1b[2J\u202e", "https://huggingface.co/org/m", 20.0)  # a name the rules refuse
     text = entry_eval_results(legacy, dataset_id=DATASET, dataset_revision=REVISION, page_url=SPACE)
     assert yaml.safe_load(text) and "\\ufffe\\x1b[2J\\u202e" in text.splitlines()[0]

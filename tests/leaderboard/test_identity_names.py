@@ -66,7 +66,8 @@ def test_names_are_cleaned_and_lookalikes_share_a_key():
     assert clip("x" * 1000, 10) == "xxxxxxxxxx… (1,000 characters)"
 
 
-# Look-alikes of three names, each with the code points that make it so (the three first).
+# Look-alikes of three names, each with the code points that make it so (palochka, small capital
+# R and no space first).
 LOOKALIKES = {
     "First Model": [
         "First Mode\u04cf",  # Cyrillic palochka, which the confusables map to "i"

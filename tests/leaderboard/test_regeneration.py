@@ -15,10 +15,10 @@ from leaderboard.images import GenerationRecord
 from leaderboard.regeneration import (
     THRESHOLD,
     draw_regeneration_sample,
-    image_similarity,
     regeneration_plan,
     regeneration_seed,
 )
+from leaderboard.similarity import image_similarity
 from leaderboard.verification import sample_seed
 
 

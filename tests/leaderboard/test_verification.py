@@ -1,7 +1,7 @@
 """The spot check's policy and its guarantee (leaderboard/verification.py), and the check itself on
 seeded fabricated and honest files (leaderboard/spotcheck.py), with a fast perception-free double.
 
-The bounds are the issue's: a file whose compared fields differ from a re-score on >= 2% of its
+The bounds the policy promises: a file whose compared fields differ from a re-score on >= 2% of its
 images is accepted with probability <= 1%; an honest one (each image differing with probability
 0.26%: 0.2% of verdicts x 40/31, derived below from the corpus) is rejected with probability
 <= 1%. They are recomputed here from scipy's binomial (and, for the draw without replacement, the

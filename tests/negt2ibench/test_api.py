@@ -59,7 +59,7 @@ def test_import_is_light_and_exports_the_api():
 
 @pytest.mark.slow
 def test_score_gives_the_records_of_score_images_and_of_the_cli(folder, tmp_path, monkeypatch, capsys):
-    # 1. the pipeline, as before the API
+    # 1. the pipeline itself, without the API
     out = tmp_path / "pipeline.jsonl"
     score_images(folder, PROMPTS, tiny_perception(CONFIG), out_path=out, config=CONFIG, progress=False)
     expected = {record.prompt_id: as_json(record) for record in read_results(out)}

@@ -1,4 +1,4 @@
-"""The smaller messages of issue 34: each says what is true, in whole sentences."""
+"""Messages a newcomer meets (smaller ones): each says what is true, in whole sentences."""
 
 from __future__ import annotations
 

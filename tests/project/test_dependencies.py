@@ -1,4 +1,4 @@
-"""pyproject's dependencies are what the code imports (issue 23): `pip install negt2ibench` alone (no extra)
+"""pyproject's dependencies are what the code imports: `pip install negt2ibench` alone (no extra)
 builds and validates the corpus, reports and answers every `--help`; every declared distribution is pinned in
 requirements.txt, the tested set. (That every import is declared somewhere is deptry's, in `make lint`.)
 """

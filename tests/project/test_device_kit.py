@@ -1,4 +1,4 @@
-"""The device kit (issue 33, `benchmarks/device_kit.py`, `benchmarks/gpu.sh --kit`): the image's package
+"""The device kit (`benchmarks/device_kit.py`, `benchmarks/gpu.sh --kit`): the image's package
 list, which requirements it meets, the resolver over wheels' Requires-Dist, the size cap, and gpu.sh
 refusing to run with a wheel missing, naming it. Offline: the wheels here are built in the test
 (a real kit is downloaded by `make device-kit`, and CI's `make device-dryrun` runs the benchmark

@@ -191,5 +191,5 @@ def test_a_broken_import_planted_in_a_snippet_fails(examples, tmp_path):
     assert "[needs weights]" in problem and "exit 0" in problem
     [problem] = run_block(not_refused, cwd, examples[1])
     assert "[refused here: it runs]" in problem and "exit 0" in problem
-    [problem] = run_block(misspelt, cwd, examples[1])  # a documented flag that no longer parses
+    [problem] = run_block(misspelt, cwd, examples[1])  # a documented flag the parser does not know
     assert "exit 2" in problem and "unrecognized arguments" in problem

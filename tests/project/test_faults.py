@@ -1,7 +1,7 @@
-"""Fault injection (issue 10): real `negt2ibench` processes killed with SIGKILL at random moments, rerun,
+"""Fault injection: real `negt2ibench` processes killed with SIGKILL at random moments, rerun,
 and the folder compared with what it must hold.
 
-- `build --overwrite` killed at BUILD_KILLS moments (20, as the issue asks): after each kill the
+- `build --overwrite` killed at BUILD_KILLS moments (20 by default): after each kill the
   folder is the old build or the new one once recovered, never a mix; the rerun leaves exactly
   the rebuilt prompts beside the untouched `images/` and `results/`, and no `.tmp`/`.new`/`.old`.
 - `report` killed at REPORT_KILLS moments over an existing report: the previous report whole or

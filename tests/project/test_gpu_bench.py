@@ -1,4 +1,4 @@
-"""The GPU benchmark of issue 25 (`benchmarks/gpu.sh`, `benchmarks/device_stages.py`): its stage
+"""The GPU benchmark (`benchmarks/gpu.sh`, `benchmarks/device_stages.py`): its stage
 clock against FLOPs counted by hand, its seeded boxes, its table of peaks, and the whole run on
 the CPU with the tiny models, whose SigLIP FLOPs are counted by hand from the tiny config."""
 

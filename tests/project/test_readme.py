@@ -1,4 +1,4 @@
-"""The README stays a short front page (issue 23: at most 12 KB, the manual is docs/) whose links all
+"""The README stays a short front page (at most 12 KB, the manual is docs/) whose links all
 resolve; the docs' own links are checked by `mkdocs build --strict` in `make lint`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The wheel works outside the checkout (issue 23): built from the repository's files, installed into a
+"""The wheel works outside the checkout: built from the repository's files, installed into a
 fresh virtual environment, it builds and validates the corpus and every command answers `--help`.
 
 How it stays offline: the wheel is built with `python -m build --no-isolation` (this environment's

@@ -166,7 +166,7 @@ def test_judge_panel_stays_empty_without_an_upload(app):
 
 @pytest.mark.slow
 def test_ninety_made_up_annotators_leave_a_real_one_an_image(prompts, tmp_path):
-    """The flood of the issue: one client starts 90 sessions under made-up names (and forges the
+    """A flood of made-up annotators: one client starts 90 sessions under made-up names (and forges the
     first X-Forwarded-For hops); at most three new names an hour get through, so a real
     annotator coming from elsewhere is still given an image of the 30-image sample."""
     chosen = prompts[::160][:30]

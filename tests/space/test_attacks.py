@@ -1,4 +1,4 @@
-"""The hostile submitter of issue 20, played through the app's API (gradio_client against a launch
+"""A hostile submitter, played through the app's API (gradio_client against a launch
 on 127.0.0.1, the tests' perception double, a local images repo, the default limits).
 
 - Fabricated scores: files claiming passes on 5% and 25% of images the re-score fails are
@@ -10,7 +10,7 @@ on 127.0.0.1, the tests' perception double, a local images repo, the default lim
   shown as typed; a name that is a spreadsheet formula is neutralised in the CSV; links are http(s).
 - Bounded resources: the cache stays under its bound after 50 refused 10 MB uploads; one client
   scores one image at a time while another client is served.
-- Issue 30: a file whose causes are rewritten is rejected; look-alikes of a ranked name (the
+- Forgeries: a file whose causes are rewritten is rejected; look-alikes of a ranked name (the
   Cyrillic palochka, a small capital R, no space) are refused; a try after a rejection is held,
   not ranked on its sample, and its detail is marked "claimed, not verified"; a flood of malformed
   uploads from one client does not delay another's valid submission.
@@ -210,7 +210,7 @@ def test_names_are_only_names(behind_proxy, files):
     assert status.startswith("**Error:** not submitted: U+002A ASTERISK is not allowed in a model name")
     formula = '=HYPERLINK("https://e.vil","x")'
     assert "U+003D EQUALS SIGN is not allowed" in shown(submit(app.client("198.51.100.22"), files["true"], formula))
-    # a name stored before the rules is still shown as text everywhere it goes
+    # a stored name the name rules would refuse is still shown as text everywhere it goes
     legacy = Entry(
         model_name=markup, model_key="legacy_markup", submitter="legacy", status="verified", row={"model": markup}
     )
@@ -296,7 +296,7 @@ def test_one_client_scores_one_image_at_a_time(prompts, files, tmp_path):
         app.close()
 
 
-# -- issue 30: what the spot check compares, look-alike names, tries, a flood of malformed uploads ------
+# -- what the spot check compares, look-alike names, tries, a flood of malformed uploads ------
 
 
 def settled(store, name: str, statuses=("verified", "rejected", "held")):
@@ -310,7 +310,7 @@ def settled(store, name: str, statuses=("verified", "rejected", "held")):
 
 @pytest.fixture(scope="module")
 def causes_rewritten(files, tmp_path_factory):
-    """The issue's file: the true records, every `subject_missing` rewritten to `forbidden_rendered`."""
+    """A forged file: the true records, every `subject_missing` rewritten to `forbidden_rendered`."""
     path = tmp_path_factory.mktemp("causes") / "causes.jsonl"
     text = files["true"].read_text(encoding="utf-8")
     path.write_text(text.replace('"subject_missing"', '"forbidden_rendered"'), encoding="utf-8")
@@ -328,7 +328,8 @@ def test_rewritten_causes_lookalike_names_and_retries_get_nothing(behind_proxy, 
     caught = settled(app.store, "Cause Model")
     assert caught.status == "rejected" and "failed (forbidden_rendered)" in caught.reason, caught.reason
     assert "re-scored positive 0 failed (subject_missing)" in caught.reason or "re-scored negated" in caught.reason
-    # 2. the issue's look-alikes that got through, refused for another account and for the owner
+    # 2. look-alikes of a ranked name (palochka, small capital R, no space, digit and bar for letters),
+    # refused for another account and for the owner
     for lookalike in ("First Mode\u04cf", "Fi\u0280st Model", "FirstModel", "F1RST MODE|"):
         for client in (mallory, owner):
             refused = shown(submit(client, files["true"], lookalike))
@@ -359,7 +360,7 @@ def test_rewritten_causes_lookalike_names_and_retries_get_nothing(behind_proxy, 
 
 @pytest.mark.slow
 def test_a_flood_of_malformed_uploads_does_not_delay_another_client(behind_proxy, files, tmp_path, monkeypatch):
-    """One client's six malformed files (the issue's 100 MB ones, small here: the first one's reading
+    """One client's six malformed files (100 MB ones in the attack, small here: the first one's reading
     is held open instead) while another client submits a valid file: the other's is validated while
     the flooder's first is still being read, and the flooder's other five are refused unread."""
     import leaderboard.submissions as submissions_module

@@ -314,8 +314,8 @@ def test_text_no_sink_can_carry_and_hostile_hub_rows(prompts, results, tmp_path)
         assert "n" * 200 not in status and "Hub not reachable" not in status
         client.predict(api_name="/leaderboard")
         _, text, _ = client.predict(legacy.model_name, api_name="/eval_results")
-        assert yaml.safe_load(text) and "\\ufffe\\x1b[2J" in text.splitlines()[0]  # stored before the rules: escaped
-        assert "images: org/x, not pinned to a commit" in text and "@main" not in text  # a branch, stored before pins
+        assert yaml.safe_load(text) and "\\ufffe\\x1b[2J" in text.splitlines()[0]  # a name the rules refuse: escaped
+        assert "images: org/x, not pinned to a commit" in text and "@main" not in text  # a branch revision: never named
     finally:
         app.close()
 

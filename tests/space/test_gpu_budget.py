@@ -154,7 +154,7 @@ def test_an_anonymous_visitors_day_fits_every_gpu_of_the_pinned_client(asked, mo
 def test_the_quotas_are_the_hubs():
     import spaces.zero.client as client
 
-    # hub-docs docs/hub/spaces-zerogpu.md, "Usage Tiers" (main 242f4a1): 2, 5 and 40 minutes a day;
+    # huggingface/hub-docs@242f4a1, docs/hub/spaces-zerogpu.md, "Usage Tiers": 2, 5 and 40 minutes a day;
     # the client's own PRO figure agrees.
     assert DAILY_QUOTA_SECONDS == {"unauthenticated": 120, "free account": 300, "PRO": 2400}
     assert DAILY_QUOTA_SECONDS["PRO"] == client.PRO_QUOTA_MINUTES * 60

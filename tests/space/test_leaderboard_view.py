@@ -54,7 +54,7 @@ def test_the_overall_interval_is_the_stored_one_and_a_dash_without_one():
     frame = leaderboard_frame([with_interval, entry("B", 12.0)])
     assert dict(zip(frame["model"], frame["overall_ci"], strict=True)) == {
         "A": "[13.9, 15.1]",
-        "B": "–",  # stored before intervals were kept
+        "B": "–",  # an entry stored without an interval
         "SD 1.5 + NegationCLIP": "–",  # the paper gives none
         "SD 1.5": "–",
     }
@@ -76,7 +76,7 @@ def test_an_entry_whose_images_were_not_reproduced_is_ranked_with_the_mark_and_c
     entries = [
         entry("Open", 20.0, regeneration=REPRODUCED),
         entry("Closed", 30.0, regeneration=closed),
-        entry("Unchecked", 10.0),  # verified before the check existed: nothing counts as reproduced
+        entry("Unchecked", 10.0),  # verified with no regeneration check recorded: nothing counts as reproduced
     ]
     frame = leaderboard_frame(entries, include_paper=False)
     assert dict(zip(frame["model"], frame["status"], strict=True)) == {

@@ -71,7 +71,7 @@ def test_a_torn_last_line_is_explained_for_the_space(handlers, prompts, tmp_path
 
 
 def test_a_cut_message_keeps_its_last_clause_and_the_log_keeps_all(handlers, prompts, tmp_path, caplog):
-    # the case: a prompt id of 528 characters is quoted clipped, and the refusal ends as it should
+    # a prompt id of 528 characters is quoted clipped, and the refusal ends as it should
     lines = write_results(tmp_path / "ids.jsonl", prompts, "toy_model").read_text().splitlines()
     long_id = "color_pos1_neg0_" + "9" * 512
     lines[0] = lines[0].replace(prompts[0].prompt_id, long_id, 1)

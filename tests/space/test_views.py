@@ -90,7 +90,7 @@ def figure_texts(figure) -> list[str]:
 
 
 def test_numbers_that_are_not_verified_say_so_where_they_are_drawn():
-    """The issue's pending entry whose detail drew its claimed 100%: its plot and its causes table
+    """A pending entry whose detail draws its claimed 100%: its plot and its causes table
     say "claimed, not verified" in themselves, for every status but verified."""
     import matplotlib.pyplot as plt
 

@@ -1,4 +1,4 @@
-"""`agree` over the scorer and a judge's three modes (issue 15's acceptance): one table with four
+"""`agree` over the scorer and a judge's three modes: one table with four
 rows, and the negation probe (paper Table 10) from the judge's pos and neg runs.
 
 The judge's records are made by `judges.verdict.judge_record` (what `negt2ibench judge` writes)

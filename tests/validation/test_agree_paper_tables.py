@@ -1,4 +1,4 @@
-"""Issue 24's acceptance: `agree` on a synthetic study of 600 images, 3 annotators, the scorer and a
+"""`agree` on a synthetic study of 600 images, 3 annotators, the scorer and a
 judge in its three modes writes the paper's nine tables; Table 2 has one row per evaluator with
 both Δ columns and its cost columns from the judge's run record beside the results.
 

@@ -1,12 +1,12 @@
-"""The report's reader and tables after issue 33 (bulk reads with the collector paused and the records
-frozen, counts over arrays, the order-to-space sides over all pairs at once) give what the reader and
-report before it gave: the same records and notes, and every report file byte for byte.
+"""The report's reader and tables (bulk reads with the collector paused and the records frozen,
+counts over arrays, the order-to-space sides over all pairs at once) give the records and notes of
+the plain per-record reader, and every report file byte for byte as the reference fingerprints say.
 
-`tests/data/report_before_33.json` holds the fingerprints the code of commit 0f80acf made of the same
-seeded sweep (`tests.helpers.report_helpers.sweep_files`: objects with boxes, an error row, a bad
-line, a stray image, a second result of one image, a torn last line); its three PNGs again at
-38de041, the same code after issue 31 changed the plots' colours, under requirements.txt's matplotlib
-(3.11.2; the Python 3.10 set has 3.10.9, whose PNG bytes differ)."""
+`tests/data/report_fingerprints.json` holds the fingerprints the plain per-record reader and report
+made of one seeded sweep (`tests.helpers.report_helpers.sweep_files`: objects with boxes, an error
+row, a bad line, a stray image, a second result of one image, a torn last line); its `made_by` says
+how, and the PNGs' are those of the Okabe-Ito palette under requirements.txt's matplotlib (3.11.2;
+the Python 3.10 set has 3.10.9, whose PNG bytes differ)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from evaluator.results import ResultRecord, parse_frozen_result, thaw_result
 from negt2ibench.cli import main
 from tests.helpers.report_helpers import sweep_files
 
-BEFORE = json.loads((Path(__file__).resolve().parents[2] / "data" / "report_before_33.json").read_text())
+BEFORE = json.loads((Path(__file__).resolve().parents[2] / "data" / "report_fingerprints.json").read_text())
 
 
 def sha256(data: bytes) -> str:
@@ -31,7 +31,7 @@ def sha256(data: bytes) -> str:
 
 
 def assert_as_before(written: dict[str, str]) -> None:
-    """Every file of the report before, byte for byte; the PNGs only under the matplotlib they were
+    """Every file of the reference report, byte for byte; the PNGs only under the matplotlib they were
     drawn with (its renderer decides their bytes: png_note), else the same PNG files are there."""
     import matplotlib
 
@@ -47,7 +47,7 @@ def test_the_reader_gives_the_records_and_notes_of_the_reader_before(tmp_path, m
     files = sweep_files(tmp_path)
     inputs = read_report_inputs(files)
     assert len(inputs.records) == BEFORE["records"] == 1602
-    as_models = [thaw_result(record) for record in inputs.records]  # the reader keeps frozen twins (issue 33)
+    as_models = [thaw_result(record) for record in inputs.records]  # the reader keeps frozen twins
     assert sha256("".join(r.model_dump_json() + "\n" for r in as_models).encode()) == BEFORE["records_sha256"]
     assert sha256(json.dumps(inputs.to_dict()).encode()) == BEFORE["inputs_sha256"]
     assert gc.isenabled()  # paused while parsing, on again after
