@@ -136,9 +136,9 @@ def _no_network():
     socket.socket.connect = _real_connect  # type: ignore[method-assign]
 
 
-# -- Without torch (CI's run on Python 3.10, the oldest supported, which installs no torch) -------------
-# A test module or a test that needs the model stack and cannot import it is skipped, saying so; with
-# torch installed (every other run) nothing changes: a missing import there is an error as usual.
+# -- Without the model stack (CI's run on Python 3.10 installs no torch; the Space's venv no diffusers) --
+# A test module or a test that needs a model-stack package this venv does not install is skipped, saying
+# so; where the package is installed (the main venv has them all) a failed import is an error as usual.
 MODEL_STACK = frozenset({"torch", "torchvision", "transformers", "diffusers", "accelerate", "rfdetr", "bitsandbytes"})
 WITHOUT_TORCH = importlib.util.find_spec("torch") is None
 
@@ -146,7 +146,8 @@ WITHOUT_TORCH = importlib.util.find_spec("torch") is None
 def _missing_model_stack(error: BaseException | None) -> str | None:
     """The model-stack module this import error is about (it, or what it was raised from), else None."""
     while error is not None:
-        if isinstance(error, ModuleNotFoundError) and (error.name or "").split(".")[0] in MODEL_STACK:
+        top = (error.name or "").split(".")[0] if isinstance(error, ModuleNotFoundError) else ""
+        if top in MODEL_STACK and importlib.util.find_spec(top) is None:
             return error.name
         error = error.__cause__
     return None
@@ -227,7 +228,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_make_collect_report(collector: pytest.Collector) -> pytest.CollectReport | None:
-    if not (WITHOUT_TORCH and isinstance(collector, pytest.Module)):
+    if not isinstance(collector, pytest.Module):
         return None
     try:
         _ = collector.obj  # imports the test module (pytest's own collection then finds it imported)
@@ -244,7 +245,7 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    missing = _missing_model_stack(call.excinfo.value) if WITHOUT_TORCH and call.excinfo else None
+    missing = _missing_model_stack(call.excinfo.value) if call.excinfo else None
     if missing is not None:
         report.outcome = "skipped"
         report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {_skip_reason(missing)}")
