@@ -29,6 +29,7 @@ WITHOUT |= {"ruff", "deptry", "mkdocs", "mkdocs-material", "mkdocstrings", "mkdo
 # fingerprint an in-memory `Dataset.from_dict` (the product only uses `load_dataset`).
 PY310_VERSIONS = {
     "filelock": "4.1.0",
+    "fonttools": "4.65.0",
     "matplotlib": "3.10.9",
     "numpy": "2.2.6",
     "pandas": "2.3.3",
