@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 FROZEN = REPO / "tests" / "data" / "frozen_records"
 PRESETS_FROZEN = ("current", "no_sam", "c2")
 BATCH_SIZE = 4
+TESTS_MOMENT = "1767225600"  # 2026-01-01T00:00:00Z: SOURCE_DATE_EPOCH as tests/conftest.py sets it
 # (category, objects, polarity, image side): the tiny detector sees every class but the zebra.
 PLAN = [
     ("color", ["cup", "bowl"], "positive", (200, 150)),
@@ -112,8 +113,10 @@ def score(preset: str, folder: Path, out: Path, num_workers: int = 0, perception
 
 
 def freeze() -> None:
+    import os
     import tempfile
 
+    os.environ["SOURCE_DATE_EPOCH"] = TESTS_MOMENT  # the records' `scored_at`, as the tests fix it
     torch.set_num_threads(1)
     FROZEN.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
