@@ -206,6 +206,7 @@ def test_unparseable_prompt_shows_the_grammar_as_a_list(app, data):
     assert grammar == grammar_markdown()  # a Markdown list, not an indented block
 
 
+@pytest.mark.torch  # the stand-in replaces the models, not the scoring pipeline, which imports torch
 def test_a_stand_ins_verdict_is_marked_as_such(app, data):
     _, verdict, _, _ = app["client"].predict(
         handle_file(str(data["scene"])), "color_pos1_neg0_000", "", api_name="/score"
