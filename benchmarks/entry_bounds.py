@@ -75,8 +75,8 @@ def launched(store, prompts, open_images, **kwargs):
 
 def pages(args) -> None:
     from dataset_builder.loading import load_prompts
-    from leaderboard.images import ParquetImages
-    from leaderboard.store import SQLiteStore
+    from leaderboard.store.image_sources import ParquetImages
+    from leaderboard.store.sqlite_store import SQLiteStore
     from tests.helpers.gallery_helpers import add_entry, varied_results
 
     prompts = load_prompts(None)
@@ -101,7 +101,7 @@ def pages(args) -> None:
 
 def calls(args) -> None:
     from dataset_builder.loading import load_prompts
-    from leaderboard.store import SQLiteStore
+    from leaderboard.store.sqlite_store import SQLiteStore
 
     root = Path(tempfile.mkdtemp(prefix="bounds_"))
     demo, client = launched(SQLiteStore(root / "lb.sqlite"), load_prompts(None), None, recheck_every=None)
@@ -120,8 +120,8 @@ def calls(args) -> None:
 
 def slow(args) -> None:
     from dataset_builder.loading import load_prompts
-    from leaderboard.images import ParquetImages
-    from leaderboard.store import SQLiteStore
+    from leaderboard.store.image_sources import ParquetImages
+    from leaderboard.store.sqlite_store import SQLiteStore
     from tests.helpers.gallery_helpers import add_entry, varied_results
     from tests.helpers.space_helpers import write_images_dataset
 

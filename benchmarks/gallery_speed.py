@@ -47,8 +47,8 @@ def main() -> None:
     from PIL import Image
 
     from dataset_builder.loading import load_prompts
-    from leaderboard.images import ParquetImages
-    from leaderboard.store import SQLiteStore
+    from leaderboard.store.image_sources import ParquetImages
+    from leaderboard.store.sqlite_store import SQLiteStore
     from space.gallery import view
     from space.gallery.source import EntryRecords, GalleryImages
     from tests.helpers.gallery_helpers import add_entry, varied_results

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mutant_operators import mutants  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-HOLDS_TESTS = ("tests/leaderboard/test_holds.py",)
+HOLDS_TESTS = ("tests/leaderboard/checks/test_full_rescore_policy.py",)
 NEGVQA_TESTS = ("tests/judges/test_negvqa_summary.py",)
 FROZEN_TESTS = ("tests/core/test_frozen.py",)
 
@@ -58,35 +58,35 @@ class Mutation:
 TABLE: tuple[Mutation, ...] = (
     Mutation(
         "compared: the statement-count check dropped",
-        "leaderboard/compared.py",
+        "leaderboard/checks/compared_fields.py",
         '    if len(submitted.statements) != len(rescored.statements):\n        found.append(f"submitted {len(sub',
         '    if False:\n        found.append(f"submitted {len(sub',
-        ("tests/leaderboard/test_compared.py",),
+        ("tests/leaderboard/checks/test_compared_fields.py",),
     ),
     Mutation(
         "names: mutual confusable pairs mapped to each other",
-        "leaderboard/names.py",
+        "leaderboard/text/submitted_names.py",
         "mapping[key] = min(key, other) if mutual else other",
         "mapping[key] = other",
-        ("tests/leaderboard/test_names.py",),
+        ("tests/leaderboard/text/test_submitted_names.py",),
     ),
     Mutation(
         "holds: `check_rejections` counts any rejection, not only a check's (one at validation too)",
-        "leaderboard/holds.py",
+        "leaderboard/checks/full_rescore_policy.py",
         'return "spot check" if entry.verification is not None else ""',
         'return "spot check"',
         HOLDS_TESTS,
     ),
     Mutation(
         "holds: `check_rejections` counts other accounts' rejections",
-        "leaderboard/holds.py",
+        "leaderboard/checks/full_rescore_policy.py",
         "e.submitter == submitter and caught_by(e)",
         "caught_by(e)",
         HOLDS_TESTS,
     ),
     Mutation(
         "holds: `ranked_on_a_sample` also holds entries verified by a full re-score",
-        "leaderboard/holds.py",
+        "leaderboard/checks/full_rescore_policy.py",
         '        and e.verification.method == "sampled"\n',
         "",
         HOLDS_TESTS,
@@ -181,11 +181,20 @@ TABLE: tuple[Mutation, ...] = (
 
 # Module → the fast tests that hold it (the generated pass).
 GENERATED: dict[str, tuple[str, ...]] = {
-    "leaderboard/spotcheck.py": ("tests/leaderboard/test_spotcheck.py", "tests/leaderboard/test_compared.py"),
-    "leaderboard/verification.py": ("tests/leaderboard/test_verification.py",),
-    "leaderboard/compared.py": ("tests/leaderboard/test_compared.py", "tests/evaluator/test_results.py"),
-    "leaderboard/names.py": ("tests/leaderboard/test_names.py", "tests/leaderboard/test_identity_names.py"),
-    "leaderboard/holds.py": HOLDS_TESTS,
+    "leaderboard/checks/spot_check_run.py": (
+        "tests/leaderboard/checks/test_spot_check_run.py",
+        "tests/leaderboard/checks/test_compared_fields.py",
+    ),
+    "leaderboard/checks/spot_check_policy.py": ("tests/leaderboard/checks/test_spot_check_policy.py",),
+    "leaderboard/checks/compared_fields.py": (
+        "tests/leaderboard/checks/test_compared_fields.py",
+        "tests/evaluator/test_results.py",
+    ),
+    "leaderboard/text/submitted_names.py": (
+        "tests/leaderboard/text/test_submitted_names.py",
+        "tests/leaderboard/intake/test_identity_names.py",
+    ),
+    "leaderboard/checks/full_rescore_policy.py": HOLDS_TESTS,
     "evaluator/rules.py": ("tests/evaluator/test_rules.py",),
     "evaluator/report/aggregate.py": (
         "tests/evaluator/report/test_aggregate.py",
@@ -230,7 +239,8 @@ def _environment(copy: Path) -> dict[str, str]:
 
 def check_copy_is_imported(copy: Path) -> None:
     """The copy's packages must shadow the checkout's (an editable install points at the checkout)."""
-    probe = "import leaderboard.holds, evaluator.results; print(leaderboard.holds.__file__)"
+    module = "leaderboard.checks.full_rescore_policy"
+    probe = f"import {module}, evaluator.results; print({module}.__file__)"
     shown = subprocess.run(
         [sys.executable, "-c", probe], cwd=copy, env=_environment(copy), capture_output=True, text=True, check=True
     ).stdout.strip()

@@ -4,7 +4,7 @@ alike images of other seeds (or another model) are (run by hand, not a test; iss
     .venv/bin/python benchmarks/regeneration_calibration.py [--pairs 32] [--steps 2]        # CPU, tiny models
     .venv/bin/python benchmarks/regeneration_calibration.py --device cuda --model sd_1_5   # gpu.sh's step
 
-The similarity is the regeneration check's own (`leaderboard.similarity.image_similarity`: SSIM in
+The similarity is the regeneration check's own (`leaderboard.checks.image_similarity.image_similarity`: SSIM in
 grey at 64 x 64). For each of PAIRS corpus prompts, with the benchmark's seed of its first sample:
 
 - **the same seed** under each perturbation a real run sees: a rerun; the attention kernel (diffusers'
@@ -48,8 +48,8 @@ from dataset_builder.loading import load_prompts  # noqa: E402
 from generation.backends import DiffusersGenerator  # noqa: E402
 from generation.registry import ModelSpec  # noqa: E402
 from generation.work import image_seed  # noqa: E402
-from leaderboard.regeneration import THRESHOLD  # noqa: E402
-from leaderboard.similarity import image_similarity  # noqa: E402
+from leaderboard.checks.image_similarity import image_similarity  # noqa: E402
+from leaderboard.checks.regeneration_policy import THRESHOLD  # noqa: E402
 from tests.helpers.generation_helpers import tiny_sd_pipeline, tiny_tokenizer  # noqa: E402
 from tests.helpers.regen_helpers import DriftedGenerator  # noqa: E402
 

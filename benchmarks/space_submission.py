@@ -3,11 +3,11 @@
     .venv/bin/python benchmarks/space_submission.py [--repeats 3]
 
 A complete synthetic results file (4,800 prompts × 4 samples, random verdicts, fixed seed) goes
-through each step of `leaderboard.submissions.submit`: reading (evaluator.resultio), the coverage /
+through each step of `leaderboard.intake.submissions.submit`: reading (evaluator.resultio), the coverage /
 version check, the leaderboard row and detail (evaluator.report; and both together on the fields
-the spot check compares, `leaderboard.compared.shown_numbers`, as submit runs them), and storing with its results in
-each backend (SQLite; the Hub backend's local clone with a no-op upload). Also the leaderboard
-page build (`leaderboard_frame` over 50 entries). Prints a Markdown table; nothing is asserted.
+the spot check compares, `leaderboard.checks.compared_fields.shown_numbers`, as submit runs them), and
+storing with its results in each backend (SQLite; the Hub backend's local clone with a no-op upload).
+Also the leaderboard page build (`leaderboard_frame` over 50 entries). Prints a Markdown table; nothing is asserted.
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ def main() -> None:
     from dataset_builder.records import PromptIndex
     from evaluator.report import failure_causes, leaderboard_row, statement_accuracy
     from evaluator.resultio import read_results
-    from leaderboard.compared import compared_record, shown_numbers
-    from leaderboard.store import Entry, HubStore, SQLiteStore
-    from leaderboard.submissions import check_results
+    from leaderboard.checks.compared_fields import compared_record, shown_numbers
+    from leaderboard.intake.submissions import check_results
+    from leaderboard.store.sqlite_store import Entry, HubStore, SQLiteStore
     from space.leaderboard_view import leaderboard_frame
     from tests.helpers.space_helpers import write_results
 

@@ -1,11 +1,12 @@
 """`negt2ibench leaderboard list|verify|recheck|verify-job|withdraw|publish|hub-check`: the leaderboard's
-back end from the command line, without gradio (the Hub actions: `leaderboard.hub_cli`)."""
+back end from the command line, without gradio (the Hub actions: `leaderboard.hub.hub_cli`)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from leaderboard.checks.fresh_draw_policy import FRESH_PER_CELL
 from negt2ibench.core.errors import UsageError, UserError
 from negt2ibench.core.options import (
     add_batch_size_option,
@@ -18,15 +19,13 @@ from negt2ibench.core.options import (
     positive_int,
 )
 
-from .fresh_draw import FRESH_PER_CELL
-
 HOME_HELP = "NEGT2I_HOME (where the SQLite leaderboard lives)"
 
 
 def _leaderboard_list(args: argparse.Namespace) -> int:
     import time
 
-    from .store import open_store
+    from leaderboard.store.sqlite_store import open_store
 
     store = open_store(args.home)
     entries = store.list_entries()
@@ -40,10 +39,9 @@ def _leaderboard_list(args: argparse.Namespace) -> int:
 def _spot_setup(args: argparse.Namespace, evaluator=None):
     """The prompts, the evaluator (`evaluator`, else this machine's models) and the spot check's setup."""
     from dataset_builder.loading import prompt_index
+    from leaderboard.checks.full_rescore_run import local_images
+    from leaderboard.intake.submissions import PRESET, SpotCheckSetup, hub_images
     from negt2ibench.api import Evaluator
-
-    from .rescore import local_images
-    from .submissions import PRESET, SpotCheckSetup, hub_images
 
     if args.images_from is not None and not args.images_from.is_dir():
         raise UserError(f"--images-from {args.images_from}: no such folder")
@@ -63,15 +61,16 @@ def _spot_setup(args: argparse.Namespace, evaluator=None):
 
 
 def _work_dir(args: argparse.Namespace) -> Path:
-    from .store import negt2i_home
+    from leaderboard.store.sqlite_store import negt2i_home
 
     home = Path(args.home).expanduser() if args.home else negt2i_home()
     return args.work_dir or home / "verify"
 
 
 def _leaderboard_verify(args: argparse.Namespace) -> int:
-    from .rescore import verify_full, verify_sampled
-    from .store import open_store
+    from leaderboard.checks.full_rescore_run import verify_full
+    from leaderboard.checks.verification_run import verify_sampled
+    from leaderboard.store.sqlite_store import open_store
 
     evaluator, setup = _spot_setup(args)
     if not getattr(args, "full", False):
@@ -91,7 +90,7 @@ def _leaderboard_verify(args: argparse.Namespace) -> int:
 
 
 def _open_named_store(args: argparse.Namespace):
-    from .store import open_store, open_store_at
+    from leaderboard.store.sqlite_store import open_store, open_store_at
 
     return open_store_at(args.store, args.home) if args.store else open_store(args.home)
 
@@ -111,9 +110,9 @@ def generator_loader(device_name: str, download: bool):
 
 
 def verify_job(args: argparse.Namespace, evaluator=None) -> int:
-    """`leaderboard verify-job`: one entry's verification (`leaderboard.verify_job`). EVALUATOR: the
+    """`leaderboard verify-job`: one entry's verification (`leaderboard.jobs.verify_job`). EVALUATOR: the
     scorer to use instead of this machine's models (a test's perception double)."""
-    from .verify_job import VerifyContext, verify_entry
+    from leaderboard.jobs.verify_job import VerifyContext, verify_entry
 
     if args.full and args.fresh_draw:
         raise UsageError("pass --full or --fresh-draw, not both")
@@ -140,8 +139,8 @@ def verify_job(args: argparse.Namespace, evaluator=None) -> int:
 
 
 def _withdraw(args: argparse.Namespace) -> int:
-    from .submissions import withdraw
-    from .verify_job import find_entry
+    from leaderboard.intake.submissions import withdraw
+    from leaderboard.jobs.verify_job import find_entry
 
     store = _open_named_store(args)
     entry = withdraw(store, find_entry(store, args.entry), args.reason)
@@ -172,7 +171,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _register_recheck(actions)
     _register_verify_job(actions)
     _register_withdraw(actions)
-    from .hub_cli import register_hub_actions
+    from leaderboard.hub.hub_cli import register_hub_actions
 
     register_hub_actions(actions)
 

@@ -178,7 +178,7 @@ def _jobs(api: Any, args: argparse.Namespace | None = None, *, package: bool = F
 
     made = None
     if package:
-        from leaderboard.store import negt2i_home
+        from leaderboard.store.sqlite_store import negt2i_home
 
         extras = REMOTE[args.hf_job_command].extras if args is not None else ("models",)
         made = job_package(__version__, Path(__file__).resolve().parent.parent, negt2i_home(), extras)

@@ -29,16 +29,16 @@ from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex, PromptRecord
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from evaluator.config import EVALUATOR_VERSION
-from leaderboard.hub_check import HUB_REFRESH_SECONDS, HubLeaderboard, default_api
-from leaderboard.hub_results import hub_dataset_id, space_base_url
-from leaderboard.identity import FORWARDED_ENV, check_forwarded_allow_ips, default_forwarded_allow_ips
-from leaderboard.images import RevisionResolver, default_resolver
-from leaderboard.job_backends import LocalBackend, VerifyBackend, default_backend
-from leaderboard.job_keeper import JobKeeper, JobPolicy
-from leaderboard.rescore import local_images
-from leaderboard.spotcheck import SECRET_ENV
-from leaderboard.store import LeaderboardStore, negt2i_home, open_store
-from leaderboard.submissions import PRESET, ImageSourceFactory, SubmissionLimits, hub_images
+from leaderboard.checks.check_setup import SECRET_ENV
+from leaderboard.checks.full_rescore_run import local_images
+from leaderboard.hub.entry_eval_results import hub_dataset_id, space_base_url
+from leaderboard.hub.hub_check import HUB_REFRESH_SECONDS, HubLeaderboard, default_api
+from leaderboard.intake.identity import FORWARDED_ENV, check_forwarded_allow_ips, default_forwarded_allow_ips
+from leaderboard.intake.submissions import PRESET, ImageSourceFactory, SubmissionLimits, hub_images
+from leaderboard.jobs.job_backends import LocalBackend, VerifyBackend, default_backend
+from leaderboard.jobs.job_keeper import JobKeeper, JobPolicy
+from leaderboard.store.image_sources import RevisionResolver, default_resolver
+from leaderboard.store.sqlite_store import LeaderboardStore, negt2i_home, open_store
 from negt2ibench.api import Evaluator
 from negt2ibench.core.errors import UsageError
 

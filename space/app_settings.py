@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from dataset_builder.records import PromptRecord
-from leaderboard.hub_check import HUB_REFRESH_SECONDS
-from leaderboard.images import RevisionResolver
-from leaderboard.job_backends import VerifyBackend
-from leaderboard.job_keeper import JobPolicy
-from leaderboard.store import LeaderboardStore
-from leaderboard.submissions import ImageSourceFactory, SubmissionLimits
+from leaderboard.hub.hub_check import HUB_REFRESH_SECONDS
+from leaderboard.intake.submissions import ImageSourceFactory, SubmissionLimits
+from leaderboard.jobs.job_backends import VerifyBackend
+from leaderboard.jobs.job_keeper import JobPolicy
+from leaderboard.store.image_sources import RevisionResolver
+from leaderboard.store.sqlite_store import LeaderboardStore
 from negt2ibench.api import Evaluator
 
 from .resources import CACHE_BYTES
@@ -60,7 +60,7 @@ class AppSettings:
             Score tab shows beside the verdict.
         judge_mode: the judge's questions: pos, neg or whole (env NEGT2I_JUDGE_MODE).
         weights_dir: the folder `negt2ibench download-models --dir DIR` filled (`serve --weights-dir`).
-        recheck_every: run the verification jobs' pass (`leaderboard.job_keeper`: launch, poll,
+        recheck_every: run the verification jobs' pass (`leaderboard.jobs.job_keeper`: launch, poll,
             relaunch, cancel) at start-up and then every so many seconds, in a background thread
             (None: never); a stored submission wakes it at once.
         forwarded_allow_ips: the proxies whose X-Forwarded-For is believed (uvicorn's convention:
@@ -80,7 +80,7 @@ class AppSettings:
             verification (the page reads it again without a reload).
         demo_note: a note shown under the title on every page (`negt2ibench serve --demo`: what is synthetic).
         score_example: what the Score tab shows before anything is scored (the demo's example).
-        verify_backend: where verification jobs run (`leaderboard.job_backends`); default
+        verify_backend: where verification jobs run (`leaderboard.jobs.job_backends`); default
             `default_backend`: NEGT2I_VERIFY_BACKEND, else hf-jobs on ZeroGPU with a token, none on
             ZeroGPU without one, local elsewhere (a subprocess with this app's weights and dataset).
         job_policy: the jobs' bounds (failures, daily budget, retry wait, timeout; `JobPolicy`).

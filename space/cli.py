@@ -1,5 +1,5 @@
 """`negt2ibench serve`, `negt2ibench deploy-space` and `negt2ibench leaderboard list|verify|recheck`
-(and `publish|hub-check`, `leaderboard.hub_cli`)."""
+(and `publish|hub-check`, `leaderboard.hub.hub_cli`)."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def _serve(args: argparse.Namespace) -> int:
         from judges.registry import get_spec
 
         get_spec(args.judge)  # an unknown key fails now, before the app is built
-    from leaderboard.store import open_store
+    from leaderboard.store.sqlite_store import open_store
 
     from .app import LAUNCH_KWARGS, build_app
 
@@ -118,7 +118,7 @@ def _hardware(value: str) -> str:
 
 
 def _forwarded(value: str) -> str:
-    from leaderboard.identity import check_forwarded_allow_ips
+    from leaderboard.intake.identity import check_forwarded_allow_ips
 
     try:
         return check_forwarded_allow_ips(value)

@@ -28,9 +28,9 @@ from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import PRESETS
 from evaluator.resultio import read_results
 from evaluator.results import ResultRecord
-from leaderboard.compared import shown_numbers
-from leaderboard.images import ImageSource, ImagesUnreachable, ParquetImages
-from leaderboard.store import Entry, SQLiteStore
+from leaderboard.checks.compared_fields import shown_numbers
+from leaderboard.store.image_sources import ImageSource, ImagesUnreachable, ParquetImages
+from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from validation.examples import EXAMPLE_KEY, write_examples
 
 from . import views

@@ -20,7 +20,7 @@ from dataset_builder.vocabulary import LOADS, SETTINGS, setting_label
 from evaluator.report.keys import CATEGORY_TITLES, TABLE3_CATEGORIES
 from evaluator.report.plots import CAUSE_COLORS
 from evaluator.results import CAUSES
-from leaderboard.ranking import UNVERIFIED
+from leaderboard.store.ranking import UNVERIFIED
 from negt2ibench.core import palette
 
 from .leaderboard_view import csv_frame, watermark

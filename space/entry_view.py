@@ -1,7 +1,8 @@
 """Pure views of what the verification job found about an entry's images: reproduced or not, the
-regenerated pairs side by side, and the fresh draw (`leaderboard.regen_check`, `leaderboard.fresh_run`).
+regenerated pairs side by side, and the fresh draw (`leaderboard.checks.regeneration_run`,
+`leaderboard.checks.fresh_draw_run`).
 
-- `reproduction_mark(entry)` (`leaderboard.ranking`): "" for an entry whose sampled images were
+- `reproduction_mark(entry)` (`leaderboard.store.ranking`): "" for an entry whose sampled images were
   regenerated and found the model's own; else `images not reproduced` (the model cannot be loaded, or
   the check never ran: nothing counts as reproduced without it). The leaderboard's status cell, the
   CSV, the model detail and the `.eval_results` notes carry it.
@@ -19,10 +20,16 @@ import io
 import math
 from typing import Any
 
-from leaderboard.entries import Entry, FreshDraw
-from leaderboard.fresh_draw import CELLS
-from leaderboard.names import plain_markdown
-from leaderboard.ranking import NOT_REPRODUCED, reproduced, reproduction_mark, verification_label, why_not_reproduced
+from leaderboard.checks.fresh_draw_policy import CELLS
+from leaderboard.store.entries import Entry, FreshDraw
+from leaderboard.store.ranking import (
+    NOT_REPRODUCED,
+    reproduced,
+    reproduction_mark,
+    verification_label,
+    why_not_reproduced,
+)
+from leaderboard.text.submitted_names import plain_markdown
 
 __all__ = ["NOT_REPRODUCED", "entry_page", "fresh_cells", "pair_images", "reproduction_mark", "why_not_reproduced"]
 FLAG = "⚑"
@@ -59,7 +66,8 @@ def fresh_lines(draw: FreshDraw) -> list[str]:
         f"{gap_text(draw).removesuffix(' ' + FLAG)}{flag}.",
         f"Seed **{draw.seed}**, revealed now the draw is done: `negt2ibench build --seed {draw.seed}` gives its "
         f"corpus; the draw takes {per_cell} prompts per category × setting among those that ask for nothing a "
-        f"published prompt asks for: `leaderboard.fresh_draw.fresh_prompts({draw.seed}, per_cell={per_cell})`.",
+        "published prompt asks for: "
+        f"`leaderboard.checks.fresh_draw_policy.fresh_prompts({draw.seed}, per_cell={per_cell})`.",
     ]
 
 

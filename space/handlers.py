@@ -26,11 +26,8 @@ import gradio as gr
 from dataset_builder.grammar import PromptParseError
 from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import EvaluatorConfig
-from leaderboard.identity import requester
-from leaderboard.job_keeper import JobKeeper
-from leaderboard.names import QUOTE_LIMIT, shorten
-from leaderboard.store import LeaderboardStore
-from leaderboard.submissions import (
+from leaderboard.intake.identity import requester
+from leaderboard.intake.submissions import (
     NOT_COUNTED,
     ImageSourceFactory,
     InvalidFileError,
@@ -41,6 +38,9 @@ from leaderboard.submissions import (
     SubmissionStoredError,
     submit,
 )
+from leaderboard.jobs.job_keeper import JobKeeper
+from leaderboard.store.sqlite_store import LeaderboardStore
+from leaderboard.text.submitted_names import QUOTE_LIMIT, shorten
 from negt2ibench.api import resolve_prompt
 from negt2ibench.core.errors import MissingWeightsError, UserError
 
@@ -153,7 +153,7 @@ class Handlers:
 
     def recheck(self) -> list:
         """The verification jobs' pass (start-up, a stored submission, then periodically): launch,
-        poll, relaunch, cancel (`leaderboard.job_keeper`). The Space never re-scores in its own process."""
+        poll, relaunch, cancel (`leaderboard.jobs.job_keeper`). The Space never re-scores in its own process."""
         return self.jobs.run_pass() if self.jobs is not None else []
 
     # -- Score an image
@@ -303,7 +303,7 @@ class Handlers:
                 form,
                 results_file,
                 prompts=self.index,
-                score=None,  # never here: a verification job re-scores (`leaderboard.job_keeper`)
+                score=None,  # never here: a verification job re-scores (`leaderboard.jobs.job_keeper`)
                 open_images=self.open_images,
                 resolve_revision=self.resolve_revision,
                 config=self.config,

@@ -2,7 +2,7 @@
 
 The leaderboard is a `Table` (negt2ibench.core.table) that leads with the ranking: `rank`, the
 model, `overall` with its 95% interval (`overall_ci`, the bootstrap over prompts computed when the
-entry was validated: `leaderboard.compared`), `polarity_gap`, then `status` (the verification and
+entry was validated: `leaderboard.checks.compared_fields`), `polarity_gap`, then `status` (the verification and
 its marks, e.g. † for an entry that covers part of the corpus), then the six categories and the
 eight settings (Table 3's columns, `evaluator.report.TABLE3_COLUMNS`: the same keys and directions
 as the report), coverage, images and `link`. Only verified entries are ranked (`RANKING_NOTE` says
@@ -10,7 +10,7 @@ how, in one line); the paper's reported rows (`PAPER_ROWS`) follow them unranked
 paper's citation in `link` and are explained by `PAPER_ROWS_NOTE` (measured on the paper's corpus
 draw, not this one). The model detail of an entry that is not verified is its file's claim: its
 plot and its table say so in themselves (`UNVERIFIED`). Every number comes from the fields the spot
-check compares (`leaderboard.compared`).
+check compares (`leaderboard.checks.compared_fields`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ from dataset_builder.corpus import CORPUS_VERSION
 from dataset_builder.vocabulary import CATEGORIES
 from evaluator.report import SETTING_LABELS, TABLE3_CATEGORIES, TABLE3_COLUMNS
 from evaluator.results import CAUSES
-from leaderboard.identity import shown_identity
-from leaderboard.names import csv_cell, plain_markdown
-from leaderboard.ranking import (
+from leaderboard.intake.identity import shown_identity
+from leaderboard.store.ranking import (
     PAPER_CITATION,
     PAPER_ROWS,
     REPORTED,
@@ -34,7 +33,8 @@ from leaderboard.ranking import (
     ranked_entries,
     verification_label,
 )
-from leaderboard.store import Entry, images_pin
+from leaderboard.store.sqlite_store import Entry, images_pin
+from leaderboard.text.submitted_names import csv_cell, plain_markdown
 from negt2ibench.core import palette
 from negt2ibench.core.table import MISSING_TEXT, Column, Table, to_frame
 

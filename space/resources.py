@@ -6,7 +6,7 @@
   (an upload never handed to an event counts too). Gradio's own `delete_cache` (`DELETE_CACHE`)
   removes what is older than an hour, and everything when the server stops.
 - `ClientSlots`: at most `per_client` scoring (or submitting) events of one client
-  (`leaderboard.identity.requester`) run at once; the event's `concurrency_limit` and the queue's
+  (`leaderboard.intake.identity.requester`) run at once; the event's `concurrency_limit` and the queue's
   `max_size` bound the rest (`QUEUE_SIZE`, `SCORE_CONCURRENCY`, `SUBMIT_CONCURRENCY`), so one
   client's burst is answered at once with a refusal instead of queueing in front of everyone.
 - `RecentEvents`: per client, the times of recent events of a kind (uploads refused as invalid

@@ -13,9 +13,9 @@ import pandas as pd
 from dataset_builder.records import PromptRecord
 from dataset_builder.vocabulary import SETTINGS, setting_label, setting_name
 from evaluator.results import ResultRecord, record_verdict
-from leaderboard.identity import shown_identity
-from leaderboard.names import clip, plain_markdown, shorten
-from leaderboard.store import Entry
+from leaderboard.intake.identity import shown_identity
+from leaderboard.store.sqlite_store import Entry
+from leaderboard.text.submitted_names import clip, plain_markdown, shorten
 
 ANY = "any"
 EXPLORE_LIMIT = 1000  # rows shown in the prompt table and the prompt picker
@@ -243,7 +243,7 @@ def submissions_frame(entries: Sequence[Entry]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SUBMISSION_COLUMNS)
 
 
-# What each stored status means for the submitter (leaderboard/submissions.py's state machine), in
+# What each stored status means for the submitter (leaderboard/intake/submissions.py's state machine), in
 # words that do not repeat the status itself.
 STATUS_MEANING: dict[str, str] = {
     "received": "stored; its file is being checked",

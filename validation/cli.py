@@ -72,7 +72,7 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from leaderboard.store import open_store
+    from leaderboard.store.sqlite_store import open_store
 
     from .annotations import write_annotations
 
@@ -88,7 +88,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from leaderboard.store import open_store
+    from leaderboard.store.sqlite_store import open_store
 
     from .annotations import check_against_prompt, read_annotations
 

@@ -11,9 +11,9 @@ Each image goes to 3 distinct annotators. An image shown to an annotator who has
 it yet is *reserved* for them (`Reservations`, in memory, expiring after 30 minutes), and counts
 towards the three: two annotators working at once never both take an image's last slot. The
 next image is chosen and reserved under one lock. Each annotator holds one reservation at a time,
-and a client (`leaderboard.identity.requester`) may bring at most `NEW_NAMES_PER_HOUR` new typed names
+and a client (`leaderboard.intake.identity.requester`) may bring at most `NEW_NAMES_PER_HOUR` new typed names
 an hour (`NameLimiter`), so made-up names cannot hoard the slots. Typed names are normalised
-(`leaderboard.names.name_key`: "alice", "Alice" and "alice" + a zero-width space are one annotator),
+(`leaderboard.text.submitted_names.name_key`: "alice", "Alice" and "alice" + a zero-width space are one annotator),
 and a name that looks like a known annotator's (the same TR39 skeleton) is that annotator.
 """
 
@@ -29,9 +29,9 @@ from typing import Any
 import gradio as gr
 
 from dataset_builder.records import PromptLookup
-from leaderboard.identity import requester
-from leaderboard.names import MAX_NAME, confusable_key, name_key
-from leaderboard.store import LeaderboardStore
+from leaderboard.intake.identity import requester
+from leaderboard.store.sqlite_store import LeaderboardStore
+from leaderboard.text.submitted_names import MAX_NAME, confusable_key, name_key
 from negt2ibench.core.errors import UserError
 from validation.annotations import AnnotationRecord, ImageKey
 from validation.assignment import Progress, next_image

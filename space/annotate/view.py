@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dataset_builder.records import PromptLookup, PromptRecord
-from leaderboard.names import plain_markdown
+from leaderboard.text.submitted_names import plain_markdown
 from validation.annotations import AnnotationRecord
 from validation.assignment import Progress
 from validation.labels import RATERS

@@ -16,10 +16,10 @@ import pandas as pd
 from PIL import Image
 
 from dataset_builder.records import PromptIndex
-from leaderboard.images import ImageSourceFactory
-from leaderboard.names import plain_markdown
-from leaderboard.ranking import ranked_entries
-from leaderboard.store import Entry, LeaderboardStore, images_pin
+from leaderboard.store.image_sources import ImageSourceFactory
+from leaderboard.store.ranking import ranked_entries
+from leaderboard.store.sqlite_store import Entry, LeaderboardStore, images_pin
+from leaderboard.text.submitted_names import plain_markdown
 
 from .. import views
 from ..handlers import WorkDir, error_reply

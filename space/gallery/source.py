@@ -5,7 +5,7 @@ entry's images repo at its submitted revision.
   `GalleryRow`s, and each record as its JSON line, parsed again only when shown), for a bounded
   number of entries, newest use last out.
 - `GalleryImages`: images fetched lazily through the app's `ImageSourceFactory` (the spot check's
-  `leaderboard.images.hub_images`: only the rows asked for, at the entry's pinned commit), a page's
+  `leaderboard.store.image_sources.hub_images`: only the rows asked for, at the entry's pinned commit), a page's
   missing ones in one read. Each fetched image is drawn twice (its thumbnail, and its full view at
   most `FULL_SIDE` a side; the thumbnail is made from that, so a large image is resized once) and
   dropped before the next one is decoded; both drawings are kept in a
@@ -38,8 +38,8 @@ from typing import NamedTuple
 from PIL import Image
 
 from evaluator.results import ResultRecord
-from leaderboard.images import ImageSource, ImageSourceFactory, unreachable_reason
-from leaderboard.store import Entry, LeaderboardStore
+from leaderboard.store.image_sources import ImageSource, ImageSourceFactory, unreachable_reason
+from leaderboard.store.sqlite_store import Entry, LeaderboardStore
 from negt2ibench.core.atomic import write_atomic
 
 from ..resources import release_memory

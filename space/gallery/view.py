@@ -23,7 +23,7 @@ from dataset_builder.records import PromptLookup
 from dataset_builder.vocabulary import CATEGORIES, SETTING_NAMES, setting_label
 from evaluator.observation import ImageObservation, ObjectObservation
 from evaluator.results import CAUSES, VERDICTS, ResultRecord, record_verdict
-from leaderboard.names import clip
+from leaderboard.text.submitted_names import clip
 
 ANY = "any"  # the filters' "no filter" (as `space.views.ANY`)
 PAGE_SIZE = 24  # thumbnails per gallery page

@@ -15,7 +15,7 @@ from pathlib import Path
 import gradio as gr
 
 from dataset_builder.records import PromptLookup
-from leaderboard.store import LeaderboardStore
+from leaderboard.store.sqlite_store import LeaderboardStore
 from validation.sample import SampleItem, read_sample
 
 from ..annotate import view

@@ -19,9 +19,9 @@ import gradio as gr
 
 from dataset_builder.records import PromptLookupError, PromptRecord
 from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES, SAMPLES_PER_PROMPT, setting_label
-from leaderboard.names import plain_markdown
-from leaderboard.ranking import verification_label
-from leaderboard.store import Entry
+from leaderboard.store.ranking import verification_label
+from leaderboard.store.sqlite_store import Entry
+from leaderboard.text.submitted_names import plain_markdown
 
 from .. import views
 from ..gallery import view

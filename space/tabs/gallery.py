@@ -21,9 +21,9 @@ import gradio as gr
 
 from dataset_builder.vocabulary import CATEGORIES
 from evaluator.results import CAUSES
-from leaderboard.names import plain_markdown
-from leaderboard.ranking import verification_label
-from leaderboard.store import Entry
+from leaderboard.store.ranking import verification_label
+from leaderboard.store.sqlite_store import Entry
+from leaderboard.text.submitted_names import plain_markdown
 
 from .. import views
 from ..gallery import view

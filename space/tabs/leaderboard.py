@@ -8,8 +8,8 @@ the figure come from `space.leaderboard_view`. The board and the awaiting list a
 after a submission (`BoardRefresh.after`) and on a timer while something awaits verification, so a
 stored submission shows without a reload.
 
-The Hub (`leaderboard.hub_check`, `leaderboard.hub_results`; docs/hub.md): with a benchmark dataset set, the
-board gains a `hub` column and ``hub_status`` (→ the line under it) says what the Hub's own
+The Hub (`leaderboard.hub.hub_check`, `leaderboard.hub.entry_eval_results`; docs/hub.md): with a benchmark
+dataset set, the board gains a `hub` column and ``hub_status`` (→ the line under it) says what the Hub's own
 leaderboard holds; ``eval_results`` (a model name → a note, the `.eval_results` YAML of its verified
 entry, the file) issues the YAML. `?entry=<submission id>` in the address opens that entry's detail.
 """
@@ -22,11 +22,11 @@ from typing import Any
 
 import gradio as gr
 
-from leaderboard.hub_check import HubLeaderboard, hub_cells, hub_status_markdown
-from leaderboard.hub_results import ENTRY_PARAM, entry_eval_results, entry_page_url, no_yaml_reason
-from leaderboard.names import plain_markdown
-from leaderboard.ranking import newest_entries
-from leaderboard.store import LeaderboardStore
+from leaderboard.hub.entry_eval_results import ENTRY_PARAM, entry_eval_results, entry_page_url, no_yaml_reason
+from leaderboard.hub.hub_check import HubLeaderboard, hub_cells, hub_status_markdown
+from leaderboard.store.ranking import newest_entries
+from leaderboard.store.sqlite_store import LeaderboardStore
+from leaderboard.text.submitted_names import plain_markdown
 
 from ..entry_view import NOT_REPRODUCED, entry_page, pair_images
 from ..handlers import WorkDir

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from leaderboard.ranking import newest_entries
-from leaderboard.store import Entry, LeaderboardStore
+from leaderboard.store.ranking import newest_entries
+from leaderboard.store.sqlite_store import Entry, LeaderboardStore
 
 from .. import detail_figures as figures
 from ..handlers import WorkDir, error_reply

@@ -70,7 +70,7 @@ def test_prompts_jsonl_errors_carry_line_numbers(tmp_path):
 
 
 def test_stored_submission_results_are_read_by_the_same_reader():
-    from leaderboard.entries import parse_results_blob as _parse_results_blob
+    from leaderboard.store.entries import parse_results_blob as _parse_results_blob
 
     with pytest.raises(JsonlError, match="^stored results:1: not JSON"):
         _parse_results_blob(gzip.compress(b"nope\n"))

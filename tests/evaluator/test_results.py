@@ -13,9 +13,9 @@ import pytest
 from dataset_builder.loading import load_prompts
 from evaluator.report import table3
 from evaluator.results import VERDICTS, ResultRecord, is_error_row, parse_frozen_result, record_verdict
-from leaderboard.compared import disagreement, shown_numbers
-from leaderboard.holds import hold_reason
-from leaderboard.store import Entry
+from leaderboard.checks.compared_fields import disagreement, shown_numbers
+from leaderboard.checks.full_rescore_policy import hold_reason
+from leaderboard.store.sqlite_store import Entry
 from space.gallery.view import gallery_row
 from space.views import verdict_summary
 from tests.helpers.space_helpers import result_line

@@ -7,7 +7,7 @@ screenshots and plots are flat colour, so little visible is lost.
 
 - `figure5.png`, `figure6.png`: the corpus figures, by `dataset_builder.figures` (as
   `negt2ibench validate DIR --out FIGDIR` writes them), for the published corpus;
-- `table3_paper.png`: the paper's Table 3 rows (`leaderboard.ranking.PAPER_ROWS`), copied
+- `table3_paper.png`: the paper's Table 3 rows (`leaderboard.store.ranking.PAPER_ROWS`), copied
   from the paper, not scored here;
 - `verdict_synthetic.png`: how a verdict is drawn, on a synthetic scene of the rectangle double
   (`tests.helpers.synthetic_scenes`), labelled as such in the picture itself.
@@ -80,7 +80,7 @@ def corpus_figures() -> dict[str, bytes | str | Image.Image]:
 
 def table3_figure() -> dict[str, bytes | str | Image.Image]:
     """The paper's Table 3 rows as a plot, and its data."""
-    from leaderboard.ranking import PAPER_ROWS
+    from leaderboard.store.ranking import PAPER_ROWS
     from space.detail_figures import accuracy_figure, accuracy_frame, figure_csv
 
     frame = accuracy_frame([(row["model"], row) for row in PAPER_ROWS])

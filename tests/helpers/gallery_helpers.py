@@ -11,9 +11,9 @@ from dataset_builder.vocabulary import CATEGORIES, SETTINGS, setting_name
 from evaluator.report import leaderboard_row
 from evaluator.results import ResultRecord
 from evaluator.verdict import error_record
-from leaderboard.compared import shown_numbers
-from leaderboard.images import ImagesUnreachable, ParquetImages
-from leaderboard.store import Entry, LeaderboardStore
+from leaderboard.checks.compared_fields import shown_numbers
+from leaderboard.store.image_sources import ImagesUnreachable, ParquetImages
+from leaderboard.store.sqlite_store import Entry, LeaderboardStore
 from tests.helpers.space_helpers import result_line, write_images_dataset
 
 IMAGE_SIZE = (96, 64)  # the size of `write_images_dataset`'s image
@@ -84,7 +84,7 @@ def add_entry(
 
 
 class CountingImages:
-    """An images factory (`leaderboard.spotcheck.ImageSourceFactory`) over local dataset folders, by repo
+    """An images factory (`leaderboard.checks.spot_check_run.ImageSourceFactory`) over local dataset folders, by repo
     id; `opened` counts the repos opened and `fetched` every key asked for. A repo not in `folders`
     is unreachable, as an offline Hub."""
 

@@ -186,8 +186,8 @@ def double_jobs(
     secret: bytes | None = None,
 ):
     """A `LocalBackend` whose jobs run `verify-job` with the rectangle double (`verify_job_double`)."""
-    from leaderboard.job_backends import LocalBackend
-    from leaderboard.spotcheck import SECRET_ENV
+    from leaderboard.checks.check_setup import SECRET_ENV
+    from leaderboard.jobs.job_backends import LocalBackend
 
     command = [sys.executable, "-m", "tests.helpers.verify_job_double", *(["--gate", str(gate)] if gate else []), "--"]
     extra = ["--images-from", str(images_from)] if images_from is not None else []

@@ -1,5 +1,5 @@
 """Names a reader cannot tell from "First Model" (each must be refused), and names that differ (each
-must be accepted), as test data for `leaderboard.names` and the Space's submit.
+must be accepted), as test data for `leaderboard.text.submitted_names` and the Space's submit.
 
 The first twelve look-alikes are the ones a probe of the Space got verified and ranked beside
 "First Model" (U+23D0 was measured 99.1 px wide in Chromium against 98.9 px for "l"); the rest

@@ -50,7 +50,7 @@ def served_launch_settings(url: str) -> dict[str, Any]:
 
 def space_launch_settings() -> dict[str, Any]:
     """The settings `space.app.LAUNCH_KWARGS` gives a launch, as /config reports them."""
-    from leaderboard.submissions import SubmissionLimits
+    from leaderboard.intake.submissions import SubmissionLimits
     from space.app import LAUNCH_KWARGS
 
     assert LAUNCH_KWARGS["max_file_size"] == f"{SubmissionLimits().max_bytes // 2**20}mb"

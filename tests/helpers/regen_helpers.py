@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from dataset_builder.records import PromptIndex, PromptRecord
 
 if TYPE_CHECKING:
-    from leaderboard.store import Entry, SQLiteStore
+    from leaderboard.store.sqlite_store import Entry, SQLiteStore
 
 REPO_A = "test-regen/tiny-a"
 SECRET = b"regeneration test secret"
@@ -182,7 +182,7 @@ def regen_world(root: Path) -> dict[str, Any]:
 
 def scored_results(folder: Path, prompts, key: str) -> list:
     """The results `negt2ibench score` would write for the split (the perception double as the scorer)."""
-    from leaderboard.images import ParquetImages
+    from leaderboard.store.image_sources import ParquetImages
     from negt2ibench.api import Evaluator
     from tests.helpers.space_helpers import RectanglePerception
 
@@ -203,7 +203,7 @@ def scored_results(folder: Path, prompts, key: str) -> list:
 def stored(world, tmp_path, name: str) -> tuple[SQLiteStore, Entry]:
     """The submission of the images ROOT/org/NAME with the results their scoring gives."""
     from evaluator.config import PRESETS
-    from leaderboard.store import Entry, SQLiteStore
+    from leaderboard.store.sqlite_store import Entry, SQLiteStore
 
     results = scored_results(world["images"] / "org" / name, world["prompts"], world["spec"].key)
     store = SQLiteStore(tmp_path / "lb.sqlite")
@@ -220,10 +220,10 @@ def stored(world, tmp_path, name: str) -> tuple[SQLiteStore, Entry]:
 
 def verify(world, tmp_path, store: SQLiteStore, entry: Entry, mode: str = "spot", **context) -> Entry:
     """`verify-job` on the entry: the real steps, the perception double as the scorer; what it said on `said`."""
+    from leaderboard.checks.check_setup import SpotCheckSetup
+    from leaderboard.checks.full_rescore_run import local_images
     from leaderboard.cli import generator_loader
-    from leaderboard.rescore import local_images
-    from leaderboard.states import SpotCheckSetup
-    from leaderboard.verify_job import VerifyContext, verify_entry
+    from leaderboard.jobs.verify_job import VerifyContext, verify_entry
     from negt2ibench.api import Evaluator
     from tests.helpers.space_helpers import RectanglePerception
 

@@ -185,14 +185,14 @@ def write_images_dataset(
 
 
 class ToggleImages:
-    """An images factory (`leaderboard.submissions.ImageSourceFactory`) that is unreachable until
+    """An images factory (`leaderboard.intake.submissions.ImageSourceFactory`) that is unreachable until
     `reachable` is set; `opened` counts the attempts."""
 
     def __init__(self, folder: Path):
         self.folder, self.reachable, self.opened = folder, False, 0
 
     def __call__(self, repo_id: str, revision: str, split: str):
-        from leaderboard.submissions import ImagesUnreachable, ParquetImages
+        from leaderboard.intake.submissions import ImagesUnreachable, ParquetImages
 
         self.opened += 1
         if not self.reachable:

@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
 
     from dataset_builder.loading import prompt_index
     from leaderboard.cli import verify_job
-    from leaderboard.submissions import PRESET
+    from leaderboard.intake.submissions import PRESET
     from negt2ibench.api import Evaluator
     from negt2ibench.cli import build_parser
     from negt2ibench.core.errors import NegT2IError

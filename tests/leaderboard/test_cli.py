@@ -8,7 +8,7 @@ import pytest
 
 from dataset_builder.loading import load_prompts
 from evaluator.config import PRESETS
-from leaderboard.store import Entry, SQLiteStore
+from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from negt2ibench.cli import main
 from tests.helpers.perception_helpers import replace_model_perception
 from tests.helpers.space_helpers import RectanglePerception, write_results

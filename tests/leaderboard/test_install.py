@@ -69,6 +69,8 @@ def test_the_back_end_runs_in_a_venv_without_the_space_extra(tmp_path):
     assert imported.returncode == 0, imported.stderr
     answer = json.loads(imported.stdout.strip().splitlines()[-1])
     assert answer["file"].startswith(str(tmp_path / "venv"))  # the wheel's code, not the checkout's
-    assert {"leaderboard.store", "leaderboard.submissions", "leaderboard.cli"} <= set(answer["modules"])
+    assert {"leaderboard.store.sqlite_store", "leaderboard.intake.submissions", "leaderboard.cli"} <= set(
+        answer["modules"]
+    )
     assert answer["ui"] == []
     assert answer["gradio_importable"] is False  # the venv really lacks the Space's libraries

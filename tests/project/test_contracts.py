@@ -24,16 +24,8 @@ CONTRACTED = (
     "negt2ibench/geneval_api.py",
     "evaluator/report",
     "judges",
-    "leaderboard/verification.py",
-    "leaderboard/spotcheck.py",
-    "leaderboard/checking.py",
-    "leaderboard/compared.py",
-    "leaderboard/holds.py",
-    "leaderboard/regeneration.py",
-    "leaderboard/regen_check.py",
-    "leaderboard/similarity.py",
-    "leaderboard/fresh_draw.py",
-    "leaderboard/states.py",
+    "leaderboard/checks",  # every check: its policy, its run, the setup and the plan they share
+    "leaderboard/store/states.py",
 )
 # Functions another change owns for now (named by module and function).
 NOT_YET: set[tuple[str, str]] = set()

@@ -22,7 +22,7 @@ def test_every_model_and_data_cache_is_the_sessions_own():
     import matplotlib
     from rfdetr.assets.model_weights import get_model_cache_dir
 
-    from leaderboard.store import negt2i_home
+    from leaderboard.store.sqlite_store import negt2i_home
 
     caches = {
         "huggingface_hub": huggingface_hub.constants.HF_HUB_CACHE,

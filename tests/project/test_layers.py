@@ -175,7 +175,10 @@ def test_the_layers_are_the_documented_ones():
     assert {layer_of(m) for m in ("negt2ibench", "negt2ibench.cli", "evaluator.cli", "validation.ablate_cli")} == {
         "shells"
     }
-    assert layer_of("evaluator.report.tables") == "evaluator" and layer_of("leaderboard.store") == "leaderboard"
+    assert (
+        layer_of("evaluator.report.tables") == "evaluator"
+        and layer_of("leaderboard.store.sqlite_store") == "leaderboard"
+    )
     assert layer_of("space.gallery.source") == "space" and layer_of("leaderboard.cli") == "shells"
     documented = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     for name in (
@@ -214,8 +217,8 @@ CLEAN = {
     "judges/runner.py": "from evaluator.pipeline import UserError\n",
     "validation/ablate.py": "def run():\n    from judges import runner\n",
     "negt2ibench/api.py": "import validation.ablate\n",
-    "leaderboard/store.py": "from negt2ibench.api import validation\n",
-    "space/app.py": "from leaderboard.store import validation\n",
+    "leaderboard/store/sqlite_store.py": "from negt2ibench.api import validation\n",
+    "space/app.py": "from leaderboard.store.sqlite_store import validation\n",
     "space/cli.py": "from space.app import validation\nfrom evaluator.cli import register\n",
     "evaluator/cli.py": "from negt2ibench.api import validation\n\ndef register(): ...\n",
 }
@@ -246,7 +249,7 @@ def test_the_checker_passes_a_clean_planted_tree(tmp_path):
         # only shells import shells
         ("space/handlers.py", "from evaluator.cli import register\n", "space"),
         # the leaderboard's back end never imports the Space (its UI)
-        ("leaderboard/rescore.py", "from space.app import build_app\n", "leaderboard"),
+        ("leaderboard/checks/full_rescore_run.py", "from space.app import build_app\n", "leaderboard"),
         # a lazy registry target is an import too
         ("judges/registry.py", 'ADAPTERS = {"x": "validation.ablate:run"}\n', "judges"),
         # the package facade of negt2ibench is a shell
@@ -266,6 +269,75 @@ def test_the_checker_finds_a_planted_cycle(tmp_path):
     edges = import_edges(_plant(tmp_path, planted))
     assert layer_violations(edges) == []  # both in one layer: only the cycle is wrong
     assert import_cycles(edges) == [["evaluator.pipeline", "evaluator.results"]]
+
+
+# -- the leaderboard's rooms ---------------------------------------------------------------------------
+
+# The leaderboard's sub-packages, lowest first (docs/architecture.md): a module of one imports only from its
+# own room or a lower one. Its shells (`leaderboard.cli`, `leaderboard.hub.hub_cli`) may import any room.
+LEADERBOARD_ROOMS = ("text", "store", "checks", "intake", "jobs", "hub")
+LEADERBOARD_TOP = ("leaderboard", "leaderboard.cli")  # the package and its command module, in no room
+
+
+def room_of(module: str) -> str:
+    """The leaderboard room of a module of `leaderboard/` (its sub-package)."""
+    parts = module.split(".")
+    if parts[0] != "leaderboard" or len(parts) < 2 or parts[1] not in LEADERBOARD_ROOMS:
+        raise AssertionError(f"{module}: not in one of the leaderboard's rooms {LEADERBOARD_ROOMS}")
+    return parts[1]
+
+
+def room_violations(edges: dict[str, set[str]]) -> list[str]:
+    """Every import of a leaderboard module (not a shell) that goes up to a later room."""
+    found = []
+    for module, targets in sorted(edges.items()):
+        if not module.startswith("leaderboard.") or module in LEADERBOARD_TOP or layer_of(module) == "shells":
+            continue
+        source = LEADERBOARD_ROOMS.index(room_of(module))
+        for target in sorted(targets):
+            if target.startswith("leaderboard.") and target not in LEADERBOARD_TOP:
+                goal = room_of(target)
+                if LEADERBOARD_ROOMS.index(goal) > source:
+                    found.append(f"{module} ({room_of(module)}) imports {target} ({goal})")
+    return found
+
+
+def test_every_leaderboard_module_is_in_a_room():
+    modules = [m for m in project_modules(ROOT) if m.startswith("leaderboard.") and m not in LEADERBOARD_TOP]
+    assert len(modules) > 30 and {m.split(".")[1] for m in modules} == set(LEADERBOARD_ROOMS)
+    for module in modules:
+        room_of(module)  # raises for a module outside the rooms
+
+
+def test_the_leaderboards_rooms_import_only_downwards():
+    assert room_violations(import_edges(ROOT)) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "text"),
+    [
+        ("leaderboard/store/states.py", "from leaderboard.checks.check_setup import PRESET\n"),  # store → checks
+        ("leaderboard/checks/full_rescore_run.py", "def later():\n    from leaderboard.intake import submissions\n"),
+        ("leaderboard/text/paper_rows.py", "from leaderboard.hub.hub_check import X\n"),  # the lowest → the highest
+    ],
+)
+def test_the_room_check_finds_a_planted_upward_import(tmp_path, module, text):
+    planted = {name: "X = 1\n" for name in ("leaderboard/checks/check_setup.py", "leaderboard/hub/hub_check.py")}
+    planted |= {"leaderboard/intake/submissions.py": "X = 1\n", module: text}
+    found = room_violations(import_edges(_plant(tmp_path, CLEAN | planted)))
+    assert len(found) == 1 and found[0].startswith(module[:-3].replace("/", ".") + " ("), found
+
+
+def test_a_room_may_import_its_own_room_and_lower_ones(tmp_path):
+    planted = {
+        "leaderboard/text/paper_rows.py": "X = 1\n",
+        "leaderboard/store/ranking.py": "from leaderboard.text.paper_rows import X\n",
+        "leaderboard/store/states.py": "from leaderboard.store.ranking import X\n",
+        "leaderboard/hub/hub_cli.py": "from leaderboard.hub.hub_check import X\n",  # a shell
+        "leaderboard/hub/hub_check.py": "from leaderboard.store.states import X\n",
+        "leaderboard/cli.py": "from leaderboard.hub.hub_cli import X\n",
+    }
+    assert room_violations(import_edges(_plant(tmp_path, CLEAN | planted))) == []
 
 
 # -- the leaderboard's back end runs without the UI ------------------------------------------------
@@ -295,8 +367,8 @@ def test_the_leaderboard_back_end_imports_no_ui_library():
 
 
 def test_the_ui_check_finds_a_planted_gradio_import(tmp_path):
-    planted = CLEAN | {"leaderboard/rescore.py": "def later():\n    import gradio as gr\n"}
-    assert ui_imports(_plant(tmp_path, planted)) == ["leaderboard.rescore imports gradio"]
+    planted = CLEAN | {"leaderboard/checks/full_rescore_run.py": "def later():\n    import gradio as gr\n"}
+    assert ui_imports(_plant(tmp_path, planted)) == ["leaderboard.checks.full_rescore_run imports gradio"]
 
 
 def test_importing_every_back_end_module_loads_no_gradio():

@@ -18,7 +18,7 @@ from gradio_client import Client, handle_file
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from judges.registry import JudgeSpec
-from leaderboard.store import SQLiteStore
+from leaderboard.store.sqlite_store import SQLiteStore
 from space.app import build_app
 from tests.helpers.annotate_helpers import answer_pattern, expected_record, images_dataset, sample_of
 from tests.helpers.net import launch_local

@@ -12,7 +12,7 @@ import pytest
 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
-from leaderboard.store import SQLiteStore
+from leaderboard.store.sqlite_store import SQLiteStore
 from negt2ibench.cli import main
 from space.app import build_app
 from tests.helpers.annotate_helpers import answer_pattern, expected_record, images_dataset, sample_of

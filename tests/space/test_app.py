@@ -13,9 +13,9 @@ from gradio_client import Client, handle_file
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from evaluator.config import PRESETS
-from leaderboard.ranking import PAPER_ROWS, REPORTED, newest_entries
-from leaderboard.store import Entry, SQLiteStore
-from leaderboard.submissions import ImagesUnreachable, ParquetImages, SubmissionLimits
+from leaderboard.intake.submissions import ImagesUnreachable, ParquetImages, SubmissionLimits
+from leaderboard.store.ranking import PAPER_ROWS, REPORTED, newest_entries
+from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from space.app import build_app
 from space.leaderboard_view import leaderboard_frame
 from space.views import grammar_markdown
@@ -371,8 +371,8 @@ def test_waiting_submissions_get_a_job_at_start_up_and_again_while_the_app_runs(
     import shutil
 
     from dataset_builder.records import PromptIndex
-    from leaderboard.job_keeper import JobPolicy
-    from leaderboard.submissions import SubmissionForm, submit
+    from leaderboard.intake.submissions import SubmissionForm, submit
+    from leaderboard.jobs.job_keeper import JobPolicy
 
     store = SQLiteStore(tmp_path / "recheck.sqlite")
 
@@ -410,7 +410,7 @@ def test_waiting_submissions_get_a_job_at_start_up_and_again_while_the_app_runs(
 
 
 def test_missing_weights_are_not_looked_for_on_every_click(prompts, tmp_path):
-    from leaderboard.submissions import hub_images
+    from leaderboard.intake.submissions import hub_images
     from negt2ibench.core.errors import MissingWeightsError
     from space.handlers import Handlers, WorkDir
 
@@ -445,7 +445,7 @@ def test_missing_weights_are_not_looked_for_on_every_click(prompts, tmp_path):
 
 
 def test_the_score_tab_says_before_any_score_that_weights_are_missing_or_a_stand_in_scores(prompts, tmp_path):
-    from leaderboard.submissions import hub_images
+    from leaderboard.intake.submissions import hub_images
     from negt2ibench.core.errors import MissingWeightsError
     from space.handlers import Handlers, WorkDir
 

@@ -28,9 +28,9 @@ import pytest
 from gradio_client import Client, handle_file
 
 from dataset_builder.loading import load_prompts
-from leaderboard.identity import address_identity
-from leaderboard.store import Entry, SQLiteStore
-from leaderboard.submissions import ImagesUnreachable, ParquetImages, SubmissionLimits
+from leaderboard.intake.identity import address_identity
+from leaderboard.intake.submissions import ImagesUnreachable, ParquetImages, SubmissionLimits
+from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from space.app import build_app
 from tests.helpers.jobs_helpers import double_jobs
 from tests.helpers.net import launch_local
@@ -204,7 +204,7 @@ def test_names_are_only_names(behind_proxy, files):
     for link in ("javascript:alert(1)", "ftp://example.org", "example.org"):
         refused = submit(other, files["true"], "Linked Model", link=link)
         assert "the link must be an http(s) address" in shown(refused)
-    # markup and formulas are refused as names (`leaderboard.names.name_problem`), in one line
+    # markup and formulas are refused as names (`leaderboard.text.submitted_names.name_problem`), in one line
     markup = "[x](https://e.vil) **b** `c` <img src=x onerror=alert(1)> $\\frac{$"
     status = shown(submit(other, files["true"], markup))
     assert status.startswith("**Error:** not submitted: U+002A ASTERISK is not allowed in a model name")
@@ -363,7 +363,7 @@ def test_a_flood_of_malformed_uploads_does_not_delay_another_client(behind_proxy
     """One client's six malformed files (100 MB ones in the attack, small here: the first one's reading
     is held open instead) while another client submits a valid file: the other's is validated while
     the flooder's first is still being read, and the flooder's other five are refused unread."""
-    import leaderboard.submissions as submissions_module
+    import leaderboard.intake.submissions as submissions_module
 
     entered, release, reads = threading.Event(), threading.Event(), []
     original = submissions_module._load_results

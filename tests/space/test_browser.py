@@ -21,9 +21,9 @@ import pytest
 from dataset_builder.loading import load_prompts
 from evaluator.report import leaderboard_row
 from evaluator.results import ResultRecord
-from leaderboard.compared import shown_numbers
-from leaderboard.store import Entry, SQLiteStore
-from leaderboard.submissions import ImagesUnreachable, ParquetImages
+from leaderboard.checks.compared_fields import shown_numbers
+from leaderboard.intake.submissions import ImagesUnreachable, ParquetImages
+from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from space.app import build_app
 from tests.helpers.doc_pictures import doc_images_dir, small_png
 from tests.helpers.gallery_helpers import some_prompts

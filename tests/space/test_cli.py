@@ -103,7 +103,7 @@ def test_help_texts(capsys):
             main([command, "--help"])
         text = capsys.readouterr().out
         assert "--dry-run" in text if command == "deploy-space" else "--port" in text and "NEGT2I_HOME" in text
-    from leaderboard.verification import spot_check_plan
+    from leaderboard.checks.spot_check_policy import spot_check_plan
 
     plan = spot_check_plan(19_200)  # the help states the policy's plan, and that held entries go first
     with pytest.raises(SystemExit):

@@ -170,7 +170,7 @@ def test_the_space_ships_this_versions_wheel_for_its_verification_jobs(tmp_path)
     shipped = tmp_path / "space" / wheels[0]
     with zipfile.ZipFile(shipped) as archive:
         names = set(archive.namelist())
-    assert {"leaderboard/verify_job.py", "space/app.py", "evaluator/rules.py"} <= names
+    assert {"leaderboard/jobs/verify_job.py", "space/app.py", "evaluator/rules.py"} <= names
     # The job backend looks in the Space's folder first: the shipped wheel, nothing built there.
     assert find_wheel(negt2ibench.__version__, tmp_path / "space", tmp_path / "cache") == shipped
     assert not (tmp_path / "cache").exists()

@@ -12,8 +12,8 @@ from matplotlib.colors import to_rgb
 
 from evaluator.report.plots import CAUSE_COLORS
 from evaluator.results import CAUSES
-from leaderboard.ranking import PAPER_ROWS
-from leaderboard.store import Entry
+from leaderboard.store.ranking import PAPER_ROWS
+from leaderboard.store.sqlite_store import Entry
 from negt2ibench.core import palette
 from space import detail_figures as figures
 
@@ -107,7 +107,7 @@ def test_the_cvd_check_fails_the_palette_it_replaced():
 
 
 def test_an_entry_not_verified_is_marked_claimed_in_the_figures(tmp_path):
-    from leaderboard.store import SQLiteStore
+    from leaderboard.store.sqlite_store import SQLiteStore
     from space.handlers import WorkDir
     from space.tabs.leaderboard_figures import DetailFigures
 

@@ -21,9 +21,9 @@ from gradio_client import Client, handle_file
 from PIL import Image
 
 from dataset_builder.loading import load_prompts
-from leaderboard.images import ImagesUnreachable, ParquetImages
-from leaderboard.store import SQLiteStore, Verification
-from leaderboard.submissions import SubmissionLimits
+from leaderboard.intake.submissions import SubmissionLimits
+from leaderboard.store.image_sources import ImagesUnreachable, ParquetImages
+from leaderboard.store.sqlite_store import SQLiteStore, Verification
 from space.app import build_app
 from tests.helpers.gallery_helpers import add_entry, some_prompts, varied_results
 from tests.helpers.hub_helpers import RecordingHfApi, leaderboard_payload

@@ -19,7 +19,7 @@ from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from evaluator.report import leaderboard_row
 from evaluator.results import CAUSES, record_verdict
-from leaderboard.store import SQLiteStore
+from leaderboard.store.sqlite_store import SQLiteStore
 from space.app import build_app
 from space.gallery import view
 from space.resources import CacheBudget

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from PIL import Image
 
-from leaderboard.entries import RegeneratedPair, Regeneration
-from leaderboard.names import plain_markdown
-from leaderboard.regen_check import thumbnail
-from leaderboard.store import Entry, SQLiteStore
+from leaderboard.checks.regeneration_run import thumbnail
+from leaderboard.store.entries import RegeneratedPair, Regeneration
+from leaderboard.store.sqlite_store import Entry, SQLiteStore
+from leaderboard.text.submitted_names import plain_markdown
 from space.handlers import WorkDir
 from space.tabs.leaderboard import LeaderboardHandlers
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from leaderboard.entries import FreshDraw, Regeneration
-from leaderboard.ranking import PAPER_ROWS, REPORTED
-from leaderboard.store import Entry, Verification
+from leaderboard.store.entries import FreshDraw, Regeneration
+from leaderboard.store.ranking import PAPER_ROWS, REPORTED
+from leaderboard.store.sqlite_store import Entry, Verification
 from space.leaderboard_view import (
     HEADLINE_WIDTHS,
     LEADERBOARD_HEADERS,

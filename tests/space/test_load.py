@@ -18,7 +18,7 @@ import pytest
 from gradio_client import Client, handle_file
 
 from dataset_builder.loading import load_prompts
-from leaderboard.store import SQLiteStore
+from leaderboard.store.sqlite_store import SQLiteStore
 from tests.helpers.net import free_port
 from tests.helpers.space_helpers import wait_for, write_results
 

@@ -20,8 +20,8 @@ import space.app
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from evaluator.config import PRESETS
-from leaderboard.store import SQLiteStore
-from leaderboard.submissions import hub_images
+from leaderboard.intake.submissions import hub_images
+from leaderboard.store.sqlite_store import SQLiteStore
 from negt2ibench.api import Evaluator
 from space import scoring
 from space.app import build_app

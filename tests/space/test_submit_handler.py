@@ -10,12 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
-import leaderboard.submissions as submissions_module
+import leaderboard.intake.submissions as submissions_module
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from evaluator.config import PRESETS
-from leaderboard.store import SQLiteStore
-from leaderboard.submissions import NOT_COUNTED, SubmissionLimits, hub_images
+from leaderboard.intake.submissions import NOT_COUNTED, SubmissionLimits, hub_images
+from leaderboard.store.sqlite_store import SQLiteStore
 from space.handlers import Handlers, WorkDir, error_reply
 from space.views import error_markdown
 from tests.helpers.space_helpers import write_results

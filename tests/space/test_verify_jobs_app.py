@@ -20,9 +20,9 @@ import pytest
 from gradio_client import Client, handle_file
 
 from dataset_builder.loading import load_prompts
-from leaderboard.job_backends import HfJobsBackend
-from leaderboard.names import plain_markdown
-from leaderboard.store import SQLiteStore
+from leaderboard.jobs.job_backends import HfJobsBackend
+from leaderboard.store.sqlite_store import SQLiteStore
+from leaderboard.text.submitted_names import plain_markdown
 from negt2ibench.core.hf_jobs import HfJobs, JobPackage
 from space.app import build_app
 from tests.helpers.generation_helpers import write_prompts_jsonl

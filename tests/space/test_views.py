@@ -8,8 +8,8 @@ from PIL import Image
 from dataset_builder.loading import load_prompts
 from evaluator.config import PRESETS
 from evaluator.report import LEADERBOARD_COLUMNS, SETTING_LABELS, TABLE3_CATEGORIES, TABLE3_COLUMNS
-from leaderboard.ranking import PAPER_CITATION, PAPER_ROWS, REPORTED
-from leaderboard.store import Entry, SQLiteStore
+from leaderboard.store.ranking import PAPER_CITATION, PAPER_ROWS, REPORTED
+from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from negt2ibench.api import Evaluator
 from space.app import build_app
 from space.leaderboard_view import LEADERBOARD_TABLE_COLUMNS, PAPER_ROWS_NOTE, leaderboard_table
@@ -95,8 +95,8 @@ def test_numbers_that_are_not_verified_say_so_where_they_are_drawn():
     import matplotlib.pyplot as plt
 
     from evaluator.results import ResultRecord
-    from leaderboard.compared import shown_numbers
-    from leaderboard.ranking import UNVERIFIED
+    from leaderboard.checks.compared_fields import shown_numbers
+    from leaderboard.store.ranking import UNVERIFIED
     from space.leaderboard_view import causes_frame, polarity_figure
     from tests.helpers.space_helpers import result_line
 
@@ -174,7 +174,7 @@ def test_a_stand_ins_verdict_says_whose_it_is_and_missing_weights_say_how_to_get
 
 
 def test_the_job_cell_shows_each_state_its_logs_link_and_last_error_as_text():
-    from leaderboard.store import JobRecord
+    from leaderboard.store.sqlite_store import JobRecord
     from space.views import SUBMISSION_COLUMNS, SUBMISSION_TYPES, job_cell, submissions_frame
 
     def cell(**job) -> str:

@@ -10,7 +10,7 @@ import pytest
 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
-from leaderboard.store import SQLiteStore
+from leaderboard.store.sqlite_store import SQLiteStore
 from negt2ibench.core.errors import UserError
 from space.annotate.handlers import AnnotateHandlers, NameLimiter, Reservations
 from space.annotate.images import SampleImages

@@ -7,8 +7,8 @@ import pytest
 from PIL import Image
 
 from dataset_builder.loading import load_prompts
-from leaderboard.images import ImagesUnreachable
-from leaderboard.store import SQLiteStore
+from leaderboard.store.image_sources import ImagesUnreachable
+from leaderboard.store.sqlite_store import SQLiteStore
 from space.gallery.source import EntryRecords, GalleryImages
 from space.resources import CacheBudget
 from tests.helpers.gallery_helpers import add_entry, some_prompts, varied_results
@@ -113,7 +113,7 @@ def test_any_error_of_a_source_is_a_reason_not_a_failure(entry_and_records, tmp_
     _, entry, results = entry_and_records
     images = GalleryImages(Factory(error=PermissionError("401 private repo")), lambda: tmp_path / "w")
     image, reason = images.full(entry, "m", results[0])
-    # a sentence of ours: the library's text goes to the log (`leaderboard.images.unreachable_reason`)
+    # a sentence of ours: the library's text goes to the log (`leaderboard.store.image_sources.unreachable_reason`)
     assert (
         image is None and reason == "images not reachable: org/gallery-images@main could not be read: permission denied"
     )
