@@ -48,13 +48,13 @@ Pure functions: no model, no file, no store.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from functools import lru_cache
 
 from scipy.stats import binom
 
-from leaderboard.checks.spot_check_policy import LARGEST_SAMPLE, sample_seed
+from leaderboard.checks.sampling_plan import draw_positions, sampled_check_plan
+from leaderboard.checks.spot_check_policy import sample_seed
 
 CHEAT_SHARE = 0.10  # share of images not the model's own that must be caught ...
 IMPOSTOR_RATE = 0.01  # ... when such an image reaches t by chance at most this often
@@ -128,13 +128,6 @@ class RegenerationPlan:
         )
 
 
-def _tolerance(size: int, miss: float, error: float) -> int:
-    allowed = int(binom.ppf(1 - error, size, miss))
-    while binom.sf(allowed, size, miss) > error:
-        allowed += 1
-    return allowed
-
-
 @lru_cache(maxsize=64)
 def regeneration_plan(
     total_images: int,
@@ -145,7 +138,8 @@ def regeneration_plan(
     error: float = ERROR,
     threshold: float = THRESHOLD,
 ) -> RegenerationPlan:
-    """The smallest sample (and its tolerance) meeting both error bounds, exactly under the binomial.
+    """The smallest sample (and its tolerance) meeting both error bounds: `sampling_plan.sampled_check_plan`
+    with caught = share × (1 − impostor) and honest = miss.
 
     Every image when the file has fewer (with the tolerance an honest file needs).
 
@@ -169,12 +163,8 @@ def regeneration_plan(
     caught = share * (1 - impostor)
     if not 0 < miss < caught < 1 or not 0 < error < 1:
         raise ValueError("need 0 < miss < share x (1 - impostor) < 1 and 0 < error < 1")
-    for size in range(1, min(total_images, LARGEST_SAMPLE) + 1):
-        allowed = _tolerance(size, miss, error)
-        if binom.cdf(allowed, size, caught) <= error:
-            return RegenerationPlan(size, allowed, threshold)
-    size = min(total_images, LARGEST_SAMPLE)
-    return RegenerationPlan(size, _tolerance(size, miss, error), threshold)
+    size, allowed = sampled_check_plan(total_images, caught=caught, honest=miss, error=error)
+    return RegenerationPlan(size, allowed, threshold)
 
 
 def regeneration_seed(secret: bytes, submission_id: str, digest: str) -> int:
@@ -195,7 +185,7 @@ def regeneration_seed(secret: bytes, submission_id: str, digest: str) -> int:
 
 
 def draw_regeneration_sample(total_images: int, plan: RegenerationPlan, seed: int) -> list[int]:
-    """The positions to regenerate, drawn without replacement.
+    """The positions to regenerate, drawn without replacement (`sampling_plan.draw_positions`).
 
     Args:
         total_images: the images of the file.
@@ -205,4 +195,4 @@ def draw_regeneration_sample(total_images: int, plan: RegenerationPlan, seed: in
     Returns:
         min(sample size, total_images) positions in 0 .. total_images - 1, ascending.
     """
-    return sorted(random.Random(seed).sample(range(total_images), min(plan.sample_size, total_images)))
+    return draw_positions(total_images, plan.sample_size, seed)

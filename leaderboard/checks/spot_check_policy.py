@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -50,12 +49,12 @@ from scipy.stats import binom
 
 from dataset_builder.records import PromptRecord
 from evaluator.rules import RELATION_AXES
+from leaderboard.checks.sampling_plan import draw_positions, sampled_check_plan
 
 CHEAT_RATE = 0.02  # disagreeing share of images that must be caught ...
 VERDICT_FLIP_RATE = 0.002  # the assumption: an honest re-score flips the verdicts of at most 0.2% of images
 HONEST_RATE = 0.0026  # ... so any compared field differs on at most 0.2% x 40/31 of them (module docstring)
 ERROR = 0.01  # the largest probability of either mistake
-LARGEST_SAMPLE = 20_000  # the search's end (the benchmark has 19,200 images)
 
 
 @dataclass(frozen=True)
@@ -107,19 +106,11 @@ class SpotCheckPlan:
         return f"{self.sample_size} images re-scored, at most {self.max_disagreements} may disagree"
 
 
-def _tolerance(sample_size: int, honest: float, error: float) -> int:
-    """The fewest disagreements to tolerate so an honest file is rejected with probability <= error."""
-    allowed = int(binom.ppf(1 - error, sample_size, honest))
-    while binom.sf(allowed, sample_size, honest) > error:
-        allowed += 1
-    return allowed
-
-
 @lru_cache(maxsize=64)
 def spot_check_plan(
     total_images: int, *, cheat: float = CHEAT_RATE, honest: float = HONEST_RATE, error: float = ERROR
 ) -> SpotCheckPlan:
-    """The smallest sample (and its tolerance) meeting both error bounds, exactly under the binomial.
+    """The smallest sample (and its tolerance) meeting both error bounds: `sampling_plan.sampled_check_plan`.
 
     For fewer images than that sample needs, every image is re-scored, with the tolerance an
     honest file needs; the bound on cheats then holds only when `cheat` of the images is more
@@ -132,7 +123,7 @@ def spot_check_plan(
         error: the largest P(accept a cheat) and P(reject an honest file).
 
     Returns:
-        The sample size and the disagreements it tolerates (at most `LARGEST_SAMPLE` images).
+        The sample size and the disagreements it tolerates (at most `sampling_plan.LARGEST_SAMPLE` images).
 
     Raises:
         ValueError: `total_images` below 1, or rates outside 0 < honest < cheat < 1, 0 < error < 1.
@@ -141,12 +132,7 @@ def spot_check_plan(
         raise ValueError(f"a spot check needs at least one image, got {total_images}")
     if not 0 < honest < cheat < 1 or not 0 < error < 1:
         raise ValueError("need 0 < honest < cheat < 1 and 0 < error < 1")
-    for size in range(1, min(total_images, LARGEST_SAMPLE) + 1):
-        allowed = _tolerance(size, honest, error)
-        if binom.cdf(allowed, size, cheat) <= error:
-            return SpotCheckPlan(size, allowed)
-    size = min(total_images, LARGEST_SAMPLE)
-    return SpotCheckPlan(size, _tolerance(size, honest, error))
+    return SpotCheckPlan(*sampled_check_plan(total_images, caught=cheat, honest=honest, error=error))
 
 
 # Thresholded comparisons per axis of a relation (docs/scoring.md): directional and comparative
@@ -228,7 +214,7 @@ def sample_seed(secret: bytes, submission_id: str, digest: str) -> int:
 
 
 def draw_sample(total_images: int, plan: SpotCheckPlan, seed: int) -> list[int]:
-    """The positions to re-score, drawn without replacement.
+    """The positions to re-score, drawn without replacement (`sampling_plan.draw_positions`).
 
     Args:
         total_images: the images of the file.
@@ -238,4 +224,4 @@ def draw_sample(total_images: int, plan: SpotCheckPlan, seed: int) -> list[int]:
     Returns:
         min(sample size, total_images) positions in 0 .. total_images - 1, in ascending order.
     """
-    return sorted(random.Random(seed).sample(range(total_images), min(plan.sample_size, total_images)))
+    return draw_positions(total_images, plan.sample_size, seed)
