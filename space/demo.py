@@ -102,7 +102,7 @@ def _entry(name: str, key: str, results: list[ResultRecord], **fields: Any) -> E
         evaluator_version=results[0].evaluator_version,
         config_hash=results[0].config_hash,
         row={**row, "model": name},
-        detail=dict(detail),
+        detail=detail,
         **fields,
     )
 

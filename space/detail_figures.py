@@ -8,7 +8,7 @@ can be downloaded. Matplotlib's Agg canvas, no pyplot state.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ ACCURACY_COLUMNS = ["model", "axis", "key", "load", "accuracy"]  # axis: setting
 SETTING_KEYS: tuple[str, ...] = tuple(setting_label(p, n) for p, n in SETTINGS)
 
 
-def accuracy_frame(rows: Sequence[tuple[str, dict[str, Any]]], categories: bool = True) -> pd.DataFrame:
+def accuracy_frame(rows: Sequence[tuple[str, Mapping[str, Any]]], categories: bool = True) -> pd.DataFrame:
     """(label, leaderboard row) pairs → image accuracy (%) per setting (with its load) and, when
     `categories`, per category, one line each; a value a row does not have is left out."""
     lines = []

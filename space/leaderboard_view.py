@@ -25,6 +25,7 @@ from dataset_builder.vocabulary import CATEGORIES
 from evaluator.report import SETTING_LABELS, TABLE3_CATEGORIES, TABLE3_COLUMNS
 from evaluator.results import CAUSES
 from leaderboard.intake.identity import shown_identity
+from leaderboard.store.entries import ModelDetail
 from leaderboard.store.ranking import (
     PAPER_CITATION,
     PAPER_ROWS,
@@ -129,10 +130,10 @@ def awaiting_frame(entries: Sequence[Entry]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=AWAITING_COLUMNS)
 
 
-def _interval_text(detail: dict | None) -> str:
+def _interval_text(detail: ModelDetail | None) -> str:
     """The overall accuracy's interval as shown ("[13.9, 15.1]"), or `–` when the entry has none
     (stored before intervals were computed, or the paper's rows)."""
-    bounds = (detail or {}).get("overall_interval")
+    bounds = detail.get("overall_interval") if detail else None
     if not bounds or len(bounds) != 2 or not all(isinstance(b, (int, float)) and math.isfinite(b) for b in bounds):
         return MISSING_TEXT
     return f"[{bounds[0]:.1f}, {bounds[1]:.1f}]"
@@ -145,9 +146,9 @@ def status_cell(entry: Entry) -> str:
     mark = reproduction_mark(entry)
     if mark:
         label += f" · {mark}"
-    coverage = (entry.row or {}).get("coverage")
+    coverage = entry.row["coverage"] if entry.row else None
     if isinstance(coverage, (int, float)) and math.isfinite(coverage) and coverage < 100:
-        images = (entry.row or {}).get("images")
+        images = entry.row["images"] if entry.row else None
         scored = f"{images:,} images, " if isinstance(images, int) else ""
         label += f" · † {scored}{coverage:.1f}% of the corpus"
     return label
@@ -238,7 +239,7 @@ def model_status(entry: Entry) -> str:
 
 def polarity_frame(entry: Entry | None) -> pd.DataFrame:
     """Statement accuracy per category and polarity (long form, for the plot)."""
-    accuracy = (entry.detail or {}).get("statement_accuracy", {}) if entry else {}
+    accuracy = entry.detail["statement_accuracy"] if entry and entry.detail else {}
     rows = [
         {"category": c, "polarity": p, "accuracy": accuracy[c][p]}
         for c in CATEGORIES
@@ -324,7 +325,7 @@ def polarity_figure(entry: Entry | None):
 def causes_frame(entry: Entry | None) -> pd.DataFrame:
     """Failed statements per category and cause of one model; the category cells of an entry that
     is not verified say `UNVERIFIED`."""
-    causes = (entry.detail or {}).get("failure_causes", {}) if entry else {}
+    causes = entry.detail["failure_causes"] if entry and entry.detail else {}
     mark = f" ({UNVERIFIED})" if claimed(entry) else ""
     rows = [
         {

@@ -7,7 +7,9 @@ Percentages are floats in 0–100 (NaN for an empty cell, `keys.percent`); count
 
 from __future__ import annotations
 
-from typing import TypedDict
+# typing_extensions' TypedDict: pydantic validates these where a model holds them (the leaderboard's
+# `Entry.row`), and it needs that one below Python 3.12.
+from typing_extensions import TypedDict
 
 
 class Table3Numbers(TypedDict):

@@ -24,12 +24,13 @@ hash, every prompt × sample once), so they are kept too.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from evaluator.results import ObjectResult, ResultRecord, StatementResult, is_error_row, record_verdict
+from leaderboard.store.entries import ModelDetail
 
 if TYPE_CHECKING:  # the report is imported when numbers are computed, not with this module
-    from evaluator.report.numbers import LeaderboardRow, StatementAccuracy
+    from evaluator.report.numbers import LeaderboardRow
 
 # Field paths: "statements.cause" is the `cause` of every statement of a record.
 COMPARED_FIELDS: frozenset[str] = frozenset(
@@ -50,14 +51,6 @@ COMPARED_FIELDS: frozenset[str] = frozenset(
 )
 CHECKED_FIELDS: frozenset[str] = frozenset({"evaluator_version", "config_hash"})
 NOT_SCORED = "not scored"  # the error text of every error row once compared: only the state counts
-
-
-class ModelDetail(TypedDict):
-    """A submission's model detail, as the Space shows and stores it (`Entry.detail`)."""
-
-    statement_accuracy: dict[str, StatementAccuracy]  # by category (and `all`) × polarity
-    failure_causes: dict[str, dict[str, int]]  # by category: {cause: count, "failed": total}
-    overall_interval: list[float]  # the overall accuracy's 95% bootstrap interval over prompts, [low, high]
 
 
 class ShownNumbers(NamedTuple):

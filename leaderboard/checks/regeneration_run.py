@@ -131,18 +131,22 @@ def _record_reader(images: ImageSource, keys: list) -> Any:
 
 
 class _NotReproduced(Exception):
-    pass
+    """Why the entry's images cannot be regenerated, and the model its records name ("" when none)."""
+
+    def __init__(self, why: str, model_id: str = ""):
+        super().__init__(why)
+        self.model_id = model_id
 
 
 def _spec_of(record: GenerationRecord):
     from generation.reproduce import NotReproducible, recorded_spec
 
     if record.params_problem:
-        raise _NotReproduced(record.params_problem)
+        raise _NotReproduced(record.params_problem, record.model_id)
     try:
         return recorded_spec(record.model_id, record.model_key, record.params)
     except NotReproducible as error:
-        raise _NotReproduced(error.one_line()) from None
+        raise _NotReproduced(error.one_line(), record.model_id) from None
 
 
 def _write_not_reproduced(store: LeaderboardStore, entry: Entry, why: str, model_id: str = "") -> Entry:
@@ -301,7 +305,7 @@ def run_regeneration(
     try:
         spec, generator, rows = _source_and_generator(entry, results[0].model_key, keys, open_images, load)
     except _NotReproduced as why:
-        return _write_not_reproduced(store, entry, str(why))
+        return _write_not_reproduced(store, entry, str(why), why.model_id)
     except ImagesUnreachable:
         return entry  # tried again by the next run; the spot check, next, says why the entry waits
     except NegT2IError as error:  # the weights could not be loaded (missing here, private, gated ...)
@@ -329,10 +333,17 @@ def _source_and_generator(
     images = open_images(entry.images_repo, entry.images_revision, split)
     rows = _record_reader(images, keys)
     first = next(rows)
+    model_id = first[2].model_id
     spec = _spec_of(first[2])
     if load is None:
-        raise _NotReproduced("this verification run has no generation step")
-    return spec, load(spec), itertools.chain([first], rows)
+        raise _NotReproduced("this verification run has no generation step", model_id)
+    try:
+        generator = load(spec)
+    except NegT2IError as error:  # the weights could not be loaded (missing here, private, gated ...)
+        raise _NotReproduced(f"the model could not be loaded: {error.one_line()}", model_id) from None
+    except (ImportError, AttributeError, TypeError, ValueError) as error:  # a repo that is no such pipeline
+        raise _NotReproduced(f"the model could not be loaded ({type(error).__name__})", model_id) from None
+    return spec, generator, itertools.chain([first], rows)
 
 
 def _compare_in_batches(comparer: Comparer, plan: RegenerationPlan, rows: Iterable[Any]) -> None:

@@ -22,7 +22,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import NotRequired, TypedDict
 
+from evaluator.report.numbers import StatementAccuracy
 from evaluator.results import ResultRecord
 from leaderboard.text.submitted_names import confusable_key, name_key
 from negt2ibench.core.errors import NegT2IError, UserError
@@ -173,6 +175,47 @@ class JobRecord(BaseModel):
     updated_at: float = Field(default_factory=time.time)
 
 
+# An entry's leaderboard row as stored: the report's `LeaderboardRow` (Table 3's columns, in the order of
+# `evaluator.report.LEADERBOARD_COLUMNS`) after a JSON round trip, where a setting or category that none of
+# the file's images has is None (the report's NaN: JSON has none). tests/leaderboard/store/test_stores.py
+# holds the keys to the report's.
+EntryRow = TypedDict(
+    "EntryRow",
+    {
+        "model": str,
+        "1:0": float | None,
+        "0:1": float | None,
+        "2:0": float | None,
+        "1:1": float | None,
+        "0:2": float | None,
+        "2:1": float | None,
+        "1:2": float | None,
+        "2:2": float | None,
+        "color": float | None,
+        "material": float | None,
+        "comparative": float | None,
+        "depth": float | None,
+        "directional": float | None,
+        "proximity": float | None,
+        "overall": float | None,
+        "polarity_gap": float | None,
+        "coverage": float | None,
+        "images": int,
+    },
+)
+
+
+class ModelDetail(TypedDict):
+    """A submission's model detail, as the Space shows and stores it (`Entry.detail`; computed by
+    `leaderboard.checks.compared_fields.shown_numbers`)."""
+
+    statement_accuracy: dict[str, StatementAccuracy]  # by category (and `all`) × polarity
+    failure_causes: dict[str, dict[str, int]]  # by category: {cause: count, "failed": total}
+    # the overall accuracy's 95% bootstrap interval over prompts, [low, high] (not in entries stored before
+    # intervals were computed)
+    overall_interval: NotRequired[list[float]]
+
+
 class Entry(BaseModel):
     """One submission and its state."""
 
@@ -191,12 +234,12 @@ class Entry(BaseModel):
     reason: str = ""
     evaluator_version: str = ""
     config_hash: str = ""
-    row: dict[str, Any] | None = None  # leaderboard row (Table 3 columns) once validated
-    detail: dict[str, Any] | None = None  # per-model detail: polarity × category, failure causes
+    row: EntryRow | None = None  # leaderboard row (Table 3 columns) once validated
+    detail: ModelDetail | None = None  # per-model detail: polarity × category, failure causes
     attempts: int = 0  # spot checks tried (a pending one is retried)
     checked_at: float | None = None  # when the last spot check was tried (epoch seconds)
     verification: Verification | None = None  # how it was verified (or rejected)
-    claimed_row: dict[str, Any] | None = None  # the submitted numbers, once a full re-score replaced `row`
+    claimed_row: EntryRow | None = None  # the submitted numbers, once a full re-score replaced `row`
     run: RunClaim | None = None  # the verification run holding it now
     job: JobRecord | None = None  # the Space's verification job for it
     regeneration: Regeneration | None = None  # whether its images are the model's own (None: not checked)
@@ -209,25 +252,6 @@ def images_pin(entry: Entry) -> str:
     at = f"commit {revision[:12]}" if len(revision) == 40 else f"revision {revision}"
     typed = f" (submitted as {entry.images_ref})" if entry.images_ref and entry.images_ref != revision else ""
     return f"{entry.images_repo or '(none)'} at {at}{typed}"
-
-
-def with_status(
-    entry: Entry,
-    status: Status,
-    reason: str = "",
-    *,
-    row: dict | None = None,
-    detail: dict | None = None,
-    **fields: Any,
-) -> Entry:
-    """A copy of `entry` with a new status and reason (and its row/detail and other fields, e.g.
-    `attempts`, when given): both backends' update. The copy is validated as an `Entry`."""
-    changes: dict[str, Any] = {"status": status, "reason": reason, **fields}
-    if row is not None:
-        changes["row"] = row
-    if detail is not None:
-        changes["detail"] = detail
-    return changed(entry, changes)
 
 
 def changed(entry: Entry, changes: dict[str, Any]) -> Entry:
@@ -264,10 +288,6 @@ class LeaderboardStore(Protocol):
     def add_submission(self, entry: Entry, results: Iterable[ResultRecord] = ()) -> Entry:
         """Store an entry with its results atomically; nothing earlier is removed (the leaderboard
         shows each model's newest entry). Another submitter's model raises OwnershipError."""
-
-    def update_status(self, submission_id: str, status: Status, reason: str = "", **fields: Any) -> Entry:
-        """Set an entry's status and reason, and the other fields given (`with_status`: `row`,
-        `detail`, `attempts` ...); one write."""
 
     def modify(self, submission_id: str, decide: Decide) -> Entry:
         """Read the stored entry and every entry, and write `decide`'s changes to it, as one step

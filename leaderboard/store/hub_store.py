@@ -30,7 +30,6 @@ from leaderboard.store.entries import (
     checked,
     parse_results_blob,
     results_blob,
-    with_status,
 )
 from negt2ibench.core.atomic import write_atomic
 
@@ -219,12 +218,6 @@ class HubStore(HubAnnotations):
 
     def update_entry(self, submission_id: str, check=None, **changes: Any) -> Entry:
         return self.modify(submission_id, checked(check, changes))
-
-    def update_status(self, submission_id: str, status: Status, reason: str = "", **fields: Any) -> Entry:
-        def decide(current: Entry, entries: Any) -> dict[str, Any]:
-            return with_status(current, status, reason, **fields).model_dump()
-
-        return self.modify(submission_id, decide)
 
     def get_entry(self, submission_id: str) -> Entry:
         path = self._entry_path(submission_id)

@@ -47,7 +47,6 @@ from leaderboard.store.entries import (
     name_expired,
     parse_results_blob,
     results_blob,
-    with_status,
 )
 from leaderboard.store.hub_store import HubRemote, HubStore, UploadFn, hub_api, hub_uploader
 from negt2ibench.core.errors import UserError
@@ -81,7 +80,6 @@ __all__ = [
     "negt2i_home",
     "open_store",
     "open_store_at",
-    "with_status",
 ]
 
 DEFAULT_HOME = Path("~/.cache/negt2ibench")
@@ -186,12 +184,6 @@ class SQLiteStore(SQLiteAnnotations):
 
     def update_entry(self, submission_id: str, check: Check | None = None, **changes: Any) -> Entry:
         return self.modify(submission_id, checked(check, changes))
-
-    def update_status(self, submission_id: str, status: Status, reason: str = "", **fields: Any) -> Entry:
-        def decide(current: Entry, entries: Any) -> dict[str, Any]:
-            return with_status(current, status, reason, **fields).model_dump()
-
-        return self.modify(submission_id, decide)
 
     def _get(self, connection: sqlite3.Connection, submission_id: str) -> Entry:
         row = connection.execute("SELECT entry_json FROM entries WHERE submission_id = ?", (submission_id,)).fetchone()

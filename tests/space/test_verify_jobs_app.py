@@ -22,6 +22,7 @@ from gradio_client import Client, handle_file
 from dataset_builder.loading import load_prompts
 from leaderboard.jobs.job_backends import HfJobsBackend
 from leaderboard.store.sqlite_store import SQLiteStore
+from leaderboard.store.states import transition
 from leaderboard.text.submitted_names import plain_markdown
 from negt2ibench.core.hf_jobs import HfJobs, JobPackage
 from space.app import build_app
@@ -151,7 +152,7 @@ def test_the_submit_tab_shows_each_state_of_a_hub_job(prompts, data, tmp_path):
             "hf\\-jobs SCHEDULING · launch 2 · [logs](https://huggingface.co/jobs/space-owner/job0002)"
             " · last error: error\\: images not reachable\\: 401"
         )
-        store.update_status(entry.submission_id, "verified", "spot check: 652 of 652 re-scored images agree")  # the job
+        transition(store, entry, "verified", "spot check: 652 of 652 re-scored images agree")  # the job
         api.set_stage("job0002", "COMPLETED")
         wait_for(lambda: "COMPLETED" in shown(), "the completed job shown")
         row = submissions(client).iloc[0]

@@ -95,6 +95,7 @@ def test_a_model_that_cannot_be_loaded_is_verified_with_the_mark(world, tmp_path
     assert entry.regeneration.outcome == "not_reproduced" and entry.regeneration.checked == 0
     assert entry.regeneration.reason.startswith(f"{NOT_REPRODUCED}: the model could not be loaded")
     assert "private-org/checkpoint" in entry.regeneration.reason
+    assert entry.regeneration.model_id == "private-org/checkpoint"  # the record names the model it could not load
 
 
 def test_a_closed_model_made_by_a_function_is_not_regenerated(world, tmp_path):

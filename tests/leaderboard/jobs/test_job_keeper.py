@@ -10,6 +10,7 @@ from leaderboard.intake.submissions import withdraw
 from leaderboard.jobs.job_backends import HfJobsBackend, NoBackend, choose_backend, job_secrets
 from leaderboard.jobs.job_keeper import JobKeeper, JobPolicy, timeout_for
 from leaderboard.store.sqlite_store import NAME_HOLD_DAYS, Entry, SQLiteStore, name_conflict
+from leaderboard.store.states import transition
 from negt2ibench.core.errors import UsageError
 from negt2ibench.core.hf_jobs import HfJobs, JobPackage
 from tests.helpers.jobs_helpers import JobsHfApi
@@ -71,7 +72,7 @@ def test_a_job_is_launched_polled_and_done_when_its_run_lands_an_outcome(world):
     api.set_stage("job0001", "RUNNING")
     keeper.run_pass()
     assert store.get_entry(entry.submission_id).job.stage == "RUNNING"
-    store.update_status(entry.submission_id, "verified", "spot check: 652 of 652 re-scored images agree")  # the run
+    transition(store, entry, "verified", "spot check: 652 of 652 re-scored images agree")  # the run
     api.set_stage("job0001", "COMPLETED")
     keeper.run_pass()
     keeper.run_pass()
@@ -117,7 +118,7 @@ def test_a_job_that_completed_with_the_entry_still_waiting_is_launched_again_lat
     store, api, keeper, clock = world["store"], world["api"], world["keeper"], world["clock"]
     entry = waiting(store)
     keeper.run_pass()
-    store.update_status(entry.submission_id, "pending", "spot check waits (attempt 1): images not reachable")
+    transition(store, entry, "pending", "spot check waits (attempt 1): images not reachable")
     api.set_stage("job0001", "COMPLETED")
     keeper.run_pass()
     assert store.get_entry(entry.submission_id).job.stage == "COMPLETED" and len(api.called("run_uv_job")) == 1

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 
+from evaluator.report import LEADERBOARD_COLUMNS
+from evaluator.report.numbers import LeaderboardRow
 from evaluator.results import ResultRecord
+from leaderboard.store.entries import EntryRow, ModelDetail
 from leaderboard.store.sqlite_store import (
     Entry,
     HubStore,
@@ -21,6 +25,7 @@ from leaderboard.store.sqlite_store import (
     open_store,
     open_store_at,
 )
+from leaderboard.store.states import transition
 from negt2ibench.core.errors import UserError
 from tests.helpers.hub_helpers import HubDouble
 
@@ -77,19 +82,30 @@ def entry(name: str = "Model A", submitter: str = "alice", created_at: float = 1
     return Entry(model_name=name, model_key=model_key_of(name), submitter=submitter, created_at=created_at, **fields)
 
 
+def full_row(overall: float) -> EntryRow:
+    """A leaderboard row with every column (`evaluator.report.LEADERBOARD_COLUMNS`), each at OVERALL."""
+    values = {column: overall for column in LEADERBOARD_COLUMNS}
+    return cast(EntryRow, values | {"model": "Model A", "images": 19_200})
+
+
+def test_an_entrys_row_has_the_reports_columns_and_keeps_a_missing_setting_as_none(store):
+    assert tuple(EntryRow.__annotations__) == tuple(LeaderboardRow.__annotations__) == LEADERBOARD_COLUMNS
+    row = full_row(12.5) | {"2:2": float("nan")}  # a setting none of the file's images has, as the report gives it
+    first = store.add_submission(entry(), records(5))
+    stored = transition(store, first, "validated", "validated", row=row)
+    assert store.get_entry(stored.submission_id).row == full_row(12.5) | {"2:2": None}
+
+
 def test_add_get_list_update_roundtrip(store):
     assert isinstance(store, LeaderboardStore)
     first = store.add_submission(entry(), records(5))
     assert store.get_entry(first.submission_id) == first
     assert [r.prompt_id for r in store.get_results(first.submission_id)] == [r.prompt_id for r in records(5)]
-    updated = store.update_status(
-        first.submission_id,
-        "verified",
-        "spot check: 8 of 8 agree",
-        row={"overall": 12.5},
-        detail={"failure_causes": {}},
-    )
-    assert (updated.status, updated.reason, updated.row) == ("verified", "spot check: 8 of 8 agree", {"overall": 12.5})
+    detail: ModelDetail = {"statement_accuracy": {}, "failure_causes": {}, "overall_interval": [11.5, 13.5]}
+    validated = transition(store, first, "validated", "validated", row=full_row(12.5), detail=detail)
+    updated = transition(store, validated, "verified", "spot check: 8 of 8 agree")
+    assert (updated.status, updated.reason, updated.row) == ("verified", "spot check: 8 of 8 agree", full_row(12.5))
+    assert updated.detail == detail
     assert store.list_entries("verified") == [updated]
     assert store.list_entries("pending") == []
     assert reopen(store).get_entry(first.submission_id) == updated  # persisted
@@ -136,7 +152,7 @@ def test_unknown_submission_is_a_clear_error(store):
     with pytest.raises(StoreError, match="no submission"):
         store.get_entry("0" * 32)
     with pytest.raises(StoreError, match="no submission"):
-        store.update_status("not-an-id", "verified")
+        store.update_entry("not-an-id", reason="verified")
 
 
 def test_hub_backend_commits_entry_and_results_together(tmp_path):
@@ -148,7 +164,7 @@ def test_hub_backend_commits_entry_and_results_together(tmp_path):
         [f"results/{added.submission_id}.jsonl.gz", f"submissions/{added.submission_id}.json"]
     )
     assert json.loads(commit["bytes"][f"submissions/{added.submission_id}.json"])["model_name"] == "Model A"
-    hub.update_status(added.submission_id, "rejected", "spot check disagrees")
+    transition(hub, added, "rejected", "spot check disagrees")
     assert upload.commits[-1]["added"] == [f"submissions/{added.submission_id}.json"]
 
 
@@ -163,7 +179,7 @@ def test_hub_backend_failed_upload_restores_local_state(tmp_path):
     assert sorted(p.name for p in (tmp_path / "clone" / "results").iterdir()) == [f"{kept.submission_id}.jsonl.gz"]
     upload.fail_next = True
     with pytest.raises(ConnectionError):
-        hub.update_status(kept.submission_id, "verified", "ok")
+        transition(hub, kept, "validated", "ok")
     assert hub.get_entry(kept.submission_id).status == "received"  # the local clone matches the repo again
     assert not [p for p in (tmp_path / "clone").rglob("*.tmp")]
 
@@ -227,7 +243,7 @@ def test_open_store_runs_from_repo_against_the_hub(tmp_path, monkeypatch, capsys
         ("snapshot_download", "org/results", "dataset", None),  # the api's own token
     ]
     added = first.add_submission(entry(), records(3))
-    first.update_status(added.submission_id, "validated", "validated")
+    transition(first, added, "validated", "validated")
     # each write: the head read, the entries brought to it, one commit on it
     assert [call[0] for call in api.calls[2:]] == ["repo_info", "snapshot_download", "create_commit"] * 2
     assert sorted(p.relative_to(remote).as_posix() for p in remote.rglob("*") if p.is_file()) == [
