@@ -257,6 +257,63 @@ def _single_category(predicates: Sequence[str]) -> Category:
     return categories[0]
 
 
+def _attribute_statements(
+    listing: str, items: Sequence[tuple[str, str | None, Polarity]], objects: list[str]
+) -> list[Statement]:
+    """The statements of an attribute prompt: one per listed object that has a value (or non-value)."""
+    statements: list[Statement] = []
+    texts = _split_list(listing)
+    for noun, value, polarity in items:
+        if value is None:
+            continue
+        statements.append(
+            Statement(
+                index=len(statements),
+                polarity=polarity,
+                subject=noun,
+                target=None,
+                predicate=value,
+                text=texts[objects.index(noun)],
+            )
+        )
+    if not statements:
+        raise PromptParseError("the prompt states nothing to score: give an object a value, or add a 'where' clause")
+    return statements
+
+
+def _relation_statements(
+    clause: str, items: Sequence[tuple[str, str | None, Polarity]], objects: list[str]
+) -> list[Statement]:
+    """The statements of a relation prompt: one per verb phrase of its 'where the' CLAUSE."""
+    if any(value is not None for _, value, _ in items):
+        raise PromptParseError("a prompt is either about attributes or about relations, not both")
+    # Multi-word subjects ("tv remote"): take the longest listed object the clause starts with.
+    candidates = [o for o in objects if clause.startswith(o + " ")]
+    if not candidates:
+        raise PromptParseError(f"after 'where the' name one of the listed objects {objects}")
+    subject = max(candidates, key=len)
+    verb_phrases = clause[len(subject) + 1 :]
+    statements: list[Statement] = []
+    for phrase in _split_list(verb_phrases):
+        polarity, predicate, target = _parse_verb_phrase(phrase, objects)
+        if target == subject:
+            raise PromptParseError(f"{phrase!r} relates the {subject} to itself")
+        statements.append(
+            Statement(
+                index=len(statements),
+                polarity=polarity,
+                subject=subject,
+                target=target,
+                predicate=predicate,
+                text=phrase,
+            )
+        )
+    targets = [s.target for s in statements]
+    if len(set(targets)) != len(targets):
+        raise PromptParseError("each target may appear in one relation only")
+    return statements
+
+
 def parse_prompt(text: str) -> PromptRecord:
     """Parse a prompt of the benchmark's grammar into a record (ids "custom").
 
@@ -273,52 +330,10 @@ def parse_prompt(text: str) -> PromptRecord:
     if len(set(objects)) != len(objects):
         raise PromptParseError(f"each object may appear once in the list; got {objects}")
 
-    statements: list[Statement] = []
-    if not where:
-        texts = _split_list(listing)
-        for noun, value, polarity in items:
-            if value is None:
-                continue
-            statements.append(
-                Statement(
-                    index=len(statements),
-                    polarity=polarity,
-                    subject=noun,
-                    target=None,
-                    predicate=value,
-                    text=texts[objects.index(noun)],
-                )
-            )
-        if not statements:
-            raise PromptParseError(
-                "the prompt states nothing to score: give an object a value, or add a 'where' clause"
-            )
+    if where:
+        statements = _relation_statements(clause, items, objects)
     else:
-        if any(value is not None for _, value, _ in items):
-            raise PromptParseError("a prompt is either about attributes or about relations, not both")
-        # Multi-word subjects ("tv remote"): take the longest listed object the clause starts with.
-        candidates = [o for o in objects if clause.startswith(o + " ")]
-        if not candidates:
-            raise PromptParseError(f"after 'where the' name one of the listed objects {objects}")
-        subject = max(candidates, key=len)
-        verb_phrases = clause[len(subject) + 1 :]
-        for phrase in _split_list(verb_phrases):
-            polarity, predicate, target = _parse_verb_phrase(phrase, objects)
-            if target == subject:
-                raise PromptParseError(f"{phrase!r} relates the {subject} to itself")
-            statements.append(
-                Statement(
-                    index=len(statements),
-                    polarity=polarity,
-                    subject=subject,
-                    target=target,
-                    predicate=predicate,
-                    text=phrase,
-                )
-            )
-        targets = [s.target for s in statements]
-        if len(set(targets)) != len(targets):
-            raise PromptParseError("each target may appear in one relation only")
+        statements = _attribute_statements(listing, items, objects)
 
     category = _single_category([s.predicate for s in statements])
     num_pos = sum(s.polarity == "positive" for s in statements)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .corpus import CORPUS_VERSION
 from .grammar import PromptParseError, grammar_issues, parse_prompt, render_prompt
-from .layout import PROMPTS_JSONL
+from .layout import CARD_FILE, PROMPTS_JSONL
 from .records import PromptRecord
 from .vocabulary import (
     ATTRIBUTE_CATEGORIES,
@@ -53,6 +53,21 @@ class Violation:
 
 def record_violations(record: PromptRecord) -> list[str]:
     """What is wrong with one record on its own (ids, counts, vocabulary, text ↔ metadata, English)."""
+    problems = _id_problems(record)
+    if record.category not in CATEGORIES:
+        return problems + [f"unknown category {record.category!r}"]
+    kind = kind_of(record.category)
+    if record.kind != kind:
+        problems.append(f"kind {record.kind!r} should be {kind!r}")
+    problems += _statement_problems(record)
+    problems += _object_problems(record, kind)
+    if problems:
+        return problems  # text checks below assume consistent metadata
+    return _text_problems(record, kind)
+
+
+def _id_problems(record: PromptRecord) -> list[str]:
+    """The record's prompt id, group id and setting against its category, num_pos and num_neg."""
     problems: list[str] = []
     match = _PROMPT_ID.match(record.prompt_id)
     load = record.num_pos + record.num_neg
@@ -73,13 +88,14 @@ def record_violations(record: PromptRecord) -> list[str]:
         problems.append(f"setting {record.num_pos}:{record.num_neg} is not one of the benchmark's eight")
     if record.setting != setting_name(record.num_pos, record.num_neg) or record.load != load:
         problems.append("setting / load disagree with num_pos and num_neg")
-    if record.category not in CATEGORIES:
-        return problems + [f"unknown category {record.category!r}"]
-    kind = kind_of(record.category)
-    if record.kind != kind:
-        problems.append(f"kind {record.kind!r} should be {kind!r}")
+    return problems
 
+
+def _statement_problems(record: PromptRecord) -> list[str]:
+    """The statements' indexes, polarities, values (of a known category) and texts."""
+    problems: list[str] = []
     statements = record.statements
+    load = record.num_pos + record.num_neg
     if [s.index for s in statements] != list(range(len(statements))) or len(statements) != load:
         problems.append(f"expected statements indexed 0..{load - 1}")
     polarities = [s.polarity for s in statements]
@@ -91,7 +107,13 @@ def record_violations(record: PromptRecord) -> list[str]:
             problems.append(f"statement {statement.index}: {statement.predicate!r} is not a {record.category} value")
         if statement.text not in record.prompt:
             problems.append(f"statement {statement.index}: its text {statement.text!r} is not in the prompt")
-    objects = record.objects
+    return problems
+
+
+def _object_problems(record: PromptRecord, kind: str) -> list[str]:
+    """The objects' classes, and how the statements of KIND name them as subjects and targets."""
+    problems: list[str] = []
+    statements, objects = record.statements, record.objects
     unknown = [o for o in objects if o not in _CLASSES]
     if unknown:
         problems.append(f"unknown object classes {unknown}")
@@ -109,9 +131,13 @@ def record_violations(record: PromptRecord) -> list[str]:
             s.subject != objects[0] or s.target != t for s, t in zip(statements, objects[1:], strict=False)
         ):
             problems.append("relation statements must share the subject objects[0] and target objects[1:] in order")
-    if problems:
-        return problems  # text checks below assume consistent metadata
+    return problems
 
+
+def _text_problems(record: PromptRecord, kind: str) -> list[str]:
+    """The prompt's text against its (consistent) metadata: mention order, rendering, parsing, English."""
+    problems: list[str] = []
+    statements, objects = record.statements, record.objects
     position = 0
     for name in objects:  # mention order
         found = re.search(rf"\b{re.escape(name)}\b", record.prompt[position:])
@@ -119,6 +145,7 @@ def record_violations(record: PromptRecord) -> list[str]:
             problems.append(f"object {name!r} is not mentioned in order")
             break
         position += found.end()
+    polarities = [s.polarity for s in statements]
     prompt, texts = render_prompt(kind, objects, polarities, [s.predicate for s in statements])
     if prompt != record.prompt or texts != [s.text for s in statements]:
         problems.append(f"text does not match its metadata (expected {prompt!r})")
@@ -148,7 +175,17 @@ def corpus_violations(records: Sequence[PromptRecord]) -> list[Violation]:
                 violations.append(
                     Violation(f"{category}_{setting_name(p, n)}", f"{count} prompts, expected {PROMPTS_PER_SETTING}")
                 )
+    violations += _duplicate_text_violations(records)
+    # A group's missing settings are only reported on a complete corpus (a partial one lacks many).
+    violations += _group_violations(records, complete=len(records) == expected_total)
+    for category in CATEGORIES:
+        violations += _balance_violations(records, category)
+    return violations
 
+
+def _duplicate_text_violations(records: Sequence[PromptRecord]) -> list[Violation]:
+    """Each prompt whose text another prompt of its setting has too."""
+    violations: list[Violation] = []
     by_text: dict[tuple[str, str], list[str]] = defaultdict(list)
     for record in records:
         by_text[(record.setting, record.prompt)].append(record.prompt_id)
@@ -158,7 +195,12 @@ def corpus_violations(records: Sequence[PromptRecord]) -> list[Violation]:
                 Violation(i, f"same text as {', '.join(x for x in prompt_ids if x != i)} in {setting}")
                 for i in prompt_ids
             ]
+    return violations
 
+
+def _group_violations(records: Sequence[PromptRecord], complete: bool) -> list[Violation]:
+    """Matched groups: same objects and predicates in every member, and (when COMPLETE) every setting."""
+    violations: list[Violation] = []
     groups: dict[str, list[PromptRecord]] = defaultdict(list)
     for record in records:
         groups[record.group_id].append(record)
@@ -176,44 +218,46 @@ def corpus_violations(records: Sequence[PromptRecord]) -> list[Violation]:
         load = first.load
         expected_settings = {setting_name(p, n) for p, n in SETTINGS if p + n == load}
         present = {m.setting for m in members}
-        if present != expected_settings and len(records) == expected_total:
+        if present != expected_settings and complete:
             missing = sorted(expected_settings - present)
             violations.append(Violation(group_id, f"group lacks settings {', '.join(missing) or '-'}"))
+    return violations
 
-    for category in CATEGORIES:
-        draws = {r.group_id: r.objects for r in records if r.category == category}
-        if not draws:
-            continue
-        uses = Counter({name: 0 for name in OBJECT_CLASSES})
-        uses.update(name for objects in draws.values() for name in objects)
-        low, high = min(uses.values()), max(uses.values())
-        if high - low > 1:
-            rare = sorted(n for n, c in uses.items() if c == low)[:5]
-            common = sorted(n for n, c in uses.items() if c == high)[:5]
-            violations.append(
-                Violation(
-                    category,
-                    f"class use ranges {low}..{high} over {len(draws)} groups "
-                    f"(least: {', '.join(rare)}; most: {', '.join(common)})",
-                )
+
+def _balance_violations(records: Sequence[PromptRecord], category: str) -> list[Violation]:
+    """CATEGORY's class use over its groups, then its value use per setting and polarity."""
+    violations: list[Violation] = []
+    draws = {r.group_id: r.objects for r in records if r.category == category}
+    if not draws:
+        return violations
+    uses = Counter({name: 0 for name in OBJECT_CLASSES})
+    uses.update(name for objects in draws.values() for name in objects)
+    low, high = min(uses.values()), max(uses.values())
+    if high - low > 1:
+        rare = sorted(n for n, c in uses.items() if c == low)[:5]
+        common = sorted(n for n, c in uses.items() if c == high)[:5]
+        violations.append(
+            Violation(
+                category,
+                f"class use ranges {low}..{high} over {len(draws)} groups "
+                f"(least: {', '.join(rare)}; most: {', '.join(common)})",
             )
-        for p, n in SETTINGS:
-            setting = setting_name(p, n)
-            for polarity in ("positive", "negated"):
-                counts = Counter({value: 0 for value in CATEGORY_VOCABULARY[category]})
-                counts.update(
-                    s.predicate
-                    for r in records
-                    if r.category == category and r.setting == setting
-                    for s in r.statements
-                    if s.polarity == polarity
+        )
+    for p, n in SETTINGS:
+        setting = setting_name(p, n)
+        for polarity in ("positive", "negated"):
+            counts = Counter({value: 0 for value in CATEGORY_VOCABULARY[category]})
+            counts.update(
+                s.predicate
+                for r in records
+                if r.category == category and r.setting == setting
+                for s in r.statements
+                if s.polarity == polarity
+            )
+            if sum(counts.values()) and max(counts.values()) - min(counts.values()) > 1:
+                violations.append(
+                    Violation(f"{category}_{setting}", f"{polarity} values unbalanced: {dict(sorted(counts.items()))}")
                 )
-                if sum(counts.values()) and max(counts.values()) - min(counts.values()) > 1:
-                    violations.append(
-                        Violation(
-                            f"{category}_{setting}", f"{polarity} values unbalanced: {dict(sorted(counts.items()))}"
-                        )
-                    )
     return violations
 
 
@@ -271,7 +315,7 @@ def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[V
     import pyarrow.parquet as pq
 
     from .hub import PROMPT_ARROW_SCHEMA
-    from .layout import CARD_FILE, PROMPTS_PARQUET
+    from .layout import PROMPTS_PARQUET
     from .loading import load_prompts
 
     root = Path(dataset_dir)
@@ -306,19 +350,7 @@ def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[V
                 violations += copy_differences(records, jsonl_records)
             elif jsonl_records:  # the parquet file is broken: check the corpus on its JSONL copy
                 records = jsonl_records
-    card = root / CARD_FILE
-    if not card.is_file():
-        violations.append(Violation(CARD_FILE, "missing"))
-    else:
-        text = card.read_text(encoding="utf-8")
-        if not text.startswith("---\n") or "config_name: prompts" not in text or "prompts/test-*.parquet" not in text:
-            violations.append(Violation(CARD_FILE, "no YAML `configs:` declaring the prompts config"))
-        stated = _CARD_VERSION.search(text)
-        if stated is None or stated.group(1) != CORPUS_VERSION:
-            found = f"corpus version {stated.group(1)}" if stated else "no corpus version"
-            violations.append(
-                Violation(CARD_FILE, f"states {found}; this code builds version {CORPUS_VERSION} (rebuild the folder)")
-            )
+    violations += _card_violations(root / CARD_FILE)
     from .benchmark import eval_yaml_check
     from .layout import EVAL_FILE
 
@@ -328,6 +360,23 @@ def validate_folder(dataset_dir: str | Path) -> tuple[list[PromptRecord], list[V
     else:  # one line, not one per empty cell of the corpus (the file violations above say why)
         violations.append(Violation("corpus", "no prompt records could be read from the folder"))
     return records, violations
+
+
+def _card_violations(card: Path) -> list[Violation]:
+    """The dataset card: present, declaring the prompts config, stating this code's corpus version."""
+    if not card.is_file():
+        return [Violation(CARD_FILE, "missing")]
+    violations: list[Violation] = []
+    text = card.read_text(encoding="utf-8")
+    if not text.startswith("---\n") or "config_name: prompts" not in text or "prompts/test-*.parquet" not in text:
+        violations.append(Violation(CARD_FILE, "no YAML `configs:` declaring the prompts config"))
+    stated = _CARD_VERSION.search(text)
+    if stated is None or stated.group(1) != CORPUS_VERSION:
+        found = f"corpus version {stated.group(1)}" if stated else "no corpus version"
+        violations.append(
+            Violation(CARD_FILE, f"states {found}; this code builds version {CORPUS_VERSION} (rebuild the folder)")
+        )
+    return violations
 
 
 def copy_differences(parquet: Sequence[PromptRecord], jsonl: Sequence[PromptRecord]) -> list[Violation]:

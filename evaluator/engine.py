@@ -282,6 +282,43 @@ class RecordRun:
         return sum((counts.error_reasons for counts in self.outputs.values()), Counter())
 
 
+def _pending_jobs(jobs: Sequence[Job], names: Sequence[str], done: Mapping[str, set], run: RecordRun) -> list[Job]:
+    """The jobs some output of NAMES lacks, each with the outputs it is `needed` for; RUN counts the rest."""
+    pending = []
+    for job in jobs:
+        needed = tuple(name for name in names if job.key not in done[name])
+        for name in names:
+            run.outputs[name].already_done += name not in needed
+        if needed:
+            pending.append(replace(job, needed=needed))
+    return pending
+
+
+def _record_sink(
+    writers: Mapping[str, RecordWriter],
+    run: RecordRun,
+    error_kinds: Sequence[str],
+    on_written: Callable[[str, Any], None] | None,
+) -> Callable[[list[tuple[str, Any]]], None]:
+    """What writes a job's (output name, record) pairs, counting each record written in RUN."""
+
+    def sink(pairs: list[tuple[str, Any]]) -> None:
+        for name, record in pairs:
+            if not writers[name].write(record):
+                continue
+            counts = run.outputs[name]
+            counts.written += 1
+            if record.error is not None:  # an error row, whatever its text (`results.is_error_row`)
+                counts.errors += 1
+                counts.error_reasons[error_kind(record.error, error_kinds)] += 1
+            else:
+                counts.passed += int(record.passed)
+            if on_written is not None:
+                on_written(name, record)
+
+    return sink
+
+
 def run_records(
     jobs: Sequence[Job],
     outputs: Mapping[str, str | Path],
@@ -312,29 +349,9 @@ def run_records(
     with ExitStack() as stack:
         writers = {name: stack.enter_context(files.writer(path)) for name, path in paths.items()}
         done = {name: set(writer.done) | set(skip.get(name, ())) for name, writer in writers.items()}
-        pending = []
-        for job in mine:
-            needed = tuple(name for name in paths if job.key not in done[name])
-            for name in paths:
-                run.outputs[name].already_done += name not in needed
-            if needed:
-                pending.append(replace(job, needed=needed))
+        pending = _pending_jobs(mine, list(paths), done, run)
         run.images = len(pending)
-
-        def sink(pairs: list[tuple[str, Any]]) -> None:
-            for name, record in pairs:
-                if not writers[name].write(record):
-                    continue
-                counts = run.outputs[name]
-                counts.written += 1
-                if record.error is not None:  # an error row, whatever its text (`results.is_error_row`)
-                    counts.errors += 1
-                    counts.error_reasons[error_kind(record.error, error_kinds)] += 1
-                else:
-                    counts.passed += int(record.passed)
-                if on_written is not None:
-                    on_written(name, record)
-
+        sink = _record_sink(writers, run, error_kinds, on_written)
         with tqdm(
             total=len(mine),
             initial=len(mine) - len(pending),

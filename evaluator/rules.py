@@ -204,6 +204,15 @@ def comparative(a: MaskGeometry, b: MaskGeometry, config: EvaluatorConfig) -> Re
     )
 
 
+def _depth_limits(gap: float, radius: float, band: float, config: EvaluatorConfig) -> tuple[float, float]:
+    """(facing gap limit in px, threshold on the normalised disparity difference) of the config's depth rule."""
+    if config.depth_rule == "facing_surface":
+        return gap + band, config.depth_base + config.depth_gap_slope * gap / radius
+    if config.depth_rule == "contact_band":
+        return band, config.depth_base
+    raise ValueError(f"unknown depth rule {config.depth_rule!r}; expected facing_surface or contact_band")
+
+
 def depth(
     mask_a: np.ndarray,
     a: MaskGeometry,
@@ -228,14 +237,7 @@ def depth(
     if not math.isfinite(spread):
         raise ValueError("disparity map holds non-finite values (NaN or inf)")
     band = float(config.depth_band_px)
-    if config.depth_rule == "facing_surface":
-        gap_limit = gap + band
-        threshold = config.depth_base + config.depth_gap_slope * gap / radius
-    elif config.depth_rule == "contact_band":
-        gap_limit = band
-        threshold = config.depth_base
-    else:
-        raise ValueError(f"unknown depth rule {config.depth_rule!r}; expected facing_surface or contact_band")
+    gap_limit, threshold = _depth_limits(gap, radius, band, config)
     measurements: dict[str, Measurement] = {
         "depth_rule": config.depth_rule,
         "gap": gap,

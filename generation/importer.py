@@ -87,29 +87,10 @@ def _validate(path: Path, prompt_ids: set[str]) -> tuple[_Candidate | None, str 
     return _Candidate(path, prompt_id, sample_index, data), None
 
 
-def import_images(
-    key: str,
-    folder: Path,
-    dataset_dir: Path,
-    prompts: Sequence[PromptRecord],
-    model_id: str | None = None,
-    num_images: int | None = None,
-    skip_bad: bool = False,
-    shard_size: int = 128,
-) -> ImportReport:
-    """Validate every file of FOLDER, then write the good ones as shards of split KEY.
-
-    With any bad file (unknown id, undecodable, not PNG, bad name) nothing is written unless
-    `skip_bad`. Images already in the split are skipped (an import can be resumed). Gaps are
-    reported against prompts × num_images images (num_images: the benchmark's 4 per prompt, or the
-    largest sample index seen + 1 when larger).
-    """
-    validate_key(key)
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise UserError(f"{folder} is not a folder")
-    report = ImportReport(key=key)
-    prompt_ids = {p.prompt_id for p in prompts}
+def _candidates(
+    folder: Path, prompt_ids: set[str], report: ImportReport
+) -> tuple[list[_Candidate], dict[ImageKey, Path]]:
+    """FOLDER's importable files and where each image came from; the others go to REPORT."""
     candidates: list[_Candidate] = []
     seen: dict[ImageKey, Path] = {}
     for path in sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")):
@@ -126,6 +107,11 @@ def import_images(
             continue
         seen[image_key] = path
         candidates.append(candidate)
+    return candidates, seen
+
+
+def _refuse_problems(report: ImportReport, candidates: list[_Candidate], folder: Path, skip_bad: bool) -> None:
+    """Raise `UserError` when there is nothing to import, or bad files and no `skip_bad`."""
     listed = "; ".join(report.problems[:10]) + (
         f"; ... {len(report.problems) - 10} more" if len(report.problems) > 10 else ""
     )
@@ -137,7 +123,18 @@ def import_images(
         found = f" (only {len(report.ignored)} other files, e.g. {report.ignored[0]})" if report.ignored else ""
         raise UserError(f"no {{prompt_id}}_{{sample_index}}.png files in {folder}{found}")
 
-    done = existing_keys(dataset_dir, key)
+
+def _write_candidates(
+    candidates: list[_Candidate],
+    done: set[ImageKey],
+    report: ImportReport,
+    dataset_dir: Path,
+    folder: Path,
+    model_id: str | None,
+    shard_size: int,
+) -> None:
+    """Write the candidates not DONE as shards of split `report.key`, counting them in REPORT."""
+    key = report.key
     params = json.dumps(
         {"source": "import-images", "folder": folder.name, "seed": "unknown (-1)", "versions": library_versions()},
         sort_keys=True,
@@ -162,6 +159,34 @@ def import_images(
             report.imported += 1
     finally:
         writer.flush()
+
+
+def import_images(
+    key: str,
+    folder: Path,
+    dataset_dir: Path,
+    prompts: Sequence[PromptRecord],
+    model_id: str | None = None,
+    num_images: int | None = None,
+    skip_bad: bool = False,
+    shard_size: int = 128,
+) -> ImportReport:
+    """Validate every file of FOLDER, then write the good ones as shards of split KEY.
+
+    With any bad file (unknown id, undecodable, not PNG, bad name) nothing is written unless
+    `skip_bad`. Images already in the split are skipped (an import can be resumed). Gaps are
+    reported against prompts × num_images images (num_images: the benchmark's 4 per prompt, or the
+    largest sample index seen + 1 when larger).
+    """
+    validate_key(key)
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise UserError(f"{folder} is not a folder")
+    report = ImportReport(key=key)
+    candidates, seen = _candidates(folder, {p.prompt_id for p in prompts}, report)
+    _refuse_problems(report, candidates, folder, skip_bad)
+    done = existing_keys(dataset_dir, key)
+    _write_candidates(candidates, done, report, dataset_dir, folder, model_id, shard_size)
 
     seen_samples = max((c.sample_index for c in candidates), default=-1) + 1
     samples = num_images if num_images is not None else max(SAMPLES_PER_PROMPT, seen_samples)

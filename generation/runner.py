@@ -26,7 +26,7 @@ from negt2ibench.core.options import check, positive_int
 from negt2ibench.core.versions import library_versions
 
 from .backends import CallableGenerator, GeneratedImage, ImageGenerator
-from .registry import ModelSpec
+from .registry import ModelSpec, validate_key
 from .shards import CompletenessReport, ImageKey, ImageRecord, ShardWriter, existing_keys, png_bytes
 from .work import SEED_RULE, WorkItem, plan_work, prompts_for
 
@@ -205,34 +205,9 @@ def generate_images(
     writer = store.writer(rank.rank)
     started = time.perf_counter()
     bar = tqdm(total=len(todo), unit="img", desc=f"{spec.key} r{rank.rank}", disable=not progress, file=sys.stderr)
-    position = 0
     encoder = _BackgroundEncoder(writer, spec, params, workers=encode_workers)
     try:
-        while position < len(todo):
-            batch = todo[position : position + summary.batch_size]
-            try:
-                images = generator([item.prompt for item in batch], [item.seed for item in batch])
-            except Exception as error:  # noqa: BLE001 - only out-of-memory is handled here
-                if not _is_out_of_memory(error):
-                    raise
-                _free_accelerator_memory()
-                if summary.batch_size == 1:
-                    raise UserError(
-                        f"out of memory on {device} even with batch size 1 for {spec.key}: free the GPU, "
-                        f"use a larger one, or a quantized model. Finished images are kept; rerun to resume"
-                    ) from None
-                summary.batch_size = max(1, summary.batch_size // 2)
-                bar.write(f"out of memory: retrying with batch size {summary.batch_size}")
-                continue
-            if len(images) != len(batch):
-                raise UserError(f"the model returned {len(images)} images for {len(batch)} prompts")
-            for item, generated in zip(batch, images, strict=False):
-                encoder.submit(item, generated)
-                summary.nsfw_flagged += int(generated.nsfw_flagged)
-            encoder.drain(keep=2 * summary.batch_size)  # bounded memory; the rest encodes during the next call
-            summary.generated += len(batch)
-            position += len(batch)
-            bar.update(len(batch))
+        _generate_batches(generator, spec, todo, encoder, summary, bar, device)
     finally:
         # Whatever stopped the loop, finished images reach disk (KeyboardInterrupt included).
         encoder.close()
@@ -241,6 +216,44 @@ def generate_images(
         summary.seconds = time.perf_counter() - started
         summary.shards = list(writer.written)
     return summary
+
+
+def _generate_batches(
+    generator: ImageGenerator,
+    spec: ModelSpec,
+    todo: Sequence[WorkItem],
+    encoder: _BackgroundEncoder,
+    summary: RunSummary,
+    bar: Any,
+    device: str,
+) -> None:
+    """Generate TODO batch by batch into ENCODER, counting in SUMMARY; out of memory halves the batch."""
+    position = 0
+    while position < len(todo):
+        batch = todo[position : position + summary.batch_size]
+        try:
+            images = generator([item.prompt for item in batch], [item.seed for item in batch])
+        except Exception as error:  # noqa: BLE001 - only out-of-memory is handled here
+            if not _is_out_of_memory(error):
+                raise
+            _free_accelerator_memory()
+            if summary.batch_size == 1:
+                raise UserError(
+                    f"out of memory on {device} even with batch size 1 for {spec.key}: free the GPU, "
+                    f"use a larger one, or a quantized model. Finished images are kept; rerun to resume"
+                ) from None
+            summary.batch_size = max(1, summary.batch_size // 2)
+            bar.write(f"out of memory: retrying with batch size {summary.batch_size}")
+            continue
+        if len(images) != len(batch):
+            raise UserError(f"the model returned {len(images)} images for {len(batch)} prompts")
+        for item, generated in zip(batch, images, strict=False):
+            encoder.submit(item, generated)
+            summary.nsfw_flagged += int(generated.nsfw_flagged)
+        encoder.drain(keep=2 * summary.batch_size)  # bounded memory; the rest encodes during the next call
+        summary.generated += len(batch)
+        position += len(batch)
+        bar.update(len(batch))
 
 
 def generate_with(
@@ -291,21 +304,46 @@ def generate_with(
         ...     return [Image.new("RGB", (64, 64), (seed % 256, 0, 0)) for seed in seeds]
         >>> summary = generate_with(solid, key="solid", out="build/negt2ibench", samples=1)  # doctest: +SKIP
     """
-    from .registry import validate_key
-
     key = validate_key(key)
     samples = check("samples", samples, positive_int)
+    _check_json_ready(settings)
+    out = Path(out)
+    prompts = list(prompts) if prompts is not None else prompts_for(out)
+    launch = launch or Launch.detect()
+    spec = _callable_spec(key, model_id, settings)
+    return _generate_and_finish(function, spec, prompts, samples, out, launch, batch_size, shard_size, merge, progress)
+
+
+def _check_json_ready(settings: dict[str, Any] | None) -> None:
+    """Refuse SETTINGS that cannot be recorded in each image's `params` JSON."""
     try:
         json.dumps(settings or {})
     except TypeError as error:
         raise UserError(f"settings must be JSON-ready (numbers, strings, lists, dicts): {error}") from None
-    out = Path(out)
-    prompts = list(prompts) if prompts is not None else prompts_for(out)
-    launch = launch or Launch.detect()
+
+
+def _callable_spec(key: str, model_id: str | None, settings: dict[str, Any] | None) -> ModelSpec:
+    """The `ModelSpec` of a model outside the registry: its split KEY, hub id and SETTINGS."""
     name = model_id or key
     spec = ModelSpec(key=key, hub_id=name, pipeline_class="", backend="callable", display_name=name)
     if settings:
         spec = ModelSpec(**{**spec.__dict__, "extra_settings": dict(settings)})
+    return spec
+
+
+def _generate_and_finish(
+    function: Callable[[list[str], list[int]], Sequence[Any]],
+    spec: ModelSpec,
+    prompts: Sequence[PromptRecord],
+    samples: int,
+    out: Path,
+    launch: Launch,
+    batch_size: int,
+    shard_size: int,
+    merge: bool,
+    progress: bool,
+) -> RunSummary:
+    """`generate_images` with FUNCTION, then (with MERGE) the split's completeness and card."""
     summary = generate_images(
         CallableGenerator(function),
         spec,
@@ -320,7 +358,7 @@ def generate_with(
     if merge:
         from .merge import finish_split
 
-        finished = finish_split(out, key, prompts, samples, launch)
+        finished = finish_split(out, spec.key, prompts, samples, launch)
         if finished is not None:
             summary.completeness, summary.card = finished
     return summary

@@ -19,7 +19,7 @@ from pathlib import Path
 from PIL import Image
 
 from dataset_builder.records import PromptIndex, PromptRecord
-from evaluator.engine import BatchStep, Failed, Job, run_records
+from evaluator.engine import BatchStep, Failed, Job, RecordRun, run_records
 from evaluator.loader import Loaded, Work
 from evaluator.results import ResultRecord, is_error_row
 from negt2ibench.core.errors import UserError
@@ -195,6 +195,33 @@ def judging_step(
     return BatchStep(forward, records, failure="judge failed")
 
 
+def _judge_all(
+    items: Sequence[JudgeItem],
+    index: PromptIndex,
+    adapter: JudgeAdapter,
+    paths: dict[str, Path],
+    summary: JudgeRun,
+    progress: bool,
+) -> RecordRun:
+    """The engine's run of every image in each mode of PATHS, counting the questions asked in SUMMARY."""
+
+    def count_questions(mode: str, record: ResultRecord) -> None:
+        if not is_error_row(record):
+            summary.modes[mode].questions += len(record.questions)
+
+    contexts = {m: record_context(adapter, m) for m in paths}
+    return run_records(
+        [Job(Work.look_up(item.image, index), item.model_key) for item in items],
+        paths,
+        judging_step(adapter, contexts, summary),
+        batch_size=max(1, adapter.batch_size),
+        desc=f"judge {adapter.spec.key}",
+        progress=progress,
+        error_kinds=ERROR_KINDS,
+        on_written=count_questions,
+    )
+
+
 def judge_images(
     items: Sequence[JudgeItem],
     prompts: PromptIndex | Sequence[PromptRecord],
@@ -240,23 +267,8 @@ def judge_images(
         total=len(items),
     )
     summary.load(adapter)
-
-    def count_questions(mode: str, record: ResultRecord) -> None:
-        if not is_error_row(record):
-            summary.modes[mode].questions += len(record.questions)
-
     started = time.perf_counter()
-    contexts = {m: record_context(adapter, m) for m in modes}
-    run = run_records(
-        [Job(Work.look_up(item.image, index), item.model_key) for item in items],
-        paths,
-        judging_step(adapter, contexts, summary),
-        batch_size=max(1, adapter.batch_size),
-        desc=f"judge {adapter.spec.key}",
-        progress=progress,
-        error_kinds=ERROR_KINDS,
-        on_written=count_questions,
-    )
+    run = _judge_all(items, index, adapter, paths, summary, progress)
     summary.finish(run, adapter, started)
     summary.write(out_path)
     return summary

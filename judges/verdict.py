@@ -40,6 +40,27 @@ def _cause(statement: Statement, absent: set[str]) -> Cause:
     return "forbidden_rendered" if statement.negated else "wrong_value"
 
 
+def _statement_results(
+    prompt: PromptRecord, by_element: dict[str, QuestionResult], absent: set[str]
+) -> list[StatementResult]:
+    """The prompt's statements that were asked about: satisfied where P(satisfied) > 0.5, else a cause."""
+    statements = []
+    for statement in prompt.statements:
+        answer = by_element.get(f"statement:{statement.index}")
+        if answer is None:
+            continue
+        satisfied = answer.p_satisfied > THRESHOLD
+        statements.append(
+            StatementResult(
+                index=statement.index,
+                polarity=statement.polarity,
+                satisfied=satisfied,
+                cause=None if satisfied else _cause(statement, absent),
+            )
+        )
+    return statements
+
+
 def judge_record(
     prompt: PromptRecord,
     questions: Sequence[Question],
@@ -81,20 +102,7 @@ def judge_record(
         if element.startswith("object:")
     ]
     absent = {obj.name for obj in objects if not obj.present}
-    statements = []
-    for statement in prompt.statements:
-        answer = by_element.get(f"statement:{statement.index}")
-        if answer is None:
-            continue
-        satisfied = answer.p_satisfied > THRESHOLD
-        statements.append(
-            StatementResult(
-                index=statement.index,
-                polarity=statement.polarity,
-                satisfied=satisfied,
-                cause=None if satisfied else _cause(statement, absent),
-            )
-        )
+    statements = _statement_results(prompt, by_element, absent)
     satisfaction = [a.p_satisfied for a in answered]
     return ResultRecord(
         prompt_id=prompt.prompt_id,

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 MAX_SIZE = 1333  # torchvision's default cap on the longer side
 MASK_THRESHOLD = 0.5  # on the pasted mask probabilities, as torchvision's documentation advises
 _MIN_BOX_SIDE = 1e-2  # torchvision's remove_small_boxes in its post-processing
+# One image's kept rows: class names, COCO labels, scores, boxes in the resized image.
+_Kept = tuple[list[str], list[int], torch.Tensor, torch.Tensor]
 
 
 def is_maskrcnn(config: EvaluatorConfig) -> bool:
@@ -133,10 +135,6 @@ class MaskRCNNDetector:
         """
         if pixel_values is not None:
             raise ValueError("Mask R-CNN makes its own input from the images: pixel_values must be None")
-        import supervision as sv
-        from torchvision.models.detection.transform import resize_boxes
-        from torchvision.ops import boxes as box_ops
-
         if not images:
             return []
         for names in wanted:
@@ -154,61 +152,57 @@ class MaskRCNNDetector:
         boxes_all = heads.box_coder.decode(box_regression, proposals).split([len(p) for p in proposals])
         scores_all = torch.softmax(class_logits.float(), -1).split([len(p) for p in proposals])
 
-        kept = []  # per image: (names, labels, scores, boxes in the resized image)
-        for boxes, scores, size, names in zip(boxes_all, scores_all, batch.image_sizes, wanted, strict=True):
-            boxes = box_ops.clip_boxes_to_image(boxes, size)
-            rows_names, rows_labels, rows_scores, rows_boxes = [], [], [], []
-            for name in dict.fromkeys(names):
-                label = self.class_ids[name]
-                class_scores, class_boxes = scores[:, label], boxes[:, label]
-                widths = class_boxes[:, 2] - class_boxes[:, 0]
-                heights = class_boxes[:, 3] - class_boxes[:, 1]
-                candidates = torch.nonzero(
-                    (class_scores >= self.presence_threshold) & (widths >= _MIN_BOX_SIDE) & (heights >= _MIN_BOX_SIDE)
-                ).flatten()
-                order = box_ops.nms(class_boxes[candidates], class_scores[candidates], heads.nms_thresh)
-                chosen = candidates[order][: self.per_class_cap]
-                rows_names += [name] * len(chosen)
-                rows_labels += [label] * len(chosen)
-                rows_scores.append(class_scores[chosen])
-                rows_boxes.append(class_boxes[chosen])
-            empty = torch.zeros((0, 4), device=self.device)
-            kept.append(
-                (
-                    rows_names,
-                    rows_labels,
-                    torch.cat(rows_scores) if rows_scores else torch.zeros(0, device=self.device),
-                    torch.cat(rows_boxes) if rows_boxes else empty,
-                )
-            )
-
+        kept = [  # per image: (names, labels, scores, boxes in the resized image)
+            self._keep(boxes, scores, size, names, heads.nms_thresh)
+            for boxes, scores, size, names in zip(boxes_all, scores_all, batch.image_sizes, wanted, strict=True)
+        ]
         probabilities: list[np.ndarray | None] = [None] * len(images)
         if with_masks and any(names for names, *_ in kept):
-            mask_features = heads.mask_head(
-                heads.mask_roi_pool(features, [boxes for *_, boxes in kept], batch.image_sizes)
-            )
-            logits = heads.mask_predictor(mask_features).float()
-            row_labels = torch.tensor([label for _, rows, _, _ in kept for label in rows], device=self.device)
-            chosen = logits[torch.arange(len(row_labels), device=self.device), row_labels].sigmoid().cpu().numpy()
-            probabilities = [part for part in np.split(chosen, np.cumsum([len(names) for names, *_ in kept])[:-1])]
+            probabilities = self._mask_probabilities(features, kept, batch.image_sizes)
+        return _detections(images, kept, batch.image_sizes, probabilities, with_masks)
 
-        results = []
-        for image, (names, labels, scores, boxes), size, probs in zip(
-            images, kept, batch.image_sizes, probabilities, strict=True
-        ):
-            xyxy = resize_boxes(boxes, list(size), list(frame_size(image)[::-1])).cpu().numpy().astype(np.float64)
-            data: dict[str, Any] = {"class_name": np.array(names, dtype=str)}
-            if with_masks:
-                data["mask_probs"] = probs if probs is not None else np.zeros((0, 28, 28), np.float32)
-            results.append(
-                sv.Detections(
-                    xyxy=xyxy.reshape(-1, 4),
-                    confidence=scores.cpu().numpy().astype(np.float64),
-                    class_id=np.array(labels, dtype=int),
-                    data=data,
-                )
-            )
-        return results
+    def _keep(
+        self, boxes: torch.Tensor, scores: torch.Tensor, size: tuple[int, int], names: Sequence[str], nms_iou: float
+    ) -> _Kept:
+        """One image's rows: per wanted class, its confident boxes after NMS, at most `per_class_cap`."""
+        from torchvision.ops import boxes as box_ops
+
+        boxes = box_ops.clip_boxes_to_image(boxes, size)
+        rows_names: list[str] = []
+        rows_labels: list[int] = []
+        rows_scores, rows_boxes = [], []
+        for name in dict.fromkeys(names):
+            label = self.class_ids[name]
+            class_scores, class_boxes = scores[:, label], boxes[:, label]
+            widths = class_boxes[:, 2] - class_boxes[:, 0]
+            heights = class_boxes[:, 3] - class_boxes[:, 1]
+            candidates = torch.nonzero(
+                (class_scores >= self.presence_threshold) & (widths >= _MIN_BOX_SIDE) & (heights >= _MIN_BOX_SIDE)
+            ).flatten()
+            order = box_ops.nms(class_boxes[candidates], class_scores[candidates], nms_iou)
+            chosen = candidates[order][: self.per_class_cap]
+            rows_names += [name] * len(chosen)
+            rows_labels += [label] * len(chosen)
+            rows_scores.append(class_scores[chosen])
+            rows_boxes.append(class_boxes[chosen])
+        empty = torch.zeros((0, 4), device=self.device)
+        return (
+            rows_names,
+            rows_labels,
+            torch.cat(rows_scores) if rows_scores else torch.zeros(0, device=self.device),
+            torch.cat(rows_boxes) if rows_boxes else empty,
+        )
+
+    def _mask_probabilities(
+        self, features: Any, kept: list[_Kept], image_sizes: list[tuple[int, int]]
+    ) -> list[np.ndarray | None]:
+        """Per image: the 28 × 28 mask probabilities of each kept row's class (the mask head runs on those only)."""
+        heads = self.network.roi_heads
+        mask_features = heads.mask_head(heads.mask_roi_pool(features, [boxes for *_, boxes in kept], image_sizes))
+        logits = heads.mask_predictor(mask_features).float()
+        row_labels = torch.tensor([label for _, rows, _, _ in kept for label in rows], device=self.device)
+        chosen = logits[torch.arange(len(row_labels), device=self.device), row_labels].sigmoid().cpu().numpy()
+        return [part for part in np.split(chosen, np.cumsum([len(names) for names, *_ in kept])[:-1])]
 
     @torch.inference_mode()
     def masks(self, detections: sv.Detections, width: int, height: int) -> np.ndarray:
@@ -224,6 +218,36 @@ class MaskRCNNDetector:
         boxes = torch.from_numpy(np.asarray(detections.xyxy, dtype=np.float32))
         pasted = paste_masks_in_image(probs, boxes, (height, width))
         return (pasted[:, 0] > MASK_THRESHOLD).numpy()
+
+
+def _detections(
+    images: Sequence[Frame],
+    kept: list[_Kept],
+    image_sizes: list[tuple[int, int]],
+    probabilities: list[np.ndarray | None],
+    with_masks: bool,
+) -> list[sv.Detections]:
+    """Each image's kept rows as `sv.Detections`, boxes in pixels of the original image."""
+    import supervision as sv
+    from torchvision.models.detection.transform import resize_boxes
+
+    results = []
+    for image, (names, labels, scores, boxes), size, probs in zip(
+        images, kept, image_sizes, probabilities, strict=True
+    ):
+        xyxy = resize_boxes(boxes, list(size), list(frame_size(image)[::-1])).cpu().numpy().astype(np.float64)
+        data: dict[str, Any] = {"class_name": np.array(names, dtype=str)}
+        if with_masks:
+            data["mask_probs"] = probs if probs is not None else np.zeros((0, 28, 28), np.float32)
+        results.append(
+            sv.Detections(
+                xyxy=xyxy.reshape(-1, 4),
+                confidence=scores.cpu().numpy().astype(np.float64),
+                class_id=np.array(labels, dtype=int),
+                data=data,
+            )
+        )
+    return results
 
 
 def _rgb(frame: Frame) -> Frame:

@@ -310,7 +310,6 @@ def matched_group_deltas(
         s = setting_index[setting]
         return percent(passed[c][s][k], total[c][s][k]) if total[c][s][k] else None
 
-    deltas: dict[tuple[str, str], list[float]] = defaultdict(list)
     sides: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
     for c, category in enumerate(TABLE3_CATEGORIES):
         for positive, negated in MATCHED_PAIRS:
@@ -321,24 +320,28 @@ def matched_group_deltas(
                 if pos_acc is None or neg_acc is None:
                     continue
                 for bucket in ((category, pair), (category, ALL), (ALL, pair), (ALL, ALL)):
-                    deltas[bucket].append(neg_acc - pos_acc)
                     sides[bucket].append((pos_acc, neg_acc))
     pairs = tuple(f"{p} vs {n}" for p, n in MATCHED_PAIRS) + (ALL,)
     table: dict[str, dict[str, MatchedDelta]] = {}
     for category in TABLE3_CATEGORIES + (ALL,):
-        table[category] = {}
-        for pair in pairs:
-            values = deltas.get((category, pair), [])
-            low, high = mean_interval(values, resamples=n_resamples, seed=seed, confidence=confidence)
-            table[category][pair] = {
-                "groups": len(values),
-                "positive": nanmean(p for p, _ in sides.get((category, pair), [])),
-                "negated": nanmean(n for _, n in sides.get((category, pair), [])),
-                "delta": nanmean(values),
-                "ci_low": low,
-                "ci_high": high,
-            }
+        table[category] = {
+            pair: _matched_delta(sides.get((category, pair), []), n_resamples, seed, confidence) for pair in pairs
+        }
     return table
+
+
+def _matched_delta(sides: list[tuple[float, float]], n_resamples: int, seed: int, confidence: float) -> MatchedDelta:
+    """One bucket's `groups`, mean `positive` and `negated` accuracies, `delta` and its bootstrap interval."""
+    values = [neg_acc - pos_acc for pos_acc, neg_acc in sides]
+    low, high = mean_interval(values, resamples=n_resamples, seed=seed, confidence=confidence)
+    return {
+        "groups": len(values),
+        "positive": nanmean(p for p, _ in sides),
+        "negated": nanmean(n for _, n in sides),
+        "delta": nanmean(values),
+        "ci_low": low,
+        "ci_high": high,
+    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -159,31 +159,7 @@ def read_report_inputs(paths: Iterable[str | Path], *, expected_samples: int = S
     chosen: dict[Key, tuple[FrozenResultRecord, str]] = {}
     configurations: dict[str, dict[tuple[str, str], str]] = {}  # model → (version, config hash) → first line
     for path in files:
-        try:
-            require_file(path, kind="result", error=ResultFileError)
-        except ResultFileError as error:
-            raise UserError(str(error)) from None
-        # Frozen twins: validated as ResultRecords are, with their messages, but a quarter of the memory
-        # (211,200 ResultRecords took 1.5 GiB, and the kernel's fresh pages for them a third of the report's time).
-        contents = parse_jsonl(path.read_bytes(), parse_frozen_result, source=str(path), kind="result", skip_bad=True)
-        notes = [InputNote(*_split_note(note)) for note in contents.bad + ([contents.torn] if contents.torn else [])]
-        for line, record in zip(contents.lines, contents.records, strict=True):
-            where = _where(path, line)
-            problem = record_problem(record, expected_samples)
-            if problem:
-                notes.append(InputNote(where, problem, record.prompt_id, record.sample_index))
-                continue
-            # Before deduplication: a second configuration of the same images would otherwise be
-            # dropped as "another result of this image" and the report would silently show one.
-            configurations.setdefault(record.model_key, {}).setdefault(
-                (record.evaluator_version, record.config_hash), where
-            )
-            previous = chosen.get(record.key)
-            if previous is None or (is_error_row(previous[0]) and not is_error_row(record)):
-                chosen[record.key] = (record, where)  # a scored record replaces an error row (a rerun fixed it)
-            elif not is_error_row(previous[0]) and not is_error_row(record) and previous[0] != record:
-                reason = f"another result of this image, different, is at {previous[1]} (that one is reported)"
-                notes.append(InputNote(where, reason, record.prompt_id, record.sample_index))
+        notes = _read_file(path, expected_samples, chosen, configurations)
         left_out += sorted(notes, key=lambda note: int(note.where.rsplit(":", 1)[1]))  # in line order
     kept = [chosen[key] for key in sorted(chosen)]
     if not kept:
@@ -200,6 +176,41 @@ def read_report_inputs(paths: Iterable[str | Path], *, expected_samples: int = S
         left_out=tuple(left_out),
         error_rows=tuple(errors),
     )
+
+
+def _read_file(
+    path: Path,
+    expected_samples: int,
+    chosen: dict[Key, tuple[FrozenResultRecord, str]],
+    configurations: dict[str, dict[tuple[str, str], str]],
+) -> list[InputNote]:
+    """One result file's lines left out; its reportable records go to CHOSEN, their configurations to CONFIGURATIONS."""
+    try:
+        require_file(path, kind="result", error=ResultFileError)
+    except ResultFileError as error:
+        raise UserError(str(error)) from None
+    # Frozen twins: validated as ResultRecords are, with their messages, but a quarter of the memory
+    # (211,200 ResultRecords took 1.5 GiB, and the kernel's fresh pages for them a third of the report's time).
+    contents = parse_jsonl(path.read_bytes(), parse_frozen_result, source=str(path), kind="result", skip_bad=True)
+    notes = [InputNote(*_split_note(note)) for note in contents.bad + ([contents.torn] if contents.torn else [])]
+    for line, record in zip(contents.lines, contents.records, strict=True):
+        where = _where(path, line)
+        problem = record_problem(record, expected_samples)
+        if problem:
+            notes.append(InputNote(where, problem, record.prompt_id, record.sample_index))
+            continue
+        # Before deduplication: a second configuration of the same images would otherwise be
+        # dropped as "another result of this image" and the report would silently show one.
+        configurations.setdefault(record.model_key, {}).setdefault(
+            (record.evaluator_version, record.config_hash), where
+        )
+        previous = chosen.get(record.key)
+        if previous is None or (is_error_row(previous[0]) and not is_error_row(record)):
+            chosen[record.key] = (record, where)  # a scored record replaces an error row (a rerun fixed it)
+        elif not is_error_row(previous[0]) and not is_error_row(record) and previous[0] != record:
+            reason = f"another result of this image, different, is at {previous[1]} (that one is reported)"
+            notes.append(InputNote(where, reason, record.prompt_id, record.sample_index))
+    return notes
 
 
 def _split_note(note: str) -> tuple[str, str]:

@@ -85,6 +85,15 @@ def _family_order(by_model: Mapping[str, Any], models: Mapping[str, tuple[str, s
     return known + [(model, OTHER_FAMILY) for model in by_model if model not in models]
 
 
+def _table3_columns(models: Mapping[str, tuple[str, str]] | None) -> tuple[Column, ...]:
+    """`TABLE3_COLUMNS`, or with MODELS their display names in the model column and a `family` column."""
+    if models is None:
+        return TABLE3_COLUMNS
+    names = {model: name for model, (_, name) in models.items()}
+    model_column = replace(MODEL, fmt=lambda key: names.get(key, key))
+    return (model_column, *TABLE3_COLUMNS[1:], Column("family", "Family", fmt=TEXT, in_markdown=False))
+
+
 def table3_table(
     by_model: Mapping[str, Mapping[str, Any]],
     provenance: Mapping[str, Mapping[str, str]] | None = None,
@@ -129,15 +138,10 @@ def table3_table(
         notes.append("† Incomplete, accuracies are over the scored images only: " + "; ".join(incomplete) + ".")
     if provenance and len({(p["evaluator_version"], p["config_hash"]) for p in provenance.values()}) > 1:
         notes.append(MIXED_CONFIGS_NOTE)
-    columns = TABLE3_COLUMNS
-    if models is not None:
-        names = {model: name for model, (_, name) in models.items()}
-        model_column = replace(MODEL, fmt=lambda key: names.get(key, key))
-        columns = (model_column, *TABLE3_COLUMNS[1:], Column("family", "Family", fmt=TEXT, in_markdown=False))
     return Table(
         "table3",
         "Table 3: image accuracy",
-        columns,
+        _table3_columns(models),
         rows,
         notes=notes,
         caption=TABLE3_CAPTION,

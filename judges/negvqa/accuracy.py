@@ -5,6 +5,7 @@ Pure: records in, numbers out.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 
@@ -108,6 +109,33 @@ def accuracies(records: Sequence[NegVQARecord], resamples: int, seed: int, confi
     }
 
 
+def _drop_figures(
+    members: Sequence[str],
+    macro: bool,
+    *,
+    values: Mapping[str, np.ndarray],
+    sums: Mapping[str, np.ndarray],
+    total: int,
+    confidence: float,
+) -> DropFigures:
+    """The drop over MEMBERS' pairs (VALUES: negated, original correct), TOTAL pairs in all."""
+    n = {s: len(values[s]) for s in members}
+    if macro:  # a domain: the mean of its sources' accuracies
+        means = np.mean([values[s].mean(axis=0) for s in members], axis=0)
+        draws = np.mean([sums[s] / n[s] for s in members], axis=0) if sums else None
+    else:  # overall: every pair once
+        means = np.sum([values[s].sum(axis=0) for s in members], axis=0) / total
+        draws = np.sum([sums[s] for s in members], axis=0) / total if sums else None
+    return {
+        "pairs": sum(n[s] for s in members),
+        "accuracy_original": float(means[1]),
+        "accuracy_negated": float(means[0]),
+        "drop": float(means[1] - means[0]),
+        "accuracy_original_ci": _interval(None if draws is None else draws[:, 1], confidence),
+        "drop_ci": _interval(None if draws is None else draws[:, 1] - draws[:, 0], confidence),
+    }
+
+
 def paired_drop(
     negated: Sequence[NegVQARecord], original: Sequence[NegVQARecord], resamples: int, seed: int, confidence: float
 ) -> OriginalDrop:
@@ -138,22 +166,7 @@ def paired_drop(
     n = {source: len(v) for source, v in values.items()}
     total = sum(n.values())
 
-    def figures(members: Sequence[str], macro: bool) -> DropFigures:
-        if macro:  # a domain: the mean of its sources' accuracies
-            means = np.mean([values[s].mean(axis=0) for s in members], axis=0)
-            draws = np.mean([sums[s] / n[s] for s in members], axis=0) if sums else None
-        else:  # overall: every pair once
-            means = np.sum([values[s].sum(axis=0) for s in members], axis=0) / total
-            draws = np.sum([sums[s] for s in members], axis=0) / total if sums else None
-        return {
-            "pairs": sum(n[s] for s in members),
-            "accuracy_original": float(means[1]),
-            "accuracy_negated": float(means[0]),
-            "drop": float(means[1] - means[0]),
-            "accuracy_original_ci": _interval(None if draws is None else draws[:, 1], confidence),
-            "drop_ci": _interval(None if draws is None else draws[:, 1] - draws[:, 0], confidence),
-        }
-
+    figures = functools.partial(_drop_figures, values=values, sums=sums, total=total, confidence=confidence)
     if not total:
         return {
             "pairs": 0,

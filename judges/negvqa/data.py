@@ -200,6 +200,18 @@ def _check_columns(found: set[str], columns: Mapping[str, tuple[str, ...]], expl
             )
 
 
+def _shared_images(
+    read: Sequence[tuple[Path, str, Row]], questions: list[NegVQAQuestion], fetchers: Mapping[str, Callable[[], Any]]
+) -> list[NegVQAQuestion]:
+    """QUESTIONS, in order, each whose image cell names another row fetching that row's image."""
+    by_row = {question.label: question for question in questions}
+    for _, shown, row in read:  # VLMEvalKit: a short image cell is the index of the row holding the image
+        question = by_row.get(f"{shown} row {row.number}")
+        if question and row.short_image and row.short_image in fetchers and row.short_image != question.question_id:
+            by_row[question.label] = replace(question, fetch=fetchers[row.short_image])
+    return [by_row[question.label] for question in questions]
+
+
 def questions_from_files(
     files: Sequence[Path], *, root: Path | None = None, columns: Mapping[str, str] | None = None, source: str = ""
 ) -> NegVQAData:
@@ -254,12 +266,7 @@ def questions_from_files(
         ids[question_id] = label
         fetchers[question_id] = fetch
         questions.append(parsed)
-    by_row = {question.label: question for question in questions}
-    for _, shown, row in read:  # VLMEvalKit: a short image cell is the index of the row holding the image
-        question = by_row.get(f"{shown} row {row.number}")
-        if question and row.short_image and row.short_image in fetchers and row.short_image != question.question_id:
-            by_row[question.label] = replace(question, fetch=fetchers[row.short_image])
-    ordered = [by_row[question.label] for question in questions]
+    ordered = _shared_images(read, questions, fetchers)
     listed = [line for *_, line in sorted(malformed)]
     return NegVQAData(ordered, listed, [str(path) for path in files], source or ", ".join(map(str, files)))
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from evaluator.engine import BatchStep, Failed, Job, RecordFiles, run_records
+from evaluator.engine import BatchStep, Failed, Job, RecordFiles, RecordRun, run_records
 from evaluator.loader import Loaded, Work
 from evaluator.resultio import check_appendable
 from negt2ibench.core.errors import UserError
@@ -136,6 +136,45 @@ def _prompts(question: NegVQAQuestion, forms: Sequence[str]) -> list[tuple[str, 
     return asked
 
 
+def _record(
+    adapter: JudgeAdapter, config_hash: str, job: Job, form: str, answer: Answer | None, error: str | None = None
+) -> NegVQARecord:
+    """The record of JOB's question in FORM: its ANSWER read against the form's key, or the ERROR row."""
+    question: NegVQAQuestion = job.work.record
+    original = form == "original"
+    text = question.original_question if original else question.question
+    key = question.original_answer if original else question.answer
+    if text is None or key is None:  # `_prompts` asks only the forms a question has
+        raise ValueError(f"question {question.question_id} has no {form} form")
+    fields: dict[str, Any] = {"probabilities": None, "letter": None, "correct": None}
+    if answer is not None:
+        scores, reply = answer
+        letter = likelier(scores)
+        fields = {
+            "probabilities": dict(zip(LETTERS, scores, strict=True)),
+            "letter": letter,
+            "correct": letter == key,
+            "generated": reply,
+            "generated_letter": generated_letter(reply, question.choices) if reply is not None else None,
+        }
+    return NegVQARecord(
+        judge=adapter.spec.key,
+        params=adapter.spec.params,
+        question_id=question.question_id,
+        form=cast(Form, form),  # one of FORMS: the engine's output names
+        source=question.source,
+        domain=question.domain,
+        question=text,
+        choices=list(question.choices),
+        answer=cast(Letter, key),  # the data's reader admits A or B only
+        label=question.label,
+        evaluator_version=NEGVQA_VERSION,
+        config_hash=config_hash,
+        error=error,
+        **fields,
+    )
+
+
 def negvqa_step(
     adapter: JudgeAdapter, config_hash: str, run: NegVQARun, *, generate: bool
 ) -> BatchStep[dict[str, Answer], NegVQARecord]:
@@ -173,46 +212,11 @@ def negvqa_step(
             start = end
         return answers
 
-    def record(job: Job, form: str, answer: Answer | None, error: str | None = None) -> NegVQARecord:
-        question: NegVQAQuestion = job.work.record
-        original = form == "original"
-        text = question.original_question if original else question.question
-        key = question.original_answer if original else question.answer
-        if text is None or key is None:  # `_prompts` asks only the forms a question has
-            raise ValueError(f"question {question.question_id} has no {form} form")
-        fields: dict[str, Any] = {"probabilities": None, "letter": None, "correct": None}
-        if answer is not None:
-            scores, reply = answer
-            letter = likelier(scores)
-            fields = {
-                "probabilities": dict(zip(LETTERS, scores, strict=True)),
-                "letter": letter,
-                "correct": letter == key,
-                "generated": reply,
-                "generated_letter": generated_letter(reply, question.choices) if reply is not None else None,
-            }
-        return NegVQARecord(
-            judge=adapter.spec.key,
-            params=adapter.spec.params,
-            question_id=question.question_id,
-            form=cast(Form, form),  # one of FORMS: the engine's output names
-            source=question.source,
-            domain=question.domain,
-            question=text,
-            choices=list(question.choices),
-            answer=cast(Letter, key),  # the data's reader admits A or B only
-            label=question.label,
-            evaluator_version=NEGVQA_VERSION,
-            config_hash=config_hash,
-            error=error,
-            **fields,
-        )
-
     def records(job: Job, outcome: dict[str, Answer] | Failed) -> list[tuple[str, NegVQARecord]]:
         forms = [form for form, _ in _prompts(job.work.record, job.needed)]
         if isinstance(outcome, Failed):
-            return [(form, record(job, form, None, outcome.reason)) for form in forms]
-        return [(form, record(job, form, outcome[form])) for form in forms]
+            return [(form, _record(adapter, config_hash, job, form, None, outcome.reason)) for form in forms]
+        return [(form, _record(adapter, config_hash, job, form, outcome[form])) for form in forms]
 
     return BatchStep(forward, records, failure="judge failed")
 
@@ -271,7 +275,24 @@ def run_negvqa(
     run.load(adapter)
 
     started = time.perf_counter()
-    result = run_records(
+    result = _ask_all(questions, paths, adapter, config_hash, run, generate, progress, num_workers)
+    run.finish(result, adapter, started)
+    run.write(out_path)  # a rerun with nothing left keeps the record of the run that did the work
+    return run
+
+
+def _ask_all(
+    questions: Sequence[NegVQAQuestion],
+    paths: dict[str, Path],
+    adapter: JudgeAdapter,
+    config_hash: str,
+    run: NegVQARun,
+    generate: bool,
+    progress: bool,
+    num_workers: int,
+) -> RecordRun:
+    """The engine's run of every question in each form of PATHS (a form's output is named by it)."""
+    return run_records(
         [Job(Work(question, question), adapter.spec.key) for question in questions],
         paths,
         negvqa_step(adapter, config_hash, run, generate=generate),
@@ -282,6 +303,3 @@ def run_negvqa(
         error_kinds=ERROR_KINDS,
         files=NEGVQA_FILES,
     )
-    run.finish(result, adapter, started)
-    run.write(out_path)  # a rerun with nothing left keeps the record of the run that did the work
-    return run
