@@ -150,9 +150,6 @@ def run_fresh_draw(
     Raises:
         UserError: no model or scorer here, or the images name no model to load.
     """
-    from generation.runner import ShardStore, generate_images
-    from generation.work import plan_work
-
     if load is None or score is None:
         raise UserError("a fresh draw needs the generation model and the scorer here (`verify-job --fresh-draw`)")
     results = store.get_results(entry.submission_id)
@@ -162,26 +159,35 @@ def run_fresh_draw(
     prompts = fresh_prompts(seed, per_cell)
     folder = work / f"{entry.submission_id}.fresh-{fresh_work_tag(secret, entry.submission_id)}"
     say(f"{entry.submission_id[:8]}: fresh draw of {len(prompts)} prompts x {SAMPLES_PER_PROMPT} images, {spec.hub_id}")
-    generator = load(spec)
-    work_items = plan_work(prompts, SAMPLES_PER_PROMPT)
-    store_images = ShardStore(folder, spec.key)
-    batch = GENERATION_BATCH
+    _generate_draw(load(spec), spec, prompts, folder, progress)
+    scored = score_folder(folder, spec, prompts, score)
+    return _stored(store, entry, _fresh_record(seed, len(prompts), scored, results))
+
+
+def _generate_draw(generator: Any, spec: Any, prompts: list[PromptRecord], folder: Path, progress: bool) -> None:
+    """Generate the draw's images into FOLDER (resumable), then let go of the model."""
+    from generation.runner import ShardStore, generate_images
+    from generation.work import plan_work
+
     generate_images(
         generator,
         spec,
-        work_items,
+        plan_work(prompts, SAMPLES_PER_PROMPT),
         folder,
-        batch_size=batch,
+        batch_size=GENERATION_BATCH,
         device="verify-job",
         progress=progress,
-        store=store_images,
+        store=ShardStore(folder, spec.key),
     )
     _free_memory(generator)
-    scored = score_folder(folder, spec, prompts, score)
+
+
+def _fresh_record(seed: int, prompts: int, scored: list[ResultRecord], results: list[ResultRecord]) -> FreshDraw:
+    """The draw's numbers as the entry stores them, each rounded to 2 decimals."""
     numbers = fresh_numbers(scored, results)
-    draw = FreshDraw(
+    return FreshDraw(
         seed=seed,
-        prompts=len(prompts),
+        prompts=prompts,
         images=len(scored),
         accuracy=round(numbers.accuracy, 2),
         interval=[round(value, 2) for value in numbers.interval],
@@ -190,4 +196,3 @@ def run_fresh_draw(
         gap=round(numbers.gap, 2),
         gap_interval=[round(value, 2) for value in numbers.gap_interval],
     )
-    return _stored(store, entry, draw)
