@@ -73,6 +73,24 @@ write_results(Path("full.jsonl"), load_prompts(None), "toy",
               passed=lambda p, s: (int(p.prompt_id[-3:]) * 7 + s * 3) % 10 < 3)
 """
 
+# Every command's and sub-command's --help, one file each under helps/ (as argparse prints it at COLUMNS=100).
+WRITE_HELPS = """
+import argparse
+from pathlib import Path
+from negt2ibench.cli import build_parser
+
+def walk(parser, names):
+    out = Path("helps") / ("_".join(names) or "negt2ibench")
+    out.parent.mkdir(exist_ok=True)
+    out.with_suffix(".txt").write_text(parser.format_help(), encoding="utf-8")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                walk(sub, [*names, name])
+
+walk(build_parser(), [])
+"""
+
 # A judge's agreement study: 600 images, 3 annotators, the scorer, Qwen3-VL-8B's three modes and its run
 # record (the records of tests/validation/test_agree_paper_tables.py, hand-derived there).
 WRITE_STUDY = """
@@ -188,6 +206,9 @@ def run_commands(tree: Path, work: Path, inputs: Path, into: Path, progress: boo
         (logs / f"{number:02d}.out").write_bytes(DURATION.sub(b"<duration>", done.stdout))
         (logs / f"{number:02d}.err").write_bytes(DURATION.sub(b"<duration>", done.stderr))
         (logs / f"{number:02d}.rc").write_text(f"{done.returncode}\n")
+    helps = python(tree, work, "-c", WRITE_HELPS)
+    (logs / "helps.err").write_bytes(helps.stderr)
+    (logs / "helps.rc").write_text(f"{helps.returncode}\n")
     for name in INPUTS:
         if (work / name).is_dir():
             shutil.rmtree(work / name)
@@ -227,8 +248,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="outputs_identical.py",
         description="Run the same output-writing commands (examples, build, validate, push --dry-run, "
         "report, eval-results, geneval summary, agree over the scorer's presets and over a judge's modes, "
-        "annotation-sample, annotations) on the same inputs with the code of REF and of this tree, and "
-        "compare every file written, byte for byte (sha256). Exit 1 if any differs.",
+        "annotation-sample, annotations, and every command's --help) on the same inputs with the code of REF "
+        "and of this tree, and compare every file written, byte for byte (sha256). Exit 1 if any differs.",
     )
     parser.add_argument(
         "--before",
