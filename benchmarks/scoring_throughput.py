@@ -238,6 +238,17 @@ def stage_seconds(folder: Path, prompts, perception, batch_size: int, out: Path)
     return {stage: seconds / len(prompts) for stage, seconds in totals.items()}
 
 
+def records_without_time(path: Path) -> bytes:
+    """The records of a results file with their `scored_at` left out: the moment each was scored differs
+    from run to run, everything else must not."""
+    lines = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        record.pop("scored_at", None)
+        lines.append(json.dumps(record, sort_keys=True))
+    return "\n".join(lines).encode("utf-8")
+
+
 def cpu_mode(args: argparse.Namespace) -> dict:
     workers = [int(value) for value in args.workers.split(",")]
     perception = build_perception("tiny", "cpu", args.batch_size, None)
@@ -258,7 +269,7 @@ def cpu_mode(args: argparse.Namespace) -> dict:
                 rates[count].append(rate)
                 cpus[count].append(cpu / len(prompts))
                 scoring[count].append(own / len(prompts))
-                contents.setdefault(out.read_bytes(), []).append(out.name)
+                contents.setdefault(records_without_time(out), []).append(out.name)
                 line.append(f"{count} workers {rate:5.2f} img/s")
             loads.append(load_average())
             print(f"run {repeat + 1}: " + ", ".join(line) + f"  (load average {loads[-1]:.1f})", flush=True)
@@ -285,7 +296,8 @@ def cpu_mode(args: argparse.Namespace) -> dict:
             f"{count} workers {bound:.2f} img/s ({bound / bounds[0]:.2f}×)" for count, bound in bounds.items()
         )
         print(f"bound on {cores} idle cores (projection from the CPU times above): {line}")
-    print(f"records identical across all {sum(map(len, contents.values()))} runs: {len(contents) == 1}")
+    runs = sum(map(len, contents.values()))
+    print(f"records identical across all {runs} runs (their `scored_at` aside): {len(contents) == 1}")
     print("CPU ms per image by stage (sequential):")
     for stage, seconds in stages.items():
         print(f"  {stage:12s} {seconds * 1000:7.1f}")

@@ -146,9 +146,9 @@ def status_cell(entry: Entry) -> str:
     mark = reproduction_mark(entry)
     if mark:
         label += f" · {mark}"
-    coverage = entry.row["coverage"] if entry.row else None
+    coverage = entry.row.get("coverage") if entry.row else None
     if isinstance(coverage, (int, float)) and math.isfinite(coverage) and coverage < 100:
-        images = entry.row["images"] if entry.row else None
+        images = entry.row.get("images") if entry.row else None
         scored = f"{images:,} images, " if isinstance(images, int) else ""
         label += f" · † {scored}{coverage:.1f}% of the corpus"
     return label
@@ -239,7 +239,7 @@ def model_status(entry: Entry) -> str:
 
 def polarity_frame(entry: Entry | None) -> pd.DataFrame:
     """Statement accuracy per category and polarity (long form, for the plot)."""
-    accuracy = entry.detail["statement_accuracy"] if entry and entry.detail else {}
+    accuracy = entry.detail.get("statement_accuracy", {}) if entry and entry.detail else {}
     rows = [
         {"category": c, "polarity": p, "accuracy": accuracy[c][p]}
         for c in CATEGORIES
@@ -325,7 +325,7 @@ def polarity_figure(entry: Entry | None):
 def causes_frame(entry: Entry | None) -> pd.DataFrame:
     """Failed statements per category and cause of one model; the category cells of an entry that
     is not verified say `UNVERIFIED`."""
-    causes = entry.detail["failure_causes"] if entry and entry.detail else {}
+    causes = entry.detail.get("failure_causes", {}) if entry and entry.detail else {}
     mark = f" ({UNVERIFIED})" if claimed(entry) else ""
     rows = [
         {

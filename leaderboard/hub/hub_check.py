@@ -55,9 +55,12 @@ class HubRow:
     rank: int
     model_id: str
     value: float | None
-    pull_request: int | None = None
+    pull_request: int | None = None  # its number, when the row is an open pull request's and names a readable one
     source_url: str | None = None
     problem: str = ""
+    # Whether the row is an open pull request's: any pull-request number the Hub sends, readable or not (a
+    # row whose number is "3" or 0 is not read as the merged file: a merged row is one that names none).
+    in_pull_request: bool = False
 
     @classmethod
     def of(cls, entry: Any) -> HubRow:
@@ -83,7 +86,12 @@ class HubRow:
             pull_request=pull if isinstance(pull, int) and not isinstance(pull, bool) and pull > 0 else None,
             source_url=url if isinstance(url, str) else None,
             problem=problem,
+            in_pull_request=pull is not None,
         )
+
+    def pull_request_text(self) -> str:
+        """How the row's pull request is named: "pull request #12", "pull request" (its number unreadable)."""
+        return f"pull request #{self.pull_request}" if self.pull_request is not None else "pull request"
 
     def value_text(self) -> str:
         return self.problem if self.value is None else f"{self.value:.1f}"
@@ -112,7 +120,7 @@ class HubReading:
 def pick_row(rows: Sequence[HubRow]) -> HubRow:
     """The row compared for one repo: its merged `.eval_results` (no pull request) before any
     pull request's, and among those the one the Hub ranks first."""
-    return min(rows, key=lambda row: (row.pull_request is not None, row.rank))
+    return min(rows, key=lambda row: (row.in_pull_request, row.rank))
 
 
 @dataclass(frozen=True)
@@ -353,7 +361,7 @@ def hub_check_lines(matches: Sequence[HubMatch], bad: Sequence[str] = ()) -> lis
     lines = []
     for match in matches:
         row = match.row
-        pr = f" (open pull request #{row.pull_request})" if row.pull_request else ""
+        pr = f" (open {row.pull_request_text()})" if row.in_pull_request else ""
         detail = ""
         if match.entry is not None:
             name = clip(match.entry.model_name, ID_CHARS)
@@ -362,7 +370,7 @@ def hub_check_lines(matches: Sequence[HubMatch], bad: Sequence[str] = ()) -> lis
         lines.append(f"#{row.rank} {clip(row.model_id, ID_CHARS)}{pr}: {value}: {match.text()}{detail}")
         if match.others:
             shown = ", ".join(
-                f"#{o.rank}" + (f" (pull request #{o.pull_request})" if o.pull_request else "") for o in match.others
+                f"#{o.rank}" + (f" ({o.pull_request_text()})" if o.in_pull_request else "") for o in match.others
             )
             lines.append(
                 f"  {len(match.others) + 1} rows name this repo; compared: #{row.rank} (a merged file before a pull "

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from evaluator.report.numbers import StatementAccuracy
 from evaluator.results import ResultRecord
@@ -177,7 +177,8 @@ class JobRecord(BaseModel):
 
 # An entry's leaderboard row as stored: the report's `LeaderboardRow` (Table 3's columns, in the order of
 # `evaluator.report.LEADERBOARD_COLUMNS`) after a JSON round trip, where a setting or category that none of
-# the file's images has is None (the report's NaN: JSON has none). tests/leaderboard/store/test_stores.py
+# the file's images has is None (the report's NaN: JSON has none). Every key is optional: an entry stored
+# by an earlier version may lack a column, so readers use `.get`. tests/leaderboard/store/test_stores.py
 # holds the keys to the report's.
 EntryRow = TypedDict(
     "EntryRow",
@@ -202,18 +203,19 @@ EntryRow = TypedDict(
         "coverage": float | None,
         "images": int,
     },
+    total=False,
 )
 
 
-class ModelDetail(TypedDict):
+class ModelDetail(TypedDict, total=False):
     """A submission's model detail, as the Space shows and stores it (`Entry.detail`; computed by
-    `leaderboard.checks.compared_fields.shown_numbers`)."""
+    `leaderboard.checks.compared_fields.shown_numbers`). Every key is optional, as in `EntryRow`."""
 
     statement_accuracy: dict[str, StatementAccuracy]  # by category (and `all`) × polarity
     failure_causes: dict[str, dict[str, int]]  # by category: {cause: count, "failed": total}
     # the overall accuracy's 95% bootstrap interval over prompts, [low, high] (not in entries stored before
     # intervals were computed)
-    overall_interval: NotRequired[list[float]]
+    overall_interval: list[float]
 
 
 class Entry(BaseModel):

@@ -50,7 +50,7 @@ class VerifiedImages:
             The entries `ranked_entries` shows, best overall first (ties by model name).
         """
         entries = ranked_entries(self.store.list_entries())
-        return sorted(entries, key=lambda e: (-((e.row["overall"] if e.row else None) or 0.0), e.model_name))
+        return sorted(entries, key=lambda e: (-((e.row.get("overall") if e.row else None) or 0.0), e.model_name))
 
     def entry_named(self, model: str | None) -> Entry | None:
         """The verified entry of a model.

@@ -50,6 +50,28 @@ def test_no_fresh_prompt_is_a_published_one_and_every_cell_holds_nine(secret, pu
     assert len({p.prompt for p in prompts}) == 432
 
 
+def test_each_cell_is_sampled_across_its_whole_pool_not_from_its_front():
+    """The 9 prompts of a cell are a uniform draw from the cell's unpublished prompts: over the 48 cells their
+    positions in the pool (corpus order) average near the middle and reach every fifth of it. A draw that
+    took the first 9 of each pool would average near 5% of the way in and never reach the back."""
+    from dataset_builder.corpus import build_fresh_corpus, published_combinations, record_combination
+
+    seed = fresh_seed(b"space secret", "0123456789abcdef0123456789abcdef")
+    published = published_combinations()
+    pools: dict[tuple[str, str], list[str]] = {}
+    for record in build_fresh_corpus(seed):
+        if record_combination(record) not in published:
+            pools.setdefault((record.category, record.setting), []).append(record.prompt_id)
+    positions = []  # each drawn prompt's place in its cell's pool, 0 (front) to 1 (back)
+    for prompt in fresh_prompts(seed):
+        pool = pools[(prompt.category, prompt.setting)]
+        positions.append(pool.index(prompt.prompt_id) / (len(pool) - 1))
+    assert len(positions) == 432 and min(len(pool) for pool in pools.values()) > 3 * FRESH_PER_CELL
+    assert 0.4 < sum(positions) / len(positions) < 0.6  # uniform: 0.5 (its standard error here is 0.014)
+    fifths = Counter(min(int(position * 5), 4) for position in positions)
+    assert all(70 <= fifths[k] <= 105 for k in range(5)), fifths  # 86.4 expected in each
+
+
 def test_the_same_secret_gives_the_same_draw_and_another_secret_another():
     entry = "0123456789abcdef0123456789abcdef"
     first = fresh_prompts(fresh_seed(b"space secret", entry), per_cell=1)

@@ -536,6 +536,28 @@ def test_each_hub_row_is_read_on_its_own(entries):
     assert flux.row.pull_request is None and flux.row.value == 41.3 and flux.others == ()  # rank 0: a bad row
 
 
+@pytest.mark.parametrize("pull", ["3", 0, -2, True, 3.5, "", [], {}])
+def test_a_row_whose_pull_request_number_is_unreadable_counts_as_a_pull_request(entries, pull):
+    """Only a row that names no pull request is a merged file: a number that is not a positive whole
+    number ("3", 0, a bool ...) is read as an open pull request, never in the merged file's place."""
+    template = dict(leaderboard_payload()[1])
+    forged = {**template, "rank": 1, "modelId": "black-forest-labs/FLUX.2-dev", "value": 99.0, "pullRequest": pull}
+    reading = read_hub_rows(RecordingHfApi(payload=[*leaderboard_payload(), forged]), DATASET)
+    flux = next(m for m in hub_matches(reading.rows, entries) if m.row.model_id == "black-forest-labs/FLUX.2-dev")
+    assert flux.row.value == 41.3 and not flux.row.in_pull_request  # the merged row is compared ...
+    assert [(o.value, o.in_pull_request, o.pull_request) for o in flux.others] == [(99.0, True, None)]  # ... not it
+
+
+def test_a_row_without_a_pull_request_is_the_merged_file_and_a_numbered_one_names_it(entries):
+    template = dict(leaderboard_payload()[1])
+    numbered = {**template, "rank": 1, "modelId": "black-forest-labs/FLUX.2-dev", "value": 99.0, "pullRequest": 7}
+    reading = read_hub_rows(RecordingHfApi(payload=[*leaderboard_payload(), numbered]), DATASET)
+    flux = next(m for m in hub_matches(reading.rows, entries) if m.row.model_id == "black-forest-labs/FLUX.2-dev")
+    assert flux.row.value == 41.3 and flux.row.pull_request is None and not flux.row.in_pull_request
+    [other] = flux.others
+    assert other.in_pull_request and other.pull_request == 7 and other.pull_request_text() == "pull request #7"
+
+
 def test_hub_check_reports_hostile_rows_as_text_and_goes_on(home, hub_api, entries, capsys):
     hub_api.payload = hostile_payload()
     hub_api.payload[-1]["rank"] = 4  # the pull request's row of FLUX (a valid rank this time)

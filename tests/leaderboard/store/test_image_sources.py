@@ -3,7 +3,9 @@ a pending entry's reason and a Gallery caption never carry a library's exception
 
 from __future__ import annotations
 
+import json
 import logging
+from pathlib import Path
 
 import httpx2
 import pytest
@@ -19,6 +21,7 @@ from leaderboard.store.image_sources import (
     HubImages,
     ImagesUnreachable,
     ParquetImages,
+    default_resolver,
     hub_commit,
     hub_images,
     images_token,
@@ -193,3 +196,40 @@ def test_a_revision_is_pinned_to_the_commit_it_names_now():
         hub_commit("org/images", "v9", api=api)
     with pytest.raises(ImagesUnreachable, match="is not a Hub repo id"):
         hub_commit("o" * 300 + "/x", "main", api=api)
+
+
+def test_a_submitted_branch_is_pinned_to_the_commit_the_hub_answers_through_the_real_client(monkeypatch):
+    """`default_resolver(hub_images)` is `hub_commit`, which asks the Hub through huggingface_hub's own
+    `HfApi.dataset_info` and its HTTP client; here the client's transport answers with a recorded
+    response (tests/data/hub/dataset_info_main.json, shaped as `GET /api/datasets/{repo}/revision/{rev}`
+    answers). What is kept is the commit the Hub names, never the branch as typed, and the request is made
+    without the Space's token (NEGT2I_IMAGES_TOKEN unset: no Authorization header)."""
+    import huggingface_hub
+    from huggingface_hub import constants
+    from huggingface_hub.utils import _http
+
+    recorded = json.loads((Path(__file__).resolve().parents[2] / "data" / "hub" / "dataset_info_main.json").read_text())
+    asked: list[httpx2.Request] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        asked.append(request)
+        if request.url.path == "/api/datasets/org/toy-images/revision/main":
+            return httpx2.Response(200, json=recorded)
+        return httpx2.Response(404, json={"error": "Repository not found"})
+
+    monkeypatch.delenv("NEGT2I_IMAGES_TOKEN", raising=False)
+    monkeypatch.setenv("HF_TOKEN", "hf_the_spaces_write_token")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # the suite runs offline; this transport is local
+    huggingface_hub.set_client_factory(lambda: httpx2.Client(transport=httpx2.MockTransport(answer)))
+    try:
+        resolve = default_resolver(hub_images)
+        assert resolve("org/toy-images", "main") == recorded["sha"]
+        with pytest.raises(ImagesUnreachable):
+            resolve("org/missing", "main")
+    finally:
+        huggingface_hub.set_client_factory(_http.default_client_factory)
+    assert [r.url.path for r in asked] == [
+        "/api/datasets/org/toy-images/revision/main",
+        "/api/datasets/org/missing/revision/main",
+    ]
+    assert all("authorization" not in r.headers for r in asked)
