@@ -1,6 +1,7 @@
 # The two commands of the README: `make run` and `make test`. Both create .venv if missing.
-# `make install` sets up .venv; its optional step `make browser` adds the headless browser that
-# the two browser tests need (.ci/run calls it before `make test`). `make docs` serves the manual.
+# `make install` sets up .venv; `make browser` adds the headless browser the browser tests need, and
+# `make test` runs it first (as root it installs Debian's chromium; otherwise the browser tests are
+# reported NOT RUN, with the command that installs it). `make docs` serves the manual.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -18,12 +19,12 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 install: $(VENV)/.installed
 
-# Optional step of `make install`: a headless browser for the browser tests, Debian's chromium
-# (Playwright's own download fails offline). As root it installs it; otherwise it says what to do.
+# A headless browser for the browser tests, Debian's chromium (Playwright's own download fails
+# offline); `make test` runs this first. As root it installs it; otherwise it says what to do.
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
-	  else echo "chromium missing: install Debian's chromium to run the browser test"; fi; }
+	  else echo "chromium missing: the browser tests will not run (as root, \`make browser\` installs Debian's chromium)"; fi; }
 
 # Ends by serving the Space on localhost: the built prompts, a SQLite leaderboard under NEGT2I_HOME
 # (default build/home here). Ctrl-C stops it.
@@ -48,7 +49,7 @@ lint: install
 # more than the cores: many tests wait on a server, a subprocess or a browser, and a third worker on two
 # cores fills that wait (figures in benchmarks/RESULTS.md, "The test gate").
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
-test: lint
+test: lint browser
 	$(PY) -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
 # The Space as ZeroGPU installs it: a Python 3.12 venv (pyenv's 3.12.1, PY312; ZeroGPU runs 3.12.12)

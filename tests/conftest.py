@@ -20,6 +20,7 @@ import sys
 import tempfile
 from collections.abc import Generator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -157,13 +158,29 @@ def _skip_reason(module: str) -> str:
     return f"needs {module}, not installed for Python {sys.version_info.major}.{sys.version_info.minor} here"
 
 
+# The browser tests drive Debian's chromium. `make test` installs it where it can (as root, `make browser`);
+# where it cannot, they are not run, and the run's summary says so and what installs it, in one line.
+CHROMIUM = Path("/usr/bin/chromium")
+BROWSER_NOT_RUN = "NOT RUN: no /usr/bin/chromium here; `make browser` installs it (as root), then run the tests again"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if WITHOUT_TORCH and item.get_closest_marker("torch"):
             item.add_marker(pytest.mark.skip(reason=_skip_reason("torch")))
         if item.get_closest_marker("browser") and not item.get_closest_marker("serial"):
             item.add_marker(pytest.mark.serial)  # a browser is several busy processes: the machine to itself
+        if item.get_closest_marker("browser") and not CHROMIUM.exists():
+            item.add_marker(pytest.mark.skip(reason=BROWSER_NOT_RUN))
     items[:] = _long_first(items)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """One line at the end of the run naming the browser tests that were not run, and why."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    not_run = [report for report in skipped if BROWSER_NOT_RUN in str(getattr(report, "longrepr", ""))]
+    if not_run:
+        terminalreporter.write_line(f"{len(not_run)} browser tests {BROWSER_NOT_RUN}", yellow=True, bold=True)
 
 
 LONGEST_TESTS = Path(__file__).with_name("longest_tests.txt")

@@ -13,10 +13,36 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+READY_SECONDS = 600.0  # how long a launched app may take to answer: minutes on a loaded machine, not seconds
+
+
+def wait_until_answering(url: str, deadline_s: float = READY_SECONDS) -> None:
+    """Wait until the app at URL answers its /config, asking again until DEADLINE_S has passed.
+
+    The tests' own readiness check, on state: gradio's launch asks the page five times within about
+    2.5 s (`networking.url_ok`) and raises when a loaded machine has not answered by then, which
+    fails a test that would have passed a little later."""
+    import time
+    import urllib.error
+    import urllib.request
+
+    ends = time.monotonic() + deadline_s
+    while True:
+        try:
+            with urllib.request.urlopen(url.rstrip("/") + "/config", timeout=30) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass  # not listening yet, or busy: ask again
+        if time.monotonic() > ends:
+            raise TimeoutError(f"{url} did not answer within {deadline_s:.0f} s")
+        time.sleep(0.2)
+
+
 def launch_local(demo: Any, attempts: int = 3) -> str:
     """Launch a Gradio app on a free loopback port without blocking, with the Space's own launch
     settings (`space.app.LAUNCH_KWARGS`: its theme, css and upload limit, as `negt2ibench serve`
-    launches it); its URL.
+    launches it); its URL, once the app answers (`wait_until_answering`, not gradio's own check).
 
     Between choosing a port and binding it another process may take it: try a fresh port then.
     """
@@ -29,12 +55,15 @@ def launch_local(demo: Any, attempts: int = 3) -> str:
                 server_name="127.0.0.1",
                 server_port=free_port(),
                 quiet=True,
+                _frontend=False,  # skips gradio's 2.5-second `url_ok`: the wait below is on the app's state
                 **LAUNCH_KWARGS,
             )
-            return url
         except OSError:
             if attempt == attempts - 1:
                 raise
+            continue
+        wait_until_answering(url)
+        return url
     raise AssertionError("unreachable")
 
 
