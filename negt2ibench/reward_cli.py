@@ -77,16 +77,9 @@ def register(subparsers) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     from evaluator.geneval.config import parse_options
     from negt2ibench.reward import Reward
-    from negt2ibench.reward_server import serve, visible_gpus
 
     if args.device.startswith("cuda:") or args.device == "mps":
         raise UsageError("--device is auto, cpu or cuda: each worker takes its own GPU (CUDA_VISIBLE_DEVICES)")
-    gpus = visible_gpus() if args.device != "cpu" else []
-    if args.device == "cuda" and not gpus:
-        raise UsageError("--device cuda but no GPU is visible")
-    workers = args.workers or max(1, len(gpus))
-    if gpus and workers > len(gpus):
-        raise UsageError(f"--workers {workers} but {len(gpus)} GPUs are visible: one worker per GPU")
     reward = functools.partial(
         Reward,
         tuple(args.reward),
@@ -97,9 +90,18 @@ def run_serve(args: argparse.Namespace) -> int:
         prompts=args.prompts,
         batch_size=args.batch_size,
     )
-    # A missing weight: one line and exit 2 before any worker starts. A look at the disk, made on the
-    # CPU: CUDA must not start in the master, whose workers are forked from it.
+    # Every missing weight of every reward asked for: one line and exit 2, before torch is imported (to
+    # count the GPUs) and before any worker starts. A look at the disk, made on the CPU: CUDA must not
+    # start in the master, whose workers are forked from it.
     reward(device="cpu").require_weights()
+    from negt2ibench.reward_server import serve, visible_gpus
+
+    gpus = visible_gpus() if args.device != "cpu" else []
+    if args.device == "cuda" and not gpus:
+        raise UsageError("--device cuda but no GPU is visible")
+    workers = args.workers or max(1, len(gpus))
+    if gpus and workers > len(gpus):
+        raise UsageError(f"--workers {workers} but {len(gpus)} GPUs are visible: one worker per GPU")
     build = functools.partial(reward, device="cuda" if gpus else "cpu")
     where = f"{len(gpus[:workers])} GPU(s)" if gpus else "the CPU"
     rewards = " + ".join(args.reward)

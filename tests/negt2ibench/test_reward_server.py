@@ -20,7 +20,8 @@ from PIL import Image
 from dataset_builder.corpus import build_corpus
 from evaluator.geneval.prompts import load_geneval_prompts
 from negt2ibench.reward import OTHER_GROUP, RESPONSE_KEYS
-from negt2ibench.reward_server import BadRequest, plain_loads, read_batch
+from negt2ibench.reward_body import read_batch
+from negt2ibench.reward_pickle import BadRequest, plain_loads
 from tests.helpers import reward_reference
 from tests.helpers.geneval_helpers import save_tiny_models
 from tests.helpers.reward_helpers import double_reward_server, reward_server
@@ -125,11 +126,11 @@ def check_hostile_and_malformed_bodies_leave_the_server_up(geneval_server, tmp_p
     assert not marker.exists()
     bad_image = {"images": [b"not a jpeg"], "meta_datas": GENEVAL[:1], "only_strict": False}
     answer = requests.post(f"{geneval_server.url}/", data=pickle.dumps(bad_image), timeout=60)
-    assert answer.status_code == 500 and answer.text.count("\n") == 1 and "images[0]" in answer.text
+    assert answer.status_code == 400 and answer.text.count("\n") == 1 and "images[0]" in answer.text
     good = jpeg(Image.new("RGB", (64, 48), (90, 120, 30)))
     bad_metadata = {"images": [good], "meta_datas": [{"tag": "colors", "include": "dog"}], "only_strict": False}
     answer = requests.post(f"{geneval_server.url}/", data=pickle.dumps(bad_metadata), timeout=60)
-    assert answer.status_code == 500 and answer.text.count("\n") == 1 and "meta_datas[0]" in answer.text
+    assert answer.status_code == 400 and answer.text.count("\n") == 1 and "meta_datas[0]" in answer.text
     answer = requests.post(f"{geneval_server.url}/json", data=b"{not json", timeout=60)
     assert answer.status_code == 400 and "not JSON" in answer.json()["error"]
     ok = requests.post(f"{geneval_server.url}/", data=pickle.dumps({**bad_image, "images": [good]}), timeout=60)
