@@ -30,7 +30,6 @@ import threading
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -170,7 +169,11 @@ class Reward:
             raise MissingWeightsError(models, how_to_get=how)
 
     def load(self) -> Reward:
-        """Load every model now (the server does, before it answers)."""
+        """Load every model now (the server does, before it answers).
+
+        Returns:
+            This reward, loaded.
+        """
         if self.geneval is not None:
             self.geneval.load()
         if self.negation is not None:
@@ -179,8 +182,16 @@ class Reward:
         return self
 
     def __call__(self, images: Any, metadatas: Sequence[Any], only_strict: bool = False) -> dict[str, Any]:
-        """The reward dict of a batch (see the module's docstring): reward-server's five keys, and
-        `details` when NegT2IBench images are among them."""
+        """The reward dict of a batch (see the module's docstring), as `score` reads it.
+
+        Args:
+            images: the batch.
+            metadatas: one per image.
+            only_strict: reward-server's.
+
+        Returns:
+            reward-server's five keys, and `details` when NegT2IBench images are among them.
+        """
         return reward_response(self.score(images, metadatas, only_strict=only_strict), self.kinds)
 
     def score(self, images: Any, metadatas: Sequence[Any], *, only_strict: bool = False) -> list[ImageReward]:
@@ -291,8 +302,15 @@ class Reward:
 
 
 def negation_details(prompt: PromptRecord, record: ResultRecord) -> dict[str, Any]:
-    """What a training log keeps of one NegT2IBench verdict: the prompt, each object's presence and
-    each statement's text, polarity, verdict and cause."""
+    """What a training log keeps of one NegT2IBench verdict.
+
+    Args:
+        prompt: the image's prompt.
+        record: its verdict.
+
+    Returns:
+        The prompt, each object's presence and each statement's text, polarity, verdict and cause.
+    """
     texts = {statement.index: statement.text for statement in prompt.statements}
     return {
         "prompt_id": prompt.prompt_id,
@@ -315,9 +333,16 @@ def negation_details(prompt: PromptRecord, record: ResultRecord) -> dict[str, An
 
 
 def reward_response(rewards: Sequence[ImageReward], kinds: Sequence[str] = (GENEVAL,)) -> dict[str, Any]:
-    """reward-server's response (gen_eval.py:320-340): per image `scores`, `rewards` (1.0/0.0),
-    `strict_rewards` (1.0/0.0); the group dicts over the kinds' groups, an image's value under its
-    group and -10.0 under every other group. `details` only when a NegT2IBench image is there."""
+    """reward-server's response (gen_eval.py:320-340).
+
+    Args:
+        rewards: the images' rewards, in order.
+        kinds: the rewards served: their groups key the group dicts, in every answer.
+
+    Returns:
+        Per image `scores`, `rewards` (1.0/0.0), `strict_rewards` (1.0/0.0); the group dicts, an image's
+        value under its group and -10.0 under every other; `details` when a NegT2IBench image is there.
+    """
     keys = [group for kind in kinds for group in GROUPS[kind]]
     grouped_rewards: dict[str, list[float]] = defaultdict(list)
     grouped_strict: dict[str, list[float]] = defaultdict(list)
@@ -365,21 +390,20 @@ def pixel_batches(pictures: Sequence[Image.Image], batch_size: int, max_pixels: 
     return batches
 
 
-@cache
-def geneval_metadata_by_text() -> dict[str, dict[str, Any]]:
-    """GenEval's metadata by prompt text: its 553 test prompts and this project's 2,160 training prompts
-    (`evaluator.geneval.train_prompts`), for clients that send a prompt's text only (Flow-Factory)."""
-    from evaluator.geneval.prompts import load_geneval_prompts
-    from evaluator.geneval.train_prompts import geneval_train_prompts
-
-    metadatas = [dict(prompt.metadata) for prompt in load_geneval_prompts()] + geneval_train_prompts()
-    return {metadata["prompt"]: metadata for metadata in metadatas}
-
-
 def as_images(images: Any) -> list[Image.Image]:
-    """8-bit RGB images from a batch: a torch tensor N×C×H×W (float in [0, 1], converted as Flow-GRPO
-    converts it: ×255, rounded, clamped; or uint8), a numpy array N×H×W×C, or a sequence of PIL images,
-    arrays or encoded bytes. A `RewardError` names what cannot be an image."""
+    """8-bit RGB images from a batch.
+
+    Args:
+        images: a torch tensor N×C×H×W (float in [0, 1], converted as Flow-GRPO converts it: ×255,
+            rounded, clamped; or uint8), a numpy array N×H×W×C, or a sequence of PIL images, arrays or
+            encoded bytes.
+
+    Returns:
+        The images.
+
+    Raises:
+        RewardInputError: what cannot be an image, named.
+    """
     if type(images).__module__.split(".")[0] == "torch":
         images = _tensor_to_array(images)
     import numpy as np

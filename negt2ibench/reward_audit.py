@@ -353,7 +353,7 @@ def plot_audit(rows: Sequence[AuditRow], path: str | Path) -> Path:
     axes.set_xticks(positions, [row.checkpoint for row in rows], rotation=30, ha="right")
     axes.set_ylim(-0.02, 1.1)
     axes.set_ylabel("mean score over prompts")
-    axes.legend(fontsize=7, loc="lower left")
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     FigureCanvasAgg(figure)
     figure.savefig(path, dpi=120, bbox_inches="tight")
     return Path(path)

@@ -20,9 +20,10 @@ import json
 import warnings
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-from .reward import GENEVAL, NEGATION, geneval_metadata_by_text
+from .reward import GENEVAL, NEGATION
 from .reward_pickle import DEFAULT_BOUNDS, BadRequest, RequestBounds, TooLarge, plain_loads, plain_value
 
 FLOW_FACTORY_MEDIA = ("video", "condition_images", "condition_videos")  # my_reward_remote.py's other fields
@@ -126,6 +127,20 @@ def metadata_of_prompt(prompt: Any, index: int, kinds: Collection[str]) -> Any:
     if NEGATION in kinds:
         return prompt
     raise BadRequest(f"prompt[{index}] is not one of GenEval's prompts (this server scores geneval only): {prompt!r}")
+
+
+@cache
+def geneval_metadata_by_text() -> dict[str, dict[str, Any]]:
+    """GenEval's metadata by prompt text, for clients that send a prompt's text only (Flow-Factory).
+
+    Returns:
+        Its 553 test prompts' and this project's 2,160 training prompts' metadata, by text.
+    """
+    from evaluator.geneval.prompts import load_geneval_prompts
+    from evaluator.geneval.train_prompts import geneval_train_prompts
+
+    metadatas = [dict(prompt.metadata) for prompt in load_geneval_prompts()] + geneval_train_prompts()
+    return {metadata["prompt"]: metadata for metadata in metadatas}
 
 
 def json_value(body: bytes, bounds: RequestBounds = DEFAULT_BOUNDS) -> Any:

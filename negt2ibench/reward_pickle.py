@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 from negt2ibench.core.errors import NegT2IError
 
@@ -216,6 +216,18 @@ class PlainUnpickler(pickle.Unpickler):
         self.bounds = bounds
 
     def find_class(self, module: str, name: str) -> Any:
+        """What a global the pickle names stands for.
+
+        Args:
+            module: the global's module.
+            name: its name.
+
+        Returns:
+            This module's constructor for one of numpy's scalar and array names (`ALLOWED`).
+
+        Raises:
+            BadRequest: any other name (nothing of it is imported or run).
+        """
         build = ALLOWED.get((module, name))
         if build is None:
             raise BadRequest(f"refused: the pickle names {module}.{name}; only plain types are accepted")
@@ -356,7 +368,8 @@ def _array_values(bounds: RequestBounds, raw: Any, dtype: Any, shape: Any, order
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             array = np.frombuffer(raw, dtype=numpy_dtype)
-    return array.reshape(shape, order=order).tolist()  # type: ignore[arg-type]
+    layout: Literal["C", "F"] = "F" if order == "F" else "C"
+    return array.reshape(shape, order=layout).tolist()
 
 
 ALLOWED: dict[tuple[str, str], Callable[..., Any]] = {

@@ -83,67 +83,25 @@ def create_app(reward: Reward, bounds: RequestBounds | None = None) -> Flask:
     Returns:
         The app: `/`, `/json`, `/compute` and `/health`.
     """
-    from flask import Flask, Response, request
-    from werkzeug.exceptions import RequestEntityTooLarge
+    from flask import Flask, Response
 
-    from negt2ibench.reward_body import check_images, compute_batch, json_batch, pickle_batch
-    from negt2ibench.reward_pickle import RequestBounds, TooLarge
+    from negt2ibench.reward_body import compute_batch, json_batch, pickle_batch
+    from negt2ibench.reward_pickle import RequestBounds
 
     bounds = bounds or RequestBounds()
-
     app = Flask("negt2ibench.reward_server")
     app.config["MAX_CONTENT_LENGTH"] = bounds.body_bytes
-
-    def failure(error: Exception, as_json: bool) -> Response:
-        status, line = status_of(error), _line(error)
-        if status == 500 and not isinstance(error, NegT2IError):  # not ours: the worker's log keeps the traceback
-            print(traceback.format_exc(), file=sys.stderr, flush=True)
-        print(f"negt2ibench reward: {status} {request.method} {request.path}: {line}", file=sys.stderr, flush=True)
-        if as_json:
-            return Response(json.dumps({"error": line}), status, mimetype="application/json")
-        return Response(line + "\n", status, mimetype="text/plain")
-
-    def body() -> bytes:
-        try:
-            return request.get_data(cache=False)
-        except RequestEntityTooLarge:  # read here, inside the route's handler: a 413 of ours, not a 500
-            raise TooLarge(f"the body is over {bounds.body_bytes // 2**20} MiB") from None
-
-    def answer(
-        read: Callable[[bytes], Batch], respond: Callable[[dict[str, Any]], Response], as_json: bool
-    ) -> Response:
-        try:
-            batch = read(body())
-            check_images(batch.images, bounds)
-            result = reward(batch.images, batch.metadatas, only_strict=batch.only_strict)
-        except Exception as error:  # noqa: BLE001 - every failure is one line and a status; the worker lives on
-            return failure(error, as_json)
-        return respond(result)
-
-    def pickled(result: dict[str, Any]) -> Response:
-        return Response(pickle.dumps(result), 200, mimetype="application/octet-stream")
-
-    def as_json(result: dict[str, Any]) -> Response:
-        return Response(json.dumps(result), 200, mimetype="application/json")
-
-    def rewards_only(result: dict[str, Any]) -> Response:  # Flow-Factory reads "rewards" (and "error")
-        return Response(json.dumps({"rewards": result["scores"]}), 200, mimetype="application/json")
-
-    app.add_url_rule(
-        "/", "pickle", lambda: answer(lambda data: pickle_batch(data, bounds), pickled, False), methods=["POST"]
-    )
-    app.add_url_rule(
-        "/json", "json", lambda: answer(lambda data: json_batch(data, bounds), as_json, True), methods=["POST"]
-    )
-    app.add_url_rule(
-        "/compute",
-        "compute",
-        lambda: answer(lambda data: compute_batch(data, reward.kinds, bounds), rewards_only, True),
-        methods=["POST"],
-    )
+    routes = {  # path: (how its body is read, how a result is answered, whether errors are JSON)
+        "/": (lambda data: pickle_batch(data, bounds), _pickled, False),
+        "/json": (lambda data: json_batch(data, bounds), _as_json, True),
+        "/compute": (lambda data: compute_batch(data, reward.kinds, bounds), _rewards_only, True),
+    }
+    for path, (read, respond, as_json) in routes.items():
+        view = _route(reward, bounds, read, respond, as_json)
+        app.add_url_rule(path, path.strip("/") or "pickle", view, methods=["POST"])
 
     @app.get("/health")
-    def health() -> Response:
+    def health() -> Response:  # never waits for the models: no lock is taken here
         status = {"status": "ok", "rewards": list(reward.kinds), "worker": _WORKER_SLOT, "pid": os.getpid()}
         return Response(json.dumps(status), 200, mimetype="application/json")
 
@@ -152,6 +110,78 @@ def create_app(reward: Reward, bounds: RequestBounds | None = None) -> Flask:
         return Response(f"the body is over {bounds.body_bytes // 2**20} MiB\n", 413, mimetype="text/plain")
 
     return app
+
+
+def _route(
+    reward: Reward,
+    bounds: RequestBounds,
+    read: Callable[[bytes], Batch],
+    respond: Callable[[dict[str, Any]], Response],
+    as_json: bool,
+) -> Callable[[], Response]:
+    """A POST route: the body read and checked (a 4xx before any model), then the reward, then RESPOND."""
+    from flask import request
+    from werkzeug.exceptions import RequestEntityTooLarge
+
+    from negt2ibench.reward_body import check_images
+    from negt2ibench.reward_pickle import TooLarge
+
+    def answer() -> Response:
+        try:
+            try:
+                body = request.get_data(cache=False)
+            except RequestEntityTooLarge:  # read here, inside the handler: a 413 of ours, not a 500
+                raise TooLarge(f"the body is over {bounds.body_bytes // 2**20} MiB") from None
+            batch = read(body)
+            check_images(batch.images, bounds)
+            result = reward(batch.images, batch.metadatas, only_strict=batch.only_strict)
+        except Exception as error:  # noqa: BLE001 - every failure is one line and a status; the worker lives on
+            return _failure(error, as_json)
+        return respond(result)
+
+    return answer
+
+
+def _failure(error: Exception, as_json: bool) -> Response:
+    """One line and its status; logged with the request, and with the traceback when not ours."""
+    from flask import Response, request
+
+    status, line = status_of(error), _line(error)
+    if status == 500 and not isinstance(error, NegT2IError):  # not ours: the worker's log keeps the traceback
+        print(traceback.format_exc(), file=sys.stderr, flush=True)
+    print(f"negt2ibench reward: {status} {request.method} {request.path}: {line}", file=sys.stderr, flush=True)
+    if as_json:
+        return Response(json.dumps({"error": line}), status, mimetype="application/json")
+    return Response(line + "\n", status, mimetype="text/plain")
+
+
+def _pickled(result: dict[str, Any]) -> Response:
+    from flask import Response
+
+    return Response(pickle.dumps(result), 200, mimetype="application/octet-stream")
+
+
+def _as_json(result: dict[str, Any]) -> Response:
+    from flask import Response
+
+    return Response(json.dumps(result), 200, mimetype="application/json")
+
+
+def _rewards_only(result: dict[str, Any]) -> Response:  # Flow-Factory reads "rewards" (and "error")
+    from flask import Response
+
+    return Response(json.dumps({"rewards": result["scores"]}), 200, mimetype="application/json")
+
+
+def _worker_app(build: Callable[[], Reward]) -> Flask:
+    """A worker's app: its reward built and loaded (after the fork), GenEval's texts looked up once."""
+    from negt2ibench.reward import GENEVAL
+    from negt2ibench.reward_body import geneval_metadata_by_text
+
+    reward = build().load()
+    if GENEVAL in reward.kinds:
+        geneval_metadata_by_text()  # for Flow-Factory's texts: now, not in the first request
+    return create_app(reward)
 
 
 def visible_gpus() -> list[str]:
@@ -218,11 +248,6 @@ def serve(
                 self.cfg.set(key, value)
 
         def load(self) -> Flask:
-            from negt2ibench.reward import GENEVAL, geneval_metadata_by_text
-
-            reward = build().load()
-            if GENEVAL in reward.kinds:
-                geneval_metadata_by_text()  # Flow-Factory's GenEval texts: looked up now, not by the first request
-            return create_app(reward)
+            return _worker_app(build)
 
     RewardApplication().run()

@@ -120,3 +120,23 @@ def _serve_the_double(workers: int, port: int) -> None:
 
 if __name__ == "__main__":
     _serve_the_double(int(sys.argv[1]), int(sys.argv[sys.argv.index("--port") + 1]))
+
+
+class PatternJudge:
+    """A judge double for the audit (a `judges.adapters.JudgeAdapter` in all but its base class): P("yes")
+    is 1.0 for every question about a picture SEES is true of, else 0.0, whatever the question."""
+
+    def __init__(self, sees):
+        from judges.registry import custom_spec
+
+        self.spec = custom_spec("tests/pattern-judge", "pattern_judge")
+        self.batch_size, self.dtype_name = 8, "float32"
+        self.sees = sees
+        self.questions = 0
+
+    def load(self) -> None:
+        return None
+
+    def yes_probability(self, images, questions) -> list[float]:
+        self.questions += len(questions)
+        return [1.0 if self.sees(image) else 0.0 for image in images]
