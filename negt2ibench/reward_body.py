@@ -195,6 +195,8 @@ def read_batch(
     if encoded:
         images = _decoded(images, "images", bounds)
     _check_count(images, bounds)
+    if len(images) != len(metadatas):  # before any metadata is read
+        raise BadRequest(f"{len(images)} images but {len(metadatas)} metadata: give one per image")
     for index, image in enumerate(images):
         if not isinstance(image, bytes):
             raise BadRequest(f"images[{index}] must be the bytes of an encoded image, got {type(image).__name__}")

@@ -126,13 +126,15 @@ def _route(
     from negt2ibench.reward_body import check_images
     from negt2ibench.reward_pickle import TooLarge
 
+    def body() -> bytes:
+        try:
+            return request.get_data(cache=False)
+        except RequestEntityTooLarge:  # read here, inside the handler: a 413 of ours, not a 500
+            raise TooLarge(f"the body is over {bounds.body_bytes // 2**20} MiB") from None
+
     def answer() -> Response:
         try:
-            try:
-                body = request.get_data(cache=False)
-            except RequestEntityTooLarge:  # read here, inside the handler: a 413 of ours, not a 500
-                raise TooLarge(f"the body is over {bounds.body_bytes // 2**20} MiB") from None
-            batch = read(body)
+            batch = read(body())  # the body is freed once read: a request waiting for the models holds its images
             check_images(batch.images, bounds)
             result = reward(batch.images, batch.metadatas, only_strict=batch.only_strict)
         except Exception as error:  # noqa: BLE001 - every failure is one line and a status; the worker lives on
