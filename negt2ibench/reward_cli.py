@@ -37,9 +37,11 @@ def register(subparsers) -> None:
             "Serve the reward over HTTP, as yifan123/reward-server does: POST / takes a pickle of\n"
             "{images: [JPEG bytes], meta_datas: [...], only_strict: bool} and answers a pickle of scores,\n"
             "rewards, strict_rewards, group_rewards and group_strict_rewards (pickles of anything but plain\n"
-            "types are refused with 400); POST /json takes and answers the same as JSON with base64 images;\n"
-            "GET /health says the worker is ready. One gunicorn worker per visible GPU (or --workers), each\n"
-            "with its own models; an error is answered 500 with one line and the server goes on."
+            "types are refused); POST /json takes and answers the same as JSON with base64 images; POST\n"
+            "/compute answers Flow-Factory's RemoteRewardClient ({prompt, image} -> {rewards}); GET /health\n"
+            "says the worker is ready. One gunicorn worker per visible GPU (or --workers), each with its own\n"
+            "models. Every request is bounded before a model runs; a failure is one line: 413 over a bound,\n"
+            "400 for what the client sent wrong (no retry helps), 500 for a fault of the server."
         ),
         epilog=(
             "examples:\n"

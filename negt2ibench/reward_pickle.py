@@ -146,12 +146,12 @@ def plain_value(value: Any, bounds: RequestBounds = DEFAULT_BOUNDS) -> Any:
         return _leaf(value)
     done: dict[int, tuple[Any, int, int]] = {}  # id → (copy, values in its tree, its depth)
     path: set[int] = set()  # containers being visited: meeting one again is a cycle
-    stack: list[tuple[Any, bool]] = [(value, False)]
+    stack: list[tuple[Any, list[Any] | None]] = [(value, None)]  # (container, its children once listed)
     while stack:
-        item, children_done = stack.pop()
+        item, children = stack.pop()
         key = id(item)
-        if children_done:
-            done[key] = _copied(item, done, bounds)
+        if children is not None:  # its children are done: copy it
+            done[key] = _copied(item, children, done, bounds)
             path.discard(key)
             continue
         if key in done:
@@ -161,8 +161,9 @@ def plain_value(value: Any, bounds: RequestBounds = DEFAULT_BOUNDS) -> Any:
         if len(path) >= bounds.depth:
             raise BadRequest(f"refused: the body nests deeper than {bounds.depth} levels")
         path.add(key)
-        stack.append((item, True))
-        stack.extend((child, False) for child in _children(item) if _is_container(child))
+        children = _children(item)
+        stack.append((item, children))
+        stack.extend([(child, None) for child in children if _is_container(child)])
     return done[id(value)][0]
 
 
@@ -184,23 +185,32 @@ def _leaf(value: Any) -> Any:
     return value
 
 
-def _copied(item: Any, done: dict[int, tuple[Any, int, int]], bounds: RequestBounds) -> tuple[Any, int, int]:
-    """ITEM's plain copy, tree size and depth, from its children's (containers: in DONE already)."""
-    parts = [done[id(child)] if _is_container(child) else (_leaf(child), 1, 0) for child in _children(item)]
-    size = 1 + sum(part[1] for part in parts)
+def _copied(
+    item: Any, children: list[Any], done: dict[int, tuple[Any, int, int]], bounds: RequestBounds
+) -> tuple[Any, int, int]:
+    """ITEM's plain copy, tree size and depth, from its CHILDREN's (containers: in DONE already)."""
+    copies, size, deepest = [], 1, 0
+    for child in children:
+        if type(child) in LEAF_TYPES:
+            copies.append(child)
+            size += 1
+            continue
+        if not _is_container(child):
+            _leaf(child)  # refuses it, naming its type
+        copy, child_size, child_depth = done[id(child)]
+        copies.append(copy)
+        size, deepest = size + child_size, max(deepest, child_depth)
     if size > bounds.elements:
         raise TooLarge(f"the body stands for over {bounds.elements:,} values (shared references counted each time)")
-    depth = 1 + max((part[2] for part in parts), default=0)
-    if depth > bounds.depth:  # reached here through a shared reference deeper than the walk's path
+    if deepest + 1 > bounds.depth:  # reached here through a shared reference deeper than the walk's path
         raise BadRequest(f"refused: the body nests deeper than {bounds.depth} levels")
-    copies = [part[0] for part in parts]
     if type(item) is dict:
         half = len(copies) // 2
         try:
-            return dict(zip(copies[:half], copies[half:], strict=True)), size, depth
+            return dict(zip(copies[:half], copies[half:], strict=True)), size, deepest + 1
         except TypeError:  # a list (or a tuple holding one) as a key
             raise BadRequest("refused: a dict key must be a plain, hashable value") from None
-    return (tuple(copies) if type(item) is tuple else copies), size, depth
+    return (tuple(copies) if type(item) is tuple else copies), size, deepest + 1
 
 
 # -- the unpickler and numpy's names -----------------------------------------------------------------
