@@ -5,6 +5,16 @@ and per-batch latency at batch 64 for GenEval's reward and the negation reward, 
 Run by hand:
   .venv/bin/python benchmarks/reward_speed.py                       # this CPU, the tests' tiny models
   .venv/bin/python benchmarks/reward_speed.py --models full --device cuda   # full-size, random weights
+  .venv/bin/python benchmarks/reward_speed.py --bounds              # a worker's peak memory at the bounds
+
+--bounds: the server's app (`reward_server.create_app`, the negation reward on the tiny models, the CPU) in
+a fresh process per case, one request at a bound of `reward_pickle.RequestBounds` (docs/reward.md's
+numbers), through Flask's test client: the largest request (16 JPEG images of 2048 × 2048 px: the pixels
+of one image and of a request at their bounds, scored), the largest body (64 MiB of four 16 MiB "images",
+refused from their headers: 400), the most values (a pickle just under the opcode bound, read and walked,
+then refused: no image). Peak RSS (ru_maxrss) before the request (the app loaded and warmed, the body in
+memory) and after; a worker's bound adds what the other 3 threads may hold while they wait for the models
+(their images' bytes, at most a body each).
 
 A batch is Flow-GRPO's: 64 images of --size px, JPEG-encoded and pickled as flow_grpo/rewards.py does
 (not timed: the client's work), with the metadata of the corpus's first 64 prompts (negation) or one
@@ -97,7 +107,8 @@ def metadata_of(kind: str, count: int) -> list:
 
 def time_batch(reward, kind: str, body: bytes) -> dict[str, float]:
     from negt2ibench.reward import as_images, reward_response
-    from negt2ibench.reward_server import plain_loads, read_batch
+    from negt2ibench.reward_body import read_batch
+    from negt2ibench.reward_pickle import plain_loads
 
     clock = time.perf_counter
     started = clock()
@@ -125,6 +136,78 @@ def time_batch(reward, kind: str, body: bytes) -> dict[str, float]:
     }
 
 
+BOUND_CASES = ("largest_request", "largest_body", "most_values")
+
+
+def _peak_mib() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _bound_body(case: str, bounds) -> bytes:
+    if case == "largest_request":
+        side = int(bounds.image_pixels**0.5)
+        return batch_body(metadata_of("negation", bounds.request_pixels // bounds.image_pixels), side)
+    if case == "largest_body":  # four images of (nearly) 16 MiB: the body's bound, each at the image's
+        size = (bounds.body_bytes - 4096) // 4
+        images = [b"\xff\xd8" + os.urandom(size - 2) for _ in range(4)]
+        return pickle.dumps({"images": images, "meta_datas": metadata_of("negation", 4), "only_strict": False})
+    values = [[index] for index in range((bounds.elements - 64) // 5)]  # [i] is 5 opcodes (EMPTY_LIST ... APPEND)
+    return pickle.dumps({"images": [], "meta_datas": values, "only_strict": False})
+
+
+def bound_case(case: str) -> dict:
+    """In this (fresh) process: the app, warmed, then one request of CASE; its status and peak RSS."""
+    from negt2ibench.reward_pickle import RequestBounds
+    from negt2ibench.reward_server import create_app
+
+    bounds = RequestBounds()
+    reward = build_reward("negation", "tiny", "cpu")
+    client = create_app(reward, bounds).test_client()
+    assert client.post("/", data=batch_body(metadata_of("negation", 2), 512)).status_code == 200  # warm-up
+    body = _bound_body(case, bounds)
+    before = _peak_mib()
+    started = time.perf_counter()
+    answer = client.post("/", data=body, content_type="application/octet-stream")
+    seconds = time.perf_counter() - started
+    return {
+        "case": case,
+        "status": answer.status_code,
+        "answer": answer.get_data(as_text=True)[:80] if answer.status_code != 200 else "scores",
+        "body_mib": round(len(body) / 2**20, 1),
+        "seconds": round(seconds, 2),
+        "peak_before_mib": round(before),
+        "peak_after_mib": round(_peak_mib()),
+        "request_mib": round(_peak_mib() - before),
+    }
+
+
+def measure_bounds() -> list[dict]:
+    """Each case in a fresh process (a peak RSS is per process); then the worker's bound."""
+    import subprocess
+
+    from negt2ibench.reward_pickle import RequestBounds
+    from negt2ibench.reward_server import THREADS
+
+    rows = []
+    for case in BOUND_CASES:
+        command = [sys.executable, __file__, "--bound-case", case]
+        completed = subprocess.run(command, capture_output=True, text=True, check=True)
+        rows.append(json.loads(completed.stdout.strip().splitlines()[-1]))
+        print(json.dumps(rows[-1]), flush=True)
+    waiting = (THREADS - 1) * RequestBounds().body_bytes / 2**20
+    worker = {
+        "case": "worker_bound",
+        "threads": THREADS,
+        "largest_peak_mib": max(row["peak_after_mib"] for row in rows),
+        "waiting_threads_mib": round(waiting),
+        "worker_peak_bound_mib": round(max(row["peak_after_mib"] for row in rows) + waiting),
+    }
+    print(json.dumps(worker), flush=True)
+    return [*rows, worker]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", choices=("tiny", "full"), default="tiny")
@@ -134,7 +217,17 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=512, help="image side in px (Flow-GRPO's SD3.5 runs: 512)")
     parser.add_argument("--rewards", nargs="+", default=["geneval", "negation"])
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--bounds", action="store_true", help="a worker's peak memory at the request bounds")
+    parser.add_argument("--bound-case", choices=BOUND_CASES, help=argparse.SUPPRESS)  # one case, in a child
     args = parser.parse_args()
+    if args.bound_case:
+        print(json.dumps(bound_case(args.bound_case)), flush=True)
+        return
+    if args.bounds:
+        rows = measure_bounds()
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        return
     import torch
 
     torch.set_grad_enabled(False)

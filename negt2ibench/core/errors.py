@@ -66,7 +66,7 @@ class MissingWeightsError(UserError):
         where = f" ({detail})" if detail else ""
         message = f"model weights for {model} are not on this machine{where}. {how_to_get}"
         super().__init__(message)
-        self.model, self.detail = model, detail
+        self.model, self.detail, self.how_to_get = model, detail, how_to_get
 
 
 class MissingLibraryError(UsageError):

@@ -1,8 +1,11 @@
 """Reward servers for tests: `negt2ibench reward serve` (or the double's server below) in a child process
-on a free loopback port, waited on by state: each worker's "ready" line, then GET /health."""
+on a free loopback port, waited on by state: each worker's "ready" line, then GET /health. Also the
+bounds docs/reward.md states (tests read their limits there, not from the code's constants) and a judge
+double for the audit."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -17,6 +20,24 @@ from tests.helpers.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 READY = "negt2ibench reward worker ready"
+
+
+DOC = REPO / "docs" / "reward.md"
+
+
+def documented_bound(row: str) -> tuple[int, int]:
+    """(value, HTTP status) of the row of docs/reward.md's bounds table (*Bounds and failures*) whose
+    first cell starts with ROW; a value in MiB is given in bytes."""
+    section = DOC.read_text(encoding="utf-8").split("## Bounds and failures", 1)[1].split("\n## ", 1)[0]
+    found = []
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        number = re.match(r"[0-9][0-9,]*", cells[1]) if len(cells) == 3 else None
+        if number and cells[0].startswith(row):
+            value = int(number.group().replace(",", ""))
+            found.append((value * 2**20 if "MiB" in cells[1] else value, int(cells[2])))
+    assert len(found) == 1, f"docs/reward.md's bounds table has {len(found)} rows starting with {row!r}"
+    return found[0]
 
 
 class RewardServer:
@@ -99,3 +120,23 @@ def _serve_the_double(workers: int, port: int) -> None:
 
 if __name__ == "__main__":
     _serve_the_double(int(sys.argv[1]), int(sys.argv[sys.argv.index("--port") + 1]))
+
+
+class PatternJudge:
+    """A judge double for the audit (a `judges.adapters.JudgeAdapter` in all but its base class): P("yes")
+    is 1.0 for every question about a picture SEES is true of, else 0.0, whatever the question."""
+
+    def __init__(self, sees):
+        from judges.registry import custom_spec
+
+        self.spec = custom_spec("tests/pattern-judge", "pattern_judge")
+        self.batch_size, self.dtype_name = 8, "float32"
+        self.sees = sees
+        self.questions = 0
+
+    def load(self) -> None:
+        return None
+
+    def yes_probability(self, images, questions) -> list[float]:
+        self.questions += len(questions)
+        return [1.0 if self.sees(image) else 0.0 for image in images]

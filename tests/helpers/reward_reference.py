@@ -8,6 +8,10 @@
   x1, y1, score, :270).
 - yifan123/flow_grpo@ac4c86e, `flow_grpo/rewards.py`: `geneval_score` (:160-229), the client that
   posts to the server; only the URL is a parameter (the one line a user changes).
+- X-GenGroup/Flow-Factory@a0b2bc5 (Apache-2.0), `src/flow_factory/rewards/my_reward_remote.py`:
+  `_image_to_b64` (:55-63), `_video_to_b64` (:66-71), `_build_payload` (:74-94) and `RemoteRewardClient`
+  (:97-143), the request code of its `RemotePointwiseRewardModel`, line for line (its logger calls left
+  out).
 
 Nothing here imports the project: the expected values come from this code, not from ours.
 """
@@ -237,3 +241,83 @@ def geneval_score(url: str):  # flow_grpo/rewards.py:160-229, the URL made a par
         return all_scores, all_rewards, all_strict_rewards, all_group_rewards_dict, all_group_strict_rewards_dict
 
     return _fn
+
+
+def _image_to_b64(img):  # my_reward_remote.py:55-63
+    """Convert PIL Image or Tensor to base64 string."""
+    import base64
+    import io
+
+    import torch
+    from PIL import Image
+
+    if isinstance(img, torch.Tensor):
+        # (C, H, W) in [0, 1] -> PIL
+        arr = (img.clamp(0, 1).permute(1, 2, 0).cpu().numpy() * 255).astype("uint8")
+        img = Image.fromarray(arr)
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _video_to_b64(video):  # my_reward_remote.py:66-71
+    """Convert video frames to list of base64 strings."""
+    import torch
+
+    if isinstance(video, torch.Tensor):
+        # (T, C, H, W) -> list of frames
+        return [_image_to_b64(frame) for frame in video]
+    return [_image_to_b64(frame) for frame in video]
+
+
+def _build_payload(prompt, image=None, video=None, condition_images=None, condition_videos=None):  # :74-94
+    """Build JSON-serializable request payload."""
+    return {
+        "prompt": prompt,
+        "image": [_image_to_b64(img) for img in image] if image else None,
+        "video": [_video_to_b64(v) for v in video] if video else None,
+        "condition_images": [[_image_to_b64(img) for img in imgs] for imgs in condition_images]
+        if condition_images
+        else None,
+        "condition_videos": [[_video_to_b64(v) for v in vs] for vs in condition_videos] if condition_videos else None,
+    }
+
+
+class RemoteRewardClient:  # my_reward_remote.py:97-143
+    """HTTP client for communicating with a Reward Server."""
+
+    def __init__(self, server_url: str, timeout: float = 60.0, retries: int = 3):
+        import requests
+
+        self.url = server_url.rstrip("/")
+        self.timeout = timeout
+        self.retries = retries
+        self._session = requests.Session()
+
+    def health_check(self) -> bool:
+        """Check server availability."""
+        try:
+            r = self._session.get(f"{self.url}/health", timeout=5.0)
+            return r.ok
+        except Exception:  # noqa: BLE001 - as the source (it logs a warning)
+            return False
+
+    def compute(self, prompt, image=None, video=None, condition_images=None, condition_videos=None):
+        """Send compute request and return rewards."""
+        import requests
+
+        payload = _build_payload(prompt, image, video, condition_images, condition_videos)
+
+        for attempt in range(self.retries):
+            try:
+                r = self._session.post(f"{self.url}/compute", json=payload, timeout=self.timeout)
+                r.raise_for_status()
+                data = r.json()
+                if data.get("error"):
+                    raise RuntimeError(f"Server error: {data['error']}")
+                return data["rewards"]
+            except requests.RequestException as e:
+                if attempt == self.retries - 1:
+                    raise RuntimeError(f"Failed to connect to {self.url}: {e}") from e
+
+        raise RuntimeError("Unreachable")

@@ -10,10 +10,20 @@ import torch
 from PIL import Image
 
 from dataset_builder.corpus import build_corpus
+from dataset_builder.vocabulary import CATEGORIES as CATEGORY_KEYS
 from evaluator.geneval.prompts import load_geneval_prompts
 from evaluator.observation import ImageObservation, ObjectObservation
 from evaluator.verdict import decide_statements
-from negt2ibench.reward import OTHER_GROUP, RESPONSE_KEYS, Reward, RewardError, as_images
+from negt2ibench.reward import (
+    OTHER_GROUP,
+    RESPONSE_KEYS,
+    Reward,
+    RewardError,
+    RewardFault,
+    RewardInputError,
+    as_images,
+    pixel_batches,
+)
 from tests.helpers import reward_reference
 from tests.helpers.geneval_helpers import ScriptedGenEvalPerception, random_geneval_scene
 from tests.helpers.space_helpers import RectanglePerception, scene_png
@@ -223,3 +233,56 @@ def test_tiny_geneval_models_run_in_process():
     out = Reward(("geneval",), geneval_perception=perception)(torch.rand(4, 3, 64, 64), metadatas)
     assert set(out) == set(RESPONSE_KEYS) and len(out["scores"]) == 4
     assert all(isinstance(value, float) for value in out["scores"] + out["rewards"] + out["strict_rewards"])
+
+
+# -- an image the scorer fails on, batches by pixels, the group keys ------------------------------------
+
+
+class FailsOnRed(RectanglePerception):
+    """The double, failing (as a model would) on a batch that holds an all-red picture."""
+
+    def observe(self, images, prompts):
+        if any(np.asarray(image)[..., 0].min() == 255 and np.asarray(image)[..., 1].max() == 0 for image in images):
+            raise RuntimeError("the detector failed")
+        return super().observe(images, prompts)
+
+
+def test_an_image_the_scorer_fails_on_fails_the_batch_and_is_never_given_a_score():
+    # docs/reward.md: an image the scorer fails on (an error row) is never given a score; the batch fails,
+    # naming it (RewardFault, a 500 from the server). Defends against passing error rows through as scores.
+    red = Image.new("RGB", SIZE, (255, 0, 0))
+    reward = negation(FailsOnRed())
+    with pytest.raises(RewardFault, match=r"images\[1\] could not be scored: .*the detector failed") as caught:
+        reward([scene(), red, scene()], [COLOR] * 3)
+    assert not isinstance(caught.value, RewardInputError)
+    assert reward([scene()], [COLOR])["scores"] == [3 / 4]  # the same reward goes on
+
+
+def test_batches_hold_at_most_the_pixels_asked_for():
+    small, large = Image.new("RGB", (64, 64)), Image.new("RGB", (256, 256))
+    assert pixel_batches([small] * 5, 2, 10**9) == [[0, 1], [2, 3], [4]]
+    assert pixel_batches([small, small, large, small], 64, 256 * 256) == [[0, 1], [2], [3]]
+    double = RectanglePerception()
+    reward = Reward(
+        ("negation",), negation_perception=double, prompts=list(CORPUS.values()), batch_pixels=2 * 256 * 192
+    )
+    assert reward([scene()] * 5, [COLOR] * 5)["scores"] == [3 / 4] * 5
+    assert double.calls == 3  # 2 + 2 + 1 images of 256 × 192 px
+
+
+def test_the_group_keys_are_the_served_rewards_in_every_answer():
+    # docs/reward.md (One reward per run): Flow-GRPO gathers each key across processes, so no answer drops one.
+    reward = Reward(
+        ("geneval", "negation"),
+        geneval_perception=ScriptedGenEvalPerception([]),
+        negation_perception=RectanglePerception(),
+        prompts=list(CORPUS.values()),
+    )
+    out = reward([scene()], [COLOR])
+    assert list(out["group_strict_rewards"]) == [*reward_reference.REQUIRED_KEYS, *CATEGORY_KEYS]
+    assert out["group_strict_rewards"]["colors"] == [OTHER_GROUP]
+
+
+def test_numpy_string_metadata_reads_as_its_text():
+    metadatas = np.array_split(np.array([COLOR.prompt_id, COLOR.prompt]), 1)[0]  # what Flow-GRPO's client passes
+    assert negation(RectanglePerception())([scene(), scene()], metadatas)["scores"] == [3 / 4, 3 / 4]

@@ -10,6 +10,8 @@ import io
 import json
 import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -19,13 +21,16 @@ from PIL import Image
 
 from dataset_builder.corpus import build_corpus
 from evaluator.geneval.prompts import load_geneval_prompts
-from negt2ibench.reward import OTHER_GROUP, RESPONSE_KEYS
-from negt2ibench.reward_server import BadRequest, plain_loads, read_batch
+from negt2ibench.reward import OTHER_GROUP, RESPONSE_KEYS, Reward
+from negt2ibench.reward_body import read_batch
+from negt2ibench.reward_pickle import BadRequest, plain_loads
 from tests.helpers import reward_reference
 from tests.helpers.geneval_helpers import save_tiny_models
-from tests.helpers.reward_helpers import double_reward_server, reward_server
+from tests.helpers.reward_helpers import REPO, documented_bound, double_reward_server, reward_server
+from tests.helpers.space_helpers import RectanglePerception
 
 CORPUS = {record.prompt_id: record for record in build_corpus()}
+OFFLINE = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 GENEVAL = [dict(prompt.metadata) for prompt in load_geneval_prompts()]
 
 
@@ -86,6 +91,24 @@ def test_missing_weights_fail_in_one_line_before_any_worker(tmp_path, capsys):
     assert "download-models" in err
 
 
+def test_every_missing_weight_of_both_rewards_is_named_in_one_line_before_torch_is_imported(tmp_path):
+    # The default device (auto) counts the GPUs with torch: the weights are looked for before that.
+    code = (
+        "import sys; from negt2ibench.cli import main; "
+        f"code = main(['reward', 'serve', '--reward', 'geneval', 'negation', '--weights-dir', {str(tmp_path)!r}]); "
+        "print('exit', code, 'torch imported:', 'torch' in sys.modules)"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120, env=OFFLINE
+    )
+    assert completed.stdout.strip() == "exit 2 torch imported: False", completed.stderr
+    err = completed.stderr
+    assert err.startswith("error: model weights for") and err.count("\n") == 1
+    for model in ("Mask2Former", "CLIP ViT-L/14", "RFDETRSegXLarge", "SAM 2.1", "SigLIP 2", "Depth-Anything V2"):
+        assert model in err
+    assert "download-models --preset geneval" in err and f"download-models --dir {tmp_path}" in err
+
+
 # -- GenEval's reward: the real command on tiny models, Flow-GRPO's client unchanged ---------------------
 
 
@@ -125,11 +148,11 @@ def check_hostile_and_malformed_bodies_leave_the_server_up(geneval_server, tmp_p
     assert not marker.exists()
     bad_image = {"images": [b"not a jpeg"], "meta_datas": GENEVAL[:1], "only_strict": False}
     answer = requests.post(f"{geneval_server.url}/", data=pickle.dumps(bad_image), timeout=60)
-    assert answer.status_code == 500 and answer.text.count("\n") == 1 and "images[0]" in answer.text
+    assert answer.status_code == 400 and answer.text.count("\n") == 1 and "images[0]" in answer.text
     good = jpeg(Image.new("RGB", (64, 48), (90, 120, 30)))
     bad_metadata = {"images": [good], "meta_datas": [{"tag": "colors", "include": "dog"}], "only_strict": False}
     answer = requests.post(f"{geneval_server.url}/", data=pickle.dumps(bad_metadata), timeout=60)
-    assert answer.status_code == 500 and answer.text.count("\n") == 1 and "meta_datas[0]" in answer.text
+    assert answer.status_code == 400 and answer.text.count("\n") == 1 and "meta_datas[0]" in answer.text
     answer = requests.post(f"{geneval_server.url}/json", data=b"{not json", timeout=60)
     assert answer.status_code == 400 and "not JSON" in answer.json()["error"]
     ok = requests.post(f"{geneval_server.url}/", data=pickle.dumps({**bad_image, "images": [good]}), timeout=60)
@@ -152,7 +175,7 @@ def test_reward_serve_on_tiny_models_with_flow_grpos_client_json_and_bad_bodies(
 
 
 @pytest.mark.slow
-def test_flow_grpos_client_gets_the_negation_reward_of_hand_counted_scenes():
+def test_flow_grpos_and_flow_factorys_clients_get_the_negation_reward_of_hand_counted_scenes():
     # A white car and a non-white computer mouse; the double finds both white on any picture that is not
     # flat: objects 2/2 + "white car" + not "non-white mouse" = 3/4. A blank (flat white) picture: 0.
     # 70 images: the client posts two batches of 35 (np.array_split) and merges their groups.
@@ -160,9 +183,8 @@ def test_flow_grpos_client_gets_the_negation_reward_of_hand_counted_scenes():
     gradient = np.linspace(0, 255, 96, dtype=np.uint8)[None, :, None].repeat(64, 0).repeat(3, 2)
     images = np.stack([gradient, np.full_like(gradient, 255)] * 35)  # uint8 NHWC, as the client makes them
     with double_reward_server(workers=2) as server:
-        scores, rewards, strict, _, group_strict = reward_reference.geneval_score(server.url)(
-            images, None, [color] * 70, False
-        )
+        flow_grpo = reward_reference.geneval_score(server.url)
+        scores, rewards, strict, _, group_strict = flow_grpo(images, None, [color] * 70, False)
         details = pickle.loads(
             requests.post(
                 f"{server.url}/",
@@ -170,7 +192,34 @@ def test_flow_grpos_client_gets_the_negation_reward_of_hand_counted_scenes():
                 timeout=60,
             ).content
         )["details"]
+        # String metadata: the client's np.array_split makes numpy.str_ of each id and text.
+        texts = ["color_pos1_neg1_000", color["prompt"]] * 2
+        by_text = flow_grpo(images[:4], None, texts, False)
+        check_flow_factorys_client(server.url, gradient)
+        check_a_body_over_the_limit_is_a_413_over_http(server.url)
     assert scores == [0.75, 0.0] * 35 and strict == [0.0] * 70 == rewards
     assert group_strict["color"] == [0.0] * 70 and group_strict["depth"] == [OTHER_GROUP] * 70
     assert [s["cause"] for s in details[0]["statements"]] == [None, "forbidden_rendered"]
     assert json.dumps(details)  # what a training log keeps is plain JSON
+    assert by_text[0] == [0.75, 0.0, 0.75, 0.0] and by_text[4]["color"] == [0.0] * 4
+
+
+def check_flow_factorys_client(url: str, gradient: np.ndarray) -> None:
+    """Flow-Factory's RemoteRewardClient (its request code, transcribed) gets what the reward gives in process."""
+    client = reward_reference.RemoteRewardClient(url, timeout=60.0)
+    assert client.health_check()
+    prompts = ["color_pos1_neg1_000", CORPUS["depth_pos1_neg1_003"].prompt, CORPUS["color_pos0_neg2_000"].prompt]
+    pictures = [Image.fromarray(gradient), Image.fromarray(np.full_like(gradient, 255)), Image.fromarray(gradient)]
+    in_process = Reward(("negation",), negation_perception=RectanglePerception(), prompts=list(CORPUS.values()))
+    expected = in_process(pictures, prompts)["scores"]
+    assert client.compute(prompt=prompts, image=pictures) == expected
+    assert expected[1] == 0.0 and 0.0 < expected[0] < 1.0  # a hand-counted reward, not a constant
+    with pytest.raises(RuntimeError, match="400 Client Error"):  # no retry helps: it says so at once
+        client.compute(prompt=["color_pos9_neg9_000"], image=pictures[:1])
+
+
+def check_a_body_over_the_limit_is_a_413_over_http(url: str) -> None:
+    limit, status = documented_bound("body")
+    answer = requests.post(f"{url}/", data=b"\xff" * (limit + 1), timeout=60)
+    assert answer.status_code == status == 413 and answer.text == "the body is over 64 MiB\n"
+    assert requests.get(f"{url}/health", timeout=60).status_code == 200

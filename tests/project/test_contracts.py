@@ -22,6 +22,10 @@ CONTRACTED = (
     "negt2ibench/api.py",
     "negt2ibench/inputs.py",
     "negt2ibench/geneval_api.py",
+    "negt2ibench/reward.py",
+    "negt2ibench/reward_pickle.py",
+    "negt2ibench/reward_body.py",
+    "negt2ibench/reward_audit.py",
     "evaluator/report",
     "judges",
     "leaderboard/checks",  # every check: its policy, its run, the setup and the plan they share

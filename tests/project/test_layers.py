@@ -34,7 +34,15 @@ RANKS = {
     "shells": 8,
 }
 SHELLS = ("negt2ibench", "negt2ibench.cli", "negt2ibench.__main__", "negt2ibench.reward_server")
-API = ("negt2ibench.api", "negt2ibench.inputs", "negt2ibench.geneval_api", "negt2ibench.reward")
+API = (
+    "negt2ibench.api",
+    "negt2ibench.inputs",
+    "negt2ibench.geneval_api",
+    "negt2ibench.reward",
+    "negt2ibench.reward_pickle",
+    "negt2ibench.reward_body",
+    "negt2ibench.reward_audit",
+)
 LAZY_TARGET = re.compile(r"^([a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)+):[A-Za-z_][A-Za-z0-9_]*$")
 
 
