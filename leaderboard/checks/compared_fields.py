@@ -24,10 +24,10 @@ hash, every prompt × sample once), so they are kept too.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from evaluator.results import ObjectResult, ResultRecord, StatementResult, is_error_row, record_verdict
-from leaderboard.store.entries import ModelDetail
+from leaderboard.store.entries import EntryStatementAccuracy, ModelDetail
 
 if TYPE_CHECKING:  # the report is imported when numbers are computed, not with this module
     from evaluator.report.numbers import LeaderboardRow
@@ -158,7 +158,8 @@ def shown_numbers(results: Sequence[ResultRecord]) -> ShownNumbers:
     row = leaderboard_row(results, results[0].model_key)
     facts = record_facts(results)
     detail: ModelDetail = {
-        "statement_accuracy": statement_accuracy(results, facts=facts),
+        # the report's shares are floats (NaN for a polarity without statements), stored as None: the same keys
+        "statement_accuracy": cast(dict[str, EntryStatementAccuracy], statement_accuracy(results, facts=facts)),
         "failure_causes": failure_causes(results)["by_category"],
         "overall_interval": list(overall_interval(results, facts=facts)),
     }

@@ -24,7 +24,6 @@ from typing import Any, Literal, Protocol, get_args, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
-from evaluator.report.numbers import StatementAccuracy
 from evaluator.results import ResultRecord
 from leaderboard.text.submitted_names import confusable_key, name_key
 from negt2ibench.core.errors import NegT2IError, UserError
@@ -207,15 +206,30 @@ EntryRow = TypedDict(
 )
 
 
+class EntryStatementAccuracy(TypedDict, total=False):
+    """The report's `StatementAccuracy` of one category as stored: a polarity without statements is None."""
+
+    positive: float | None
+    positive_n: int
+    negated: float | None
+    negated_n: int
+
+
 class ModelDetail(TypedDict, total=False):
     """A submission's model detail, as the Space shows and stores it (`Entry.detail`; computed by
     `leaderboard.checks.compared_fields.shown_numbers`). Every key is optional, as in `EntryRow`."""
 
-    statement_accuracy: dict[str, StatementAccuracy]  # by category (and `all`) × polarity
+    statement_accuracy: dict[str, EntryStatementAccuracy]  # by category (and `all`) × polarity
     failure_causes: dict[str, dict[str, int]]  # by category: {cause: count, "failed": total}
     # the overall accuracy's 95% bootstrap interval over prompts, [low, high] (not in entries stored before
     # intervals were computed)
     overall_interval: list[float]
+
+
+# A stored row or detail keeps a key it does not know (a column an earlier or later version wrote), so
+# an entry read and written again loses nothing; readers take the keys they know.
+for _stored in (EntryRow, EntryStatementAccuracy, ModelDetail):
+    setattr(_stored, "__pydantic_config__", ConfigDict(extra="allow"))  # noqa: B010 - pydantic reads it there
 
 
 class Entry(BaseModel):
