@@ -48,8 +48,9 @@ from .handlers import Handlers, Rechecker, WorkDir
 from .judge_panel import judge_panel
 from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SWEEP_SECONDS, blocks_cache
 from .scoring import gpu_scorer, on_zero_gpu, preload_models
-from .tabs import annotate, compare, explore, gallery, leaderboard, score, submit
-from .tabs.annotate import annotation_handlers
+from .tabs import compare, explore, gallery, leaderboard, score, submit
+from .tabs.annotate import annotate_tab
+from .tabs.annotate.annotate_tab import annotation_handlers
 from .tabs.compare import CompareHandlers
 from .tabs.explore import ExploreHandlers
 from .tabs.gallery import GalleryHandlers
@@ -310,7 +311,7 @@ def _lay_out_tabs(s: AppSettings, parts: _AppParts, on: Handlers) -> tuple[Space
         gallery.build(GalleryHandlers(looking))
         compare.build(CompareHandlers(looking, prompts), prompt_choices)
         refreshed.after(submit.build(demo, on, login_button=login_button))  # a stored submission shows at once
-        annotate.build(demo, annotating, login_button=login_button)
+        annotate_tab.build(demo, annotating, login_button=login_button)
     return demo, looking
 
 

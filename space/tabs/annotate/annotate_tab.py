@@ -1,5 +1,5 @@
-"""The Annotate tab: its layout and wiring (handlers in `space.annotate.handlers`, views in
-`space.annotate.view`, the sample's images in `space.annotate.images`).
+"""The Annotate tab: its layout and wiring (handlers in `space.tabs.annotate.annotate_handlers`, views in
+`space.tabs.annotate.annotate_views`, the sample's images in `space.tabs.annotate.annotation_images`).
 
 `annotation_handlers` builds the tab's handlers from the sample (``serve --annotation-sample``,
 or env ``NEGT2I_ANNOTATION_SAMPLE`` on a Space); `build` lays the tab out. API names (for
@@ -18,9 +18,9 @@ from dataset_builder.records import PromptLookup
 from leaderboard.store.sqlite_store import LeaderboardStore
 from validation.sample import SampleItem, read_sample
 
-from ..annotate import view
-from ..annotate.handlers import AnnotateHandlers, Reservations
-from ..annotate.images import SampleImages
+from . import annotate_views
+from .annotate_handlers import AnnotateHandlers, Reservations
+from .annotation_images import SampleImages
 
 SAMPLE_ENV = "NEGT2I_ANNOTATION_SAMPLE"
 IMAGES_ENV = "NEGT2I_ANNOTATION_IMAGES"
@@ -62,9 +62,9 @@ def build(demo: gr.Blocks, on: AnnotateHandlers | None, *, login_button: bool) -
     show "Sign in with Hugging Face"."""
     with gr.Tab("Annotate", id="annotate"):
         with gr.Column(elem_id="annotate-panel"):
-            gr.Markdown(view.INSTRUCTIONS)
+            gr.Markdown(annotate_views.INSTRUCTIONS)
             if on is None:
-                gr.Markdown(view.no_sample_markdown())
+                gr.Markdown(annotate_views.no_sample_markdown())
                 return
             with gr.Row(equal_height=True):
                 if login_button:
@@ -84,9 +84,13 @@ def build(demo: gr.Blocks, on: AnnotateHandlers | None, *, login_button: bool) -
                         label="Image", type="pil", format="png", interactive=False, height=560, elem_id="annotate-image"
                     )
                 with gr.Column(scale=2):
-                    header = gr.Markdown(view.signed_out_markdown(on.require_login), elem_id="annotate-header")
+                    header = gr.Markdown(
+                        annotate_views.signed_out_markdown(on.require_login), elem_id="annotate-header"
+                    )
                     questions = [
-                        gr.Radio(list(view.ANSWERS), label="question", visible=False, elem_id=f"annotate-q-{i}")
+                        gr.Radio(
+                            list(annotate_views.ANSWERS), label="question", visible=False, elem_id=f"annotate-q-{i}"
+                        )
                         for i in range(on.slot_count)
                     ]
                     with gr.Row():
@@ -100,4 +104,4 @@ def build(demo: gr.Blocks, on: AnnotateHandlers | None, *, login_button: bool) -
         save.click(on.save, [session, *questions], outputs, api_name="annotate_save")
         back.click(on.back, [session], outputs, api_name="annotate_back")
         forward.click(on.forward, [session], outputs, api_name="annotate_forward")
-        demo.load(None, None, None, js=view.KEYBOARD_JS)
+        demo.load(None, None, None, js=annotate_views.KEYBOARD_JS)

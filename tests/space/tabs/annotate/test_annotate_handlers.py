@@ -12,9 +12,9 @@ from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
 from leaderboard.store.sqlite_store import SQLiteStore
 from negt2ibench.core.errors import UserError
-from space.annotate.handlers import AnnotateHandlers, NameLimiter, Reservations
-from space.annotate.images import SampleImages
-from space.tabs.annotate import annotation_handlers
+from space.tabs.annotate.annotate_handlers import AnnotateHandlers, NameLimiter, Reservations
+from space.tabs.annotate.annotate_tab import annotation_handlers
+from space.tabs.annotate.annotation_images import SampleImages
 from tests.helpers.annotate_helpers import SPLIT, answer_pattern, color_of, expected_record, images_dataset, sample_of
 from validation.sample import SampleItem, write_sample
 

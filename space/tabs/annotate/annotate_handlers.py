@@ -38,8 +38,8 @@ from validation.assignment import Progress, next_image
 from validation.labels import RATERS
 from validation.sample import SampleItem
 
-from . import view
-from .images import SampleImages
+from . import annotate_views
+from .annotation_images import SampleImages
 
 log = logging.getLogger(__name__)
 RESERVATION_SECONDS = 30 * 60
@@ -141,7 +141,7 @@ class AnnotateHandlers:
             if item.image_key in self.positions:
                 raise UserError(f"annotation sample line {position + 1}: image {item.image_key} is listed twice")
             self.positions[item.image_key] = position
-        self.slot_count = view.question_count(self.prompts, [item.prompt_id for item in self.sample])
+        self.slot_count = annotate_views.question_count(self.prompts, [item.prompt_id for item in self.sample])
         self._lock = threading.Lock()
 
     # -- the page ------------------------------------------------------------------------------
@@ -153,7 +153,7 @@ class AnnotateHandlers:
         image: Any,
         progress: str,
         status: str,
-        slots: Sequence[view.Slot],
+        slots: Sequence[annotate_views.Slot],
     ) -> tuple:
         """(session, header, image, progress, status, *question components): the outputs of every event."""
         questions = [gr.update(label=s.label or "question", value=s.value, visible=s.visible) for s in slots]
@@ -163,7 +163,7 @@ class AnnotateHandlers:
         return (session, gr.update(), gr.update(), gr.update(), status, *[gr.update()] * self.slot_count)
 
     def _blank(self, session: dict, header: str, status: str = "") -> tuple:
-        return self._page(session, header, None, "", status, [view.Slot()] * self.slot_count)
+        return self._page(session, header, None, "", status, [annotate_views.Slot()] * self.slot_count)
 
     def _assign(self, annotator: str, skipped: Collection[int]) -> tuple[int | None, list[int], Progress]:
         """(the next new image's position, the positions the annotator has done, progress), under `_lock`."""
@@ -200,13 +200,13 @@ class AnnotateHandlers:
                 self.reservations.hold(annotator, self.sample[position].image_key)
         session = {"annotator": annotator, "position": position, "skipped": list(skipped), "shown": False}
         reviewing = position in done
-        line = view.progress_markdown(annotator, progress, reviewing=reviewing, per_image=self.per_image)
-        blank = [view.Slot()] * self.slot_count
+        line = annotate_views.progress_markdown(annotator, progress, reviewing=reviewing, per_image=self.per_image)
+        blank = [annotate_views.Slot()] * self.slot_count
         if position is None:
-            return self._page(session, view.finished_markdown(progress), None, line, status, blank)
+            return self._page(session, annotate_views.finished_markdown(progress), None, line, status, blank)
         item = self.sample[position]
         prompt = self.prompts[item.prompt_id]
-        header = view.prompt_markdown(prompt, done.index(position) + 1 if reviewing else len(done) + 1)
+        header = annotate_views.prompt_markdown(prompt, done.index(position) + 1 if reviewing else len(done) + 1)
         try:
             image = self.images.load(item)
         except UserError as error:
@@ -218,9 +218,9 @@ class AnnotateHandlers:
             )
             return self._page(session, header, None, line, message, blank)
         session["shown"] = True
-        questions = view.questions_of(prompt)
+        questions = annotate_views.questions_of(prompt)
         record = self.store.get_annotation(item.image_key, annotator) if reviewing else None
-        slots = view.slots(questions, view.stored_answers(questions, record), self.slot_count)
+        slots = annotate_views.slots(questions, annotate_views.stored_answers(questions, record), self.slot_count)
         return self._page(session, header, image, line, status, slots)
 
     # -- events --------------------------------------------------------------------------------
@@ -235,7 +235,7 @@ class AnnotateHandlers:
         """Sign in (a typed name, or the Hugging Face account) and show the first unanswered image."""
         session = dict(session or {})
         if not self.sample:
-            return self._blank(session, view.no_sample_markdown())
+            return self._blank(session, annotate_views.no_sample_markdown())
         known = {record.annotator for record in self.store.annotations()}
         try:
             annotator = annotator_name(name, profile, self.require_login, known)
@@ -245,7 +245,7 @@ class AnnotateHandlers:
                     "go on with one of them, or sign in with Hugging Face"
                 )
         except UserError as error:
-            return self._blank(session, view.signed_out_markdown(self.require_login), view_error(str(error)))
+            return self._blank(session, annotate_views.signed_out_markdown(self.require_login), view_error(str(error)))
         return self._go(annotator, lambda upcoming, done: None)
 
     def save(self, session: dict | None, *answers: str | None) -> tuple:
@@ -259,12 +259,12 @@ class AnnotateHandlers:
         if not session.get("shown"):
             return self._unchanged(session, view_error("this image could not be shown: press → to skip it"))
         item = self.sample[position]
-        questions = view.questions_of(self.prompts[item.prompt_id])
-        missing = view.unanswered(questions, answers)
+        questions = annotate_views.questions_of(self.prompts[item.prompt_id])
+        missing = annotate_views.unanswered(questions, answers)
         if missing:
             numbers = ", ".join(str(n) for n in missing)
             return self._unchanged(session, view_error(f"answer question(s) {numbers} first (yes or no)"))
-        objects, statements = view.raw_answers(questions, answers)
+        objects, statements = annotate_views.raw_answers(questions, answers)
         record = AnnotationRecord(
             prompt_id=item.prompt_id,
             model_key=item.model_key,
