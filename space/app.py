@@ -5,7 +5,7 @@ images (gallery, compare), submissions, annotation.
 and calls each tab's module (`space.tabs`: `explore`, `score`, `leaderboard`, `gallery`, `compare`,
 `submit`, `annotate`), which lays its tab out and wires its events to small handlers that call pure
 view builders (`views`, `leaderboard_view`). The models are an `Evaluator` passed in (or built here,
-lazily); the scoring function runs under `spaces.GPU` (`scoring`: a no-op off ZeroGPU) and only CPU
+lazily); the scoring function runs under `spaces.GPU` (`gpu_calls`: a no-op off ZeroGPU) and only CPU
 objects cross it. The app's temporary folder is removed when
 it closes, at exit, or on SIGTERM (a Space's restart). Identities (`identity`), names (`names`),
 the spot check's policy (`verification`) and the bounds on disk, queue and image sizes
@@ -44,10 +44,10 @@ from negt2ibench.core.errors import UsageError
 
 from .app_settings import RECHECK_SECONDS, AppSettings
 from .gallery.entries import VerifiedImages, verified_images
+from .gpu_calls import gpu_scorer, on_zero_gpu, preload_models
 from .handlers import Handlers, Rechecker, WorkDir
 from .judge_panel import judge_panel
 from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SWEEP_SECONDS, blocks_cache
-from .scoring import gpu_scorer, on_zero_gpu, preload_models
 from .tabs import compare, explore, gallery, leaderboard, score, submit
 from .tabs.annotate import annotate_tab
 from .tabs.annotate.annotate_tab import annotation_handlers

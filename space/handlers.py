@@ -45,8 +45,8 @@ from negt2ibench.api import resolve_prompt
 from negt2ibench.core.errors import MissingWeightsError, UserError
 
 from . import views
+from .gpu_calls import ScoreOnGpu, zero_gpu_refusal
 from .resources import CacheBudget, ClientSlots, RecentEvents, bounded_image
-from .scoring import ScoreOnGpu, zero_gpu_refusal
 
 WEIGHTS_RETRY_SECONDS = 300.0  # after "weights missing", clicks answer at once for this long, then retry
 MAX_PROMPT_CHARS = 400  # a typed prompt, at most (the benchmark's longest is under 250)

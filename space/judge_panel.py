@@ -3,7 +3,7 @@
 Off by default (a judge takes GPU memory the scorer does not need): ``serve --judge KEY
 [--judge-mode pos|neg|whole]``, or env ``NEGT2I_JUDGE`` / ``NEGT2I_JUDGE_MODE`` on a Space. The
 judge is built once and, on ZeroGPU, loaded at start-up in the main process, like the scorer;
-its GPU function (`space.scoring.gpu_judge`) takes a PIL image and a prompt record and returns a
+its GPU function (`space.gpu_calls.gpu_judge`) takes a PIL image and a prompt record and returns a
 result record. The panel shows one row per question: the words asked, P("yes"), and whether
 the element counts as satisfied (p_satisfied > 0.5; a negated statement asked affirmatively
 is satisfied by "no").
@@ -24,8 +24,8 @@ from dataset_builder.records import PromptRecord
 from evaluator.results import ResultRecord
 from negt2ibench.core.errors import UsageError, UserError
 
+from .gpu_calls import JudgeOnGpu, gpu_judge, on_zero_gpu, preload_judge, zero_gpu_refusal
 from .resources import bounded_image
-from .scoring import JudgeOnGpu, gpu_judge, on_zero_gpu, preload_judge, zero_gpu_refusal
 from .views import error_markdown
 
 log = logging.getLogger(__name__)

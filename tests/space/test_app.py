@@ -331,7 +331,7 @@ def test_leaderboard_prefers_verified_and_hides_rejected():
 def test_preload_loads_models_once_and_survives_missing_weights(prompts, tmp_path):
     from negt2ibench.api import Evaluator
     from negt2ibench.core.errors import MissingWeightsError
-    from space.scoring import preload_models
+    from space.gpu_calls import preload_models
 
     class CountingModels(RectanglePerception):
         loads = 0

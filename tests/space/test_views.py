@@ -12,8 +12,8 @@ from leaderboard.store.ranking import PAPER_CITATION, PAPER_ROWS, REPORTED
 from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from negt2ibench.api import Evaluator
 from space.app import build_app
+from space.gpu_calls import gpu_scorer
 from space.leaderboard_view import LEADERBOARD_TABLE_COLUMNS, PAPER_ROWS_NOTE, leaderboard_table
-from space.scoring import gpu_scorer
 from space.views import error_markdown, verdict_frame
 from tests.helpers.space_helpers import RectanglePerception, scene_png
 

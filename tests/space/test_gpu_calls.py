@@ -23,7 +23,7 @@ from evaluator.config import PRESETS
 from leaderboard.intake.submissions import hub_images
 from leaderboard.store.sqlite_store import SQLiteStore
 from negt2ibench.api import Evaluator
-from space import scoring
+from space import gpu_calls
 from space.app import build_app
 from space.gpu_budget import score_seconds
 from space.handlers import Handlers, WorkDir
@@ -42,7 +42,7 @@ def prompts():
 @pytest.fixture
 def zero_gpu(monkeypatch):
     """This process as if it ran on ZeroGPU (the spaces decorator itself stays a no-op: no GPU here)."""
-    monkeypatch.setattr(scoring, "on_zero_gpu", lambda: True)
+    monkeypatch.setattr(gpu_calls, "on_zero_gpu", lambda: True)
     monkeypatch.setattr(space.app, "on_zero_gpu", lambda: True)
 
 
@@ -108,7 +108,7 @@ def test_a_quota_refusal_shows_the_clients_reason_and_what_to_do(
 ):
     refused, asked = client_refusal(monkeypatch, token=token, auth=auth)
     assert asked["duration_seconds"] == 18  # 12 s asked for, x 1.5 on that GPU
-    line = scoring.zero_gpu_refusal(refused)
+    line = gpu_calls.zero_gpu_refusal(refused)
     assert line is not None and reason in line and advice in line
 
     def refusing(*args):
@@ -131,16 +131,16 @@ def test_a_quota_refusal_shows_the_clients_reason_and_what_to_do(
 
 
 def test_other_errors_are_not_taken_for_a_refusal():
-    assert scoring.zero_gpu_refusal(RuntimeError("ZeroGPU quota exceeded")) is None
-    assert scoring.zero_gpu_refusal(gr.Error("the image is too small")) is None  # titled "Error"
+    assert gpu_calls.zero_gpu_refusal(RuntimeError("ZeroGPU quota exceeded")) is None
+    assert gpu_calls.zero_gpu_refusal(gr.Error("the image is too small")) is None  # titled "Error"
 
 
 @pytest.mark.slow
 def test_a_gpu_function_runs_inside_a_request_and_refuses_outside_one(zero_gpu, prompts, tmp_path):
-    score_on_gpu = scoring.gpu_scorer(Evaluator(PRESETS["current"], perception=RectanglePerception()))
+    score_on_gpu = gpu_calls.gpu_scorer(Evaluator(PRESETS["current"], perception=RectanglePerception()))
     prompt = PromptIndex(prompts)[PROMPT_ID]
     image = Image.open(scene_png(tmp_path / "scene.png"))
-    with pytest.raises(scoring.OutsideRequestError, match="only inside a visitor's request"):
+    with pytest.raises(gpu_calls.OutsideRequestError, match="only inside a visitor's request"):
         score_on_gpu(image, prompt, "upload", 0)  # this test's thread: no gradio event, no visitor
 
     def score(_: str) -> str:
@@ -201,17 +201,17 @@ def test_a_space_fetches_the_missing_weights_once_then_loads_them(tmp_path, monk
         return [tmp_path / "weights" / "x"]
 
     monkeypatch.setattr(weights, "download", download)
-    assert scoring.fetch_missing_weights(evaluator) == [tmp_path / "weights" / "x"]
+    assert gpu_calls.fetch_missing_weights(evaluator) == [tmp_path / "weights" / "x"]
     assert fetched == [("current", tmp_path / "weights")]
     # A test double in the models' place has nothing to fetch.
-    assert scoring.fetch_missing_weights(Evaluator(PRESETS["current"], perception=RectanglePerception())) == []
+    assert gpu_calls.fetch_missing_weights(Evaluator(PRESETS["current"], perception=RectanglePerception())) == []
     assert len(fetched) == 1
 
 
 def test_build_app_on_a_space_fetches_the_weights_before_it_serves(tmp_path, monkeypatch, prompts):
     calls = []
-    monkeypatch.setattr(scoring, "fetch_missing_weights", lambda evaluator: calls.append(evaluator.weights_dir))
-    monkeypatch.setattr(space.app, "preload_models", scoring.preload_models)
+    monkeypatch.setattr(gpu_calls, "fetch_missing_weights", lambda evaluator: calls.append(evaluator.weights_dir))
+    monkeypatch.setattr(space.app, "preload_models", gpu_calls.preload_models)
     monkeypatch.setenv("SPACE_ID", "org/negt2ibench")
     demo = build_app(
         prompts=prompts[:4], store=SQLiteStore(tmp_path / "lb.sqlite"), weights_dir=tmp_path / "w", require_login=False
