@@ -45,18 +45,23 @@ from negt2ibench.core.errors import UsageError
 from .app_settings import RECHECK_SECONDS, AppSettings
 from .gallery.entries import VerifiedImages, verified_images
 from .gpu_calls import gpu_scorer, on_zero_gpu, preload_models
-from .handlers import Handlers, Rechecker, WorkDir
-from .judge_panel import judge_panel
+from .prompt_views import prompt_label
 from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SWEEP_SECONDS, blocks_cache
-from .tabs import compare, explore, gallery, leaderboard, score, submit
+from .shared_state import Rechecker, WorkDir
+from .tabs import compare, gallery, leaderboard
 from .tabs.annotate import annotate_tab
 from .tabs.annotate.annotate_tab import annotation_handlers
 from .tabs.compare import CompareHandlers
-from .tabs.explore import ExploreHandlers
+from .tabs.explore import explore_tab
+from .tabs.explore.explore_tab import ExploreHandlers
 from .tabs.gallery import GalleryHandlers
 from .tabs.leaderboard import BOARD_REFRESH_SECONDS, LeaderboardHandlers
-from .tabs.score import ScoreExample
-from .views import prompt_label
+from .tabs.score import score_tab
+from .tabs.score.judge_panel import judge_panel
+from .tabs.score.score_handlers import ScoreHandlers
+from .tabs.score.score_tab import ScoreExample
+from .tabs.submit import submit_tab
+from .tabs.submit.submit_handlers import SubmitHandlers
 
 # gradio switches matplotlib's backend around every event, importing pyplot on first use; two
 # first events at once then race on a half-imported module ("partially initialized module
@@ -72,6 +77,12 @@ LAUNCH_KWARGS: dict[str, Any] = {
     # the prompt pickers' choices); gradio keeps 10,000 by default. The newest SESSIONS_KEPT only.
     "state_session_capacity": SESSIONS_KEPT,
 }
+
+
+class Handlers(ScoreHandlers, SubmitHandlers):
+    """The handlers of the Score tab (`ScoreHandlers`) and the Submit tab (`SubmitHandlers`) over the
+    state they share (`space.shared_state.SharedState`, whose fields it takes by keyword): the one
+    object `build_app` makes of them and hands to both tabs."""
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -304,13 +315,13 @@ def _lay_out_tabs(s: AppSettings, parts: _AppParts, on: Handlers) -> tuple[Space
         )
         if s.demo_note:
             gr.Markdown(s.demo_note, elem_id="demo-note")
-        explore.build(demo, ExploreHandlers(prompts, index), prompt_choices)
-        score.build(on, prompt_choices, judging, s.score_example)
+        explore_tab.build(demo, ExploreHandlers(prompts, index), prompt_choices)
+        score_tab.build(on, prompt_choices, judging, s.score_example)
         board = LeaderboardHandlers(store, work_dir, parts.hub_board, parts.benchmark, space_base_url(s.space_url))
         refreshed = leaderboard.build(demo, board, s.board_refresh_every)
         gallery.build(GalleryHandlers(looking))
         compare.build(CompareHandlers(looking, prompts), prompt_choices)
-        refreshed.after(submit.build(demo, on, login_button=login_button))  # a stored submission shows at once
+        refreshed.after(submit_tab.build(demo, on, login_button=login_button))  # a stored submission shows at once
         annotate_tab.build(demo, annotating, login_button=login_button)
     return demo, looking
 

@@ -21,8 +21,9 @@ from leaderboard.store.ranking import ranked_entries
 from leaderboard.store.sqlite_store import Entry, LeaderboardStore, images_pin
 from leaderboard.text.submitted_names import plain_markdown
 
-from .. import views
-from ..handlers import WorkDir, error_reply
+from .. import verdict_views
+from ..error_messages import error_reply
+from ..shared_state import WorkDir
 from . import view
 from .source import EntryRecords, GalleryImages
 
@@ -105,12 +106,12 @@ class VerifiedImages:
             return None, error_reply(f"{entry.model_name} has no image {key[0]} #{key[1]}"), no_table()
         record, prompt = indexed.record(key), self.prompts[key[0]]
         shown = self.images.full(entry, indexed.split, record)  # drawn with the record's boxes
-        summary = f"{views.verdict_summary(prompt, record)}\n\n{source_line(entry, indexed.split)}"
+        summary = f"{verdict_views.verdict_summary(prompt, record)}\n\n{source_line(entry, indexed.split)}"
         picture = shown.image
         if picture is None:
             summary += f"\n\n**Image unavailable:** {plain_markdown(shown.reason)}"
             picture = view.placeholder(shown.reason, FULL_SIDE // 2)
-        return picture, summary, views.verdict_frame(prompt, record)
+        return picture, summary, verdict_views.verdict_frame(prompt, record)
 
 
 def source_line(entry: Entry, split: str) -> str:
@@ -136,7 +137,7 @@ def no_table() -> pd.DataFrame:
     Returns:
         The per-statement table with its columns and no row.
     """
-    return views.verdict_frame(None, None)
+    return verdict_views.verdict_frame(None, None)
 
 
 def verified_images(

@@ -25,7 +25,7 @@ from evaluator.observation import ImageObservation, ObjectObservation
 from evaluator.results import CAUSES, VERDICTS, ResultRecord, record_verdict
 from leaderboard.text.submitted_names import clip
 
-ANY = "any"  # the filters' "no filter" (as `space.views.ANY`)
+ANY = "any"  # the filters' "no filter" (as `space.prompt_views.ANY`)
 PAGE_SIZE = 24  # thumbnails per gallery page
 THUMB_SIDE = 320  # a thumbnail's longer side, in pixels
 LOADS = ("1", "2", "3", "4")

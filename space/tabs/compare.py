@@ -23,10 +23,10 @@ from leaderboard.store.ranking import verification_label
 from leaderboard.store.sqlite_store import Entry
 from leaderboard.text.submitted_names import plain_markdown
 
-from .. import views
+from .. import prompt_views
+from ..error_messages import error_reply
 from ..gallery import view
 from ..gallery.entries import LOGGED, FullViewReply, VerifiedImages, no_table
-from ..handlers import error_reply
 from ..resources import GALLERY_CONCURRENCY
 from .gallery import full_view_layout
 
@@ -44,8 +44,8 @@ class CompareHandlers:
 
     def narrow(self, category: str, setting: str, load: str, obj: str, current: str | None):
         """The prompt picker after the Explore filters (the current pick kept when it still matches)."""
-        matches = views.filter_prompts(self.prompts, category, setting, load, obj)[: views.EXPLORE_LIMIT]
-        choices = [(views.prompt_label(p), p.prompt_id) for p in matches]
+        matches = prompt_views.filter_prompts(self.prompts, category, setting, load, obj)[: prompt_views.EXPLORE_LIMIT]
+        choices = [(prompt_views.prompt_label(p), p.prompt_id) for p in matches]
         ids = {p.prompt_id for p in matches}
         value = current if current in ids else (matches[0].prompt_id if matches else None)
         return gr.update(choices=choices, value=value)
@@ -95,7 +95,7 @@ class CompareHandlers:
                 keys.append(None)
         summary = rows_summary(entries)
         group_picker = gr.update(choices=choices, value=record.prompt_id)
-        return views.prompt_header(record), group_picker, summary, thumbnails, view.compare_frame(shown), keys
+        return prompt_views.prompt_header(record), group_picker, summary, thumbnails, view.compare_frame(shown), keys
 
     def pick(self, keys: Sequence[Sequence[Any] | None] | None, event: gr.SelectData) -> FullViewReply:
         """A click on an image: its full view (a model without an image of the prompt has none)."""
@@ -123,18 +123,22 @@ def rows_summary(entries: Sequence[Entry]) -> str:
 
 def build(on: CompareHandlers, prompt_choices: Sequence[tuple[str, str]]) -> None:
     """The Compare tab; `prompt_choices`: (label, prompt id) of every prompt, the picker's first
-    `views.EXPLORE_LIMIT` until the filters narrow it. Filled when it is opened."""
+    `prompt_views.EXPLORE_LIMIT` until the filters narrow it. Filled when it is opened."""
     with gr.Tab("Compare", id="compare") as tab:
         gr.Markdown("One prompt, every verified model's images of it side by side. Click an image for its full view.")
         with gr.Row():
-            category = gr.Dropdown([views.ANY, *CATEGORIES], value=views.ANY, label="Category")
+            category = gr.Dropdown([prompt_views.ANY, *CATEGORIES], value=prompt_views.ANY, label="Category")
             setting = gr.Dropdown(
-                [(views.ANY, views.ANY), *views.SETTING_CHOICES], value=views.ANY, label="Setting (P:N)"
+                [(prompt_views.ANY, prompt_views.ANY), *prompt_views.SETTING_CHOICES],
+                value=prompt_views.ANY,
+                label="Setting (P:N)",
             )
-            load = gr.Dropdown([views.ANY, "1", "2", "3", "4"], value=views.ANY, label="Load")
-            obj = gr.Dropdown([views.ANY, *OBJECT_CLASSES], value=views.ANY, label="Object", filterable=True)
+            load = gr.Dropdown([prompt_views.ANY, "1", "2", "3", "4"], value=prompt_views.ANY, label="Load")
+            obj = gr.Dropdown(
+                [prompt_views.ANY, *OBJECT_CLASSES], value=prompt_views.ANY, label="Object", filterable=True
+            )
         chosen = gr.Dropdown(
-            list(prompt_choices[: views.EXPLORE_LIMIT]),
+            list(prompt_choices[: prompt_views.EXPLORE_LIMIT]),
             value=None,
             label="Prompt (type an id or words to search)",
             filterable=True,

@@ -25,11 +25,11 @@ from leaderboard.store.ranking import verification_label
 from leaderboard.store.sqlite_store import Entry
 from leaderboard.text.submitted_names import plain_markdown
 
-from .. import views
+from .. import prompt_views, verdict_views
+from ..error_messages import error_reply
 from ..gallery import view
 from ..gallery.entries import LOGGED, NO_ENTRY, FullViewReply, VerifiedImages, no_table, source_line
 from ..gallery.source import IndexedRecords
-from ..handlers import error_reply
 from ..resources import GALLERY_CONCURRENCY
 
 log = logging.getLogger(__name__)
@@ -120,7 +120,9 @@ def full_view_layout(prefix: str) -> tuple[gr.Image, gr.Markdown, gr.Dataframe]:
             )
         with gr.Column(scale=2):
             verdict = gr.Markdown("Click an image for its full view.", elem_id=f"{prefix}-verdict")
-    table = gr.Dataframe(headers=views.VERDICT_COLUMNS, label="Objects and statements", interactive=False, wrap=True)
+    table = gr.Dataframe(
+        headers=verdict_views.VERDICT_COLUMNS, label="Objects and statements", interactive=False, wrap=True
+    )
     return image, verdict, table
 
 
@@ -134,7 +136,9 @@ def build(on: GalleryHandlers) -> None:
         with gr.Row():
             model = gr.Dropdown([], label="Verified model", scale=2, allow_custom_value=True)
             category = gr.Dropdown([view.ANY, *CATEGORIES], value=view.ANY, label="Category")
-            setting = gr.Dropdown([(view.ANY, view.ANY), *views.SETTING_CHOICES], value=view.ANY, label="Setting (P:N)")
+            setting = gr.Dropdown(
+                [(view.ANY, view.ANY), *prompt_views.SETTING_CHOICES], value=view.ANY, label="Setting (P:N)"
+            )
             load = gr.Dropdown([view.ANY, *view.LOADS], value=view.ANY, label="Load")
             verdict = gr.Dropdown([view.ANY, *view.VERDICTS], value=view.ANY, label="Verdict")
             cause = gr.Dropdown([view.ANY, *CAUSES], value=view.ANY, label="Failure cause")

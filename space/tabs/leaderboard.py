@@ -29,7 +29,7 @@ from leaderboard.store.sqlite_store import LeaderboardStore
 from leaderboard.text.submitted_names import plain_markdown
 
 from ..entry_view import NOT_REPRODUCED, entry_page, pair_images
-from ..handlers import WorkDir
+from ..error_messages import error_markdown
 from ..leaderboard_view import (
     AWAITING_COLUMNS,
     AWAITING_WIDTHS,
@@ -49,7 +49,7 @@ from ..leaderboard_view import (
     model_status,
     polarity_figure,
 )
-from ..views import error_markdown
+from ..shared_state import WorkDir
 from . import leaderboard_figures
 
 log = logging.getLogger(__name__)

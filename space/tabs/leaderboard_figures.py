@@ -19,8 +19,9 @@ from leaderboard.store.ranking import newest_entries
 from leaderboard.store.sqlite_store import Entry, LeaderboardStore
 
 from .. import detail_figures as figures
-from ..handlers import WorkDir, error_reply
+from ..error_messages import error_reply
 from ..leaderboard_view import causes_frame, claimed, figure_title, polarity_frame, verification_column
+from ..shared_state import WorkDir
 
 log = logging.getLogger(__name__)
 

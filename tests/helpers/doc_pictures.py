@@ -97,7 +97,7 @@ def verdict_figure() -> dict[str, bytes | str | Image.Image]:
     from dataset_builder.records import PromptIndex
     from space.detail_figures import figure_csv
     from space.gallery.view import drawn
-    from space.views import verdict_frame
+    from space.verdict_views import verdict_frame
     from tests.helpers.synthetic_scenes import SYNTHETIC_LABEL, scored_scenes
 
     prompt = PromptIndex(load_prompts(None))[VERDICT_PROMPT]

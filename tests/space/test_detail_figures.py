@@ -108,7 +108,7 @@ def test_the_cvd_check_fails_the_palette_it_replaced():
 
 def test_an_entry_not_verified_is_marked_claimed_in_the_figures(tmp_path):
     from leaderboard.store.sqlite_store import SQLiteStore
-    from space.handlers import WorkDir
+    from space.shared_state import WorkDir
     from space.tabs.leaderboard_figures import DetailFigures
 
     store = SQLiteStore(tmp_path / "lb.sqlite")

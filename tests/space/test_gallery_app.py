@@ -23,7 +23,7 @@ from leaderboard.store.sqlite_store import SQLiteStore
 from space.app import build_app
 from space.gallery import view
 from space.resources import CacheBudget
-from space.views import verdict_frame, verdict_summary
+from space.verdict_views import verdict_frame, verdict_summary
 from tests.helpers.gallery_helpers import CountingImages, add_entry, images_repo, some_prompts, varied_results
 from tests.helpers.net import launch_local
 from tests.helpers.space_helpers import RectanglePerception

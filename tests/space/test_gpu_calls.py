@@ -24,10 +24,10 @@ from leaderboard.intake.submissions import hub_images
 from leaderboard.store.sqlite_store import SQLiteStore
 from negt2ibench.api import Evaluator
 from space import gpu_calls
-from space.app import build_app
+from space.app import Handlers, build_app
 from space.gpu_budget import score_seconds
-from space.handlers import Handlers, WorkDir
-from space.judge_panel import JudgePanel
+from space.shared_state import WorkDir
+from space.tabs.score.judge_panel import JudgePanel
 from tests.helpers.net import launch_local
 from tests.helpers.space_helpers import RectanglePerception, pinned_commit, scene_png, wait_for, write_results
 
@@ -222,3 +222,15 @@ def test_build_app_on_a_space_fetches_the_weights_before_it_serves(tmp_path, mon
     demo = build_app(prompts=prompts[:4], store=SQLiteStore(tmp_path / "lb2.sqlite"), weights_dir=tmp_path / "w")
     demo.close()
     assert calls == [tmp_path / "w"]  # not on a Space: nothing fetched at start-up
+
+
+def test_the_gpu_scorer_uses_the_evaluator_it_was_given(tmp_path):
+    prompt = next(
+        p for p in load_prompts(None) if p.prompt_id == "directional_pos1_neg0_003"
+    )  # motorcycle left of bowl
+    doubles = RectanglePerception(), RectanglePerception(absent=prompt.objects[:1])
+    scorers = [gpu_calls.gpu_scorer(Evaluator(PRESETS["current"], perception=double)) for double in doubles]
+    image = Image.open(scene_png(tmp_path / "scene.png"))
+    (found, annotated), (missing, _) = (scorer(image, prompt, "upload", 0) for scorer in scorers)
+    assert (found.passed, missing.passed) == (True, False) and [d.calls for d in doubles] == [1, 1]
+    assert isinstance(annotated, Image.Image) and annotated.size == image.size

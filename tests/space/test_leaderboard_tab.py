@@ -10,7 +10,7 @@ from leaderboard.checks.regeneration_run import thumbnail
 from leaderboard.store.entries import RegeneratedPair, Regeneration
 from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from leaderboard.text.submitted_names import plain_markdown
-from space.handlers import WorkDir
+from space.shared_state import WorkDir
 from space.tabs.leaderboard import LeaderboardHandlers
 
 

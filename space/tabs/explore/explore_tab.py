@@ -13,9 +13,10 @@ import gradio as gr
 
 from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
 from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES
+from space import prompt_views
+from space.error_messages import error_reply
 
-from .. import views
-from ..handlers import error_reply
+from . import explore_views
 
 
 @dataclass(frozen=True, eq=False)
@@ -26,20 +27,28 @@ class ExploreHandlers:
     index: PromptIndex
 
     def explore(self, category: str, setting: str, load: str, obj: str):
-        matches = views.filter_prompts(self.prompts, category, setting, load, obj)
-        shown = matches[: views.EXPLORE_LIMIT]
+        matches = prompt_views.filter_prompts(self.prompts, category, setting, load, obj)
+        shown = matches[: prompt_views.EXPLORE_LIMIT]
         first = matches[0].prompt_id if matches else None
-        choices = [(views.prompt_label(p), p.prompt_id) for p in shown]
-        return views.matches_note(len(matches)), views.prompts_frame(shown), gr.update(choices=choices, value=first)
+        choices = [(prompt_views.prompt_label(p), p.prompt_id) for p in shown]
+        return (
+            explore_views.matches_note(len(matches)),
+            explore_views.prompts_frame(shown),
+            gr.update(choices=choices, value=first),
+        )
 
     def show_prompt(self, prompt_id: str | None):
         if not prompt_id:
-            return "Pick a prompt.", views.statements_frame(None), views.group_frame(None, ())
+            return "Pick a prompt.", explore_views.statements_frame(None), explore_views.group_frame(None, ())
         try:
             record = self.index[prompt_id.strip()]
         except PromptLookupError as error:
-            return error_reply(str(error)), views.statements_frame(None), views.group_frame(None, ())
-        return views.prompt_header(record), views.statements_frame(record), views.group_frame(record, self.prompts)
+            return error_reply(str(error)), explore_views.statements_frame(None), explore_views.group_frame(None, ())
+        return (
+            prompt_views.prompt_header(record),
+            explore_views.statements_frame(record),
+            explore_views.group_frame(record, self.prompts),
+        )
 
     @staticmethod
     def pick_row(event: gr.SelectData):
@@ -49,30 +58,36 @@ class ExploreHandlers:
 
 def build(demo: gr.Blocks, on: ExploreHandlers, prompt_choices: Sequence[tuple[str, str]]) -> None:
     """The Explore tab; `prompt_choices`: (label, prompt id) of every prompt, the picker's first
-    `views.EXPLORE_LIMIT` until the filters (applied on load) narrow it."""
+    `prompt_views.EXPLORE_LIMIT` until the filters (applied on load) narrow it."""
     with gr.Tab("Explore", id="explore"):
         with gr.Row():
-            category = gr.Dropdown([views.ANY, *CATEGORIES], value=views.ANY, label="Category")
+            category = gr.Dropdown([prompt_views.ANY, *CATEGORIES], value=prompt_views.ANY, label="Category")
             setting = gr.Dropdown(
-                [(views.ANY, views.ANY), *views.SETTING_CHOICES], value=views.ANY, label="Setting (P:N)"
+                [(prompt_views.ANY, prompt_views.ANY), *prompt_views.SETTING_CHOICES],
+                value=prompt_views.ANY,
+                label="Setting (P:N)",
             )
-            load = gr.Dropdown([views.ANY, "1", "2", "3", "4"], value=views.ANY, label="Load")
-            obj = gr.Dropdown([views.ANY, *OBJECT_CLASSES], value=views.ANY, label="Object", filterable=True)
+            load = gr.Dropdown([prompt_views.ANY, "1", "2", "3", "4"], value=prompt_views.ANY, label="Load")
+            obj = gr.Dropdown(
+                [prompt_views.ANY, *OBJECT_CLASSES], value=prompt_views.ANY, label="Object", filterable=True
+            )
         count = gr.Markdown()
         table = gr.Dataframe(
-            headers=views.PROMPT_COLUMNS,
+            headers=explore_views.PROMPT_COLUMNS,
             interactive=False,
             max_height=320,
             show_search="filter",
             label="Prompts (click a row)",
         )
         chosen = gr.Dropdown(
-            list(prompt_choices[: views.EXPLORE_LIMIT]), label="Prompt", filterable=True, allow_custom_value=True
+            list(prompt_choices[: prompt_views.EXPLORE_LIMIT]), label="Prompt", filterable=True, allow_custom_value=True
         )
         detail = gr.Markdown()
-        statements = gr.Dataframe(headers=views.STATEMENT_COLUMNS, label="Statements", interactive=False)
+        statements = gr.Dataframe(headers=explore_views.STATEMENT_COLUMNS, label="Statements", interactive=False)
         group = gr.Dataframe(
-            headers=views.PROMPT_COLUMNS, label="Matched group (same content, other polarities)", interactive=False
+            headers=explore_views.PROMPT_COLUMNS,
+            label="Matched group (same content, other polarities)",
+            interactive=False,
         )
         filters = [category, setting, load, obj]
         for control in filters:

@@ -2,8 +2,8 @@
 submissions shows where each spot check is (a verification job's state and logs link).
 
 API names (for gradio_client): ``submit`` (file, name, link, images repo, revision → the status
-and the list) and ``submissions`` (→ the list). The handlers are `Handlers.submit` and
-`Handlers.submissions`.
+and the list) and ``submissions`` (→ the list). The handlers are `SubmitHandlers.submit` and
+`SubmitHandlers.submissions` (`submit_handlers`).
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import gradio as gr
 
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from evaluator.config import EVALUATOR_VERSION
+from space.resources import SUBMIT_CONCURRENCY
 
-from ..handlers import Handlers
-from ..resources import SUBMIT_CONCURRENCY
-from ..views import SUBMISSION_COLUMNS, SUBMISSION_TYPES, submit_help
+from .submit_handlers import SubmitHandlers
+from .submit_views import SUBMISSION_COLUMNS, SUBMISSION_TYPES, submit_help
 
 
-def build(demo: gr.Blocks, on: Handlers, *, login_button: bool) -> Any:
+def build(demo: gr.Blocks, on: SubmitHandlers, *, login_button: bool) -> Any:
     """The Submit tab; `login_button`: show "Sign in with Hugging Face" (on a Space that requires it).
     Returns the submit event, which other tabs chain their own refresh to."""
     plan = on.limits.plan_for(len(on.prompts) * SAMPLES_PER_PROMPT)
@@ -60,7 +60,7 @@ def build(demo: gr.Blocks, on: Handlers, *, login_button: bool) -> Any:
             [results_upload, model_name, link, images_repo, revision],
             [submit_status, submissions],
             api_name="submit",
-            concurrency_limit=SUBMIT_CONCURRENCY,  # one slot per client (`Handlers.submit`), so never all of them
+            concurrency_limit=SUBMIT_CONCURRENCY,  # one slot per client (`SubmitHandlers.submit`), so never all of them
         )
     demo.load(on.submissions, None, submissions, api_name="internal", api_visibility="private")
     return sent

@@ -23,10 +23,9 @@ import pandas as pd
 from dataset_builder.records import PromptRecord
 from evaluator.results import ResultRecord
 from negt2ibench.core.errors import UsageError, UserError
-
-from .gpu_calls import JudgeOnGpu, gpu_judge, on_zero_gpu, preload_judge, zero_gpu_refusal
-from .resources import bounded_image
-from .views import error_markdown
+from space.error_messages import error_markdown
+from space.gpu_calls import JudgeOnGpu, gpu_judge, on_zero_gpu, preload_judge, zero_gpu_refusal
+from space.resources import bounded_image
 
 log = logging.getLogger(__name__)
 JUDGE_ENV = "NEGT2I_JUDGE"

@@ -6,7 +6,7 @@ demo's) fills the tab with a picture, its prompt and a stored verdict, labelled 
 
 API names (for gradio_client): ``score`` (image, prompt id, typed prompt → annotated image,
 verdict, table, result JSON) and, with a judge, ``judge`` (the same inputs → its summary and table).
-The handlers are `Handlers.score` and the `JudgePanel`'s.
+The handlers are `ScoreHandlers.score` (`score_handlers`) and the `JudgePanel`'s (`judge_panel`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,11 @@ from typing import Any
 
 import gradio as gr
 
-from ..handlers import Handlers
-from ..judge_panel import JudgePanel
-from ..resources import SCORE_CONCURRENCY
-from ..views import VERDICT_COLUMNS
+from space.resources import SCORE_CONCURRENCY
+from space.verdict_views import VERDICT_COLUMNS
+
+from .judge_panel import JudgePanel
+from .score_handlers import ScoreHandlers
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def image_upload(**kwargs: Any) -> gr.Image:
 
 
 def build(
-    on: Handlers,
+    on: ScoreHandlers,
     prompt_choices: Sequence[tuple[str, str]],
     judging: JudgePanel | None,
     example: ScoreExample | None = None,

@@ -13,7 +13,7 @@ from dataset_builder.records import PromptIndex
 from judges.registry import REGISTRY
 from judges.transformers_judge import TransformersJudge
 from negt2ibench.core.errors import UsageError, UserError
-from space.judge_panel import JUDGE_COLUMNS, judge_frame, judge_panel
+from space.tabs.score.judge_panel import JUDGE_COLUMNS, judge_frame, judge_panel
 from tests.helpers.judge_helpers import solid_image, tiny_qwen2_vl
 from tests.helpers.space_helpers import scene_png
 

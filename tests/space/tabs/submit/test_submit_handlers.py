@@ -16,8 +16,9 @@ from dataset_builder.records import PromptIndex
 from evaluator.config import PRESETS
 from leaderboard.intake.submissions import NOT_COUNTED, SubmissionLimits, hub_images
 from leaderboard.store.sqlite_store import SQLiteStore
-from space.handlers import Handlers, WorkDir, error_reply
-from space.views import error_markdown
+from space.app import Handlers
+from space.error_messages import error_markdown, error_reply
+from space.shared_state import WorkDir
 from tests.helpers.space_helpers import write_results
 
 
@@ -81,7 +82,7 @@ def test_a_cut_message_keeps_its_last_clause_and_the_log_keeps_all(handlers, pro
     assert "(528 characters)" in status and status.endswith(NOT_COUNTED)
     # any message longer than what is shown: its start and its last clause, the whole of it logged
     message = "not submitted: " + "x" * 2000 + f"; {NOT_COUNTED}"
-    with caplog.at_level(logging.INFO, logger="space.handlers"):
+    with caplog.at_level(logging.INFO, logger="space.error_messages"):
         reply = error_reply(message)
     assert len(reply) < 700 and shown(reply).endswith(f"…; {NOT_COUNTED}") and reply == error_markdown(message)
     assert any(message in record.getMessage() for record in caplog.records)
