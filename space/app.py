@@ -48,14 +48,15 @@ from .gpu_calls import gpu_scorer, on_zero_gpu, preload_models
 from .prompt_views import prompt_label
 from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SWEEP_SECONDS, blocks_cache
 from .shared_state import Rechecker, WorkDir
-from .tabs import compare, gallery, leaderboard
+from .tabs import compare, gallery
 from .tabs.annotate import annotate_tab
 from .tabs.annotate.annotate_tab import annotation_handlers
 from .tabs.compare import CompareHandlers
 from .tabs.explore import explore_tab
 from .tabs.explore.explore_tab import ExploreHandlers
 from .tabs.gallery import GalleryHandlers
-from .tabs.leaderboard import BOARD_REFRESH_SECONDS, LeaderboardHandlers
+from .tabs.leaderboard import leaderboard_tab
+from .tabs.leaderboard.leaderboard_tab import BOARD_REFRESH_SECONDS, LeaderboardHandlers
 from .tabs.score import score_tab
 from .tabs.score.judge_panel import judge_panel
 from .tabs.score.score_handlers import ScoreHandlers
@@ -318,7 +319,7 @@ def _lay_out_tabs(s: AppSettings, parts: _AppParts, on: Handlers) -> tuple[Space
         explore_tab.build(demo, ExploreHandlers(prompts, index), prompt_choices)
         score_tab.build(on, prompt_choices, judging, s.score_example)
         board = LeaderboardHandlers(store, work_dir, parts.hub_board, parts.benchmark, space_base_url(s.space_url))
-        refreshed = leaderboard.build(demo, board, s.board_refresh_every)
+        refreshed = leaderboard_tab.build(demo, board, s.board_refresh_every)
         gallery.build(GalleryHandlers(looking))
         compare.build(CompareHandlers(looking, prompts), prompt_choices)
         refreshed.after(submit_tab.build(demo, on, login_button=login_button))  # a stored submission shows at once

@@ -17,7 +17,7 @@ from leaderboard.store.sqlite_store import LeaderboardStore
 from negt2ibench.api import Evaluator
 
 from .resources import CACHE_BYTES
-from .tabs.leaderboard import BOARD_REFRESH_SECONDS
+from .tabs.leaderboard.leaderboard_tab import BOARD_REFRESH_SECONDS
 from .tabs.score.score_tab import ScoreExample
 
 # How often the verification jobs' pass runs while the app runs (launch, poll, relaunch, cancel; a

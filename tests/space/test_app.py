@@ -17,7 +17,7 @@ from leaderboard.intake.submissions import ImagesUnreachable, ParquetImages, Sub
 from leaderboard.store.ranking import PAPER_ROWS, REPORTED, newest_entries
 from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from space.app import build_app
-from space.leaderboard_view import leaderboard_frame
+from space.tabs.leaderboard.leaderboard_views import leaderboard_frame
 from space.tabs.score.score_views import grammar_markdown
 from tests.helpers.jobs_helpers import double_jobs
 from tests.helpers.net import launch_local, served_launch_settings, space_launch_settings

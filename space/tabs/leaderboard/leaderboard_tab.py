@@ -4,7 +4,7 @@ model's detail (statements by polarity and failure causes per category).
 
 API names (for gradio_client): ``leaderboard`` (→ the board, the CSV, the model picker, the
 awaiting list) and ``model_detail`` (a model name → its status, plot and causes). The frames and
-the figure come from `space.leaderboard_view`. The board and the awaiting list are read again
+the figure come from `leaderboard_views`. The board and the awaiting list are read again
 after a submission (`BoardRefresh.after`) and on a timer while something awaits verification, so a
 stored submission shows without a reload.
 
@@ -27,10 +27,12 @@ from leaderboard.hub.hub_check import HubLeaderboard, hub_cells, hub_status_mark
 from leaderboard.store.ranking import newest_entries
 from leaderboard.store.sqlite_store import LeaderboardStore
 from leaderboard.text.submitted_names import plain_markdown
+from space.error_messages import error_markdown
+from space.shared_state import WorkDir
 
-from ..entry_view import NOT_REPRODUCED, entry_page, pair_images
-from ..error_messages import error_markdown
-from ..leaderboard_view import (
+from . import detail_figures_tab
+from .entry_views import NOT_REPRODUCED, entry_page, pair_images
+from .leaderboard_views import (
     AWAITING_COLUMNS,
     AWAITING_WIDTHS,
     CAUSE_COLUMNS,
@@ -49,8 +51,6 @@ from ..leaderboard_view import (
     model_status,
     polarity_figure,
 )
-from ..shared_state import WorkDir
-from . import leaderboard_figures
 
 log = logging.getLogger(__name__)
 BOARD_REFRESH_SECONDS = 15.0  # how often the board is read again while a submission awaits verification
@@ -330,7 +330,7 @@ def _detail_layout(on: LeaderboardHandlers) -> _Detail:
     causes = gr.Dataframe(
         headers=CAUSE_COLUMNS, interactive=False, label="Failure causes by category (failed statements)"
     )
-    leaderboard_figures.build(model_pick, leaderboard_figures.DetailFigures(on.store, on.work_dir))
+    detail_figures_tab.build(model_pick, detail_figures_tab.DetailFigures(on.store, on.work_dir))
     eval_note = gr.Markdown()
     eval_yaml = gr.Code(
         language="yaml", label=".eval_results YAML (verified entries)", interactive=False, visible=False

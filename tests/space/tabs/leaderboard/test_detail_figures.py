@@ -15,7 +15,7 @@ from evaluator.results import CAUSES
 from leaderboard.store.ranking import PAPER_ROWS
 from leaderboard.store.sqlite_store import Entry
 from negt2ibench.core import palette
-from space import detail_figures as figures
+from space.tabs.leaderboard import detail_figures as figures
 
 
 def test_accuracy_frame_holds_every_setting_and_category_of_a_row():
@@ -109,7 +109,7 @@ def test_the_cvd_check_fails_the_palette_it_replaced():
 def test_an_entry_not_verified_is_marked_claimed_in_the_figures(tmp_path):
     from leaderboard.store.sqlite_store import SQLiteStore
     from space.shared_state import WorkDir
-    from space.tabs.leaderboard_figures import DetailFigures
+    from space.tabs.leaderboard.detail_figures_tab import DetailFigures
 
     store = SQLiteStore(tmp_path / "lb.sqlite")
     for name, status in (("Sure", "verified"), ("Maybe", "pending")):

@@ -23,7 +23,7 @@ from evaluator.results import CAUSES
 from leaderboard.store.ranking import UNVERIFIED
 from negt2ibench.core import palette
 
-from .leaderboard_view import csv_frame, watermark
+from .leaderboard_views import csv_frame, watermark
 
 ACCURACY_COLUMNS = ["model", "axis", "key", "load", "accuracy"]  # axis: setting | category
 SETTING_KEYS: tuple[str, ...] = tuple(setting_label(p, n) for p, n in SETTINGS)
@@ -102,7 +102,7 @@ def accuracy_figure(frame: pd.DataFrame, title: str, *, marked: bool = False) ->
 
 
 def causes_long(causes: pd.DataFrame) -> pd.DataFrame:
-    """The causes table (`leaderboard_view.causes_frame`) as the causes figure's data: category,
+    """The causes table (`leaderboard_views.causes_frame`) as the causes figure's data: category,
     cause, count, and its share of the category's failed statements."""
     lines = []
     for record in causes.to_dict("records"):

@@ -1,8 +1,9 @@
-"""The model detail's figures, beside its tables in the Leaderboard tab: accuracy by setting and
-failure causes by category, and every figure's data (these two and the polarity plot's) as CSV.
+"""The model detail's figures in the Leaderboard tab, laid out and wired (their handlers,
+`DetailFigures`, and `build`), beside the detail's tables: accuracy by setting and failure causes by
+category, and every figure's data (these two and the polarity plot's) as CSV.
 
 API name (for gradio_client): ``model_figures`` (a model name → the setting figure, the causes
-figure, the CSV files). The figures come from `space.detail_figures`; an entry that is not
+figure, the CSV files). The figures are drawn by the pure builders of `detail_figures`; an entry that is not
 verified is marked "claimed, not verified", as its numbers are the submitter's: first in each
 figure's title (a 100-character name wraps below it), across each figure's axes, in each CSV's
 name and in its `verification` column (every line).
@@ -17,11 +18,11 @@ import gradio as gr
 
 from leaderboard.store.ranking import newest_entries
 from leaderboard.store.sqlite_store import Entry, LeaderboardStore
+from space.error_messages import error_reply
+from space.shared_state import WorkDir
 
-from .. import detail_figures as figures
-from ..error_messages import error_reply
-from ..leaderboard_view import causes_frame, claimed, figure_title, polarity_frame, verification_column
-from ..shared_state import WorkDir
+from . import detail_figures as figures
+from .leaderboard_views import causes_frame, claimed, figure_title, polarity_frame, verification_column
 
 log = logging.getLogger(__name__)
 

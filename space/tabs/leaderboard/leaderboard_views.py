@@ -39,7 +39,7 @@ from leaderboard.text.submitted_names import csv_cell, plain_markdown
 from negt2ibench.core import palette
 from negt2ibench.core.table import MISSING_TEXT, Column, Table, to_frame
 
-from .entry_view import FLAG, NOT_REPRODUCED, fresh_cells, fresh_lines, reproduction_mark, why_not_reproduced
+from .entry_views import FLAG, NOT_REPRODUCED, fresh_cells, fresh_lines, reproduction_mark, why_not_reproduced
 
 # Shown above the leaderboard: what the reported rows are, and why they are not quite comparable.
 PAPER_ROWS_NOTE = (
@@ -141,7 +141,7 @@ def _interval_text(detail: ModelDetail | None) -> str:
 
 def status_cell(entry: Entry) -> str:
     """The Status cell: the verification label, then its marks (†: part of the corpus scored; `images
-    not reproduced`: `space.entry_view.reproduction_mark`)."""
+    not reproduced`: `space.tabs.leaderboard.entry_views.reproduction_mark`)."""
     label = verification_label(entry)
     mark = reproduction_mark(entry)
     if mark:
