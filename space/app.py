@@ -43,18 +43,18 @@ from negt2ibench.api import Evaluator
 from negt2ibench.core.errors import UsageError
 
 from .app_settings import RECHECK_SECONDS, AppSettings
-from .gallery.entries import VerifiedImages, verified_images
 from .gpu_calls import gpu_scorer, on_zero_gpu, preload_models
 from .prompt_views import prompt_label
 from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SWEEP_SECONDS, blocks_cache
 from .shared_state import Rechecker, WorkDir
-from .tabs import compare, gallery
 from .tabs.annotate import annotate_tab
 from .tabs.annotate.annotate_tab import annotation_handlers
-from .tabs.compare import CompareHandlers
+from .tabs.compare import compare_tab
+from .tabs.compare.compare_tab import CompareHandlers
 from .tabs.explore import explore_tab
 from .tabs.explore.explore_tab import ExploreHandlers
-from .tabs.gallery import GalleryHandlers
+from .tabs.gallery import gallery_tab
+from .tabs.gallery.gallery_tab import GalleryHandlers
 from .tabs.leaderboard import leaderboard_tab
 from .tabs.leaderboard.leaderboard_tab import BOARD_REFRESH_SECONDS, LeaderboardHandlers
 from .tabs.score import score_tab
@@ -63,6 +63,7 @@ from .tabs.score.score_handlers import ScoreHandlers
 from .tabs.score.score_tab import ScoreExample
 from .tabs.submit import submit_tab
 from .tabs.submit.submit_handlers import SubmitHandlers
+from .verified_images.verified_entries import VerifiedImages, verified_images
 
 # gradio switches matplotlib's backend around every event, importing pyplot on first use; two
 # first events at once then race on a half-imported module ("partially initialized module
@@ -320,8 +321,8 @@ def _lay_out_tabs(s: AppSettings, parts: _AppParts, on: Handlers) -> tuple[Space
         score_tab.build(on, prompt_choices, judging, s.score_example)
         board = LeaderboardHandlers(store, work_dir, parts.hub_board, parts.benchmark, space_base_url(s.space_url))
         refreshed = leaderboard_tab.build(demo, board, s.board_refresh_every)
-        gallery.build(GalleryHandlers(looking))
-        compare.build(CompareHandlers(looking, prompts), prompt_choices)
+        gallery_tab.build(GalleryHandlers(looking))
+        compare_tab.build(CompareHandlers(looking, prompts), prompt_choices)
         refreshed.after(submit_tab.build(demo, on, login_button=login_button))  # a stored submission shows at once
         annotate_tab.build(demo, annotating, login_button=login_button)
     return demo, looking

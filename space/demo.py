@@ -34,8 +34,8 @@ from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from validation.examples import EXAMPLE_KEY, write_examples
 
 from . import verdict_views
-from .gallery.view import drawn
 from .tabs.score.score_tab import ScoreExample
+from .verified_images.verified_views import drawn
 
 VERIFIED_NAME = "Synthetic drawings (demo)"
 PENDING_NAME = "Synthetic drawings, no-SAM preset (demo)"

@@ -95,9 +95,9 @@ def verdict_figure() -> dict[str, bytes | str | Image.Image]:
 
     from dataset_builder.loading import load_prompts
     from dataset_builder.records import PromptIndex
-    from space.gallery.view import drawn
     from space.tabs.leaderboard.detail_figures import figure_csv
     from space.verdict_views import verdict_frame
+    from space.verified_images.verified_views import drawn
     from tests.helpers.synthetic_scenes import SYNTHETIC_LABEL, scored_scenes
 
     prompt = PromptIndex(load_prompts(None))[VERDICT_PROMPT]

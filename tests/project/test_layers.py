@@ -179,7 +179,7 @@ def test_the_layers_are_the_documented_ones():
         layer_of("evaluator.report.tables") == "evaluator"
         and layer_of("leaderboard.store.sqlite_store") == "leaderboard"
     )
-    assert layer_of("space.gallery.source") == "space" and layer_of("leaderboard.cli") == "shells"
+    assert layer_of("space.verified_images.verified_source") == "space" and layer_of("leaderboard.cli") == "shells"
     documented = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     for name in (
         "negt2ibench/core/",

@@ -43,7 +43,7 @@ from leaderboard.store.sqlite_store import Entry, LeaderboardStore
 from negt2ibench.core.atomic import write_atomic
 
 from ..resources import release_memory
-from . import view
+from . import verified_views
 
 log = logging.getLogger(__name__)
 RECORDS_CACHED = 8  # entries whose records are kept in memory (about 15 MB each for 19,200 records)
@@ -54,7 +54,7 @@ PAGE_SECONDS = 20.0  # a page waits this long for its images, then shows what ca
 FULL_SIDE = 2048  # the full view is kept drawn at most this large a side
 PENDING = "still being fetched from its images repo (a slow repo); shown when it arrives"
 
-Key = view.Key
+Key = verified_views.Key
 Take = Callable[[Key, Image.Image], None]  # what a fetch hands each image to, as it comes
 
 
@@ -63,9 +63,9 @@ class IndexedRecords:
     """One entry's records: `rows` in corpus order (prompt, then sample), each record's JSON by key."""
 
     split: str  # the images split: the results' model key
-    rows: list[view.GalleryRow]
+    rows: list[verified_views.GalleryRow]
     lines: dict[Key, str]
-    by_prompt: dict[str, list[view.GalleryRow]] = field(default_factory=dict)
+    by_prompt: dict[str, list[verified_views.GalleryRow]] = field(default_factory=dict)
 
     def record(self, key: Key) -> ResultRecord:
         return ResultRecord.model_validate_json(self.lines[key])
@@ -74,9 +74,9 @@ class IndexedRecords:
 def index_records(records: Sequence[ResultRecord], order: Callable[[str], int]) -> IndexedRecords:
     """The compact form of an entry's records; `order` gives a prompt id's place in the corpus."""
     ordered = sorted(records, key=lambda r: (order(r.prompt_id), r.prompt_id, r.sample_index))
-    rows = [view.gallery_row(record) for record in ordered]
+    rows = [verified_views.gallery_row(record) for record in ordered]
     lines = {(r.prompt_id, r.sample_index): r.model_dump_json() for r in ordered}
-    by_prompt: dict[str, list[view.GalleryRow]] = {}
+    by_prompt: dict[str, list[verified_views.GalleryRow]] = {}
     for row in rows:
         by_prompt.setdefault(row.prompt_id, []).append(row)
     split = ordered[0].model_key if ordered else ""
@@ -172,10 +172,10 @@ class GalleryImages:
     def _full_path(self, entry: Entry, source: tuple[str, str, str], key: Key) -> Path:
         return self._file("full", _digest(entry.submission_id, *source, *key))
 
-    def placeholder(self, reason: str, side: int = view.THUMB_SIDE) -> str:
+    def placeholder(self, reason: str, side: int = verified_views.THUMB_SIDE) -> str:
         path = self._file("placeholders", _digest(reason, side))
         if not path.exists():
-            _keep(path, _png(view.placeholder(reason, side)))
+            _keep(path, _png(verified_views.placeholder(reason, side)))
         return str(path)
 
     def _written(self) -> None:
@@ -279,11 +279,14 @@ class GalleryImages:
         def take(key: Key, image: Image.Image) -> None:
             try:
                 record = by_key[key]
-                full = view.shrunk(image, FULL_SIDE)  # the large image is resized once; the thumbnail comes from this
+                full = verified_views.shrunk(
+                    image, FULL_SIDE
+                )  # the large image is resized once; the thumbnail comes from this
                 scale = full.width / image.width
-                _keep(self._full_path(entry, source, key), _png(view.drawn(full, record, scale=scale), 1))
+                _keep(self._full_path(entry, source, key), _png(verified_views.drawn(full, record, scale=scale), 1))
                 _keep(
-                    self._thumb_path(entry, source, key), _png(view.drawn(full, record, view.THUMB_SIDE, scale=scale))
+                    self._thumb_path(entry, source, key),
+                    _png(verified_views.drawn(full, record, verified_views.THUMB_SIDE, scale=scale)),
                 )
             except Exception as error:  # noqa: BLE001 - a record that cannot be drawn, a full disk: this image only
                 log.exception("drawing %s failed", key)

@@ -1,36 +1,29 @@
-"""Pure view builders of the Gallery and Compare tabs: result records in, rows, pages, captions,
-frames and drawn images out. No gradio, no store, no network: each is testable on plain data.
+"""Pure views of a verified entry's images that the Gallery and Compare tabs both show: result records
+in, rows, captions and drawn images out. No gradio, no store, no network: each is testable on
+plain data.
 
 A gallery row is the little of a record that the filters read (`GalleryRow`: its key, verdict
-and failure causes); a page is 24 of the rows that match (`page_of`). A thumbnail is the image
+and failure causes; the Gallery's filters and pages are `space.tabs.gallery.gallery_views`, Compare's
+table `space.tabs.compare.compare_views`). A thumbnail is the image
 drawn by `evaluator.annotate.annotate`, the drawing of the Score tab: the record's boxes (records
 keep no masks) with their labels and the PASS / FAIL banner. The full view is the same drawing at
-full size, beside the Score tab's verdict summary and per-statement table (`space.views`).
+full size, beside the Score tab's verdict summary and per-statement table (`space.verdict_views`).
 """
 
 from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import NamedTuple
 
-import pandas as pd
 from PIL import Image, ImageDraw, ImageFont
 
-from dataset_builder.records import PromptLookup
-from dataset_builder.vocabulary import CATEGORIES, SETTING_NAMES, setting_label
 from evaluator.observation import ImageObservation, ObjectObservation
-from evaluator.results import CAUSES, VERDICTS, ResultRecord, record_verdict
+from evaluator.results import CAUSES, ResultRecord, record_verdict
 from leaderboard.text.submitted_names import clip
 
-ANY = "any"  # the filters' "no filter" (as `space.prompt_views.ANY`)
-PAGE_SIZE = 24  # thumbnails per gallery page
 THUMB_SIDE = 320  # a thumbnail's longer side, in pixels
-LOADS = ("1", "2", "3", "4")
-GALLERY_COLUMNS = ["#", "prompt_id", "sample", "setting", "verdict", "causes", "image"]
-COMPARE_COLUMNS = ["model", "sample", "verdict", "causes", "image"]
 SHOWN = "shown"  # the `image` cell of an image that could be fetched
 LABEL_CHARS = 40  # an object's name drawn on an image, at most (it comes from a submitted file)
 
@@ -60,82 +53,6 @@ def gallery_row(record: ResultRecord) -> GalleryRow:
     return GalleryRow(record.prompt_id, record.sample_index, record_verdict(record), causes_of(record))
 
 
-@dataclass(frozen=True)
-class GalleryFilter:
-    """The gallery's filters; `ANY` (or "" or None) leaves one out."""
-
-    category: str | None = ANY
-    setting: str | None = ANY
-    load: str | int | None = ANY
-    verdict: str | None = ANY
-    cause: str | None = ANY
-
-    def problem(self) -> str:
-        """Why a filter value cannot match anything ("" when every value is one the tab offers)."""
-        allowed = {
-            "category": CATEGORIES,
-            "setting": SETTING_NAMES,
-            "load": LOADS,
-            "verdict": VERDICTS,
-            "cause": CAUSES,
-        }
-        for name, values in allowed.items():
-            value = getattr(self, name)
-            if not _any(value) and str(value) not in values:
-                return f"unknown {name} {clip(str(value), 60)!r}: one of {', '.join(values)} (or {ANY})"
-        return ""
-
-
-def _any(value: object) -> bool:
-    return value in (ANY, "", None)
-
-
-def matching_rows(rows: Iterable[GalleryRow], prompts: PromptLookup, wanted: GalleryFilter) -> list[GalleryRow]:
-    """The rows (in the order given) whose prompt is known and which pass every filter that is
-    not `ANY`; `cause` matches a record with at least one failed statement of that cause."""
-    found = []
-    for row in rows:
-        if row.prompt_id not in prompts:
-            continue
-        prompt = prompts[row.prompt_id]
-        if (
-            (_any(wanted.category) or prompt.category == wanted.category)
-            and (_any(wanted.setting) or prompt.setting == wanted.setting)
-            and (_any(wanted.load) or str(prompt.load) == str(wanted.load))
-            and (_any(wanted.verdict) or row.verdict == wanted.verdict)
-            and (_any(wanted.cause) or wanted.cause in row.causes)
-        ):
-            found.append(row)
-    return found
-
-
-@dataclass(frozen=True)
-class Page:
-    """One page of the matching rows: `number` of `pages` (1-based), `total` rows in all."""
-
-    number: int
-    pages: int
-    total: int
-    rows: tuple[GalleryRow, ...]
-
-    @property
-    def first(self) -> int:
-        """The 1-based position of the page's first row among all matches (0 when none)."""
-        return (self.number - 1) * PAGE_SIZE + 1 if self.rows else 0
-
-
-def page_of(rows: Sequence[GalleryRow], number: float | int | None, size: int = PAGE_SIZE) -> Page:
-    """Page `number` of `rows`, clamped to the pages there are (a missing or bad number: page 1)."""
-    pages = max(1, math.ceil(len(rows) / size))
-    try:
-        wanted = int(number) if number is not None and math.isfinite(float(number)) else 1
-    except (TypeError, ValueError):
-        wanted = 1
-    wanted = min(max(wanted, 1), pages)
-    start = (wanted - 1) * size
-    return Page(wanted, pages, len(rows), tuple(rows[start : start + size]))
-
-
 def caption(row: GalleryRow, reason: str = "", model: str = "") -> str:
     """A thumbnail's caption, what matters first (a narrow thumbnail shows only its start): the
     verdict and causes, then the model and sample (Compare) or the prompt id and sample (Gallery),
@@ -149,38 +66,6 @@ def caption(row: GalleryRow, reason: str = "", model: str = "") -> str:
     if reason:
         parts.append(f"image unavailable: {clip(reason, 160)}")
     return " · ".join(parts)
-
-
-def page_frame(page: Page, reasons: Sequence[str], prompts: PromptLookup) -> pd.DataFrame:
-    """The page as a table (one row per thumbnail, in order): what each image is and shows."""
-    rows = [
-        {
-            "#": page.first + offset,
-            "prompt_id": row.prompt_id,
-            "sample": row.sample_index,
-            "setting": setting_label(prompts[row.prompt_id].num_pos, prompts[row.prompt_id].num_neg),
-            "verdict": row.verdict,
-            "causes": ", ".join(row.causes),
-            "image": reason or SHOWN,
-        }
-        for offset, (row, reason) in enumerate(zip(page.rows, reasons, strict=True))
-    ]
-    return pd.DataFrame(rows, columns=GALLERY_COLUMNS)
-
-
-def compare_frame(shown: Sequence[tuple[str, GalleryRow | None, str]]) -> pd.DataFrame:
-    """(model, row or None when the model has no image of the prompt, reason) → one row each."""
-    rows = [
-        {
-            "model": model,
-            "sample": row.sample_index if row else "",
-            "verdict": row.verdict if row else "",
-            "causes": ", ".join(row.causes) if row else "",
-            "image": reason or SHOWN,
-        }
-        for model, row, reason in shown
-    ]
-    return pd.DataFrame(rows, columns=COMPARE_COLUMNS)
 
 
 # -- drawing -------------------------------------------------------------------------------------------

@@ -9,8 +9,8 @@ from PIL import Image
 from dataset_builder.loading import load_prompts
 from leaderboard.store.image_sources import ImagesUnreachable
 from leaderboard.store.sqlite_store import SQLiteStore
-from space.gallery.source import EntryRecords, GalleryImages
 from space.resources import CacheBudget
+from space.verified_images.verified_source import EntryRecords, GalleryImages
 from tests.helpers.gallery_helpers import add_entry, some_prompts, varied_results
 
 

@@ -1,9 +1,10 @@
 """What the Gallery and Compare tabs both read: the verified entries (ranked as the leaderboard
-ranks them), their records (`source.EntryRecords`) and images (`source.GalleryImages`), and one
-image's full view (the drawn image, its verdict, its per-statement table). Each tab has its own
-handlers over one `VerifiedImages` (`space.tabs.gallery.GalleryHandlers`,
-`space.tabs.compare.CompareHandlers`), so the two share the records and images kept in memory and
-on disk, and neither tab serves the other's events.
+ranks them), their records (`verified_source.EntryRecords`) and images (`verified_source.GalleryImages`),
+and one image's full view (the drawn image, its verdict, its per-statement table) with its layout
+(`full_view_layout`, as the Score tab lays out its answer). Each tab has its own handlers over one
+`VerifiedImages` (`space.tabs.gallery.gallery_tab.GalleryHandlers`,
+`space.tabs.compare.compare_tab.CompareHandlers`), so the two share the records and images kept in
+memory and on disk, and neither tab serves the other's events.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+import gradio as gr
 import pandas as pd
 from PIL import Image
 
@@ -24,8 +26,8 @@ from leaderboard.text.submitted_names import plain_markdown
 from .. import verdict_views
 from ..error_messages import error_reply
 from ..shared_state import WorkDir
-from . import view
-from .source import EntryRecords, GalleryImages
+from . import verified_views
+from .verified_source import EntryRecords, GalleryImages
 
 log = logging.getLogger(__name__)
 FULL_SIDE = 1024  # the full view's placeholder side
@@ -85,7 +87,7 @@ class VerifiedImages:
             return None, error_reply(f"sample index must be a whole number, got {sample_index!r}"), no_table()
         return self.full_view(entry, key)
 
-    def full_view(self, entry: Entry, key: view.Key) -> FullViewReply:
+    def full_view(self, entry: Entry, key: verified_views.Key) -> FullViewReply:
         """The full view of one image of an entry.
 
         Args:
@@ -110,7 +112,7 @@ class VerifiedImages:
         picture = shown.image
         if picture is None:
             summary += f"\n\n**Image unavailable:** {plain_markdown(shown.reason)}"
-            picture = view.placeholder(shown.reason, FULL_SIDE // 2)
+            picture = verified_views.placeholder(shown.reason, FULL_SIDE // 2)
         return picture, summary, verdict_views.verdict_frame(prompt, record)
 
 
@@ -138,6 +140,25 @@ def no_table() -> pd.DataFrame:
         The per-statement table with its columns and no row.
     """
     return verdict_views.verdict_frame(None, None)
+
+
+def full_view_layout(prefix: str) -> tuple[gr.Image, gr.Markdown, gr.Dataframe]:
+    """The full view of one image, as the Score tab lays out its answer."""
+    with gr.Row():
+        with gr.Column(scale=3):
+            image = gr.Image(
+                label="Image with the record's boxes",
+                type="pil",
+                format="png",
+                interactive=False,
+                elem_id=f"{prefix}-image",
+            )
+        with gr.Column(scale=2):
+            verdict = gr.Markdown("Click an image for its full view.", elem_id=f"{prefix}-verdict")
+    table = gr.Dataframe(
+        headers=verdict_views.VERDICT_COLUMNS, label="Objects and statements", interactive=False, wrap=True
+    )
+    return image, verdict, table
 
 
 def verified_images(

@@ -5,7 +5,8 @@ negated prompt what breaks it?" is answered by looking. A click on an image give
 
 API names (for gradio_client): ``compare`` (a prompt id → the prompt, the group picker, the
 summary, the images, the table). The entries, records and images are those the Gallery reads too
-(`space.gallery.entries.VerifiedImages`); the handlers are this tab's own (`CompareHandlers`).
+(`space.verified_images.verified_entries.VerifiedImages`); the handlers are this tab's own
+(`CompareHandlers`), its table and rows' summary in `compare_views`.
 """
 
 from __future__ import annotations
@@ -19,16 +20,13 @@ import gradio as gr
 
 from dataset_builder.records import PromptLookupError, PromptRecord
 from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES, SAMPLES_PER_PROMPT, setting_label
-from leaderboard.store.ranking import verification_label
-from leaderboard.store.sqlite_store import Entry
-from leaderboard.text.submitted_names import plain_markdown
+from space import prompt_views
+from space.error_messages import error_reply
+from space.resources import GALLERY_CONCURRENCY
+from space.verified_images import verified_views
+from space.verified_images.verified_entries import LOGGED, FullViewReply, VerifiedImages, full_view_layout, no_table
 
-from .. import prompt_views
-from ..error_messages import error_reply
-from ..gallery import view
-from ..gallery.entries import LOGGED, FullViewReply, VerifiedImages, no_table
-from ..resources import GALLERY_CONCURRENCY
-from .gallery import full_view_layout
+from . import compare_views
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +54,7 @@ class CompareHandlers:
 
     def compare(self, prompt_id: str | None):
         """Every verified model's images of the prompt, with the prompt and its matched group."""
-        empty = view.compare_frame([])
+        empty = compare_views.compare_frame([])
         if not prompt_id:
             return "Pick a prompt.", gr.update(choices=[], value=None), "", [], empty, []
         try:
@@ -67,7 +65,7 @@ class CompareHandlers:
         choices = [(f"{setting_label(p.num_pos, p.num_neg)} {p.prompt_id}", p.prompt_id) for p in group]
         entries = self.looking.verified()
         thumbnails: list[tuple[str, str]] = []
-        shown: list[tuple[str, view.GalleryRow | None, str]] = []
+        shown: list[tuple[str, verified_views.GalleryRow | None, str]] = []
         keys: list[list[Any] | None] = []
         for entry in entries:
             try:
@@ -85,7 +83,7 @@ class CompareHandlers:
                 continue
             drawn = self.looking.images.thumbnails(entry, indexed.split, [indexed.record(r.key) for r in rows])
             for row, image in zip(rows, drawn, strict=True):
-                thumbnails.append((image.path, view.caption(row, image.reason, entry.model_name)))
+                thumbnails.append((image.path, verified_views.caption(row, image.reason, entry.model_name)))
                 shown.append((entry.model_name, row, image.reason))
                 keys.append([entry.model_name, *row.key])
             present = {row.sample_index for row in rows}
@@ -93,9 +91,16 @@ class CompareHandlers:
                 missing = f"no sample {sample} in its results file"
                 thumbnails.append((self.looking.images.placeholder(missing), f"{missing} · {entry.model_name}"))
                 keys.append(None)
-        summary = rows_summary(entries)
+        summary = compare_views.rows_summary(entries)
         group_picker = gr.update(choices=choices, value=record.prompt_id)
-        return prompt_views.prompt_header(record), group_picker, summary, thumbnails, view.compare_frame(shown), keys
+        return (
+            prompt_views.prompt_header(record),
+            group_picker,
+            summary,
+            thumbnails,
+            compare_views.compare_frame(shown),
+            keys,
+        )
 
     def pick(self, keys: Sequence[Sequence[Any] | None] | None, event: gr.SelectData) -> FullViewReply:
         """A click on an image: its full view (a model without an image of the prompt has none)."""
@@ -105,20 +110,6 @@ class CompareHandlers:
             return None, "Pick an image.", no_table()
         model, prompt_id, sample_index = chosen
         return self.looking.item(model, prompt_id, sample_index)
-
-
-def rows_summary(entries: Sequence[Entry]) -> str:
-    """What the rows are: each model's full name in row order, with its verification (a
-    thumbnail's caption cuts a long name)."""
-    if not entries:
-        return "No verified entry yet: Compare shows the images of verified submissions."
-    count = f"{len(entries)} verified model{'' if len(entries) == 1 else 's'}"
-    rows = [
-        f"{number}. **{plain_markdown(entry.model_name)}** ({plain_markdown(verification_label(entry))})"
-        for number, entry in enumerate(entries, 1)
-    ]
-    lead = f"{count}, one row each, best overall first (the same content in its other polarities: pick one above):"
-    return lead + "\n\n" + "\n".join(rows)
 
 
 def build(on: CompareHandlers, prompt_choices: Sequence[tuple[str, str]]) -> None:
@@ -157,7 +148,7 @@ def build(on: CompareHandlers, prompt_choices: Sequence[tuple[str, str]]) -> Non
             elem_id="compare-thumbnails",
         )
         with gr.Accordion("These images as a table", open=False):
-            table = gr.Dataframe(headers=view.COMPARE_COLUMNS, interactive=False, wrap=True)
+            table = gr.Dataframe(headers=compare_views.COMPARE_COLUMNS, interactive=False, wrap=True)
         full = full_view_layout("compare")
         keys = gr.State([])
         private: dict[str, Any] = {"api_name": "internal", "api_visibility": "private"}

@@ -5,9 +5,9 @@ a click shows the full view, the Score tab's: the drawn image, the verdict and t
 API names (for gradio_client): ``gallery`` (model, category, setting, load, verdict, cause, page →
 the summary, the thumbnails, the page as a table, the page number) and ``gallery_item`` (model,
 prompt id, sample index → the drawn image, the verdict, the table). The entries, records and images
-come from `space.gallery.entries.VerifiedImages` (shared with Compare), the thumbnails and captions
-from `space.gallery.view`. The tab is filled when it is opened, so a visit that never opens it
-fetches nothing.
+come from `space.verified_images.verified_entries.VerifiedImages` (shared with Compare), the
+thumbnails and captions from `space.verified_images.verified_views`, the filters and pages from
+`gallery_views`. The tab is filled when it is opened, so a visit that never opens it fetches nothing.
 """
 
 from __future__ import annotations
@@ -20,17 +20,26 @@ from typing import Any
 import gradio as gr
 
 from dataset_builder.vocabulary import CATEGORIES
-from evaluator.results import CAUSES
+from evaluator.results import CAUSES, VERDICTS
 from leaderboard.store.ranking import verification_label
 from leaderboard.store.sqlite_store import Entry
 from leaderboard.text.submitted_names import plain_markdown
+from space import prompt_views
+from space.error_messages import error_reply
+from space.resources import GALLERY_CONCURRENCY
+from space.verified_images import verified_views
+from space.verified_images.verified_entries import (
+    LOGGED,
+    NO_ENTRY,
+    FullViewReply,
+    VerifiedImages,
+    full_view_layout,
+    no_table,
+    source_line,
+)
+from space.verified_images.verified_source import IndexedRecords
 
-from .. import prompt_views, verdict_views
-from ..error_messages import error_reply
-from ..gallery import view
-from ..gallery.entries import LOGGED, NO_ENTRY, FullViewReply, VerifiedImages, no_table, source_line
-from ..gallery.source import IndexedRecords
-from ..resources import GALLERY_CONCURRENCY
+from . import gallery_views
 
 log = logging.getLogger(__name__)
 
@@ -60,28 +69,36 @@ class GalleryHandlers:
     def gallery(self, model, category, setting, load, verdict, cause, page):
         """One page of the model's images that match the filters."""
         looking = self.looking
-        wanted = view.GalleryFilter(category, setting, load, verdict, cause)
+        wanted = gallery_views.GalleryFilter(category, setting, load, verdict, cause)
         problem = wanted.problem()
         entry = looking.entry_named(model)
         if problem or entry is None:
             message = problem or (f"no verified entry named {model!r}" if model else NO_ENTRY)
             reply = error_reply(message) if model or problem else message
-            return reply, [], view.page_frame(view.page_of([], 1), [], looking.prompts), 1, []
+            return reply, [], gallery_views.page_frame(gallery_views.page_of([], 1), [], looking.prompts), 1, []
         try:
             indexed = looking.records.of(entry)
         except Exception:  # noqa: BLE001 - the store failed for this entry: said, not raised
             log.exception("reading the records of %s failed", entry.submission_id)
             reply = error_reply(f"the records of {entry.model_name} could not be read here {LOGGED}")
-            return reply, [], view.page_frame(view.page_of([], 1), [], looking.prompts), 1, []
-        shown_page = view.page_of(view.matching_rows(indexed.rows, looking.prompts, wanted), page)
+            return reply, [], gallery_views.page_frame(gallery_views.page_of([], 1), [], looking.prompts), 1, []
+        shown_page = gallery_views.page_of(gallery_views.matching_rows(indexed.rows, looking.prompts, wanted), page)
         shown = looking.images.thumbnails(entry, indexed.split, [indexed.record(r.key) for r in shown_page.rows])
-        thumbnails = [(s.path, view.caption(r, s.reason)) for r, s in zip(shown_page.rows, shown, strict=True)]
+        thumbnails = [
+            (s.path, verified_views.caption(r, s.reason)) for r, s in zip(shown_page.rows, shown, strict=True)
+        ]
         reasons = [s.reason for s in shown]
         summary = self._summary(entry, indexed, shown_page, sum(bool(r) for r in reasons))
         keys = [list(r.key) for r in shown_page.rows]
-        return summary, thumbnails, view.page_frame(shown_page, reasons, looking.prompts), shown_page.number, keys
+        return (
+            summary,
+            thumbnails,
+            gallery_views.page_frame(shown_page, reasons, looking.prompts),
+            shown_page.number,
+            keys,
+        )
 
-    def _summary(self, entry: Entry, indexed: IndexedRecords, page: view.Page, unavailable: int) -> str:
+    def _summary(self, entry: Entry, indexed: IndexedRecords, page: gallery_views.Page, unavailable: int) -> str:
         text = plain_markdown
         lines = [
             f"**{text(entry.model_name)}** ({text(verification_label(entry))}): {page.total:,} of "
@@ -107,25 +124,6 @@ class GalleryHandlers:
         return self.looking.item(model, prompt_id, sample_index)
 
 
-def full_view_layout(prefix: str) -> tuple[gr.Image, gr.Markdown, gr.Dataframe]:
-    """The full view of one image, as the Score tab lays out its answer."""
-    with gr.Row():
-        with gr.Column(scale=3):
-            image = gr.Image(
-                label="Image with the record's boxes",
-                type="pil",
-                format="png",
-                interactive=False,
-                elem_id=f"{prefix}-image",
-            )
-        with gr.Column(scale=2):
-            verdict = gr.Markdown("Click an image for its full view.", elem_id=f"{prefix}-verdict")
-    table = gr.Dataframe(
-        headers=verdict_views.VERDICT_COLUMNS, label="Objects and statements", interactive=False, wrap=True
-    )
-    return image, verdict, table
-
-
 def build(on: GalleryHandlers) -> None:
     """The Gallery tab, filled when it is opened and on every change of the picker or a filter."""
     with gr.Tab("Gallery", id="gallery") as tab:
@@ -135,13 +133,15 @@ def build(on: GalleryHandlers) -> None:
         )
         with gr.Row():
             model = gr.Dropdown([], label="Verified model", scale=2, allow_custom_value=True)
-            category = gr.Dropdown([view.ANY, *CATEGORIES], value=view.ANY, label="Category")
+            category = gr.Dropdown([gallery_views.ANY, *CATEGORIES], value=gallery_views.ANY, label="Category")
             setting = gr.Dropdown(
-                [(view.ANY, view.ANY), *prompt_views.SETTING_CHOICES], value=view.ANY, label="Setting (P:N)"
+                [(gallery_views.ANY, gallery_views.ANY), *prompt_views.SETTING_CHOICES],
+                value=gallery_views.ANY,
+                label="Setting (P:N)",
             )
-            load = gr.Dropdown([view.ANY, *view.LOADS], value=view.ANY, label="Load")
-            verdict = gr.Dropdown([view.ANY, *view.VERDICTS], value=view.ANY, label="Verdict")
-            cause = gr.Dropdown([view.ANY, *CAUSES], value=view.ANY, label="Failure cause")
+            load = gr.Dropdown([gallery_views.ANY, *gallery_views.LOADS], value=gallery_views.ANY, label="Load")
+            verdict = gr.Dropdown([gallery_views.ANY, *VERDICTS], value=gallery_views.ANY, label="Verdict")
+            cause = gr.Dropdown([gallery_views.ANY, *CAUSES], value=gallery_views.ANY, label="Failure cause")
         with gr.Row():
             previous = gr.Button("← Previous page", min_width=120)
             page = gr.Number(1, label="Page", precision=0, min_width=100)
@@ -158,7 +158,7 @@ def build(on: GalleryHandlers) -> None:
             elem_id="gallery-thumbnails",
         )
         with gr.Accordion("This page as a table", open=False):
-            table = gr.Dataframe(headers=view.GALLERY_COLUMNS, interactive=False, wrap=True)
+            table = gr.Dataframe(headers=gallery_views.GALLERY_COLUMNS, interactive=False, wrap=True)
         full = full_view_layout("gallery")
         item_prompt = gr.Textbox(visible=False, label="prompt id")
         item_sample = gr.Number(0, visible=False, precision=0, label="sample index")
