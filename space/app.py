@@ -2,13 +2,15 @@
 images (gallery, compare), submissions, annotation.
 
 `build_app()` resolves its settings (`app_settings.AppSettings`), makes the shared state and handlers
-and calls each tab's module (`space.tabs`: `explore`, `score`, `leaderboard`, `gallery`, `compare`,
-`submit`, `annotate`), which lays its tab out and wires its events to small handlers that call pure
-view builders (`views`, `leaderboard_view`). The models are an `Evaluator` passed in (or built here,
-lazily); the scoring function runs under `spaces.GPU` (`gpu_calls`: a no-op off ZeroGPU) and only CPU
-objects cross it. The app's temporary folder is removed when
-it closes, at exit, or on SIGTERM (a Space's restart). Identities (`identity`), names (`names`),
-the spot check's policy (`verification`) and the bounds on disk, queue and image sizes
+(`Handlers`: the Score and Submit tabs' over `shared_state.SharedState`) and calls each tab's
+`build` (`space.tabs`: `explore`, `score`, `leaderboard`, `gallery`, `compare`, `submit`,
+`annotate`, one folder each), which lays its tab out and wires its events to small handlers that
+call pure view builders (each tab's `<tab>_views`, and the shared `prompt_views`, `verdict_views`).
+The models are an `Evaluator` passed in (or built here, lazily); the scoring function runs under
+`spaces.GPU` (`gpu_calls`: a no-op off ZeroGPU) and only CPU objects cross it. The app's temporary
+folder is removed when it closes, at exit, or on SIGTERM (a Space's restart). Identities
+(`leaderboard.intake.identity`), names (`leaderboard.text.submitted_names`), the spot check's policy
+(`leaderboard.checks.spot_check_policy`) and the bounds on disk, queue and image sizes
 (`resources`) have their own modules.
 """
 

@@ -1,4 +1,4 @@
-"""The Leaderboard tab's handlers (`space.tabs.leaderboard`): read again after a submission and on a
+"""The Leaderboard tab's handlers (`space.tabs.leaderboard.leaderboard_tab`): read again after a submission and on a
 timer that runs only while a submission awaits verification; the Hub's widgets hidden while empty;
 the filter of entries whose images were not reproduced; an entry's page by its id, with its pairs."""
 

@@ -1,4 +1,4 @@
-"""The Submit tab's handler as the app calls it (space/handlers.py): one submission at a time per
+"""The Submit tab's handler as the app calls it (space/tabs/submit/submit_handlers.py): one submission at a time per
 client, an hourly limit on uploads refused as invalid files, and messages written for the Space
 (no Python option; a cut message keeps its last clause; the whole text in the log)."""
 
