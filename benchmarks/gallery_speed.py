@@ -5,7 +5,7 @@
 A stored entry of 19,200 records (4,800 prompts × 4 samples, every verdict and cause) and an
 images repo (a local parquet folder, as the Hub's layout) of its first page's images at
 SIDE × SIDE pixels (PNG of noise, so decoding costs what a photograph's would). Measured:
-reading the records from SQLite and keeping them compact (`space.gallery.source.EntryRecords`),
+reading the records from SQLite and keeping them compact (`space.verified_images.verified_source.EntryRecords`),
 the memory that keeps, filtering all rows, the first page (fetch 24 images in one read, keep each,
 draw and keep its thumbnail), the same page again (all kept: nothing fetched), and one full view.
 Prints a Markdown table; nothing is asserted.
@@ -49,8 +49,8 @@ def main() -> None:
     from dataset_builder.loading import load_prompts
     from leaderboard.store.image_sources import ParquetImages
     from leaderboard.store.sqlite_store import SQLiteStore
-    from space.gallery import view
-    from space.gallery.source import EntryRecords, GalleryImages
+    from space.tabs.gallery import gallery_views
+    from space.verified_images.verified_source import EntryRecords, GalleryImages
     from tests.helpers.gallery_helpers import add_entry, varied_results
 
     prompts = load_prompts(None)
@@ -59,7 +59,7 @@ def main() -> None:
     store = SQLiteStore(root / "lb.sqlite")
     entry = add_entry(store, "Bench", results)
     rng = np.random.default_rng(0)
-    page_keys = [(r.prompt_id, r.sample_index) for r in results[: view.PAGE_SIZE]]
+    page_keys = [(r.prompt_id, r.sample_index) for r in results[: gallery_views.PAGE_SIZE]]
     cells = []
     for _ in page_keys:
         buffer = io.BytesIO()
@@ -90,11 +90,11 @@ def main() -> None:
     tracemalloc.stop()
     rows.append(("memory kept for the entry (rows + JSON lines)", f"{kept / 2**20:.1f} MB"))
     index = {p.prompt_id: p for p in prompts}
-    wanted = view.GalleryFilter(cause="forbidden_rendered")
+    wanted = gallery_views.GalleryFilter(cause="forbidden_rendered")
     rows.append(
         (
             "filter all 19,200 rows (cause)",
-            f"{_median(lambda: view.matching_rows(indexed.rows, index, wanted), args.repeats) * 1e3:.0f} ms",
+            f"{_median(lambda: gallery_views.matching_rows(indexed.rows, index, wanted), args.repeats) * 1e3:.0f} ms",
         )
     )
     page = [indexed.record(key) for key in page_keys]

@@ -45,7 +45,7 @@ def main() -> None:
     from leaderboard.checks.compared_fields import compared_record, shown_numbers
     from leaderboard.intake.submissions import check_results
     from leaderboard.store.sqlite_store import Entry, HubStore, SQLiteStore
-    from space.leaderboard_view import leaderboard_frame
+    from space.tabs.leaderboard.leaderboard_views import leaderboard_frame
     from tests.helpers.space_helpers import write_results
 
     prompts = load_prompts(None)

@@ -2,13 +2,15 @@
 images (gallery, compare), submissions, annotation.
 
 `build_app()` resolves its settings (`app_settings.AppSettings`), makes the shared state and handlers
-and calls each tab's module (`space.tabs`: `explore`, `score`, `leaderboard`, `gallery`, `compare`,
-`submit`, `annotate`), which lays its tab out and wires its events to small handlers that call pure
-view builders (`views`, `leaderboard_view`). The models are an `Evaluator` passed in (or built here,
-lazily); the scoring function runs under `spaces.GPU` (`scoring`: a no-op off ZeroGPU) and only CPU
-objects cross it. The app's temporary folder is removed when
-it closes, at exit, or on SIGTERM (a Space's restart). Identities (`identity`), names (`names`),
-the spot check's policy (`verification`) and the bounds on disk, queue and image sizes
+(`Handlers`: the Score and Submit tabs' over `shared_state.SharedState`) and calls each tab's
+`build` (`space.tabs`: `explore`, `score`, `leaderboard`, `gallery`, `compare`, `submit`,
+`annotate`, one folder each), which lays its tab out and wires its events to small handlers that
+call pure view builders (each tab's `<tab>_views`, and the shared `prompt_views`, `verdict_views`).
+The models are an `Evaluator` passed in (or built here, lazily); the scoring function runs under
+`spaces.GPU` (`gpu_calls`: a no-op off ZeroGPU) and only CPU objects cross it. The app's temporary
+folder is removed when it closes, at exit, or on SIGTERM (a Space's restart). Identities
+(`leaderboard.intake.identity`), names (`leaderboard.text.submitted_names`), the spot check's policy
+(`leaderboard.checks.spot_check_policy`) and the bounds on disk, queue and image sizes
 (`resources`) have their own modules.
 """
 
@@ -43,19 +45,27 @@ from negt2ibench.api import Evaluator
 from negt2ibench.core.errors import UsageError
 
 from .app_settings import RECHECK_SECONDS, AppSettings
-from .gallery.entries import VerifiedImages, verified_images
-from .handlers import Handlers, Rechecker, WorkDir
-from .judge_panel import judge_panel
+from .gpu_calls import gpu_scorer, on_zero_gpu, preload_models
+from .prompt_views import prompt_label
 from .resources import CACHE_BYTES, DELETE_CACHE, QUEUE_SIZE, SWEEP_SECONDS, blocks_cache
-from .scoring import gpu_scorer, on_zero_gpu, preload_models
-from .tabs import annotate, compare, explore, gallery, leaderboard, score, submit
-from .tabs.annotate import annotation_handlers
-from .tabs.compare import CompareHandlers
-from .tabs.explore import ExploreHandlers
-from .tabs.gallery import GalleryHandlers
-from .tabs.leaderboard import BOARD_REFRESH_SECONDS, LeaderboardHandlers
-from .tabs.score import ScoreExample
-from .views import prompt_label
+from .shared_state import Rechecker, WorkDir
+from .tabs.annotate import annotate_tab
+from .tabs.annotate.annotate_tab import annotation_handlers
+from .tabs.compare import compare_tab
+from .tabs.compare.compare_tab import CompareHandlers
+from .tabs.explore import explore_tab
+from .tabs.explore.explore_tab import ExploreHandlers
+from .tabs.gallery import gallery_tab
+from .tabs.gallery.gallery_tab import GalleryHandlers
+from .tabs.leaderboard import leaderboard_tab
+from .tabs.leaderboard.leaderboard_tab import BOARD_REFRESH_SECONDS, LeaderboardHandlers
+from .tabs.score import score_tab
+from .tabs.score.judge_panel import judge_panel
+from .tabs.score.score_handlers import ScoreHandlers
+from .tabs.score.score_tab import ScoreExample
+from .tabs.submit import submit_tab
+from .tabs.submit.submit_handlers import SubmitHandlers
+from .verified_images.verified_entries import VerifiedImages, verified_images
 
 # gradio switches matplotlib's backend around every event, importing pyplot on first use; two
 # first events at once then race on a half-imported module ("partially initialized module
@@ -71,6 +81,12 @@ LAUNCH_KWARGS: dict[str, Any] = {
     # the prompt pickers' choices); gradio keeps 10,000 by default. The newest SESSIONS_KEPT only.
     "state_session_capacity": SESSIONS_KEPT,
 }
+
+
+class Handlers(ScoreHandlers, SubmitHandlers):
+    """The handlers of the Score tab (`ScoreHandlers`) and the Submit tab (`SubmitHandlers`) over the
+    state they share (`space.shared_state.SharedState`, whose fields it takes by keyword): the one
+    object `build_app` makes of them and hands to both tabs."""
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -303,14 +319,14 @@ def _lay_out_tabs(s: AppSettings, parts: _AppParts, on: Handlers) -> tuple[Space
         )
         if s.demo_note:
             gr.Markdown(s.demo_note, elem_id="demo-note")
-        explore.build(demo, ExploreHandlers(prompts, index), prompt_choices)
-        score.build(on, prompt_choices, judging, s.score_example)
+        explore_tab.build(demo, ExploreHandlers(prompts, index), prompt_choices)
+        score_tab.build(on, prompt_choices, judging, s.score_example)
         board = LeaderboardHandlers(store, work_dir, parts.hub_board, parts.benchmark, space_base_url(s.space_url))
-        refreshed = leaderboard.build(demo, board, s.board_refresh_every)
-        gallery.build(GalleryHandlers(looking))
-        compare.build(CompareHandlers(looking, prompts), prompt_choices)
-        refreshed.after(submit.build(demo, on, login_button=login_button))  # a stored submission shows at once
-        annotate.build(demo, annotating, login_button=login_button)
+        refreshed = leaderboard_tab.build(demo, board, s.board_refresh_every)
+        gallery_tab.build(GalleryHandlers(looking))
+        compare_tab.build(CompareHandlers(looking, prompts), prompt_choices)
+        refreshed.after(submit_tab.build(demo, on, login_button=login_button))  # a stored submission shows at once
+        annotate_tab.build(demo, annotating, login_button=login_button)
     return demo, looking
 
 

@@ -1,5 +1,5 @@
-"""`negt2ibench serve`, `negt2ibench deploy-space` and `negt2ibench leaderboard list|verify|recheck`
-(and `publish|hub-check`, `leaderboard.hub.hub_cli`)."""
+"""`negt2ibench serve` (the Space on this machine, or `--demo`) and `negt2ibench deploy-space` (the
+Space folder and its upload). `negt2ibench leaderboard ...` is registered by `leaderboard/cli.py`."""
 
 from __future__ import annotations
 

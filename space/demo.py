@@ -33,9 +33,9 @@ from leaderboard.store.image_sources import ImageSource, ImagesUnreachable, Parq
 from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from validation.examples import EXAMPLE_KEY, write_examples
 
-from . import views
-from .gallery.view import drawn
-from .tabs.score import ScoreExample
+from . import verdict_views
+from .tabs.score.score_tab import ScoreExample
+from .verified_images.verified_views import drawn
 
 VERIFIED_NAME = "Synthetic drawings (demo)"
 PENDING_NAME = "Synthetic drawings, no-SAM preset (demo)"
@@ -116,8 +116,8 @@ def _score_example(examples: Path, results: list[ResultRecord], prompts: PromptI
     picture = examples / "pictures" / f"{record.prompt_id}_{record.sample_index}.png"
     with Image.open(picture) as image:
         shown = drawn(image.convert("RGB"), record)
-    summary = f"{views.verdict_summary(prompt, record)}\n\n{EXAMPLE_LABEL}"
-    return ScoreExample(str(picture), prompt.prompt_id, shown, summary, views.verdict_frame(prompt, record))
+    summary = f"{verdict_views.verdict_summary(prompt, record)}\n\n{EXAMPLE_LABEL}"
+    return ScoreExample(str(picture), prompt.prompt_id, shown, summary, verdict_views.verdict_frame(prompt, record))
 
 
 def demo_setup(folder: str | Path) -> DemoSetup:

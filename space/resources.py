@@ -38,7 +38,7 @@ SCORE_CONCURRENCY = 2  # scoring events running at once (a second client is not 
 SUBMIT_CONCURRENCY = 2  # submit events validating at once: one per client, so another client is never queued
 MAX_SCORE_PIXELS = 2048 * 2048
 # Gallery and Compare events running at once: each page's fetches wait in its own images source's
-# pool (`space.gallery.source`), so another client's page of a kept or fast entry is not queued
+# pool (`space.verified_images.verified_source`), so another client's page of a kept or fast entry is not queued
 # behind a slow repo's (gradio runs one event of a kind at a time by default).
 GALLERY_CONCURRENCY = 8
 

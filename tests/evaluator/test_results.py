@@ -16,8 +16,8 @@ from evaluator.results import VERDICTS, ResultRecord, is_error_row, parse_frozen
 from leaderboard.checks.compared_fields import disagreement, shown_numbers
 from leaderboard.checks.full_rescore_policy import hold_reason
 from leaderboard.store.sqlite_store import Entry
-from space.gallery.view import gallery_row
-from space.views import verdict_summary
+from space.verdict_views import verdict_summary
+from space.verified_images.verified_views import gallery_row
 from tests.helpers.space_helpers import result_line
 
 PROMPT_ID = "color_pos1_neg1_000"

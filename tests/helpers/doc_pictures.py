@@ -81,7 +81,7 @@ def corpus_figures() -> dict[str, bytes | str | Image.Image]:
 def table3_figure() -> dict[str, bytes | str | Image.Image]:
     """The paper's Table 3 rows as a plot, and its data."""
     from leaderboard.store.ranking import PAPER_ROWS
-    from space.detail_figures import accuracy_figure, accuracy_frame, figure_csv
+    from space.tabs.leaderboard.detail_figures import accuracy_figure, accuracy_frame, figure_csv
 
     frame = accuracy_frame([(row["model"], row) for row in PAPER_ROWS])
     title = "Table 3 of the paper (reported there, on the paper's corpus draw; not scored here)"
@@ -95,9 +95,9 @@ def verdict_figure() -> dict[str, bytes | str | Image.Image]:
 
     from dataset_builder.loading import load_prompts
     from dataset_builder.records import PromptIndex
-    from space.detail_figures import figure_csv
-    from space.gallery.view import drawn
-    from space.views import verdict_frame
+    from space.tabs.leaderboard.detail_figures import figure_csv
+    from space.verdict_views import verdict_frame
+    from space.verified_images.verified_views import drawn
     from tests.helpers.synthetic_scenes import SYNTHETIC_LABEL, scored_scenes
 
     prompt = PromptIndex(load_prompts(None))[VERDICT_PROMPT]

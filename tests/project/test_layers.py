@@ -187,7 +187,7 @@ def test_the_layers_are_the_documented_ones():
         layer_of("evaluator.report.tables") == "evaluator"
         and layer_of("leaderboard.store.sqlite_store") == "leaderboard"
     )
-    assert layer_of("space.gallery.source") == "space" and layer_of("leaderboard.cli") == "shells"
+    assert layer_of("space.verified_images.verified_source") == "space" and layer_of("leaderboard.cli") == "shells"
     documented = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     for name in (
         "negt2ibench/core/",
@@ -255,7 +255,7 @@ def test_the_checker_passes_a_clean_planted_tree(tmp_path):
             "evaluator",
         ),
         # only shells import shells
-        ("space/handlers.py", "from evaluator.cli import register\n", "space"),
+        ("space/shared_state.py", "from evaluator.cli import register\n", "space"),
         # the leaderboard's back end never imports the Space (its UI)
         ("leaderboard/checks/full_rescore_run.py", "from space.app import build_app\n", "leaderboard"),
         # a lazy registry target is an import too
@@ -391,3 +391,99 @@ def test_importing_every_back_end_module_loads_no_gradio():
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert len(modules) > 10 and done.stdout.strip() == "[]"
+
+
+# -- the Space's tabs ----------------------------------------------------------------------------------
+
+# The Space's tabs, one sub-package of space/tabs/ each (docs/architecture.md, "Adding a Space tab"): a
+# module of a tab imports only its own tab's folder and the shared top level of space/ (the shared state,
+# the error messages, the prompt and verdict views, `space.verified_images` ...), never another tab's
+# folder; the shared top level imports no tab. The app, its settings, the demo and the shell, which lay
+# the tabs out, may import every tab.
+SPACE_TABS = ("explore", "score", "leaderboard", "gallery", "compare", "submit", "annotate")
+SPACE_APP = ("space.app", "space.app_settings", "space.demo", "space.cli")
+
+
+def tab_of(module: str) -> str:
+    """The tab whose folder holds a module of `space/` (its package `space.tabs.<tab>` included), or ""
+    for the shared top level."""
+    parts = module.split(".")
+    if parts[0] != "space":
+        raise AssertionError(f"{module}: not a module of space/")
+    if parts[:2] != ["space", "tabs"] or len(parts) < 3:
+        return ""
+    if parts[2] not in SPACE_TABS:
+        raise AssertionError(f"{module}: not in one of the Space's tab folders {SPACE_TABS}")
+    return parts[2]
+
+
+def tab_violations(edges: dict[str, set[str]]) -> list[str]:
+    """Every import of a module of `space/` (but the app's) that reaches into another tab's folder."""
+    found = []
+    for module, targets in sorted(edges.items()):
+        if not module.startswith("space.") or module in SPACE_APP:
+            continue
+        source = tab_of(module)
+        for target in sorted(targets):
+            if target.startswith("space.tabs.") and tab_of(target) != source:
+                found.append(f"{module} ({source or 'shared'}) imports {target} ({tab_of(target)})")
+    return found
+
+
+def test_every_module_of_space_tabs_is_in_a_tab_folder():
+    modules = [m for m in project_modules(ROOT) if m.startswith("space.tabs.")]
+    assert {tab_of(m) for m in modules} == set(SPACE_TABS)  # raises for a module outside the folders
+
+
+def test_a_tab_imports_only_its_own_folder_and_the_shared_level():
+    edges = import_edges(ROOT)
+    assert any(target.startswith("space.tabs.") for target in edges["space.app"])  # the app lays the tabs out
+    assert tab_violations(edges) == []
+
+
+SPACE_CLEAN = {
+    "space/error_messages.py": "X = 1\n",
+    "space/verified_images/verified_entries.py": "from space.error_messages import X\n",
+    "space/tabs/gallery/gallery_views.py": "X = 1\n",
+    "space/tabs/gallery/gallery_tab.py": (
+        "from space.verified_images.verified_entries import X\nfrom . import gallery_views\n"
+        "from .gallery_views import X\n"
+    ),
+    "space/tabs/compare/compare_tab.py": "from ...verified_images.verified_entries import X\n",
+    "space/app.py": "from .tabs.gallery import gallery_tab\nfrom .tabs.compare.compare_tab import X\n",
+}
+
+
+def test_the_tab_check_passes_a_clean_planted_space(tmp_path):
+    edges = import_edges(_plant(tmp_path, CLEAN | SPACE_CLEAN))
+    assert edges["space.tabs.gallery.gallery_tab"] == {
+        "space.verified_images.verified_entries",
+        "space.tabs.gallery.gallery_views",
+    }
+    assert tab_violations(edges) == [] and layer_violations(edges) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "text"),
+    [
+        # Compare borrows the Gallery's layout: it belongs to the shared level
+        ("space/tabs/compare/compare_tab.py", "from space.tabs.gallery.gallery_tab import full_view_layout\n"),
+        ("space/tabs/compare/compare_views.py", "from ..gallery import gallery_views\n"),  # relative
+        ("space/tabs/compare/compare_views.py", "def later():\n    from space.tabs.gallery import gallery_tab\n"),
+        # the shared level imports no tab
+        ("space/verified_images/verified_views.py", "from space.tabs.gallery.gallery_views import X\n"),
+        ("space/error_messages.py", "from .tabs.gallery import gallery_tab\n"),
+    ],
+)
+def test_the_tab_check_finds_a_planted_import_of_another_tab(tmp_path, module, text):
+    found = tab_violations(import_edges(_plant(tmp_path, CLEAN | SPACE_CLEAN | {module: text})))
+    assert len(found) == 1 and found[0].startswith(module[:-3].replace("/", ".") + " ("), found
+    assert "space.tabs.gallery.gallery_" in found[0]
+
+
+def test_a_module_of_space_tabs_outside_a_tab_folder_is_refused():
+    for module in ("space.tabs.helpers", "space.tabs.search", "space.tabs.search.search_tab"):
+        with pytest.raises(AssertionError, match="not in one of the Space's tab folders"):
+            tab_of(module)
+    assert tab_of("space.tabs") == tab_of("space.app") == "" and tab_of("space.tabs.score.score_tab") == "score"
+    assert tab_of("space.tabs.score") == "score"  # the tab's package

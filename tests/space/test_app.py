@@ -17,8 +17,8 @@ from leaderboard.intake.submissions import ImagesUnreachable, ParquetImages, Sub
 from leaderboard.store.ranking import PAPER_ROWS, REPORTED, newest_entries
 from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from space.app import build_app
-from space.leaderboard_view import leaderboard_frame
-from space.views import grammar_markdown
+from space.tabs.leaderboard.leaderboard_views import leaderboard_frame
+from space.tabs.score.score_views import grammar_markdown
 from tests.helpers.jobs_helpers import double_jobs
 from tests.helpers.net import launch_local, served_launch_settings, space_launch_settings
 from tests.helpers.space_helpers import (
@@ -331,7 +331,7 @@ def test_leaderboard_prefers_verified_and_hides_rejected():
 def test_preload_loads_models_once_and_survives_missing_weights(prompts, tmp_path):
     from negt2ibench.api import Evaluator
     from negt2ibench.core.errors import MissingWeightsError
-    from space.scoring import preload_models
+    from space.gpu_calls import preload_models
 
     class CountingModels(RectanglePerception):
         loads = 0
@@ -412,7 +412,8 @@ def test_waiting_submissions_get_a_job_at_start_up_and_again_while_the_app_runs(
 def test_missing_weights_are_not_looked_for_on_every_click(prompts, tmp_path):
     from leaderboard.intake.submissions import hub_images
     from negt2ibench.core.errors import MissingWeightsError
-    from space.handlers import Handlers, WorkDir
+    from space.app import Handlers
+    from space.shared_state import WorkDir
 
     calls = []
 
@@ -447,7 +448,8 @@ def test_missing_weights_are_not_looked_for_on_every_click(prompts, tmp_path):
 def test_the_score_tab_says_before_any_score_that_weights_are_missing_or_a_stand_in_scores(prompts, tmp_path):
     from leaderboard.intake.submissions import hub_images
     from negt2ibench.core.errors import MissingWeightsError
-    from space.handlers import Handlers, WorkDir
+    from space.app import Handlers
+    from space.shared_state import WorkDir
 
     def handlers(**fields) -> Handlers:
         return Handlers(
@@ -486,3 +488,16 @@ def test_the_score_tab_says_before_any_score_that_weights_are_missing_or_a_stand
         .startswith("**Not the evaluator's models:** verdicts here come from RectanglePerception")
     )
     assert handlers(check_weights=lambda: None).scorer_notice() == ""
+
+
+def test_the_temporary_folder_goes_when_the_app_closes(tmp_path):
+    demo = build_app(
+        prompts=load_prompts(None)[:10], store=SQLiteStore(tmp_path / "lb.sqlite"), perception=RectanglePerception()
+    )
+    folder = demo.work_dir.path
+    assert folder.is_dir() and folder.name.startswith("negt2i_space_")
+    (folder / "negt2ibench_leaderboard.csv").write_text("model\n")
+    demo.close()
+    assert not folder.exists()
+    assert demo.work_dir.path.is_dir() and demo.work_dir.path != folder  # a reopened app gets a new one
+    demo.close()

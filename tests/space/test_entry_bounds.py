@@ -336,7 +336,7 @@ def test_the_files_and_figures_of_an_unverified_entry_say_so(prompts, tmp_path):
         for path in paths:
             frame = pd.read_csv(path)
             assert not frame.empty and set(frame["verification"]) == {"claimed, not verified (pending)"}
-        from space.tabs.leaderboard_figures import DetailFigures
+        from space.tabs.leaderboard.detail_figures_tab import DetailFigures
 
         accuracy, causes, _ = DetailFigures(store, demo.work_dir).figures(long_name)
         for figure in (accuracy, causes):  # the mark leads the title; the name wraps below it

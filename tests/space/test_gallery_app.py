@@ -21,14 +21,15 @@ from evaluator.report import leaderboard_row
 from evaluator.results import CAUSES, record_verdict
 from leaderboard.store.sqlite_store import SQLiteStore
 from space.app import build_app
-from space.gallery import view
 from space.resources import CacheBudget
-from space.views import verdict_frame, verdict_summary
+from space.tabs.gallery import gallery_views
+from space.verdict_views import verdict_frame, verdict_summary
+from space.verified_images import verified_views
 from tests.helpers.gallery_helpers import CountingImages, add_entry, images_repo, some_prompts, varied_results
 from tests.helpers.net import launch_local
 from tests.helpers.space_helpers import RectanglePerception
 
-ANY = view.ANY
+ANY = gallery_views.ANY
 REPO = "org/gallery-images"
 
 
@@ -149,7 +150,10 @@ def test_an_unreachable_images_repo_gives_placeholders_not_a_failed_page(world):
     assert "24 of these images could not be fetched" in summary
     assert len(thumbnails) == 24 and set(frame["image"]) == {"images not reachable: org/offline (offline test)"}
     assert all("image unavailable: images not reachable: org/offline" in t["caption"] for t in thumbnails)
-    assert all(Image.open(served(t["image"])).size == (view.THUMB_SIDE, view.THUMB_SIDE) for t in thumbnails[:2])
+    assert all(
+        Image.open(served(t["image"])).size == (verified_views.THUMB_SIDE, verified_views.THUMB_SIDE)
+        for t in thumbnails[:2]
+    )
     # the full view still has the verdict and the table, and says why the image is missing
     image, verdict, rows = world["client"].predict("Model B", "color_pos0_neg1_000", 1, api_name="/gallery_item")
     assert "Image verdict: <span class='verdict-fail'>FAIL</span>" in verdict
@@ -165,7 +169,7 @@ def test_thumbnails_are_made_once_a_second_load_fetches_nothing(world):
     CacheBudget(0, list, world["demo"].work_dir.existing).enforce()
     images.reset()
     _, first, frame, _ = gallery(world, **filters)
-    assert len(first) == 8 and set(frame["image"]) == {view.SHOWN}
+    assert len(first) == 8 and set(frame["image"]) == {verified_views.SHOWN}
     assert images.opened <= 1 and sorted(images.fetched) == sorted(keys_of(frame))  # one read of the page
     images.reset()
     _, second, _, _ = gallery(world, **filters)
@@ -213,7 +217,7 @@ def test_compare_shows_every_verified_model_and_no_pending_one(world):
     record = {r.sample_index: r for r in world["records"]["Model A"] if r.prompt_id == "directional_pos1_neg1_001"}
     mine = frame[frame["model"] == "Model A"]
     assert mine["verdict"].tolist() == [record_verdict(record[s]) for s in range(4)]
-    assert mine["causes"].tolist() == [", ".join(view.causes_of(record[s])) for s in range(4)]
+    assert mine["causes"].tolist() == [", ".join(verified_views.causes_of(record[s])) for s in range(4)]
     assert set(frame[frame["model"] == "Model B"]["image"]) == {"images not reachable: org/offline (offline test)"}
     assert [t["caption"].split(" · ")[1] for t in thumbnails] == frame["model"].tolist()  # 4 each: rows align
     # the matched group: the same content's other polarities, one pick away

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 
 from dataset_builder.loading import load_prompts
-from space import scoring
+from space import gpu_calls
 from space.gpu_budget import (
     DAILY_QUOTA_SECONDS,
     DEFAULT_DURATION_FACTOR,
@@ -82,7 +82,7 @@ def test_every_gpu_function_asks_a_duration_sized_by_its_inputs_and_only_inside_
     decorations = gpu_decorations()
     assert {name for _, name, _, _ in decorations} == GPU_FUNCTIONS, decorations
     for path, name, call, decorators in decorations:
-        assert path == "scoring.py", (path, name)
+        assert path == "gpu_calls.py", (path, name)
         assert call is not None, f"{name}: spaces.GPU without a duration (the client's default is 60 s)"
         keywords = {keyword.arg: keyword.value for keyword in call.keywords}
         assert set(keywords) == {"duration"}, f"{name}: {set(keywords)} (no size: the default, large)"
@@ -92,7 +92,7 @@ def test_every_gpu_function_asks_a_duration_sized_by_its_inputs_and_only_inside_
 
 @pytest.fixture
 def asked(monkeypatch):
-    """The (duration, size) each GPU function of space.scoring asks spaces.GPU for, by name."""
+    """The (duration, size) each GPU function of space.gpu_calls asks spaces.GPU for, by name."""
     recorded: dict[str, tuple] = {}
 
     def recording_gpu(task=None, *, duration=None, size=None):
@@ -102,10 +102,10 @@ def asked(monkeypatch):
 
         return decorate
 
-    monkeypatch.setattr(scoring.spaces, "GPU", recording_gpu)
-    scoring.gpu_scorer(evaluator=None)  # the evaluator is only used inside a call
+    monkeypatch.setattr(gpu_calls.spaces, "GPU", recording_gpu)
+    gpu_calls.gpu_scorer(evaluator=None)  # the evaluator is only used inside a call
     for mode in ("pos", "neg", "whole"):
-        scoring.gpu_judge(adapter=None, mode=mode)
+        gpu_calls.gpu_judge(adapter=None, mode=mode)
         recorded[f"judge_on_gpu/{mode}"] = recorded.pop("judge_on_gpu")
     return recorded
 

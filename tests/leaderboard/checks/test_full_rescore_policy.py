@@ -26,7 +26,7 @@ from leaderboard.checks.full_rescore_policy import FULL_RESCORE_NEXT, check_reje
 from leaderboard.checks.full_rescore_run import full_candidates, record_full
 from leaderboard.intake.submissions import ParquetImages, SpotCheckPlan, SubmissionForm, SubmissionLimits, submit
 from leaderboard.store.sqlite_store import Entry, SQLiteStore, Verification
-from space.leaderboard_view import awaiting_frame, leaderboard_frame
+from space.tabs.leaderboard.leaderboard_views import awaiting_frame, leaderboard_frame
 from tests.helpers.space_helpers import result_line, write_images_dataset, write_results
 
 SPLIT = "toy_model"

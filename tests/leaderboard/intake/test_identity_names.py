@@ -27,8 +27,9 @@ from leaderboard.text.submitted_names import (
     revision_name,
 )
 from negt2ibench.api import Evaluator
-from space.handlers import Handlers, WorkDir
+from space.app import Handlers
 from space.resources import MAX_SCORE_PIXELS, bounded_image
+from space.shared_state import WorkDir
 from tests.helpers.space_helpers import RectanglePerception, write_results
 
 

@@ -1,0 +1,160 @@
+"""Where the Gallery gets records and images: fetched once, kept on disk, each failure its own
+reason, remembered for a while (a fake clock), and the records read from the store once."""
+
+from __future__ import annotations
+
+import pytest
+from PIL import Image
+
+from dataset_builder.loading import load_prompts
+from leaderboard.store.image_sources import ImagesUnreachable
+from leaderboard.store.sqlite_store import SQLiteStore
+from space.resources import CacheBudget
+from space.verified_images.verified_source import EntryRecords, GalleryImages
+from tests.helpers.gallery_helpers import add_entry, some_prompts, varied_results
+
+
+@pytest.fixture(scope="module")
+def prompts():
+    return some_prompts(load_prompts(None), per_setting=1)  # 48 prompts
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Images:
+    """An image source whose images are coloured squares; `broken` keys fail as a corrupt image
+    does (mid-read), `absent` ones are missing (reported after the others, as ParquetImages does)."""
+
+    def __init__(self, broken=(), absent=()):
+        self.broken, self.absent = set(broken), set(absent)
+        self.reads: list[list] = []
+
+    def images(self, keys):
+        self.reads.append(list(keys))
+        for key in keys:
+            if key in self.broken:
+                raise ImagesUnreachable(f"{key[0]} sample {key[1]} is not a usable image: truncated")
+            if key not in self.absent:
+                yield key, Image.new("RGB", (64, 48), (10 * key[1], 120, 200))
+        if any(key in self.absent for key in keys):
+            raise ImagesUnreachable(f"images dataset has no image for {min(k for k in keys if k in self.absent)}")
+
+
+class Factory:
+    def __init__(self, source=None, error=None):
+        self.source, self.error, self.opened = source, error, 0
+        self.asked: tuple | None = None
+
+    def __call__(self, repo_id, revision, split):
+        self.opened += 1
+        self.asked = (repo_id, revision, split)
+        if self.error is not None:
+            raise self.error
+        return self.source
+
+
+@pytest.fixture
+def entry_and_records(prompts, tmp_path):
+    store = SQLiteStore(tmp_path / "lb.sqlite")
+    results = varied_results(prompts, "m")
+    entry = add_entry(store, "M", results)
+    return store, entry, results
+
+
+def test_one_bad_image_costs_only_itself(entry_and_records, tmp_path):
+    _, entry, results = entry_and_records
+    records = results[:8]
+    keys = [(r.prompt_id, r.sample_index) for r in records]
+    source = Images(broken=[keys[2]], absent=[keys[5]])
+    images = GalleryImages(Factory(source), lambda: tmp_path / "work", clock=Clock())
+    shown = images.thumbnails(entry, "m", records)
+    reasons = [s.reason for s in shown]
+    assert reasons[2] == f"{keys[2][0]} sample 2 is not a usable image: truncated"
+    assert reasons[5] == f"images dataset has no image for {keys[5]}"
+    assert [i for i, r in enumerate(reasons) if r] == [2, 5]
+    assert all(Image.open(s.path).size[0] > 0 for s in shown)
+    # one read of the page, then one per image the failed read left unread, each with its reason
+    assert source.reads[0] == keys and sorted(map(tuple, source.reads[1:])) == sorted((k,) for k in keys[2:])
+
+
+def test_images_come_from_the_entrys_repo_at_its_submitted_revision(prompts, tmp_path):
+    """Not the repo's newest images: the commit the submitter named, which the spot check re-scored."""
+    store = SQLiteStore(tmp_path / "lb.sqlite")
+    results = varied_results(prompts, "m")
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    entry = add_entry(store, "M", results, images_repo="org/pinned-images", images_revision=commit)
+    factory = Factory(Images())
+    GalleryImages(factory, lambda: tmp_path / "work", clock=Clock()).thumbnails(entry, "m", results[:2])
+    assert factory.asked == ("org/pinned-images", commit, "m")
+
+
+def test_failures_are_remembered_for_a_while_then_retried(entry_and_records, tmp_path):
+    _, entry, results = entry_and_records
+    clock = Clock()
+    factory = Factory(error=ImagesUnreachable("images not reachable: HTTP 503"))
+    images = GalleryImages(factory, lambda: tmp_path / "work", retry_seconds=300, clock=clock)
+    first = images.thumbnails(entry, "m", results[:4])
+    assert {s.reason for s in first} == {"images not reachable: HTTP 503"} and factory.opened == 1
+    clock.now = 299.0
+    assert images.thumbnails(entry, "m", results[:4])[0].reason == "images not reachable: HTTP 503"
+    assert factory.opened == 1  # not asked again within the retry time
+    factory.error, factory.source = None, Images()
+    clock.now = 301.0
+    assert [s.reason for s in images.thumbnails(entry, "m", results[:4])] == [""] * 4 and factory.opened == 2
+
+
+def test_any_error_of_a_source_is_a_reason_not_a_failure(entry_and_records, tmp_path):
+    _, entry, results = entry_and_records
+    images = GalleryImages(Factory(error=PermissionError("401 private repo")), lambda: tmp_path / "w")
+    image, reason = images.full(entry, "m", results[0])
+    # a sentence of ours: the library's text goes to the log (`leaderboard.store.image_sources.unreachable_reason`)
+    assert (
+        image is None and reason == "images not reachable: org/gallery-images@main could not be read: permission denied"
+    )
+    no_repo = entry.model_copy(update={"images_repo": ""})
+    assert images.thumbnails(no_repo, "m", results[:1])[0].reason == "this entry names no images repo"
+
+
+def test_kept_images_are_under_the_apps_cache_bound(entry_and_records, tmp_path):
+    _, entry, results = entry_and_records
+    source = Images()
+    work = tmp_path / "work"
+    images = GalleryImages(Factory(source), lambda: work)
+    images.thumbnails(entry, "m", results[:6])
+    assert len(source.reads) == 1
+    kept = [p for p in work.rglob("*.png")]
+    assert len(kept) == 12  # six images and six thumbnails, all in the app's folder
+    budget = CacheBudget(sum(p.stat().st_size for p in kept) // 2, list, lambda: [work])
+    assert budget.enforce() > 0 and budget.size() <= budget.max_bytes
+    shown = images.thumbnails(entry, "m", results[:6])  # what was swept is fetched again
+    assert all(not s.reason for s in shown) and len(source.reads) == 2
+
+
+def test_records_are_read_once_per_entry_version(entry_and_records, prompts):
+    store, entry, results = entry_and_records
+
+    class Counting:
+        reads = 0
+
+        def get_results(self, submission_id):
+            Counting.reads += 1
+            return store.get_results(submission_id)
+
+    records = EntryRecords(Counting(), [p.prompt_id for p in prompts], max_entries=1)  # type: ignore[arg-type]
+    indexed = records.of(entry)
+    assert records.of(entry) is indexed and Counting.reads == 1
+    assert [r.key for r in indexed.rows] == [(p.prompt_id, s) for p in prompts for s in range(4)]
+    assert indexed.record(("color_pos0_neg1_000", 1)) == next(
+        r for r in results if (r.prompt_id, r.sample_index) == ("color_pos0_neg1_000", 1)
+    )
+    changed = entry.model_copy(update={"status": "rejected"})  # the entry changed: read again
+    records.of(changed)
+    assert Counting.reads == 2
+    records.of(entry)  # only one entry is kept: the first was dropped
+    assert Counting.reads == 3
