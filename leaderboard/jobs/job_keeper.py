@@ -1,7 +1,7 @@
 """The Space's verification jobs, kept: launched, polled, relaunched, cancelled, within a budget.
 
 `JobKeeper.run_pass()` runs at the Space's start-up, when a submission is stored, and every minute
-(`space.handlers.Rechecker`). For each entry it reads the store, asks the backend
+(`space.shared_state.Rechecker`). For each entry it reads the store, asks the backend
 (`leaderboard.jobs.job_backends`) and writes what it learnt into the entry's `job` record (`JobRecord`:
 backend, job id, logs link, stage, launches, failures, last error), which the Submit tab shows:
 
