@@ -37,6 +37,7 @@ from typing import Any
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from leaderboard.checks.check_setup import SubmissionLimits
 from leaderboard.checks.fresh_draw_policy import fresh_draw_due
+from leaderboard.checks.model_source import hub_model
 from leaderboard.jobs.job_backends import DEFAULT_FLAVOR, Mode, VerifyBackend
 from leaderboard.jobs.job_plan import FRESH_PER_CELL, JobPlan, JobPolicy, fitted_plan, stop_after, timeout_for
 from leaderboard.store.image_sources import ImageSourceFactory
@@ -136,11 +137,12 @@ class JobKeeper:
         policy: JobPolicy | None = None,
         clock: Callable[[], float] = time.time,
         open_images: ImageSourceFactory | None = None,
-        resolve_model: Any = None,
+        resolve_model: Any = hub_model,
     ):
         self.store, self.backend = store, backend
         self.open_images = open_images  # reads the model an entry's images record (None: the plans say unknown)
-        self.resolve_model = resolve_model  # the weights' size of a model the registry does not know (None: unknown)
+        # The weights' size of a model the registry does not know, from the Hub (None: not asked; unknown).
+        self.resolve_model = resolve_model
         self._plans: dict[tuple[str, str, str], JobPlan] = {}
         self.limits = limits or SubmissionLimits()
         self.images_per_entry = images_per_entry
