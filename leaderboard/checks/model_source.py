@@ -114,9 +114,11 @@ def hub_model(repo_id: str, commit: str | None, api: Any = None) -> ResolvedMode
                 raise ours from None
             continue  # the recorded commit is not on the Hub: the default branch
         sizes = [getattr(s, "size", None) or 0 for s in info.siblings or [] if s.rfilename.endswith(".safetensors")]
-        note = "" if revision == commit else (
-            f"its recorded commit {commit[:12]} is not on the Hub: regenerated from the default branch"
-            if commit else "no commit recorded: regenerated from the default branch's"
-        )  # fmt: skip
+        if commit is None:
+            note = "no commit recorded: regenerated from the default branch's"
+        elif revision != commit:
+            note = f"its recorded commit {commit[:12]} is not on the Hub: regenerated from the default branch"
+        else:
+            note = ""
         return ResolvedModel(str(info.sha), bool(info.gated), sum(sizes) or None, note)
     raise ModelNotPublic(f"{repo_id} has no default branch on the Hub")
