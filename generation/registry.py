@@ -53,6 +53,10 @@ class ModelSpec:
     revision: str | None = None  # the model repo's branch, tag or commit (None: its default branch)
     # GPU-seconds per image on the verification jobs' default flavour (one L4), estimated (`image_seconds`).
     seconds_per_image: float | None = None
+    # Parameters of the whole pipeline in billions (denoiser, text encoders, VAE), from the model cards:
+    # what its weights take in GPU memory (`weight_gigabytes`). Estimated; None: unknown.
+    parameters_b: float | None = None
+    cost_measured: bool = False  # `seconds_per_image` was measured (benchmarks/gpu.sh), not estimated
 
     def settings(self) -> dict[str, Any]:
         """The settings recorded in every image's `params` (JSON-ready)."""
@@ -97,6 +101,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 display_name="SD 1.5",
                 family="unet",
                 seconds_per_image=1.7,
+                parameters_b=1.07,  # UNet 0.86 + CLIP ViT-L 0.12 + VAE 0.08
             ),
             ModelSpec(
                 key="sd_1_5_negationclip",
@@ -115,6 +120,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 display_name="SD 1.5 + NegationCLIP",
                 family="unet",
                 seconds_per_image=1.7,
+                parameters_b=1.07,  # as SD 1.5
                 note="text encoder: NegationCLIP ViT-L/14 (OpenAI checkpoint converted to CLIPTextModel)",
             ),
             ModelSpec(
@@ -127,6 +133,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 display_name="SD 3.5 Large",
                 family="transformer",
                 seconds_per_image=83.0,
+                parameters_b=13.8,  # MMDiT 8.1 + T5-XXL 4.8 + CLIP-L and CLIP-G 0.8 + VAE
             ),
             ModelSpec(
                 key="flux_2_dev",
@@ -140,6 +147,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 display_name="FLUX.2-dev (4-bit)",
                 family="transformer",
                 seconds_per_image=171.0,
+                parameters_b=56.0,  # transformer 32 + Mistral Small 3.1 text encoder 24 (4-bit)
                 note="needs `pip install bitsandbytes` (CUDA)",
             ),
             ModelSpec(
@@ -153,6 +161,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 display_name="FLUX.2-klein-9B",
                 family="transformer",
                 seconds_per_image=6.9,
+                parameters_b=17.0,  # transformer 9 + Qwen3-8B text encoder
                 note="step-distilled; guidance above 1 is ignored",
             ),
             ModelSpec(
@@ -166,6 +175,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 display_name="Z-Image-Turbo",
                 family="transformer",
                 seconds_per_image=9.6,
+                parameters_b=10.0,  # transformer 6 + Qwen3-4B text encoder
             ),
             ModelSpec(
                 key="hunyuanimage_2_1",
@@ -178,6 +188,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 display_name="HunyuanImage-2.1 (distilled)",
                 family="transformer",
                 seconds_per_image=11.0,
+                parameters_b=25.5,  # DiT 17 + Qwen2.5-VL-7B 8.3 + byT5
             ),
             ModelSpec(
                 key="janus_pro_7b",
@@ -189,6 +200,7 @@ REGISTRY: Registry[ModelSpec] = Registry(
                 display_name="Janus-Pro-7B",
                 family="autoregressive",
                 seconds_per_image=27.0,
+                parameters_b=7.4,  # one 7B transformer and its image tokenizer
                 note="autoregressive: no diffusion steps; transformers generation_mode='image'",
             ),
             ModelSpec(
@@ -232,6 +244,19 @@ def image_seconds(spec: ModelSpec) -> float:
     steps = spec.steps if spec.steps is not None else DEFAULT_STEPS
     pixels = spec.height * spec.width if spec.height is not None and spec.width is not None else DEFAULT_PIXELS
     return SECONDS_PER_STEP_PER_MEGAPIXEL * steps * pixels / DEFAULT_PIXELS
+
+
+BYTES_PER_PARAMETER = {"float32": 4.0, "float16": 2.0, "bfloat16": 2.0}
+QUANTIZED_BYTES = 0.55  # bitsandbytes NF4: 4 bits a parameter and its block scales
+
+
+def weight_gigabytes(spec: ModelSpec) -> float | None:
+    """GPU memory the pipeline's weights take, in GB (1e9 bytes): parameters x bytes per parameter of its
+    dtype (or of its quantisation); None when the registry does not know its parameters. Estimated."""
+    if spec.parameters_b is None:
+        return None
+    per = QUANTIZED_BYTES if spec.quantization else BYTES_PER_PARAMETER.get(spec.dtype, 2.0)
+    return spec.parameters_b * per
 
 
 def validate_key(key: str) -> str:

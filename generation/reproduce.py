@@ -8,12 +8,18 @@ sample of a submission's images and compare them with the submitted ones:
 
 - a **registry model** (its key and hub id as the registry has them, with the registry's settings):
   that entry, at the recorded commit when there is one;
-- **any other diffusers pipeline** named by a Hub repo id and **pinned to a commit** (`generate
-  --model-id HUB_ID --revision SHA` records it; a run from the Hub cache records the commit it
-  loaded): a spec built from the recorded settings;
-- anything else raises `NotReproducible` with the reason in words: images imported from a folder,
-  made by a function (`generate_with`), a local folder's model, a repo without a recorded commit,
-  swapped-in components or quantisation the record cannot rebuild.
+- **any other diffusers pipeline** named by a Hub repo id: a spec built from the recorded settings,
+  at the recorded commit (none recorded: the verification job resolves the repo's commit on the Hub).
+
+Whether an image can be regenerated is decided by **the model's id, not by the rest of the record**
+(issue 51): a record whose settings cannot be used (another backend or pipeline class, a function's
+or an import's marks, settings out of range, a dtype or quantisation not rebuilt here) but whose id
+names a registry model or a Hub repo is regenerated anyway, with the registry's settings or
+diffusers' defaults for that repo (`RecordedModel.fallback` says why). A submitter therefore cannot
+opt out by recording odd parameters: settings other than the model's own make the regenerated images
+differ, and the entry is rejected. Only an id that names nothing on the Hub raises `NotReproducible`
+(a local folder's model, a name that is no repo id, a registry model no backend here loads); whether a
+repo is public and loadable is the job's question (`leaderboard.checks.model_source`).
 
 Pure: no torch, no file, no network.
 """
@@ -22,12 +28,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from negt2ibench.core.errors import UserError
 from negt2ibench.core.options import REPO_ID
 
-from .registry import REGISTRY, ModelSpec, validate_key
+from .registry import REGISTRY, ModelSpec, custom_spec, validate_key
 from .work import SEED_RULE, image_seed
 
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -61,8 +67,56 @@ def _registry_spec(model_id: str, model_key: str, params: dict[str, Any]) -> Mod
     return spec
 
 
+class RecordedModel(NamedTuple):
+    """The spec that regenerates a record's images, and why it is not the record's own settings ("" when it is)."""
+
+    spec: ModelSpec
+    fallback: str
+
+
 def recorded_spec(model_id: str, model_key: str, params: dict[str, Any]) -> ModelSpec:
-    """The spec that makes the recorded image again (at its recorded commit), or `NotReproducible`."""
+    """The spec that makes the recorded image again (`regeneration_spec`'s), or `NotReproducible`."""
+    return regeneration_spec(model_id, model_key, params).spec
+
+
+def regeneration_spec(model_id: str, model_key: str, params: dict[str, Any]) -> RecordedModel:
+    """The spec from the record's settings; when they cannot be used, the spec the model's id names
+    (`id_spec`) with the reason; `NotReproducible` only when the id names no model on the Hub."""
+    try:
+        return RecordedModel(_settings_spec(model_id, model_key, params), "")
+    except NotReproducible as unusable:
+        spec = id_spec(model_id, model_key, recorded_commit(params))
+        if spec is None:
+            raise
+        how = "the registry's settings" if spec.key in REGISTRY and REGISTRY[spec.key].hub_id == model_id else (
+            "diffusers' defaults for that repo"
+        )  # fmt: skip
+        return RecordedModel(
+            spec, f"its recorded settings cannot be used ({unusable.one_line()}): regenerated with {how}"
+        )
+
+
+def id_spec(model_id: str, model_key: str, commit: str | None = None) -> ModelSpec | None:
+    """The spec a model's id alone names, at COMMIT: the registry's entry of that hub id (the one of
+    MODEL_KEY first), else diffusers' defaults for a Hub repo id; None for a local folder or a name that
+    is no repo id. A registry model that no backend here loads raises `NotReproducible`."""
+    named = [spec for spec in REGISTRY.values() if spec.hub_id == model_id]
+    named.sort(key=lambda spec: spec.key != model_key)
+    if named:
+        if named[0].backend not in ("diffusers", "janus"):
+            raise NotReproducible(f"{model_id[:100]} is a registry model that no backend here loads")
+        return replace(named[0], revision=commit)
+    if not REPO_ID.match(model_id):
+        return None
+    try:
+        key = validate_key(model_key)
+    except ValueError:
+        key = "regenerated"
+    return custom_spec(model_id, key, revision=commit)
+
+
+def _settings_spec(model_id: str, model_key: str, params: dict[str, Any]) -> ModelSpec:
+    """The spec rebuilt from the recorded settings (unpinned: `revision` None), or `NotReproducible`."""
     if params.get("source") == "import-images":
         raise NotReproducible("imported from a folder of PNGs (`import-images`): no model or seed was recorded")
     backend = params.get("backend")
@@ -78,8 +132,6 @@ def recorded_spec(model_id: str, model_key: str, params: dict[str, Any]) -> Mode
         raise NotReproducible(f"{model_id[:100]} is not a diffusers pipeline of the registry")
     if not REPO_ID.match(model_id):
         raise NotReproducible("made with a model from a local folder, which is not on the Hub")
-    if commit is None:
-        raise NotReproducible(f"{model_id} is not pinned to a commit (generate with --revision COMMIT)")
     if params.get("quantization") or params.get("component_overrides"):
         raise NotReproducible(f"{model_id} was loaded with swapped components or quantisation (not rebuilt here)")
     if str(params.get("dtype") or "bfloat16") not in ("bfloat16", "float16", "float32"):

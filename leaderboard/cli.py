@@ -4,6 +4,7 @@ back end from the command line, without gradio (the Hub actions: `leaderboard.hu
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from leaderboard.checks.fresh_draw_policy import FRESH_PER_CELL
@@ -133,6 +134,7 @@ def verify_job(args: argparse.Namespace, evaluator=None) -> int:
         num_workers=args.num_workers,
         load_generator=generator_loader(args.device, args.download),
         fresh_per_cell=args.fresh_per_cell,
+        deadline=time.monotonic() + args.stop_after if args.stop_after else None,
     )
     verify_entry(context, args.entry, "full" if args.full else "fresh" if args.fresh_draw else "spot")
     return 0
@@ -275,6 +277,14 @@ def _add_verify_job_options(job: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"with --fresh-draw: prompts per category x setting cell (default {FRESH_PER_CELL}: a 95%% interval of "
         "at most +-5 points; fewer is cheaper and wider, and the entry's page says how many were drawn)",
+    )
+    job.add_argument(
+        "--stop-after",
+        type=positive_int,
+        default=None,
+        metavar="SECONDS",
+        help="stop the regeneration check after SECONDS, keeping the pairs compared so far in the entry: one job "
+        "of a plan split over several (the Space's job keeper sets it; the next run goes on)",
     )
 
 

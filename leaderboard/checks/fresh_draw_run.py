@@ -12,6 +12,7 @@ conditional write (it is still verified and has no fresh draw).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +71,11 @@ def recorded_model(entry: Entry, results: list[ResultRecord], open_images: Image
         raise UserError("its images' source records no generation parameters")
     record = reader()
     try:
-        return recorded_spec(record.model_id, record.model_key, record.params)
+        spec = recorded_spec(record.model_id, record.model_key, record.params)
     except NotReproducible as error:
         raise UserError(f"its images no longer name a model to load: {error.one_line()}") from None
+    check = entry.regeneration  # the commit the regeneration check resolved and reproduced the images at
+    return replace(spec, revision=check.commit) if check is not None and check.commit else spec
 
 
 def score_folder(folder: Path, spec: Any, prompts: list[PromptRecord], score: ScoreFn) -> list[ResultRecord]:

@@ -26,6 +26,7 @@ from leaderboard.checks.check_setup import JOB_ID_ENV, SpotCheckSetup
 from leaderboard.checks.compared_fields import shown_numbers
 from leaderboard.checks.full_rescore_policy import FULL_RESCORE_NEXT, held_again_reason, hold_reason, ranked_on_a_sample
 from leaderboard.checks.spot_check_run import spot_check, spot_check_failure, submission_seed
+from leaderboard.store.image_sources import ImagesRefused
 from leaderboard.store.sqlite_store import (
     Entry,
     LeaderboardStore,
@@ -136,6 +137,32 @@ def reject(store: LeaderboardStore, entry: Entry, reason: str, run_id: str, **fi
     return rejected
 
 
+def end_refused(store: LeaderboardStore, entry: Entry, error: ImagesRefused, run_id: str | None) -> Entry:
+    """A submitted image was refused (too large, too small, corrupt): the entry ends rejected with that reason.
+
+    Its images are read at the commit pinned when it was stored, so no later read can succeed; it no longer
+    waits (nor spends launches). This is no check's catch: the account's sampled verifications stay.
+
+    Args:
+        store: the leaderboard's store.
+        entry: the entry.
+        error: the refusal, in our words.
+        run_id: the run that must still hold the entry (None: any).
+
+    Returns:
+        The rejected entry as stored.
+
+    Raises:
+        StaleEntryError: it changed meanwhile.
+    """
+    why = str(error).strip().splitlines()[0] if str(error).strip() else "an image was refused"
+    reason = (
+        f"images refused: {why}; its images are read at commit {entry.images_revision[:12]} and cannot change: "
+        "submit again with images the scorer accepts"
+    )
+    return transition(store, entry, "rejected", reason, run_id=run_id, run=None, checked_at=time.time())
+
+
 def _accept(
     store: LeaderboardStore, entry: Entry, results: Sequence[ResultRecord], reason: str, run_id: str, **fields: Any
 ) -> Entry:
@@ -188,23 +215,21 @@ def run_spot_check(
             images = setup.open_images(entry.images_repo, entry.images_revision, split)
             seed = submission_seed(entry.submission_id, results, setup.secret)
             outcome = spot_check(results, images, setup.prompts, setup.score, plan=plan, seed=seed)
+        except ImagesRefused as refused:
+            return end_refused(store, entry, refused, run.run_id)
         except Exception as error:  # noqa: BLE001 - whatever stops the check, the entry waits for the next try
             why = spot_check_failure(error)
         else:
             found = len(outcome.disagreements)
             verification = Verification(
-                method="sampled",
-                checked=outcome.checked,
-                disagreements=found,
-                allowed=plan.max_disagreements,
+                method="sampled", checked=outcome.checked, disagreements=found, allowed=plan.max_disagreements,
                 total=len(results),
-            )
+            )  # fmt: skip
             fields = {"checked_at": time.time(), "verification": verification}
             if not outcome.accepted:
-                shown = "; ".join(outcome.disagreements[:3])
                 reason = (
                     f"spot check: {found} of {outcome.checked} re-scored images disagree, more than the "
-                    f"{plan.max_disagreements} of {plan.sample_size} allowed ({shown})"
+                    f"{plan.max_disagreements} of {plan.sample_size} allowed ({'; '.join(outcome.disagreements[:3])})"
                 )
                 return reject(store, entry, reason, run.run_id, **fields)
             reason = (

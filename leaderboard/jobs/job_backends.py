@@ -51,7 +51,11 @@ class VerifyBackend(Protocol):
     reason: str  # "" when it launches jobs; else why none runs (shown on each waiting entry)
     max_running: int  # jobs at once (local: one, the machine's one GPU; hf-jobs: each its own machine)
 
-    def launch(self, entry: Entry, mode: Mode, timeout_s: int) -> JobRef: ...
+    def launch(
+        self, entry: Entry, mode: Mode, timeout_s: int, *, flavor: str = "", extra: Sequence[str] = ()
+    ) -> JobRef:
+        """Launch `verify-job` for ENTRY: on FLAVOR where the backend chooses machines, with the plan's
+        EXTRA arguments (`--stop-after`, `--fresh-per-cell`)."""
 
     def state(self, job_id: str) -> JobState: ...
 
@@ -74,7 +78,9 @@ class NoBackend:
     name: str = "none"
     max_running: int = 0
 
-    def launch(self, entry: Entry, mode: Mode, timeout_s: int) -> JobRef:
+    def launch(
+        self, entry: Entry, mode: Mode, timeout_s: int, *, flavor: str = "", extra: Sequence[str] = ()
+    ) -> JobRef:
         raise UsageError(f"no verification backend: {self.reason}")
 
     def state(self, job_id: str) -> JobState:
@@ -112,13 +118,15 @@ class LocalBackend:
     max_running: int = 1
     _jobs: dict[str, _Process] = field(default_factory=dict, repr=False)
 
-    def launch(self, entry: Entry, mode: Mode, timeout_s: int) -> JobRef:
+    def launch(
+        self, entry: Entry, mode: Mode, timeout_s: int, *, flavor: str = "", extra: Sequence[str] = ()
+    ) -> JobRef:
         job_id = f"local-{uuid.uuid4().hex[:12]}"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_dir / f"{job_id}.log"
         handle = log.open("ab")
         process = subprocess.Popen(
-            [*self.command, *job_arguments(entry, mode, self.locator, self.extra)],
+            [*self.command, *job_arguments(entry, mode, self.locator, [*self.extra, *extra])],
             stdin=subprocess.DEVNULL,
             stdout=handle,
             stderr=subprocess.STDOUT,
@@ -194,13 +202,15 @@ class HfJobsBackend:
     reason: str = ""
     max_running: int = 4
 
-    def launch(self, entry: Entry, mode: Mode, timeout_s: int) -> JobRef:
+    def launch(
+        self, entry: Entry, mode: Mode, timeout_s: int, *, flavor: str = "", extra: Sequence[str] = ()
+    ) -> JobRef:
         labels = {"negt2ibench-entry": entry.submission_id, "negt2ibench-check": mode}
         if self.space:
             labels["negt2ibench-space"] = self.space
         request = JobRequest(
-            job_arguments(entry, mode, self.locator, ("--work-dir", JOB_WORK_DIR, "--download")),
-            self.flavor,
+            job_arguments(entry, mode, self.locator, ("--work-dir", JOB_WORK_DIR, "--download", *extra)),
+            flavor or self.flavor,
             timeout_s,
             extras=("leaderboard", "models"),
             secrets=dict(self.secrets),

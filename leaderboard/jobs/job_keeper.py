@@ -3,21 +3,26 @@
 `JobKeeper.run_pass()` runs at the Space's start-up, when a submission is stored, and every minute
 (`space.shared_state.Rechecker`). For each entry it reads the store, asks the backend
 (`leaderboard.jobs.job_backends`) and writes what it learnt into the entry's `job` record (`JobRecord`:
-backend, job id, logs link, stage, launches, failures, last error), which the Submit tab shows:
+backend, job id, logs link, stage, flavour, launches, failures, last error), which the Submit tab shows:
 
-- an entry that waits (received, validated, pending) and has no job running gets one: its spot
-  check (`verify-job --entry ID`), with a timeout from its plan's image count (`timeout_for`);
+- an entry that waits (received, validated, pending) and has no job running gets one: its spot check
+  (`verify-job --entry ID`), planned by `leaderboard.jobs.job_plan.fitted_plan`: on the flavour the
+  model fits on, split into jobs that fit a job's time and a day's budget (each stops at its deadline,
+  `--stop-after`, keeping its progress), a fresh draw shrunk to fit (`--fresh-per-cell`), or waiting
+  with the reason when nothing fits; an entry whose regeneration was inconclusive on one machine gets
+  its rerun on another flavour;
 - a running job is polled (`state`); its stage and logs link are written when they change;
-- a job that failed or vanished (ERROR, CANCELED, DELETED, VANISHED) before its run wrote an
-  outcome counts as a failure, with its logs' last error line; it is relaunched at once until
-  `max_failures` in a row, then the entry stays pending with that line, and no job is launched for
-  it any more (a maintainer runs the command: docs/leaderboard.md);
-- a job that completed with the entry still waiting (its check could not run: images unreachable,
-  ...) is launched again after `retry_after_s`;
+- a job that failed or vanished (ERROR, CANCELED, DELETED, VANISHED), or **completed without an
+  outcome** (the entry still waits and its regeneration made no progress), counts as a failure, with
+  its logs' last error line; a failed job is relaunched at once, one that completed after
+  `retry_after_s`, until `max_failures` in a row; then the entry stays pending with that line and no
+  job is launched for it any more (a maintainer runs the command: docs/leaderboard.md). A split plan's
+  job that kept its progress is no failure: the next one goes at once;
 - a withdrawn entry's running job is cancelled;
-- at most `per_day` jobs are launched in any 24 hours, for the whole Space (the budget; an entry
-  that waits for it says when the next launch is possible), and at most the backend's
-  `max_running` run at once (one for `local`: the machine's GPU holds one set of models).
+- at most `per_day` jobs are launched in any 24 hours for the whole Space, `per_entry_per_day` for one
+  entry and `per_submitter_per_day` for one submitter's entries (so one account's entries that never
+  verify cannot spend the Space's launches), within the daily GPU budget, and at most the backend's
+  `max_running` at once (one for `local`: the machine's GPU holds one set of models).
 
 With the `none` backend no job is launched: each waiting entry's record says why (the reason).
 """
@@ -25,17 +30,16 @@ With the `none` backend no job is launched: each waiting entry's record says why
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from leaderboard.checks.check_setup import SubmissionLimits
 from leaderboard.checks.fresh_draw_policy import fresh_draw_due
-from leaderboard.jobs.job_backends import Mode, VerifyBackend
-from leaderboard.jobs.job_plan import JobPlan, plan_job
+from leaderboard.checks.model_source import hub_model
+from leaderboard.jobs.job_backends import DEFAULT_FLAVOR, Mode, VerifyBackend
+from leaderboard.jobs.job_plan import FRESH_PER_CELL, JobPlan, JobPolicy, fitted_plan, stop_after, timeout_for
 from leaderboard.store.image_sources import ImageSourceFactory
 from leaderboard.store.sqlite_store import (
     Entry,
@@ -51,40 +55,7 @@ from negt2ibench.core.hf_jobs import TERMINAL, JobRef, last_error_line
 log = logging.getLogger(__name__)
 DAY = 24 * 3600
 KEPT_LAUNCHES = 50  # launch times kept per entry (enough for any day's budget)
-BUDGET_ENV = "NEGT2I_VERIFY_JOBS_PER_DAY"
-GPU_BUDGET_ENV = "NEGT2I_VERIFY_GPU_SECONDS_PER_DAY"
-
-
-@dataclass(frozen=True)
-class JobPolicy:
-    """How far the Space's jobs may go: failures in a row before it gives an entry up, launches a
-    day for the whole Space, the wait before a job that completed without an outcome is launched
-    again, and the timeout: `startup_s` (image pull, install, model download and load) plus
-    `seconds_per_image` for each image the plan re-scores, within [`min_timeout_s`, `max_timeout_s`]."""
-
-    max_failures: int = 3
-    per_day: int = 24
-    retry_after_s: float | None = None  # None: 30 minutes on `local` (free), 3 hours elsewhere (billed)
-    startup_s: int = 1200
-    seconds_per_image: float = 0.5
-    min_timeout_s: int = 1800
-    max_timeout_s: int = 6 * 3600
-    # GPU-seconds the Space's jobs may plan in any 24 hours (`leaderboard.jobs.job_plan`): one L4 for 8 hours.
-    gpu_seconds_per_day: float = 8 * 3600.0
-    generation_slack: float = 2.0  # a job's timeout allows this many times its planned generation
-
-    @classmethod
-    def from_env(cls) -> JobPolicy:
-        """The defaults, with NEGT2I_VERIFY_JOBS_PER_DAY (a positive integer) as the daily budget of
-        launches and NEGT2I_VERIFY_GPU_SECONDS_PER_DAY (a positive integer) as that of GPU-seconds."""
-        from negt2ibench.core.options import check, positive_int
-
-        changes: dict[str, Any] = {}
-        if os.environ.get(BUDGET_ENV):
-            changes["per_day"] = check(BUDGET_ENV, os.environ[BUDGET_ENV], positive_int)
-        if os.environ.get(GPU_BUDGET_ENV):
-            changes["gpu_seconds_per_day"] = float(check(GPU_BUDGET_ENV, os.environ[GPU_BUDGET_ENV], positive_int))
-        return cls(**changes)
+__all__ = ["JobKeeper", "JobPolicy", "needs_job", "timeout_for"]
 
 
 def needs_job(entry: Entry) -> bool:
@@ -93,24 +64,42 @@ def needs_job(entry: Entry) -> bool:
     return entry.status in AWAITING or fresh_draw_due(entry)
 
 
-def timeout_for(images: int, policy: JobPolicy, generation_s: float = 0.0) -> int:
-    """The job's timeout in seconds for `images` re-scored images and `generation_s` planned
-    GPU-seconds of generation (given `generation_slack` times over)."""
-    wanted = policy.startup_s + images * policy.seconds_per_image + generation_s * policy.generation_slack
-    return int(min(policy.max_timeout_s, max(policy.min_timeout_s, wanted)))
+def progress_mark(entry: Entry) -> str:
+    """What a job's progress is read from: the entry's regeneration (a split plan's part, an inconclusive run)."""
+    check = entry.regeneration
+    return "" if check is None else f"{check.outcome}:{check.checked}:{check.inconclusive_runs}"
 
 
-def too_big(plan: JobPlan, policy: JobPolicy) -> str:
-    """Why no job of this plan is ever launched here ("" when one may be): more GPU-seconds than the
-    daily budget, or more time than a job may run."""
-    wanted = policy.startup_s + plan.rescore_images * policy.seconds_per_image + plan.generation_s
-    if plan.total_s > policy.gpu_seconds_per_day:
-        budget = f"{policy.gpu_seconds_per_day:,.0f}"
-        return f"its plan needs {plan.total_s:,.0f} GPU-seconds, more than the Space's daily budget of {budget}"
-    if wanted > policy.max_timeout_s:
-        most = f"{policy.max_timeout_s / 3600:g} hours"
-        return f"its plan needs about {wanted / 3600:.1f} hours, more than a job may run here ({most})"
-    return ""
+def made_progress(entry: Entry, job: JobRecord) -> bool:
+    """Whether the entry's last job left progress the next job goes on from: a split plan's pairs so far,
+    or a regeneration inconclusive on its machine (the next runs on another)."""
+    check = entry.regeneration
+    return check is not None and check.outcome in ("partial", "inconclusive") and progress_mark(entry) != job.progress
+
+
+def first_record(keeper: Any, entry: Entry, mode: Mode) -> tuple[Any, int, int | None]:
+    """(the model the entry's first image records, its images, the weights' bytes of a model the registry
+    does not know) for its plan; what cannot be read now is None (the plan says the model is unknown)."""
+    record, total, weights = None, keeper.images_per_entry, None
+    if keeper.open_images is None or mode == "full":
+        return record, total, weights
+    try:
+        results = keeper.store.get_results(entry.submission_id)
+        total = len(results) or total
+        source = keeper.open_images(entry.images_repo, entry.images_revision, results[0].model_key)
+        first = getattr(source, "first_record", None)
+        record = first() if first is not None else None
+    except Exception as error:  # noqa: BLE001 - unreadable now: the plan says the model is unknown
+        log.info("the images of %s were not read for its plan: %s", entry.submission_id, error)
+    if record is not None and keeper.resolve_model is not None:
+        from generation.registry import REGISTRY
+
+        if not any(spec.hub_id == record.model_id for spec in REGISTRY.values()):
+            try:
+                weights = keeper.resolve_model(record.model_id, None).weight_bytes
+            except Exception as error:  # noqa: BLE001 - not public or not reachable: its memory is not known
+                log.info("the model of %s was not resolved for its plan: %s", entry.submission_id, error)
+    return record, total, weights
 
 
 def launches_since(entries: Sequence[Entry], since: float) -> list[float]:
@@ -148,10 +137,13 @@ class JobKeeper:
         policy: JobPolicy | None = None,
         clock: Callable[[], float] = time.time,
         open_images: ImageSourceFactory | None = None,
+        resolve_model: Any = hub_model,
     ):
         self.store, self.backend = store, backend
         self.open_images = open_images  # reads the model an entry's images record (None: the plans say unknown)
-        self._plans: dict[tuple[str, str], JobPlan] = {}
+        # The weights' size of a model the registry does not know, from the Hub (None: not asked; unknown).
+        self.resolve_model = resolve_model
+        self._plans: dict[tuple[str, str, str], JobPlan] = {}
         self.limits = limits or SubmissionLimits()
         self.images_per_entry = images_per_entry
         self.policy = policy or JobPolicy.from_env()
@@ -211,11 +203,14 @@ class JobKeeper:
                 return self._record(entry, job, stage=state.stage, message=state.message, url=state.url or job.url)
             return entry
         current = self.store.get_entry(entry.submission_id)
-        if state.stage == "COMPLETED":
+        ended = state.stage == "COMPLETED"
+        if ended and (not needs_job(current) or self._mode(current) != job.mode or made_progress(current, job)):
             entry = self._record(current, job, stage="COMPLETED", message=state.message, failures=0, last_error="")
-            return self._maybe_launch(entry) if needs_job(current) else entry
-        lines = self.backend.tail(job.job_id, 20)
-        error = last_error_line(lines, state.message) or state.stage.lower()
+            return self._maybe_launch(entry, at_once=True) if needs_job(current) else entry
+        if ended:  # it ran to its end and the entry still waits, as it was: no outcome, a failed attempt
+            error = f"the job ended without an outcome ({current.reason[:200]})"
+        else:
+            error = last_error_line(self.backend.tail(job.job_id, 20), state.message) or state.stage.lower()
         failures = job.failures + 1
         given_up = failures >= self.policy.max_failures
         entry = self._record(
@@ -226,7 +221,7 @@ class JobKeeper:
             return entry
         if given_up:
             return self._give_up(entry, job, failures, error) if current.status in AWAITING else entry
-        return self._maybe_launch(entry)
+        return self._maybe_launch(entry, at_once=not ended)
 
     def _give_up(self, entry: Entry, job: JobRecord, failures: int, error: str) -> Entry:
         reason = (
@@ -248,22 +243,16 @@ class JobKeeper:
     def _mode(self, entry: Entry) -> Mode:
         return "spot" if entry.status in AWAITING else "fresh"
 
-    def _plan(self, entry: Entry, mode: Mode) -> JobPlan:
-        """The plan of a `mode` job for the entry (`leaderboard.jobs.job_plan`), made once per entry and
-        mode in this process: it reads the model the entry's first image records."""
-        key = (entry.submission_id, mode)
+    def _plan(self, entry: Entry, mode: Mode, avoid: str) -> JobPlan:
+        """The plan of a `mode` job for the entry (`job_plan.fitted_plan`), made once per entry, mode and
+        flavour passed over in this process: it reads the model the entry's first image records."""
+        key = (entry.submission_id, mode, avoid)
         if key not in self._plans:
-            record, total = None, self.images_per_entry
-            if self.open_images is not None and mode != "full":
-                try:
-                    results = self.store.get_results(entry.submission_id)
-                    total = len(results) or total
-                    source = self.open_images(entry.images_repo, entry.images_revision, results[0].model_key)
-                    first = getattr(source, "first_record", None)
-                    record = first() if first is not None else None
-                except Exception as error:  # noqa: BLE001 - unreadable now: the plan says the model is unknown
-                    log.info("the images of %s were not read for its plan: %s", entry.submission_id, error)
-            self._plans[key] = plan_job(mode, total, record)
+            record, total, weights = first_record(self, entry, mode)
+            smallest = getattr(self.backend, "flavor", DEFAULT_FLAVOR)
+            self._plans[key] = fitted_plan(
+                mode, total, record, self.policy, weight_bytes=weights, avoid=avoid, smallest=smallest
+            )
         return self._plans[key]
 
     def _waits(self, entry: Entry, base: JobRecord, message: str, now: float) -> Entry:
@@ -272,64 +261,84 @@ class JobKeeper:
             return self._write(entry, base.model_copy(update={"message": message, "updated_at": now}))
         return entry
 
-    def _over_budget(self, entry: Entry, plan: JobPlan, entries: Sequence[Entry], mode: Mode, now: float) -> str:
-        """Why the plan is not launched now ("" when it is): never (too big for the budget or a job's
-        time), or not before the Space's daily GPU budget has room for it (when that is)."""
-        never = too_big(plan, self.policy)
-        if never:
-            again = " --fresh-draw" if mode == "fresh" else ""
-            command = f"negt2ibench leaderboard verify-job --entry {entry.submission_id[:8]}{again}"
-            return f"{never}: no job is launched for it here; a maintainer runs `{command}`"
-        budget = self.policy.gpu_seconds_per_day
+    def _over_budget(self, plan: JobPlan, entries: Sequence[Entry], now: float) -> str:
+        """Why the plan's next job is not launched now ("" when it is): not before the Space's daily GPU
+        budget has room for it (and when that is)."""
+        budget, cost = self.policy.gpu_seconds_per_day, plan.part_budget_s
         recent = planned_since(entries, now - DAY)
         spent = sum(seconds for _, seconds in recent)
-        if spent + plan.total_s <= budget:
+        if spent + cost <= budget:
             return ""
         freed, free_at = 0.0, now + DAY
         for launched, seconds in recent:  # the oldest launches leave the window first
             freed += seconds
-            if spent - freed + plan.total_s <= budget:
+            if spent - freed + cost <= budget:
                 free_at = launched + DAY
                 break
         return (
-            f"waits for the Space's daily GPU budget: its plan needs {plan.total_s:,.0f} GPU-seconds, "
+            f"waits for the Space's daily GPU budget: its plan needs {cost:,.0f} GPU-seconds, "
             f"{max(0.0, budget - spent):,.0f} of {budget:,.0f} are left in the last 24 hours "
             f"(enough after {time.strftime('%H:%M UTC', time.gmtime(free_at))})"
         )
 
-    def _maybe_launch(self, entry: Entry) -> Entry:
+    def _capped(self, entry: Entry, entries: Sequence[Entry], now: float) -> str:
+        """Why no job may be launched now for lack of launches ("" when one may): the Space's, the entry's
+        or its submitter's in the last 24 hours."""
+        since = now - DAY
+        caps = (
+            (launches_since(entries, since), self.policy.per_day, "the Space's daily budget of {n} verification jobs"),
+            (launches_since([entry], since), self.policy.per_entry_per_day, "this entry's {n} jobs a day"),
+            (
+                launches_since([e for e in entries if e.submitter == entry.submitter], since),
+                self.policy.per_submitter_per_day,
+                "its submitter's {n} jobs a day",
+            ),
+        )
+        for recent, most, what in caps:
+            if len(recent) >= most:
+                free = time.strftime("%H:%M UTC", time.gmtime(recent[-most] + DAY))
+                return f"waits for {what.format(n=most)} (next after {free})"
+        return ""
+
+    def _maybe_launch(self, entry: Entry, *, at_once: bool = False) -> Entry:
         job = entry.job if entry.job is not None and entry.job.backend == self.backend.name else None
-        now = self.clock()
-        mode = self._mode(entry)
+        now, mode = self.clock(), self._mode(entry)
         if job is not None and job.given_up and job.mode == mode:
             return entry
         completed = job is not None and job.stage == "COMPLETED" and bool(job.launches) and job.mode == mode
-        if completed and job is not None and now - job.launches[-1] < self.retry_after_s:
-            return entry  # its check could not run; tried again later (a job of the next mode goes at once)
+        if completed and not at_once and job is not None and now - job.launches[-1] < self.retry_after_s:
+            return entry  # it ended without an outcome; tried again later (a job of the next mode goes at once)
         entries = self.store.list_entries()
-        running = sum(self._active(other) for other in entries)
-        plan = self._plan(entry, mode)
+        check = entry.regeneration
+        avoid = job.flavor if job is not None and check is not None and check.outcome == "inconclusive" else ""
+        plan = self._plan(entry, mode, avoid)
         base = (job or JobRecord(backend=self.backend.name)).model_copy(
-            update={"plan": plan.describe(), "plan_s": plan.total_s}
+            update={"plan": plan.describe(), "plan_s": plan.part_budget_s, "parts": plan.parts}
         )
+        running = sum(self._active(other) for other in entries)
+        message = self._capped(entry, entries, now)
         if running >= self.backend.max_running:
             message = f"queued: {running} verification job(s) run at once here ({self.backend.name})"
-            return self._waits(entry, base, message, now)
-        recent = launches_since(entries, now - DAY)
-        if len(recent) >= self.policy.per_day:
-            free = time.strftime("%H:%M UTC", time.gmtime(recent[-self.policy.per_day] + DAY))
-            budget = self.policy.per_day
-            message = f"waits for the Space's daily budget of {budget} verification jobs (next after {free})"
-            return self._waits(entry, base, message, now)
-        message = self._over_budget(entry, plan, entries, mode, now)
+        elif plan.waits:
+            command = f"negt2ibench leaderboard verify-job --entry {entry.submission_id[:8]}"
+            command += " --fresh-draw" if mode == "fresh" else ""
+            message = f"{plan.waits}: no job is launched for it here; a maintainer runs `{command}`"
+        message = message or self._over_budget(plan, entries, now)
         if message:
             return self._waits(entry, base, message, now)
+        extra: list[str] = []
+        deadline = stop_after(plan, self.policy)
+        if deadline is not None:
+            extra += ["--stop-after", f"{deadline:.0f}"]
+        if mode == "fresh" and plan.per_cell < FRESH_PER_CELL:
+            extra += ["--fresh-per-cell", str(plan.per_cell)]
+        timeout = timeout_for(plan.rescore_images, self.policy, plan.generation_s / plan.parts)
         try:
-            ref = self.backend.launch(entry, mode, timeout_for(plan.rescore_images, self.policy, plan.generation_s))
+            ref = self.backend.launch(entry, mode, timeout, flavor=plan.flavour.name, extra=extra)
         except Exception as error:  # noqa: BLE001 - a refused launch (no credits, no wheel ...) is a failed job
             log.warning("launching the verification job of %s failed: %s", entry.submission_id, error)
             return self._launch_failed(entry, base, error, now)
-        return self._launched(entry, base, ref, mode, now)
+        return self._launched(entry, base.model_copy(update={"flavor": plan.flavour.name}), ref, mode, now)
 
     def _launch_failed(self, entry: Entry, job: JobRecord | None, error: Exception, now: float) -> Entry:
         """A launch that raised counts as a failed job (the bound applies), with the error's first line."""
@@ -368,6 +377,7 @@ class JobKeeper:
                 "mode": mode,
                 "launches": [*base.launches, now][-KEPT_LAUNCHES:],
                 "launch_seconds": [*_aligned(base), base.plan_s][-KEPT_LAUNCHES:],
+                "progress": progress_mark(entry),
                 "updated_at": now,
             }
         )

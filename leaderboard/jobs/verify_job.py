@@ -24,6 +24,7 @@ generates and re-scores, in GPU-seconds (`leaderboard.jobs.job_plan`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,8 @@ from leaderboard.checks.check_setup import ScoreFn, SpotCheckSetup
 from leaderboard.checks.fresh_draw_policy import FRESH_PER_CELL, fresh_draw_due
 from leaderboard.checks.fresh_draw_run import run_fresh_draw
 from leaderboard.checks.full_rescore_run import full_candidates, verify_full
-from leaderboard.checks.regeneration_run import run_regeneration
+from leaderboard.checks.model_source import ModelResolver, hub_model
+from leaderboard.checks.regeneration_run import RegenerationRun, run_regeneration
 from leaderboard.checks.verification_run import advance, new_run, run_spot_check
 from leaderboard.jobs.job_plan import JobPlan, plan_job
 from leaderboard.store.entries import FreshDraw
@@ -69,6 +71,11 @@ class VerifyContext:
     # `ImageGenerator`; `generation.backends.load_generator` on the job's device); None: none here.
     load_generator: Callable[[Any], Any] | None = None
     fresh_per_cell: int = FRESH_PER_CELL
+    # Resolves the model the images name to a public commit (`leaderboard.checks.model_source.hub_model`).
+    resolve_model: ModelResolver = hub_model
+    # `clock()` by which a split plan's job stops, keeping its progress (`--stop-after`); None: none.
+    deadline: float | None = None
+    clock: Callable[[], float] = time.monotonic
 
 
 class VerifyStep(Protocol):
@@ -129,11 +136,19 @@ class SpotCache:
             self.writer.close()
 
 
+def regeneration_unfinished(entry: Entry) -> bool:
+    """Whether the entry's regeneration check has not decided yet (not run, split and part done, or
+    inconclusive on one machine): the spot check waits for it."""
+    check = entry.regeneration
+    return check is None or check.outcome in ("partial", "inconclusive")
+
+
 class SpotCheck:
     name = "spot check"
 
     def applies(self, entry: Entry) -> bool:
-        return entry.status in ("validated", "pending")
+        unfinished = entry.regeneration is not None and entry.regeneration.outcome in ("partial", "inconclusive")
+        return entry.status in ("validated", "pending") and not unfinished
 
     def run(self, context: VerifyContext, entry: Entry) -> Entry:
         results = context.store.get_results(entry.submission_id)
@@ -180,14 +195,11 @@ class Regenerate:
     name = "regeneration check"
 
     def applies(self, entry: Entry) -> bool:
-        return entry.status in ("validated", "pending") and entry.regeneration is None
+        return entry.status in ("validated", "pending") and regeneration_unfinished(entry)
 
     def run(self, context: VerifyContext, entry: Entry) -> Entry:
         setup = context.setup
-        return run_regeneration(
-            context.store,
-            entry,
-            context.store.get_results(entry.submission_id),
+        run = RegenerationRun(
             prompts=setup.prompts,
             open_images=setup.open_images,
             load=context.load_generator,
@@ -195,7 +207,12 @@ class Regenerate:
             work=context.work,
             secret=setup.secret,
             say=context.say,
+            score=setup.score,  # the scorer itself: the spot check's cache keeps submitted images only
+            resolve_model=context.resolve_model,
+            deadline=context.deadline,
+            clock=context.clock,
         )
+        return run_regeneration(context.store, entry, context.store.get_results(entry.submission_id), run)
 
 
 class FreshDrawStep:

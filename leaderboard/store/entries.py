@@ -84,14 +84,22 @@ class Verification(BaseModel):
 
 
 class RegeneratedPair(BaseModel):
-    """One sampled image of the regeneration check (`leaderboard.checks.regeneration_run`): its submitted and
-    regenerated images' similarity, and (for the pairs shown on the entry's page) both as small JPEGs."""
+    """One sampled image of the regeneration check (`leaderboard.checks.regeneration_run`): how far it is from
+    its regeneration, whether its verdicts moved, and (for the pairs shown on the entry's page) both as
+    small JPEGs."""
 
     model_config = ConfigDict(extra="forbid")
 
     prompt_id: str
     sample_index: int
-    similarity: float | None = None  # None: not regenerated (its seed is not the benchmark's)
+    # The share of the image's regions (each 2% of its area) within t (1.0: the model's own); an entry
+    # checked before issue 51: SSIM of grey 64 px. None: not regenerated (its seed is not the benchmark's).
+    similarity: float | None = None
+    difference: float | None = None  # the worst region's mean CIEDE2000 (`regeneration_policy.own_image`)
+    median: float | None = None  # the median region's (the image's drift)
+    region: list[float] = Field(default_factory=list)  # the worst region: left, top, right, bottom (fractions)
+    flip: int = 0  # +1: its verdicts moved toward the submission; -1: against it (`regeneration_policy.image_flip`)
+    moved: int = 0  # its compared verdicts that differ from the submitted record's (0: they agree)
     own: bool
     why: str = ""  # why it is not the model's own
     submitted_jpeg: str = ""  # base64 thumbnails, for the pairs the page shows
@@ -99,13 +107,16 @@ class RegeneratedPair(BaseModel):
 
 
 class Regeneration(BaseModel):
-    """The regeneration check's outcome: `reproduced` (the sample is the model's own), `rejected`
-    (more of it is not than the plan allows), or `not_reproduced` (the model cannot be loaded: the
-    reason says why; the entry is ranked with the mark *images not reproduced*)."""
+    """The regeneration check's outcome: `reproduced` (the sample is the model's own and its verdicts did
+    not move toward the submission), `rejected` (more of it is not than the plan allows, or the verdict
+    test rejects), `inconclusive` (the pixel side could not decide on this machine: its drift is beyond
+    the bound; a rerun on another machine decides), `partial` (a job's share of a split check: the pairs
+    so far, which the next job goes on from), or `not_reproduced` (the model is not public or cannot be
+    loaded: the reason says which; the entry is ranked with the mark *images not reproduced*)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    outcome: Literal["reproduced", "rejected", "not_reproduced"]
+    outcome: Literal["reproduced", "rejected", "not_reproduced", "inconclusive", "partial"]
     reason: str
     model_id: str = ""
     commit: str = ""
@@ -113,6 +124,12 @@ class Regeneration(BaseModel):
     not_own: int = 0
     allowed: int | None = None
     threshold: float | None = None
+    measure: str = ""  # what `threshold` bounds ("" for an entry checked before issue 51: SSIM)
+    favourable: int = 0  # images whose verdicts moved toward the submission (the sign test's F)
+    unfavourable: int = 0  # ... and against it (U)
+    sign_p: float | None = None  # the sign test's p (None: not run)
+    drift: float | None = None  # the entry's own drift (`regeneration_policy.entry_drift`)
+    inconclusive_runs: int = 0  # runs whose pixel side was inconclusive (a second one decides)
     pairs: list[RegeneratedPair] = Field(default_factory=list)
     at: float = Field(default_factory=time.time)
 
@@ -171,6 +188,10 @@ class JobRecord(BaseModel):
     failures: int = 0  # jobs in a row that failed or vanished before writing an outcome
     last_error: str = ""  # the last failed job's last error line
     given_up: bool = False  # failures reached the bound: no automatic launch any more
+    flavor: str = ""  # the flavour its last job ran on (`leaderboard.jobs.job_plan.flavour_for`)
+    parts: int = 1  # the jobs its plan is split into (`leaderboard.jobs.job_plan`)
+    progress: str = ""  # the entry's regeneration when its last job was launched: a job that ends with the
+    # entry still waiting and this unchanged ended without an outcome, a failure
     updated_at: float = Field(default_factory=time.time)
 
 

@@ -49,6 +49,12 @@ class ImagesUnreachable(UserError, RuntimeError):
     """The submitted images dataset cannot be read from here."""
 
 
+class ImagesRefused(ImagesUnreachable):
+    """A submitted image was read and refused (too large, too small, corrupt: `evaluator.images.load_image`).
+    The images are read at a pinned commit, so this never changes: the entry ends with the reason
+    (`leaderboard.checks.verification_run.end_refused`) instead of waiting for a read that cannot succeed."""
+
+
 def _http_status(error: BaseException) -> int | None:
     response = getattr(error, "response", None)
     status = getattr(response, "status_code", None)
@@ -295,7 +301,7 @@ class ParquetImages:
                         with _decodes:  # whatever reads at once, at most DECODES_AT_ONCE full images in memory
                             image = load_image(cell_bytes(cell))
                     except ImageError as error:
-                        raise ImagesUnreachable(f"{key[0]} sample {key[1]} is not a usable image: {error}") from None
+                        raise ImagesRefused(f"{key[0]} sample {key[1]} is not a usable image: {error}") from None
                     yield key, image, other
         except ImagesUnreachable:
             raise

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from generation.registry import REGISTRY, custom_spec, image_seconds
-from generation.reproduce import NotReproducible, recorded_commit, recorded_spec, seed_problem
+from generation.reproduce import NotReproducible, recorded_commit, recorded_spec, regeneration_spec, seed_problem
 from generation.work import SEED_RULE, image_seed
 from tests.helpers.regen_helpers import COMMIT_A, load_tiny, put_tiny_model, tiny_spec
 
@@ -39,23 +39,48 @@ def test_any_diffusers_pipeline_pinned_to_a_commit_is_rebuilt_from_its_settings(
     "model_id, params, why",
     [
         ("x", {"source": "import-images", "seed": "unknown (-1)"}, "imported from a folder of PNGs"),
-        ("lab/x", {"backend": "callable", "callable": "lab.api_model"}, "made by a function (`generate_with`)"),
-        ("lab/x", {}, "its record names no model this project can load"),
-        ("lab/x", CUSTOM, "lab/x is not pinned to a commit"),
-        ("lab/x", {**CUSTOM, "revision": "main"}, "not pinned to a commit"),
+        ("tiny_model", {"backend": "callable", "callable": "lab.api_model"}, "made by a function (`generate_with`)"),
         ("/home/me/ckpt", {**CUSTOM, "commit": COMMIT_A}, "local folder"),
-        ("lab/x", JANUS, "not a diffusers pipeline of the registry"),
-        ("lab/x", {**CUSTOM, "commit": COMMIT_A, "quantization": "bnb_4bit"}, "swapped components or quantisation"),
-        ("lab/x", {**CUSTOM, "commit": COMMIT_A, "steps": "many"}, "its recorded settings are not usable"),
-        ("lab/x", {**CUSTOM, "commit": COMMIT_A, "steps": 10**6}, "steps 1000000 is not a whole number from 1 to 1000"),
-        ("lab/x", {**CUSTOM, "commit": COMMIT_A, "height": 65536}, "height 65536 is not a whole number"),
-        ("lab/x", {**CUSTOM, "commit": COMMIT_A, "pipeline_class": "diffusers.utils.os"}, "not a diffusers pipeline"),
-        ("lab/x", {**CUSTOM, "commit": COMMIT_A, "dtype": "int8"}, "its recorded dtype is not one the Space loads"),
+        ("BLIP3o/BLIP3o-NEXT-SFT-3B", {}, "a registry model that no backend here loads"),
     ],
 )  # fmt: skip
-def test_a_record_that_cannot_be_regenerated_says_why(model_id, params, why):
+def test_a_record_whose_model_id_names_nothing_on_the_hub_cannot_be_regenerated(model_id, params, why):
     with pytest.raises(NotReproducible, match=why.replace("(", r"\(").replace(")", r"\)")):
         recorded_spec(model_id, "k", params)
+
+
+@pytest.mark.parametrize(
+    "params, unusable",
+    [
+        ({"source": "import-images", "seed": "unknown (-1)"}, "imported from a folder of PNGs"),
+        ({"backend": "callable", "callable": "lab.api_model"}, "made by a function (`generate_with`)"),
+        ({}, "its record names no model this project can load"),
+        (JANUS, "not a diffusers pipeline of the registry"),
+        ({**CUSTOM, "commit": COMMIT_A, "quantization": "bnb_4bit"}, "swapped components or quantisation"),
+        ({**CUSTOM, "commit": COMMIT_A, "steps": "many"}, "its recorded settings are not usable"),
+        ({**CUSTOM, "commit": COMMIT_A, "steps": 10**6}, "steps 1000000 is not a whole number from 1 to 1000"),
+        ({**CUSTOM, "commit": COMMIT_A, "height": 65536}, "height 65536 is not a whole number"),
+        ({**CUSTOM, "commit": COMMIT_A, "pipeline_class": "diffusers.utils.os"}, "not a diffusers pipeline"),
+        ({**CUSTOM, "commit": COMMIT_A, "dtype": "int8"}, "its recorded dtype is not one the Space loads"),
+    ],
+)  # fmt: skip
+def test_unusable_settings_do_not_opt_out_a_hub_repo_it_is_regenerated_with_diffusers_defaults(params, unusable):
+    """Issue 51: whether an image is regenerated is decided by its model's id, not by what else was recorded."""
+    found = regeneration_spec("lab/x", "k", params)
+    assert found.spec == custom_spec("lab/x", "k", revision=recorded_commit(params))  # the pipeline's defaults
+    assert unusable in found.fallback and found.fallback.endswith("regenerated with diffusers' defaults for that repo")
+
+
+def test_unusable_settings_of_a_registry_model_fall_back_to_the_registrys():
+    found = regeneration_spec(SD15.hub_id, "sd_1_5", {**SD15.settings(), "backend": "callable", "commit": COMMIT_A})
+    assert found.spec == replace(SD15, revision=COMMIT_A) and "the registry's settings" in found.fallback
+    # another split key of the same repo: the registry's first entry of that hub id
+    assert regeneration_spec(SD15.hub_id, "my_key", {"source": "import-images"}).spec == SD15
+
+
+def test_an_unpinned_repo_keeps_its_settings_and_leaves_the_commit_to_the_job():
+    assert recorded_spec("lab/x", "k", CUSTOM) == custom_spec("lab/x", "k")  # revision None: the job resolves it
+    assert recorded_spec("lab/x", "k", {**CUSTOM, "revision": "main"}).revision is None
 
 
 def test_a_seed_other_than_the_benchmarks_is_not_the_models_own():

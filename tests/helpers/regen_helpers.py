@@ -10,8 +10,14 @@ Hugging Face cache as a pinned Hub repo, and the images an honest or a cheating 
 - `other_model_split`: another tiny model's images under the first one's name, commit and params.
 - `DriftedGenerator`: a generator whose latents get seeded N(0, sigma²) noise after every denoising
   step: hardware drift's stand-in.
+- `cache_models`: the model resolver of these tests (`leaderboard.checks.model_source.ModelResolver`): a
+  repo in this session's Hugging Face cache is public at its cached commit, any other is not public.
+- `PixelPerception`: the rectangle double whose objects are found only where the pixel at their box's
+  centre is bright, so a verdict turns on one pixel (what the region measure cannot see).
+- `edited_split`: another split's images, each edited by a function, with their records unchanged (a
+  cheat's images recorded as the model's own).
 - `regen_world`, `stored`, `verify`: ten prompts and model A's honest images; a submission of a
-  split, with the results its scoring gives; `verify-job` on it (the real steps and loader, the
+  split, with the results its scoring gives; `verify-job` on it (the real steps and loader, a
   perception double as the scorer).
 """
 
@@ -32,7 +38,9 @@ REPO_A = "test-regen/tiny-a"
 SECRET = b"regeneration test secret"
 COMMIT_A = "a" * 40
 COMMIT_B = "b" * 40
-DRIFT_WITHIN_BOUND = 0.5  # benchmarks/RESULTS.md: every pair stays above t up to sigma = 1.0
+# benchmarks/RESULTS.md, *Regeneration calibration* (issue 51): every same-seed pair stays within t up to
+# injected drift sigma = 0.1; at 0.3 every pair is beyond it (latent noise at every step is no hardware drift).
+DRIFT_WITHIN_BOUND = 0.1
 
 
 def put_tiny_model(cache: Path, repo_id: str, seed: int = 0, commit: str = COMMIT_A) -> str:
@@ -149,6 +157,88 @@ class DriftedGenerator:
         return [GeneratedImage(image=image) for image in output.images]
 
 
+def object_centres(prompt: PromptRecord, width: int, height: int) -> list[tuple[int, int]]:
+    """The centre pixel of each object's box as `RectanglePerception` lays them out (equal columns)."""
+    column = width // max(len(prompt.objects), 1)
+    return [(index * column + column // 6 + column // 3, height // 2) for index in range(len(prompt.objects))]
+
+
+def _pixel_perception():
+    from evaluator.observation import ObjectObservation
+    from tests.helpers.space_helpers import RectanglePerception
+
+    class PixelPerception(RectanglePerception):
+        """`RectanglePerception` whose object is absent unless the pixel at its box's centre is bright (grey >= 128)."""
+
+        def observe(self, images, prompts):
+            import numpy as np
+
+            observations = super().observe(images, prompts)
+            for image, prompt, observation in zip(images, prompts, observations, strict=True):
+                grey = np.asarray(image.convert("L"))
+                for name, (x, y) in zip(prompt.objects, object_centres(prompt, *image.size), strict=True):
+                    if grey[y, x] < 128:
+                        observation.objects[name] = ObjectObservation(name=name, present=False)
+            return observations
+
+    return PixelPerception
+
+
+def pixel_perception():
+    """A `PixelPerception` (module docstring)."""
+    return _pixel_perception()()
+
+
+def light_absent_objects(prompt: PromptRecord, image):
+    """IMAGE with the centre pixel of each object `PixelPerception` would not find set to white: one pixel
+    per object, each turning a missing object (and its statements) into a found one."""
+    from PIL import Image
+
+    edited = image.convert("RGB").copy()
+    for x, y in object_centres(prompt, *edited.size):
+        if Image.Image.getpixel(edited.convert("L"), (x, y)) < 128:
+            edited.putpixel((x, y), (255, 255, 255))
+    return edited
+
+
+def edited_split(folder: Path, source: Path, key: str, edit) -> Path:
+    """The split KEY of SOURCE with each image replaced by `edit(prompt_id, sample_index, image)`, every
+    record (seed, model, params) kept: a cheat's images, recorded as the model's own."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    from dataset_builder.layout import split_files
+    from generation.shards import image_features
+
+    for path in split_files(source, key):
+        rows = pq.read_table(path).to_pylist()
+        for row in rows:
+            image = Image.open(io.BytesIO(row["image"]["bytes"])).convert("RGB")
+            buffer = io.BytesIO()
+            edit(row["prompt_id"], int(row["sample_index"]), image).save(buffer, format="PNG")
+            row["image"] = {"bytes": buffer.getvalue(), "path": None}
+        target = folder / path.relative_to(source)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows, schema=image_features().arrow_schema), target)
+    return folder
+
+
+def cache_models(repo_id: str, commit: str | None):
+    """A repo in this session's Hugging Face cache is public (at the recorded commit when cached, else its
+    cached main); any other is not public (as the Hub answers for a private or missing repo)."""
+    from leaderboard.checks.model_source import ModelNotPublic, ModelUnreachable, hub_model
+
+    try:
+        return hub_model(repo_id, commit)  # offline in the tests: the cache answers
+    except ModelUnreachable:
+        raise ModelNotPublic(
+            f"{repo_id} is not a public model on the Hub (it does not exist, or it is private)"
+        ) from None
+
+
 def with_params(folder: Path, key: str, change: dict[str, Any]) -> Path:
     """Rewrite every image's params of the split with CHANGE applied (a record made elsewhere)."""
     import pyarrow as pa
@@ -180,13 +270,13 @@ def regen_world(root: Path) -> dict[str, Any]:
     return {"root": root, "prompts": prompts, "spec": spec, "images": root / "images"}
 
 
-def scored_results(folder: Path, prompts, key: str) -> list:
-    """The results `negt2ibench score` would write for the split (the perception double as the scorer)."""
+def scored_results(folder: Path, prompts, key: str, perception: Any = None) -> list:
+    """The results `negt2ibench score` would write for the split (a perception double as the scorer)."""
     from leaderboard.store.image_sources import ParquetImages
     from negt2ibench.api import Evaluator
     from tests.helpers.space_helpers import RectanglePerception
 
-    evaluator = Evaluator("current", prompts=PromptIndex(prompts), perception=RectanglePerception())
+    evaluator = Evaluator("current", prompts=PromptIndex(prompts), perception=perception or RectanglePerception())
     keys = [(p.prompt_id, s) for p in prompts for s in range(4)]
     found = dict(ParquetImages.from_folder(folder, key).images(keys))
     by_id = {p.prompt_id: p for p in prompts}
@@ -200,12 +290,12 @@ def scored_results(folder: Path, prompts, key: str) -> list:
     )
 
 
-def stored(world, tmp_path, name: str) -> tuple[SQLiteStore, Entry]:
+def stored(world, tmp_path, name: str, perception: Any = None) -> tuple[SQLiteStore, Entry]:
     """The submission of the images ROOT/org/NAME with the results their scoring gives."""
     from evaluator.config import PRESETS
     from leaderboard.store.sqlite_store import Entry, SQLiteStore
 
-    results = scored_results(world["images"] / "org" / name, world["prompts"], world["spec"].key)
+    results = scored_results(world["images"] / "org" / name, world["prompts"], world["spec"].key, perception)
     store = SQLiteStore(tmp_path / "lb.sqlite")
     entry = Entry(
         model_name=name,
@@ -227,7 +317,8 @@ def verify(world, tmp_path, store: SQLiteStore, entry: Entry, mode: str = "spot"
     from negt2ibench.api import Evaluator
     from tests.helpers.space_helpers import RectanglePerception
 
-    evaluator = Evaluator("current", prompts=PromptIndex(world["prompts"]), perception=RectanglePerception())
+    perception = context.pop("perception", None) or RectanglePerception()
+    evaluator = Evaluator("current", prompts=PromptIndex(world["prompts"]), perception=perception)
 
     def score(images, prompts, model_key, sample_indices):
         return evaluator.score_many(
@@ -237,10 +328,11 @@ def verify(world, tmp_path, store: SQLiteStore, entry: Entry, mode: str = "spot"
     setup = SpotCheckSetup(PromptIndex(world["prompts"]), score, local_images(world["images"]), secret=SECRET)
     said: list[str] = context.pop("said", [])
     loader = context.pop("load", generator_loader("cpu", False))
+    context.setdefault("resolve_model", cache_models)
     run = VerifyContext(store, setup, tmp_path / "work", say=said.append, load_generator=loader, **context)
     return verify_entry(run, entry.submission_id, mode)
 
 
 def submit_and_verify(world, tmp_path, name: str, **context) -> Entry:
-    store, entry = stored(world, tmp_path, name)
+    store, entry = stored(world, tmp_path, name, context.get("perception"))
     return verify(world, tmp_path, store, entry, **context)

@@ -217,9 +217,10 @@ def test_an_honest_tiny_model_entry_gets_its_fresh_draw_and_a_best_of_four_one_i
             lambda: store.get_entry(cheat.submission_id).status == "rejected", "the best-of-4 entry's rejection", 240
         )
         text, gallery = page(cheat.submission_id)
-        # more than 2 of the 40 not the model's own settles it: the first batch of 4 did
-        assert "**Status**: " + plain_markdown("rejected: regeneration check: 4 of 4 sampled images") in text
-        assert len(gallery) == 4 and all("not the model's own: similarity" in item["caption"] for item in gallery)
+        # more than 4 of the 40 not the model's own settles it (docs/leaderboard.md): two batches of 4 did, on the
+        # second machine (the first found the entry's drift beyond the bound: other seeds differ everywhere)
+        assert "**Status**: " + plain_markdown("rejected: regeneration check: 8 of 8 sampled images") in text
+        assert len(gallery) == 8 and all("not the model's own: similarity" in item["caption"] for item in gallery)
         held = store.get_entry(honest.submission_id)  # the same account: its sampled verification is held
         assert held.status == "held" and "a regeneration check then rejected another submission" in held.reason
         assert "Seed **" in page(honest.submission_id)[0]  # the revealed seed stays on its page

@@ -29,14 +29,15 @@ SD15 = {**REGISTRY["sd_1_5"].settings(), "backend": "diffusers", "pipeline": "St
 SD15_RECORD = GenerationRecord(seed=1, model_id=REGISTRY["sd_1_5"].hub_id, model_key="sd_1_5", params=SD15)
 
 
-def test_a_spot_job_regenerates_114_images_and_rescores_652():
+def test_a_spot_job_regenerates_252_images_and_rescores_them_with_the_spot_checks_652():
     plan = plan_job("spot", 19_200, SD15_RECORD)
-    # 600 s start-up + 114 x 1.7 s (SD 1.5's estimate) + 652 x 0.06 s = 600 + 193.8 + 39.12
-    assert (plan.regeneration_images, plan.rescore_images, plan.fresh_images) == (114, 652, 0)
-    assert plan.total_s == pytest.approx(832.92)
+    # 600 s start-up + 252 x 1.7 s (SD 1.5's estimate) + (652 + 252) x 0.06 s = 600 + 428.4 + 54.24
+    assert (plan.regeneration_images, plan.rescore_images, plan.fresh_images) == (252, 904, 0)
+    assert plan.total_s == pytest.approx(1082.64)
     assert plan.describe() == (
-        "plan: 833 GPU-seconds on one L4, estimated (start-up 600; regeneration 114 images x 1.7 s = 194; "
-        "re-score 652 images x 0.06 s = 39); model: stable-diffusion-v1-5/stable-diffusion-v1-5"
+        "plan: 1,083 GPU-seconds on one L4 (l4x1), per-image costs estimated (start-up 600; regeneration 252 "
+        "images x 1.7 s = 428; re-score 904 images x 0.06 s = 54); memory: about 7 GB of its 24; "
+        "model: stable-diffusion-v1-5/stable-diffusion-v1-5"
     )
 
 
@@ -97,23 +98,24 @@ def test_the_plan_is_written_on_the_job_and_sets_its_timeout(keeper_world):
     entry = entry_of(keeper_world, "A", 1.0, status="validated")
     keeper(keeper_world, [1e6]).run_pass()
     job = keeper_world["store"].get_entry(entry.submission_id).job
-    # the entry's 8 images: all 8 regenerated (8 x 1.7 s) and re-scored (8 x 0.06 s) after the start-up
-    assert job.plan.startswith("plan: 614 GPU-seconds on one L4") and "regeneration 8 images x 1.7 s" in job.plan
-    assert job.plan_s == pytest.approx(600 + 8 * 1.7 + 8 * 0.06) and job.launch_seconds == [job.plan_s]
+    # the entry's 8 images: all 8 regenerated (8 x 1.7 s), and re-scored with the 8 regenerated (16 x 0.06 s)
+    assert job.plan.startswith("plan: 615 GPU-seconds on one L4 (l4x1)") and "regeneration 8 images x 1.7 s" in job.plan
+    assert job.plan_s == pytest.approx(600 + 8 * 1.7 + 16 * 0.06) and job.launch_seconds == [job.plan_s]
+    assert (job.flavor, job.parts) == ("l4x1", 1)
     [run] = keeper_world["api"].called("run_uv_job")
-    assert run["timeout"] == timeout_for(8, JobPolicy(), 8 * 1.7)
+    assert run["timeout"] == timeout_for(16, JobPolicy(), 8 * 1.7) and run["flavor"] == "l4x1"
 
 
 def test_an_entry_waits_for_the_daily_gpu_budget_and_goes_when_it_has_room(keeper_world):
     store, clock = keeper_world["store"], [1e6]
     first = entry_of(keeper_world, "A", 1.0, status="validated")
     second = entry_of(keeper_world, "B", 2.0, status="validated")
-    lb = keeper(keeper_world, clock, gpu_seconds_per_day=1000.0)  # room for one plan of 614 GPU-seconds
+    lb = keeper(keeper_world, clock, gpu_seconds_per_day=1000.0)  # room for one plan of 615 GPU-seconds
     lb.run_pass()
     assert store.get_entry(first.submission_id).job.job_id == "job0001"
     waiting = store.get_entry(second.submission_id).job
     assert waiting.job_id == "" and waiting.message.startswith(
-        "waits for the Space's daily GPU budget: its plan needs 614 GPU-seconds, 386 of 1,000 are left in the "
+        "waits for the Space's daily GPU budget: its plan needs 615 GPU-seconds, 385 of 1,000 are left in the "
         "last 24 hours (enough after"
     )
     clock[0] += 24 * 3600 + 1
@@ -148,16 +150,32 @@ def test_the_fresh_draw_goes_as_soon_as_the_verifying_job_completes(keeper_world
     assert (job.job_id, job.mode) == ("job0002", "fresh") and job.launches == [1e6, 1e6 + 60]
 
 
-def test_a_plan_bigger_than_a_days_budget_is_never_launched_and_says_who_runs_it(keeper_world):
+def test_a_fresh_draw_bigger_than_a_days_budget_is_shrunk_with_its_half_width_stated(keeper_world):
     store = keeper_world["store"]
     reproduced = Regeneration(outcome="reproduced", reason="images regenerated")
     entry = entry_of(keeper_world, "A", 1.0, status="verified", regeneration=reproduced)
+    # 9 per cell: 600 + 1,728 x 1.76 = 3,641 > 3,600; 8 per cell: 600 + 1,536 x 1.76 = 3,303.4 fits
     keeper(keeper_world, [1e6], gpu_seconds_per_day=3600.0).run_pass()
+    [run] = keeper_world["api"].called("run_uv_job")
+    assert run["script_args"][-3:] == ["--fresh-per-cell", "8", "--fresh-draw"]
+    job = store.get_entry(entry.submission_id).job
+    # 1.96 x sqrt(1/4 / 384) = 5.0 points (docs/leaderboard.md, *Why 432 prompts*)
+    assert "fresh draw shrunk to 8 prompts per cell (half-width at most 5.0 points)" in job.plan
+    assert job.plan_s == pytest.approx(600 + 1536 * 1.76)
+
+
+def test_a_plan_that_fits_no_job_waits_and_says_who_runs_it(keeper_world):
+    store = keeper_world["store"]
+    reproduced = Regeneration(outcome="reproduced", reason="images regenerated")
+    entry = entry_of(keeper_world, "A", 1.0, status="verified", regeneration=reproduced)
+    # 1 per cell: 600 + 192 x 1.76 = 937.9 > 900: no fresh draw fits a day
+    keeper(keeper_world, [1e6], gpu_seconds_per_day=900.0).run_pass()
     assert keeper_world["api"].called("run_uv_job") == []
     job = store.get_entry(entry.submission_id).job
     assert job.message == (
-        "its plan needs 3,641 GPU-seconds, more than the Space's daily budget of 3,600: no job is launched for it "
-        f"here; a maintainer runs `negt2ibench leaderboard verify-job --entry {entry.submission_id[:8]} --fresh-draw`"
+        "its fresh draw does not fit one job even at 1 prompt per cell (a job runs at most 6 hours and a day's "
+        "budget is 900 L4-seconds): no job is launched for it here; a maintainer runs "
+        f"`negt2ibench leaderboard verify-job --entry {entry.submission_id[:8]} --fresh-draw`"
     )
 
 

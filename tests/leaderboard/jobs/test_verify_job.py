@@ -225,3 +225,40 @@ def test_a_job_on_another_machine_verifies_an_entry_of_the_hub_results_repo(tmp_
     assert space.get_entry(entry.submission_id).status == "received"  # the Space's clone, not read again yet
     space.refresh()
     assert space.get_entry(entry.submission_id) == verified
+
+
+@pytest.mark.slow
+def test_an_entry_whose_image_is_refused_for_its_size_ends_with_that_reason(tmp_path):
+    """One image of 6,325 x 6,325 px = 40.005 MP, over the scorer's 40 MP (evaluator/images.py): its images
+    are read at a pinned commit, so no later read can succeed; the entry ends rejected, saying why, instead of
+    waiting for ever (and no check caught its account: nothing else of it is held)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from PIL import Image
+
+    prompts = load_prompts(None)[::96]  # 50 prompts of every category and polarity
+    folder = tmp_path / "images" / "org" / "toy-images"
+    write_images_dataset(folder, prompts, SPLIT)
+    path = folder / "images" / f"{SPLIT}-00000-of-00001.parquet"
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    buffer = io.BytesIO()
+    Image.new("1", (6325, 6325)).save(buffer, format="PNG")  # 1 bit a pixel: a small file, a huge image
+    rows[7]["image"] = {"bytes": buffer.getvalue(), "path": None}
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
+    lines = write_results(tmp_path / "toy.jsonl", prompts, SPLIT, passed=False).read_text().splitlines()
+    store = SQLiteStore(tmp_path / "lb.sqlite")
+    entry = stored_entry(store, [ResultRecord.model_validate_json(line) for line in lines])
+    setup = SpotCheckSetup(
+        PromptIndex(prompts), CountingScorer(prompts), local_images(tmp_path / "images"), secret=b"s"
+    )
+    ended = verify_entry(VerifyContext(store, setup, tmp_path / "work", say=[].append), entry.submission_id)
+    assert ended.status == "rejected" and ended.run is None
+    refused = f"{rows[7]['prompt_id']} sample {rows[7]['sample_index']} is not a usable image"
+    assert ended.reason.startswith(
+        f"images refused: {refused}: image too large: 6325x6325 px = 40.0 MP (at most 40 MP)"
+    )
+    assert "cannot change: submit again with images the scorer accepts" in ended.reason
+    assert ended.verification is None  # no check's catch: the account is not held for it
