@@ -58,7 +58,8 @@ from .tabs.explore.explore_tab import ExploreHandlers
 from .tabs.gallery import gallery_tab
 from .tabs.gallery.gallery_tab import GalleryHandlers
 from .tabs.leaderboard import leaderboard_tab
-from .tabs.leaderboard.leaderboard_tab import BOARD_REFRESH_SECONDS, LeaderboardHandlers
+from .tabs.leaderboard.leaderboard_handlers import LeaderboardHandlers
+from .tabs.leaderboard.leaderboard_tab import BOARD_REFRESH_SECONDS
 from .tabs.score import score_tab
 from .tabs.score.judge_panel import judge_panel
 from .tabs.score.score_handlers import ScoreHandlers
@@ -75,7 +76,7 @@ SESSIONS_KEPT = 100  # sessions whose state the server keeps (LRU): at most abou
 # theme/css go to launch() in gradio 6; uploads above the size limit are refused before any handler runs.
 LAUNCH_KWARGS: dict[str, Any] = {
     "theme": gr.themes.Soft(),
-    "css": ".verdict-pass{color:#15803d}.verdict-fail,.verdict-error{color:#b91c1c}",
+    "css": (Path(__file__).with_name("app.css")).read_text(encoding="utf-8"),  # tables, captions, verdicts
     "max_file_size": f"{SubmissionLimits().max_bytes // 2**20}mb",
     # Each browser or API session keeps a copy of every component's configuration (about 0.5 MB here:
     # the prompt pickers' choices); gradio keeps 10,000 by default. The newest SESSIONS_KEPT only.
@@ -319,14 +320,15 @@ def _lay_out_tabs(s: AppSettings, parts: _AppParts, on: Handlers) -> tuple[Space
         )
         if s.demo_note:
             gr.Markdown(s.demo_note, elem_id="demo-note")
-        explore_tab.build(demo, ExploreHandlers(prompts, index), prompt_choices)
-        score_tab.build(on, prompt_choices, judging, s.score_example)
-        board = LeaderboardHandlers(store, work_dir, parts.hub_board, parts.benchmark, space_base_url(s.space_url))
-        refreshed = leaderboard_tab.build(demo, board, s.board_refresh_every)
-        gallery_tab.build(GalleryHandlers(looking))
-        compare_tab.build(CompareHandlers(looking, prompts), prompt_choices)
-        refreshed.after(submit_tab.build(demo, on, login_button=login_button))  # a stored submission shows at once
-        annotate_tab.build(demo, annotating, login_button=login_button)
+        with gr.Tabs(selected="leaderboard", elem_id="tabs"):  # a visitor comes for the ranking: it opens first
+            board = LeaderboardHandlers(store, work_dir, parts.hub_board, parts.benchmark, space_base_url(s.space_url))
+            refreshed = leaderboard_tab.build(demo, board, s.board_refresh_every)
+            explore_tab.build(demo, ExploreHandlers(prompts, index), prompt_choices)
+            score_tab.build(on, prompt_choices, judging, s.score_example)
+            gallery_tab.build(GalleryHandlers(looking))
+            compare_tab.build(CompareHandlers(looking, prompts), prompt_choices)
+            refreshed.after(submit_tab.build(demo, on, login_button=login_button))  # a stored submission shows at once
+            annotate_tab.build(demo, annotating, login_button=login_button)
     return demo, looking
 
 

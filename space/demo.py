@@ -4,17 +4,19 @@ with no weights, no network and no Python to write.
 `demo_setup(folder)` writes the examples into FOLDER (`validation.examples.write_examples`, what
 `negt2ibench examples` writes) and a SQLite store beside them, holding
 
-- `VERIFIED_NAME`: the example drawings' shipped results under the `current` preset, its images the
-  examples' dataset split, read from FOLDER (the Gallery and Compare show them). It is stored as
-  verified without a spot check: a demo has no weights to re-score with, and its reason says so;
-- `PENDING_NAME`: the same drawings' results under the `no_sam` preset, listed apart as pending:
-  scored with another configuration than the Space's, it is never spot-checked here;
+- `VERIFIED_NAME`: synthetic scenes of the examples' 48 prompts, 4 each, scored by the real rules and
+  verdict from what each scene's drawing says was drawn (`space.demo_scenes`): passes and failures of
+  every cause in every category. Its images are drawn when the Gallery and Compare ask. It is stored
+  as verified without a spot check (a demo has no weights to re-score with, and its reason says so) and
+  `synthetic`: shown below the paper's rows, never ranked;
+- `PENDING_NAME`: the examples' drawings' shipped results under the `no_sam` preset, listed apart as
+  pending: scored with another configuration than the Space's, it is never spot-checked here;
 
 beside the paper's reported rows, as always. Their numbers come from the real code (`shown_numbers`,
 the spot check's fields). The Annotate tab opens on the examples' sample, the Score tab on one
-drawing with its shipped verdict (`ScoreExample`), labelled. Every page says it is a demo
-(`DEMO_NOTE`), and each synthetic thing says so where it is shown: the names, the reasons, the
-drawings themselves (SYNTHETIC EXAMPLE). `DemoSetup.app_kwargs()` are `build_app`'s arguments.
+scene with its verdict (`ScoreExample`), labelled. Every page says it is a demo (`DEMO_NOTE`), and
+each synthetic thing says so where it is shown: the names, the reasons, the pictures themselves
+(SYNTHETIC SCENE, SYNTHETIC EXAMPLE). `DemoSetup.app_kwargs()` are `build_app`'s arguments.
 """
 
 from __future__ import annotations
@@ -29,33 +31,39 @@ from evaluator.config import PRESETS
 from evaluator.resultio import read_results
 from evaluator.results import ResultRecord
 from leaderboard.checks.compared_fields import shown_numbers
-from leaderboard.store.image_sources import ImageSource, ImagesUnreachable, ParquetImages
+from leaderboard.store.image_sources import ImageSource, ImagesUnreachable
 from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from validation.examples import EXAMPLE_KEY, write_examples
 
 from . import verdict_views
+from .demo_scenes import SCENES_KEY, SceneImages, draw_scene, scene_layout, shipped_records
 from .tabs.score.score_tab import ScoreExample
 from .verified_images.verified_views import drawn
 
-VERIFIED_NAME = "Synthetic drawings (demo)"
+VERIFIED_NAME = "Synthetic scenes (demo)"
 PENDING_NAME = "Synthetic drawings, no-SAM preset (demo)"
 DEMO_SUBMITTER = "demo (synthetic examples)"
-DEMO_IMAGES = "local:examples/dataset"  # the images "repo" of the verified entry: the examples' folder
+DEMO_IMAGES = "local:synthetic-scenes"  # the images "repo" of the verified entry: the scenes, drawn when asked
+SCENES = (  # plain text: it is also a stored reason, shown in tables
+    "synthetic: labelled rectangles drawn by the demo (each says SYNTHETIC SCENE), scored by the real rules "
+    "and verdict from what each drawing says was drawn, so it says nothing about any model"
+)
 SYNTHETIC = (  # plain text: it is also a stored reason, shown in tables
     "synthetic: the drawings of negt2ibench examples (each says SYNTHETIC EXAMPLE), scored by the real "
     "pipeline with tiny random-weight models standing in for the weights, so it says nothing about any model"
 )
 DEMO_NOTE = (
-    "**Demo (`negt2ibench serve --demo`): nothing here is a model's output.** The entries "
-    f"*{VERIFIED_NAME}* (ranked, its images in the Gallery and Compare) and *{PENDING_NAME}* (awaiting "
-    f"verification) are {SYNTHETIC}; the Score tab's example and the Annotate tab's sample are of those "
-    "drawings. The prompts are the benchmark's and the rows *reported (paper)* the paper's. Nothing is "
-    "downloaded; the store is a temporary folder, removed when the demo stops."
+    "**Demo (`negt2ibench serve --demo`): nothing here is a model's output.** "
+    f"*{VERIFIED_NAME}* (shown below the paper's rows, never ranked; its images in the Gallery and Compare) "
+    f"are labelled rectangles the demo draws, scored by the real rules from what each drawing says was drawn; "
+    f"*{PENDING_NAME}* (awaiting verification) are the drawings of `negt2ibench examples`. The prompts are the "
+    "benchmark's and the rows *reported (paper)* the paper's. Nothing is downloaded; the store is a temporary "
+    "folder, removed when the demo stops."
 )
 EXAMPLE_LABEL = (
-    "**Synthetic example, not scored here:** a drawing from `negt2ibench examples` and its verdict from the "
-    "shipped results file, written by the real pipeline with tiny random-weight models standing in for the "
-    "weights; it says nothing about any model. Score scores it with this machine's models, when they are here."
+    "**Synthetic scene, not scored here:** a drawing of the demo and its verdict, made by the real rules from "
+    "what the drawing says was drawn; it says nothing about any model. Score scores it with this machine's "
+    "models, when they are here."
 )
 
 
@@ -73,10 +81,10 @@ class DemoSetup:
         return self.folder / "examples"
 
     def open_images(self, repo_id: str, revision: str, split: str) -> ImageSource:
-        """The verified entry's images, from the examples' dataset folder; nothing else is read."""
-        if repo_id != DEMO_IMAGES:
-            raise ImagesUnreachable("images not reachable: the demo reads only its own synthetic drawings")
-        return ParquetImages.from_folder(self.examples / "dataset", split)
+        """The verified entry's images: the demo's scenes, drawn when asked; nothing else is read."""
+        if repo_id != DEMO_IMAGES or split != SCENES_KEY:
+            raise ImagesUnreachable("images not reachable: the demo reads only its own synthetic scenes")
+        return SceneImages(PromptIndex(self.prompts))
 
     def app_kwargs(self) -> dict[str, Any]:
         """`build_app`'s arguments for the demo: its store, images, sample, notes; no Hub, no rechecks."""
@@ -107,13 +115,17 @@ def _entry(name: str, key: str, results: list[ResultRecord], **fields: Any) -> E
     )
 
 
-def _score_example(examples: Path, results: list[ResultRecord], prompts: PromptIndex) -> ScoreExample:
-    """The first drawing (by prompt id) in whose verdict an object was found, with that verdict."""
+def _score_example(folder: Path, results: list[ResultRecord], prompts: PromptIndex) -> ScoreExample:
+    """A relation scene whose verdict fails one statement and passes another, written to FOLDER, with that verdict."""
     from PIL import Image
 
-    record = min((r for r in results if any(o.present for o in r.objects)), key=lambda r: r.prompt_id)
+    record = min(
+        (r for r in results if r.prompt_id.startswith("directional") and len({s.satisfied for s in r.statements}) == 2),
+        key=lambda r: (r.prompt_id, r.sample_index),
+    )
     prompt = prompts[record.prompt_id]
-    picture = examples / "pictures" / f"{record.prompt_id}_{record.sample_index}.png"
+    picture = folder / f"scene_{record.prompt_id}_{record.sample_index}.png"
+    picture.write_bytes(draw_scene(prompt, scene_layout(prompt, record.sample_index)))
     with Image.open(picture) as image:
         shown = drawn(image.convert("RGB"), record)
     summary = f"{verdict_views.verdict_summary(prompt, record)}\n\n{EXAMPLE_LABEL}"
@@ -126,18 +138,19 @@ def demo_setup(folder: str | Path) -> DemoSetup:
     examples = folder / "examples"
     write_examples(examples)
     store = SQLiteStore(folder / "leaderboard.sqlite")
-    current = read_results(examples / "results" / "current.jsonl")
+    scenes = shipped_records()
     store.add_submission(
         _entry(
             VERIFIED_NAME,
-            EXAMPLE_KEY,
-            current,
+            SCENES_KEY,
+            scenes,
             status="verified",
-            reason=f"demo entry, {SYNTHETIC}; stored as verified without a spot check (a demo has no weights)",
+            reason=f"demo entry, {SCENES}; stored as verified without a spot check (a demo has no weights)",
             images_repo=DEMO_IMAGES,
             images_revision="main",
+            synthetic=True,
         ),
-        current,
+        scenes,
     )
     no_sam = read_results(examples / "results" / "no_sam.jsonl")
     space_config = PRESETS["current"].config_hash
@@ -155,4 +168,4 @@ def demo_setup(folder: str | Path) -> DemoSetup:
         no_sam,
     )
     prompts = load_prompts(None)
-    return DemoSetup(folder, prompts, store, _score_example(examples, current, PromptIndex(prompts)))
+    return DemoSetup(folder, prompts, store, _score_example(folder, scenes, PromptIndex(prompts)))

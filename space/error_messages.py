@@ -1,14 +1,11 @@
-"""A failed event's answer, in every tab: a toast with its first line and the message as the status
-Markdown, never a stack trace; the whole message goes to the log."""
+"""A failed event's answer, in every tab: the message once, whole, as the status Markdown beside what
+failed (no toast that repeats it cut short), never a stack trace; the whole message goes to the log."""
 
 from __future__ import annotations
 
-import html
 import logging
 
-import gradio as gr
-
-from leaderboard.text.submitted_names import QUOTE_LIMIT, clip, plain_markdown, shorten
+from leaderboard.text.submitted_names import clip, code_span, plain_markdown, shorten
 
 log = logging.getLogger(__name__)
 
@@ -19,13 +16,21 @@ def error_markdown(message: str) -> str:
     grammar) below it as an indented code block, which no Markdown or HTML inside can leave."""
     first, *rest = message.splitlines() or [""]
     block = "\n".join("    " + clip(line, 300) for line in rest[:40])
-    return f"**Error:** {plain_markdown(shorten(first, 600))}" + (f"\n\n{block}" if rest else "")
+    return f"**Error:** {with_code(shorten(first, 600))}" + (f"\n\n{block}" if rest else "")
+
+
+def with_code(text: str) -> str:
+    """TEXT as Markdown: what our messages quote between backticks (a command: `negt2ibench score`) as
+    code, the rest as plain text; with an odd number of backticks, all of it plain text."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:
+        return plain_markdown(text)
+    shown = (code_span(part) if index % 2 else plain_markdown(part) for index, part in enumerate(parts))
+    return "".join(piece for piece, part in zip(shown, parts, strict=True) if part)
 
 
 def error_reply(message: str) -> str:
-    """A failed event's answer: a toast with its first line, and the message as the status Markdown
-    (each cut to a length that keeps its last clause); the whole message goes to the log."""
+    """A failed event's answer: the message as the status Markdown (cut to a length that keeps its last
+    clause), shown once beside what failed; the whole message goes to the log."""
     log.warning("answered with an error: %s", message)  # the whole text, whatever the reply shows of it
-    first = message.splitlines()[0] if message else "error"
-    gr.Warning(html.escape(shorten(first, QUOTE_LIMIT + 100)))  # the toast renders HTML
     return error_markdown(message)

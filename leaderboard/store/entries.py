@@ -281,6 +281,7 @@ class Entry(BaseModel):
     job: JobRecord | None = None  # the Space's verification job for it
     regeneration: Regeneration | None = None  # whether its images are the model's own (None: not checked)
     fresh_draw: FreshDraw | None = None  # its model scored on a secret fresh draw (None: not done)
+    synthetic: bool = False  # a demo's entry (`serve --demo`): shown, labelled, never ranked
 
 
 def images_pin(entry: Entry) -> str:

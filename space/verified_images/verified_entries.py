@@ -143,7 +143,8 @@ def no_table() -> pd.DataFrame:
 
 
 def full_view_layout(prefix: str) -> tuple[gr.Image, gr.Markdown, gr.Dataframe]:
-    """The full view of one image, as the Score tab lays out its answer."""
+    """The full view of one image, as the Score tab lays out its answer; the image and its table shown
+    once an image is picked (`space.filled.shown_if_filled` after the pick)."""
     with gr.Row():
         with gr.Column(scale=3):
             image = gr.Image(
@@ -152,11 +153,16 @@ def full_view_layout(prefix: str) -> tuple[gr.Image, gr.Markdown, gr.Dataframe]:
                 format="png",
                 interactive=False,
                 elem_id=f"{prefix}-image",
+                visible=False,
             )
         with gr.Column(scale=2):
             verdict = gr.Markdown("Click an image for its full view.", elem_id=f"{prefix}-verdict")
     table = gr.Dataframe(
-        headers=verdict_views.VERDICT_COLUMNS, label="Objects and statements", interactive=False, wrap=True
+        headers=verdict_views.VERDICT_COLUMNS,
+        label="Objects and statements",
+        interactive=False,
+        wrap=True,
+        visible=False,
     )
     return image, verdict, table
 

@@ -10,25 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from dataset_builder.loading import load_prompts
-from dataset_builder.records import PromptIndex
 from leaderboard.store.sqlite_store import SQLiteStore
 from negt2ibench.cli import main
-from space.app import build_app
-from tests.helpers.annotate_helpers import answer_pattern, expected_record, images_dataset, sample_of
+from tests.helpers.annotate_helpers import answer_pattern, expected_record
 from tests.helpers.doc_pictures import doc_images_dir, small_png
+from tests.helpers.layouts import record_layouts
 from tests.helpers.net import launch_local
+from tests.helpers.screenshot_apps import ANNOTATE_PROMPT_IDS, annotate_app, annotate_sample
 from validation.annotations import read_annotations
 from validation.questions import prompt_questions
 
 CHROMIUM = Path("/usr/bin/chromium")
-PROMPT_IDS = (
-    "color_pos0_neg1_000",
-    "directional_pos1_neg1_000",
-    "material_pos1_neg1_000",
-    "comparative_pos1_neg0_000",
-    "depth_pos0_neg2_000",
-)
 BROWSER_ARGS = [
     "--no-sandbox",
     "--headless",
@@ -47,21 +39,13 @@ def test_annotator_answers_three_restarts_and_resumes_on_the_fourth(tmp_path):
     assert CHROMIUM.exists(), "install Debian's chromium (`make browser`) to run the browser test"
     from playwright.sync_api import expect, sync_playwright
 
-    all_prompts = load_prompts(None)
-    index = PromptIndex(all_prompts)
-    prompts = [index[p] for p in PROMPT_IDS]
-    sample_file = tmp_path / "sample.jsonl"
-    sample_of(images_dataset(tmp_path / "ds", prompts), prompts, out=sample_file)
+    prompts, sample_file = annotate_sample(tmp_path)
+    by_id = {prompt.prompt_id: prompt for prompt in prompts}
     home = tmp_path / "home"
     home.mkdir()
 
     def serve():
-        demo = build_app(
-            prompts=all_prompts,
-            store=SQLiteStore(home / "leaderboard.sqlite"),
-            annotation_sample=sample_file,
-            preload=False,
-        )
+        demo = annotate_app(SQLiteStore(home / "leaderboard.sqlite"), sample_file)
         return demo, launch_local(demo)
 
     given: dict[str, list[str]] = {}
@@ -94,6 +78,7 @@ def test_annotator_answers_three_restarts_and_resumes_on_the_fourth(tmp_path):
                 page.screenshot(path=str(tmp_path / f"annotate_{k + 1}.png"), full_page=True)
                 if k == 0 and doc_images_dir() is not None:  # `make screenshots`: the manual's picture of the tab
                     small_png(tmp_path / "annotate_1.png", doc_images_dir() / "space_annotate.png")
+                    record_layouts(demo, ["space_annotate.png"])
                 page.keyboard.press("Enter")
                 given[prompt.prompt_id] = answers
             expect(header).to_contain_text("Image 4", timeout=30_000)
@@ -123,8 +108,8 @@ def test_annotator_answers_three_restarts_and_resumes_on_the_fourth(tmp_path):
     assert main(["annotations", "export", "--out", str(out), "--home", str(home)]) == 0
     records = read_annotations(out)
     assert [(r.prompt_id, r.model_key, r.sample_index, r.annotator) for r in records] == [
-        (p, "toy_model", 0, "alice") for p in sorted(PROMPT_IDS[:3])
+        (p, "toy_model", 0, "alice") for p in sorted(ANNOTATE_PROMPT_IDS[:3])
     ]
     for record in records:
-        expected = expected_record(index[record.prompt_id], given[record.prompt_id])
+        expected = expected_record(by_id[record.prompt_id], given[record.prompt_id])
         assert (record.objects, record.statements) == expected

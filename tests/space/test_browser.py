@@ -24,12 +24,12 @@ from evaluator.results import ResultRecord
 from leaderboard.checks.compared_fields import shown_numbers
 from leaderboard.intake.submissions import ImagesUnreachable, ParquetImages
 from leaderboard.store.sqlite_store import Entry, SQLiteStore
-from space.app import build_app
 from tests.helpers.doc_pictures import doc_images_dir, small_png
 from tests.helpers.gallery_helpers import some_prompts
-from tests.helpers.jobs_helpers import double_jobs
+from tests.helpers.layouts import record_layouts
 from tests.helpers.net import launch_local
-from tests.helpers.space_helpers import RectanglePerception, result_line, scene_png, write_results
+from tests.helpers.screenshot_apps import screenshot_app
+from tests.helpers.space_helpers import result_line, scene_png, write_results
 from tests.helpers.synthetic_scenes import SYNTHETIC_KEY, SYNTHETIC_MODEL, scored_scenes, write_scene_repo
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -94,17 +94,7 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard_gallery_and_compare(
             raise ImagesUnreachable(f"images not reachable: {repo_id} (offline test)")
         return ParquetImages.from_folder(repo, split)
 
-    demo = build_app(
-        prompts=prompts,
-        store=store,
-        perception=RectanglePerception(),
-        open_images=open_images,
-        board_refresh_every=2.0,  # the awaiting list is read again this often while something waits
-        # the submission's verification job: the real command, the rectangle double as its scorer;
-        # its images repo is in no folder it reads, so it waits
-        verify_backend=double_jobs(store.locator(), tmp_path / "jobs", images_from=tmp_path / "no-hub"),
-        recheck_every=0.5,
-    )
+    demo = screenshot_app(tmp_path, store, open_images)
     (tmp_path / "no-hub").mkdir()  # a Hub without the submitted repo
     url = launch_local(demo)
     image = scene_png(tmp_path / "scene.png")
@@ -128,6 +118,8 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard_gallery_and_compare(
             page = browser.new_page(viewport={"width": WIDTH, "height": 1100})
             page.set_default_timeout(WAIT_MS)
             page.goto(url, timeout=WAIT_MS)
+            expect(page.locator('[role="tab"][aria-selected="true"]')).to_have_text("Leaderboard")  # opens on it
+            page.get_by_role("tab", name="Explore").click()
             expect(page.get_by_text("4800 prompts")).to_be_visible(timeout=WAIT_MS)
             expect(
                 page.get_by_role("grid", name="Statements").get_by_text("positive").filter(visible=True).first
@@ -185,7 +177,10 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard_gallery_and_compare(
             expect(board.get_by_text(TOY).filter(visible=True).first).to_be_visible(timeout=WAIT_MS)
             visible = page.evaluate(VISIBLE_HEADERS_JS, "leaderboard")
             assert visible[: len(HEADLINE)] == HEADLINE and "status" in visible, visible  # at 1280 px, unscrolled
-            expect(page.locator("#leaderboard-ranking")).to_contain_text("best first")
+            expect(page.locator("#leaderboard-ranking")).to_contain_text("only verified submissions are ranked")
+            expect(page.locator("#leaderboard-plot")).to_be_visible()  # the ranking as a plot
+            page.get_by_label("A model's detail: choose a model").click()
+            page.get_by_role("option", name=TOY, exact=True).click()
             expect(
                 page.get_by_text(f"{TOY}: verified (spot check: 8 of 8 re-scored images agree); submitted by alice")
             ).to_be_visible(timeout=WAIT_MS)
@@ -225,6 +220,8 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard_gallery_and_compare(
             browser.close()
     finally:
         demo.close()
+    if docs is not None:  # the layouts just photographed: tests/space/test_screenshots_current.py holds them
+        record_layouts(demo, [f"space_{p.stem.split('_', 1)[1]}.png" for p in screens])
     assert [p.name for p in screens] == [
         "1_explore.png",
         "2_score.png",

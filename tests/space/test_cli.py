@@ -192,15 +192,16 @@ def test_serve_demo_fills_every_tab_from_the_examples_offline_and_leaves_nothing
         client = Client(url, verbose=False, download_files=False)
         board, _, _, awaiting = client.predict(api_name="/leaderboard")
         models = [row[board["headers"].index("model")] for row in board["data"]]
-        assert models == [VERIFIED_NAME, "SD 1.5 + NegationCLIP", "SD 1.5"]
+        assert models == ["SD 1.5 + NegationCLIP", "SD 1.5", VERIFIED_NAME]  # synthetic: below the paper's rows
         assert [row[0] for row in awaiting["data"]] == [PENDING_NAME]
         summary, thumbnails, *_ = client.predict(
             VERIFIED_NAME, "any", "any", "any", "any", "any", 1, api_name="/gallery"
         )
-        assert "48 of 48 images match" in summary and len(thumbnails) == 24
+        assert "192 of 192 images match" in summary and len(thumbnails) == 24
         header, _, compared, shown, *_ = client.predict("color_pos1_neg0_000", api_name="/compare")
         assert f"1. **{VERIFIED_NAME}** (verified)" in re.sub(r"\\(.)", r"\1", compared)  # its full name
-        assert len(shown) == 4  # its one drawing, and placeholders for samples 1-3
+        assert len(shown) == 4  # its four scenes, one per sample: every slot an image
+        assert not [item for item in shown if "unavailable" in str(item).lower()]
         client.close()
         [folder] = list(tmp_path.glob("negt2i_demo_*"))
         assert (folder / "examples" / "sample.jsonl").is_file()

@@ -53,7 +53,8 @@ def test_the_demo_fills_every_tab_and_labels_each_synthetic_thing(tmp_path):
 
             note = page.locator("#demo-note")  # on every tab: above them
             expect(note).to_contain_text("nothing here is a model's output", timeout=WAIT_MS)
-            expect(note).to_contain_text(f"{VERIFIED_NAME} (ranked")
+            expect(note).to_contain_text(f"{VERIFIED_NAME} (shown below the paper's rows, never ranked")
+            page.get_by_role("tab", name="Explore").click()
             expect(page.get_by_text("4800 prompts")).to_be_visible(timeout=WAIT_MS)
             shot("explore")
 
@@ -61,7 +62,7 @@ def test_the_demo_fills_every_tab_and_labels_each_synthetic_thing(tmp_path):
             # no weights here (the tests' caches are empty): said on page load, with the command to get them
             expect(page.locator("#score-notice")).to_contain_text("Score cannot run here yet.", timeout=WAIT_MS)
             expect(page.locator("#score-notice")).to_contain_text("negt2ibench download-models")
-            expect(page.locator("#verdict")).to_contain_text("Synthetic example, not scored here")
+            expect(page.locator("#verdict")).to_contain_text("Synthetic scene, not scored here")
             expect(page.locator("#verdict")).to_contain_text("Image verdict")
             expect(page.get_by_role("tabpanel").locator("img").first).to_be_visible(timeout=WAIT_MS)
             shot("score")
@@ -70,6 +71,7 @@ def test_the_demo_fills_every_tab_and_labels_each_synthetic_thing(tmp_path):
             board = page.get_by_role("grid", name="Leaderboard")
             expect(visible(board.get_by_text(VERIFIED_NAME))).to_be_visible(timeout=WAIT_MS)
             expect(visible(board.get_by_text("reported (paper)"))).to_be_visible()
+            expect(visible(board.get_by_text("synthetic demo · not ranked"))).to_be_visible()
             awaiting = page.locator("#leaderboard-awaiting")
             expect(visible(awaiting.get_by_text(PENDING_NAME))).to_be_visible(timeout=WAIT_MS)
             expect(visible(awaiting.get_by_text("demo entry, synthetic", exact=False))).to_be_visible()
@@ -77,7 +79,7 @@ def test_the_demo_fills_every_tab_and_labels_each_synthetic_thing(tmp_path):
 
             page.get_by_role("tab", name="Gallery").click()
             summary = page.locator("#gallery-summary")
-            expect(summary).to_contain_text(f"{VERIFIED_NAME} (verified): 48 of 48 images match", timeout=WAIT_MS)
+            expect(summary).to_contain_text(f"{VERIFIED_NAME} (verified): 192 of 192 images match", timeout=WAIT_MS)
             thumbnails = page.locator("#gallery-thumbnails img")
             expect(thumbnails).to_have_count(24, timeout=WAIT_MS)
             thumbnails.nth(0).click()
@@ -99,7 +101,7 @@ def test_the_demo_fills_every_tab_and_labels_each_synthetic_thing(tmp_path):
             page.get_by_label("Your name").fill("visitor")
             page.locator("#annotate-start").click()
             expect(page.locator("#annotate-header")).to_contain_text("Image 1", timeout=WAIT_MS)
-            expect(note).to_contain_text("the Annotate tab's sample are of those drawings")
+            expect(note).to_contain_text("are the drawings of negt2ibench examples")
             shot("annotate")
             browser.close()
     finally:

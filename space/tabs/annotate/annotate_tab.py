@@ -11,11 +11,13 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import gradio as gr
 
 from dataset_builder.records import PromptLookup
 from leaderboard.store.sqlite_store import LeaderboardStore
+from space.filled import shown_if_filled
 from validation.sample import SampleItem, read_sample
 
 from . import annotate_views
@@ -80,8 +82,14 @@ def build(demo: gr.Blocks, on: AnnotateHandlers | None, *, login_button: bool) -
             status = gr.Markdown(elem_id="annotate-status")
             with gr.Row():
                 with gr.Column(scale=3):
-                    image = gr.Image(
-                        label="Image", type="pil", format="png", interactive=False, height=560, elem_id="annotate-image"
+                    image = gr.Image(  # shown once an image is served (after Start)
+                        label="Image",
+                        type="pil",
+                        format="png",
+                        interactive=False,
+                        height=560,
+                        elem_id="annotate-image",
+                        visible=False,
                     )
                 with gr.Column(scale=2):
                     header = gr.Markdown(
@@ -99,9 +107,16 @@ def build(demo: gr.Blocks, on: AnnotateHandlers | None, *, login_button: bool) -
                         forward = gr.Button("Forward →", elem_id="annotate-forward", min_width=80)
         session = gr.State({})
         outputs = [session, header, image, progress, status, *questions]
-        start.click(on.start, [name, session], outputs, api_name="annotate_start")
-        name.submit(on.start, [name, session], outputs, api_name="internal", api_visibility="private")
-        save.click(on.save, [session, *questions], outputs, api_name="annotate_save")
-        back.click(on.back, [session], outputs, api_name="annotate_back")
-        forward.click(on.forward, [session], outputs, api_name="annotate_forward")
+        private: dict[str, Any] = {"api_name": "internal", "api_visibility": "private"}
+        start.click(on.start, [name, session], outputs, api_name="annotate_start").then(
+            shown_if_filled, image, image, **private
+        )
+        name.submit(on.start, [name, session], outputs, **private).then(shown_if_filled, image, image, **private)
+        save.click(on.save, [session, *questions], outputs, api_name="annotate_save").then(
+            shown_if_filled, image, image, **private
+        )
+        back.click(on.back, [session], outputs, api_name="annotate_back").then(shown_if_filled, image, image, **private)
+        forward.click(on.forward, [session], outputs, api_name="annotate_forward").then(
+            shown_if_filled, image, image, **private
+        )
         demo.load(None, None, None, js=annotate_views.KEYBOARD_JS)

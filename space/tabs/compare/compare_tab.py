@@ -22,6 +22,7 @@ from dataset_builder.records import PromptLookupError, PromptRecord
 from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES, SAMPLES_PER_PROMPT, setting_label
 from space import prompt_views
 from space.error_messages import error_reply
+from space.filled import filled, shown_if_filled
 from space.resources import GALLERY_CONCURRENCY
 from space.verified_images import verified_views
 from space.verified_images.verified_entries import LOGGED, FullViewReply, VerifiedImages, full_view_layout, no_table
@@ -136,10 +137,12 @@ def build(on: CompareHandlers, prompt_choices: Sequence[tuple[str, str]]) -> Non
             allow_custom_value=True,
         )
         header = gr.Markdown(elem_id="compare-prompt")
-        group = gr.Radio([], label="Matched group: the same content in its other polarities (one click)")
+        group = gr.Radio([], label="Matched group: the same content in its other polarities (one click)", visible=False)
         summary = gr.Markdown(elem_id="compare-summary")
         thumbnails = gr.Gallery(
             label="Images (one row per model)",
+            show_label=False,  # a label would sit on the first image; the summary above says whose they are
+            visible=False,
             columns=SAMPLES_PER_PROMPT,  # one row per model
             height="auto",
             object_fit="contain",
@@ -148,7 +151,7 @@ def build(on: CompareHandlers, prompt_choices: Sequence[tuple[str, str]]) -> Non
             elem_id="compare-thumbnails",
         )
         with gr.Accordion("These images as a table", open=False):
-            table = gr.Dataframe(headers=compare_views.COMPARE_COLUMNS, interactive=False, wrap=True)
+            table = gr.Dataframe(headers=compare_views.COMPARE_COLUMNS, interactive=False, wrap=True, visible=False)
         full = full_view_layout("compare")
         keys = gr.State([])
         private: dict[str, Any] = {"api_name": "internal", "api_visibility": "private"}
@@ -156,7 +159,23 @@ def build(on: CompareHandlers, prompt_choices: Sequence[tuple[str, str]]) -> Non
         filters = [category, setting, load, obj]
         for control in filters:
             control.change(on.narrow, [*filters, chosen], chosen, **private)
-        chosen.change(on.compare, chosen, outputs, api_name="compare", concurrency_limit=GALLERY_CONCURRENCY)
+        shown = [group, thumbnails, table]  # each shown only with something in it
+        chosen.change(on.compare, chosen, outputs, api_name="compare", concurrency_limit=GALLERY_CONCURRENCY).then(
+            _shown_compare, shown, shown, **private
+        )
         group.input(lambda picked: picked, group, chosen, **private)
-        thumbnails.select(on.pick, keys, list(full), **private, concurrency_limit=GALLERY_CONCURRENCY)
+        full_shown = [full[0], full[2]]
+        thumbnails.select(on.pick, keys, list(full), **private, concurrency_limit=GALLERY_CONCURRENCY).then(
+            shown_if_filled, full_shown, full_shown, **private
+        )
         tab.select(on.opened, chosen, chosen, **private)
+
+
+def _shown_compare(group: Any, thumbnails: Any, table: Any) -> tuple[Any, Any, Any]:
+    """The matched group's choices shown once a prompt is chosen (a Radio's value is its choice, so it is
+    shown with the images), the images and their table once there are some."""
+    return (
+        gr.update(visible=filled(thumbnails)),
+        gr.update(visible=filled(thumbnails)),
+        gr.update(visible=filled(table)),
+    )

@@ -26,6 +26,7 @@ from leaderboard.store.sqlite_store import Entry
 from leaderboard.text.submitted_names import plain_markdown
 from space import prompt_views
 from space.error_messages import error_reply
+from space.filled import shown_if_filled
 from space.resources import GALLERY_CONCURRENCY
 from space.verified_images import verified_views
 from space.verified_images.verified_entries import (
@@ -150,6 +151,7 @@ def build(on: GalleryHandlers) -> None:
         summary = gr.Markdown(elem_id="gallery-summary")
         thumbnails = gr.Gallery(
             label="Images (click one)",
+            show_label=False,  # a label would sit on the first thumbnail; the summary above says what they are
             columns=6,
             height="auto",
             object_fit="contain",
@@ -167,15 +169,29 @@ def build(on: GalleryHandlers) -> None:
         outputs = [summary, thumbnails, table, page, keys]
         private: dict[str, Any] = {"api_name": "internal", "api_visibility": "private"}
         busy: dict[str, Any] = {"concurrency_limit": GALLERY_CONCURRENCY}  # a slow repo's page never queues others
-        show.click(on.gallery, [*filters, page], outputs, api_name="gallery", **busy)
+        page_shown = [thumbnails, table]  # each shown only with something in it
+        full_shown = [full[0], full[2]]
+        show.click(on.gallery, [*filters, page], outputs, api_name="gallery", **busy).then(
+            shown_if_filled, page_shown, page_shown, **private
+        )
         for control in filters:
-            control.change(on.first_page, filters, outputs, **private, **busy)
-        previous.click(on.previous_page, [*filters, page], outputs, **private, **busy)
-        following.click(on.next_page, [*filters, page], outputs, **private, **busy)
-        page.submit(on.gallery, [*filters, page], outputs, **private, **busy)
-        thumbnails.select(on.pick, [model, keys], list(full), **private, **busy)
+            control.change(on.first_page, filters, outputs, **private, **busy).then(
+                shown_if_filled, page_shown, page_shown, **private
+            )
+        previous.click(on.previous_page, [*filters, page], outputs, **private, **busy).then(
+            shown_if_filled, page_shown, page_shown, **private
+        )
+        following.click(on.next_page, [*filters, page], outputs, **private, **busy).then(
+            shown_if_filled, page_shown, page_shown, **private
+        )
+        page.submit(on.gallery, [*filters, page], outputs, **private, **busy).then(
+            shown_if_filled, page_shown, page_shown, **private
+        )
+        thumbnails.select(on.pick, [model, keys], list(full), **private, **busy).then(
+            shown_if_filled, full_shown, full_shown, **private
+        )
         gr.Button("item", visible=False).click(
             on.item, [model, item_prompt, item_sample], list(full), api_name="gallery_item", **busy
-        )
+        ).then(shown_if_filled, full_shown, full_shown, **private)
         # Opening the tab fills the picker (a change of its value then shows the first page).
         tab.select(on.models, model, model, **private)

@@ -8,6 +8,7 @@ can be downloaded. Matplotlib's Agg canvas, no pyplot state.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -150,3 +151,50 @@ def causes_figure(long: pd.DataFrame, title: str, *, marked: bool = False) -> Fi
 def figure_csv(frame: pd.DataFrame) -> str:
     """A figure's data as CSV text, with text cells a spreadsheet would run as a formula neutralised."""
     return csv_frame(frame).to_csv(index=False)
+
+
+INTERVAL = re.compile(r"^\[(-?[0-9.]+), (-?[0-9.]+)\]$")  # the board's `overall_ci` cell
+
+
+def ranking_figure(board: pd.DataFrame, *, reported: str, synthetic: str) -> Figure | None:
+    """The board's `overall` as horizontal bars, in the board's order (ranked rows, then the paper's,
+    then a demo's), with each ranked row's 95% interval; the paper's rows grey, a demo's hatched.
+
+    Args:
+        board: the leaderboard as shown (`leaderboard_frame`).
+        reported: the Status of the paper's rows.
+        synthetic: the Status of a demo's synthetic rows.
+
+    Returns:
+        The figure, or None when no row has an overall accuracy (nothing to plot).
+    """
+    rows = board[board["overall"].notna()]
+    if rows.empty:
+        return None
+    figure = Figure(figsize=(8, 0.5 + 0.32 * len(rows)), layout="constrained")
+    FigureCanvasAgg(figure)
+    axis = figure.add_subplot()
+    places = np.arange(len(rows))[::-1]  # the first row on top
+    for place, (_, row) in zip(places, rows.iterrows(), strict=True):
+        status = str(row["status"])
+        colour = palette.GREY if status == reported else palette.SKY_BLUE if status == synthetic else palette.BLUE
+        found = INTERVAL.match(str(row.get("overall_ci", "")))
+        error, end = None, row["overall"]
+        if found:
+            low, high = float(found[1]), float(found[2])
+            error, end = [[max(row["overall"] - low, 0.0)], [max(high - row["overall"], 0.0)]], max(end, high)
+        axis.barh(place, row["overall"], color=colour, hatch="//" if status == synthetic else None, xerr=error)
+        label = f"{row['overall']:.1f}" + (
+            " (paper)" if status == reported else " (demo)" if status == synthetic else ""
+        )
+        axis.text(end + 1.0, place, label, va="center", fontsize="small")  # past the interval's end
+    names = [_short(str(name)) for name in rows["model"]]
+    axis.set_yticks(places, names, fontsize="small")
+    axis.set_xlim(0, 100)
+    axis.set_xlabel("overall: images passing every statement (%), with its 95% interval")
+    return figure
+
+
+def _short(name: str, most: int = 40) -> str:
+    """A model's name on the plot's axis: at most MOST characters (the table shows it whole)."""
+    return name if len(name) <= most else name[: most - 1] + "…"

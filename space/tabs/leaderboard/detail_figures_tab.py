@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 import gradio as gr
 
 from leaderboard.store.ranking import newest_entries
 from leaderboard.store.sqlite_store import Entry, LeaderboardStore
-from space.error_messages import error_reply
 from space.shared_state import WorkDir
 
 from . import detail_figures as figures
@@ -38,53 +38,53 @@ class DetailFigures:
         return next((e for e in newest_entries(self.store.list_entries()) if e.model_name == model_name), None)
 
     def figures(self, model_name: str | None):
-        empty = figures.accuracy_frame([])
+        """The model's two figures and their CSV files, each shown only with content (a paper row, or an
+        entry whose figures fail to draw, shows none)."""
+        hidden = (gr.update(value=None, visible=False), gr.update(value=None, visible=False), gr.update(visible=False))
         entry = self._entry(model_name)
         if entry is None:
-            return (
-                figures.accuracy_figure(empty, ""),
-                figures.causes_figure(figures.causes_long(causes_frame(None)), ""),
-                [],
-            )
-        marked = claimed(entry)
+            return hidden
         try:
-            accuracy = figures.accuracy_frame([(entry.model_name, entry.row or {})], categories=False)
-            causes = figures.causes_long(causes_frame(entry))
-            drawn = (
-                figures.accuracy_figure(
-                    accuracy, figure_title(entry.model_name, "accuracy by setting", marked), marked=marked
-                ),
-                figures.causes_figure(
-                    causes, figure_title(entry.model_name, "failure causes by category", marked), marked=marked
-                ),
-            )
-            data = {
-                "accuracy_by_setting": accuracy,
-                "failure_causes": causes,
-                "statement_accuracy": polarity_frame(entry),
-            }
-            folder = self.work_dir.path
-            files = []
-            for name, frame in data.items():
-                suffix = "_claimed_not_verified" if marked else ""  # an empty file says it too
-                path = folder / f"{entry.model_key}_{name}{suffix}.csv"
-                path.write_text(figures.figure_csv(verification_column(frame, entry)), encoding="utf-8")
-                files.append(str(path))
-        except Exception:  # noqa: BLE001 - a figure that fails is said, the tables above stay
+            drawn, files = self._drawn(entry)
+        except Exception:  # noqa: BLE001 - a figure that fails is said in the log; the tables above stay
             log.exception("detail figures failed")
-            error_reply("the figures could not be drawn (the error is in the server's log)")
-            return (
-                figures.accuracy_figure(empty, ""),
-                figures.causes_figure(figures.causes_long(causes_frame(None)), ""),
-                [],
+            return hidden
+        return (
+            *(gr.update(value=figure, visible=figure is not None) for figure in drawn),
+            gr.update(value=files, visible=bool(files)),
+        )
+
+    def _drawn(self, entry: Entry) -> tuple[list[Any], list[str]]:
+        """The entry's accuracy and causes figures (None where it has no such numbers) and their CSV files."""
+        marked = claimed(entry)
+        accuracy = figures.accuracy_frame([(entry.model_name, entry.row or {})], categories=False)
+        causes = figures.causes_long(causes_frame(entry))
+        drawn = [
+            figures.accuracy_figure(
+                accuracy, figure_title(entry.model_name, "accuracy by setting", marked), marked=marked
             )
-        return *drawn, files
+            if not accuracy.empty
+            else None,
+            figures.causes_figure(
+                causes, figure_title(entry.model_name, "failure causes by category", marked), marked=marked
+            )
+            if not causes.empty
+            else None,
+        ]
+        data = {"accuracy_by_setting": accuracy, "failure_causes": causes, "statement_accuracy": polarity_frame(entry)}
+        files = []
+        for name, frame in data.items():
+            suffix = "_claimed_not_verified" if marked else ""  # an empty file says it too
+            path = self.work_dir.path / f"{entry.model_key}_{name}{suffix}.csv"
+            path.write_text(figures.figure_csv(verification_column(frame, entry)), encoding="utf-8")
+            files.append(str(path))
+        return drawn, files
 
 
 def build(model_pick: gr.Dropdown, on: DetailFigures) -> None:
     """The two figures side by side and the CSV files, filled when a model is picked."""
     with gr.Row():
-        setting_plot = gr.Plot(label="Accuracy by setting", show_label=False)  # the title says it
-        causes_plot = gr.Plot(label="Failure causes by category", show_label=False)
-    data = gr.File(label="The figures' data (CSV)", file_count="multiple", interactive=False)
+        setting_plot = gr.Plot(label="Accuracy by setting", show_label=False, visible=False)  # the title says it
+        causes_plot = gr.Plot(label="Failure causes by category", show_label=False, visible=False)
+    data = gr.File(label="The figures' data (CSV)", file_count="multiple", interactive=False, visible=False)
     model_pick.change(on.figures, model_pick, [setting_plot, causes_plot, data], api_name="model_figures")

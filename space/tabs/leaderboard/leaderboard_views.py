@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -70,21 +71,22 @@ LEADERBOARD_TABLE_COLUMNS: tuple[Column, ...] = (
     LINK,
 )
 LEADERBOARD_HEADERS: list[str] = [column.key for column in LEADERBOARD_TABLE_COLUMNS]
-# The headline columns' widths, so that they fit 1280 px side by side; the others size to their cells.
-HEADLINE_WIDTHS: dict[str, str] = {
-    "rank": "64px",
-    "model": "230px",
-    "overall": "84px",
-    "overall_ci": "118px",
-    "polarity_gap": "132px",
-    "status": "250px",
+# The widths of the columns whose cells are text; a number column is as wide as its header, which never
+# wraps (`column_width`), so no header breaks inside a word at any width.
+TEXT_WIDTHS: dict[str, int] = {
+    "model": 230,
+    "overall_ci": 118,
+    "status": 250,
+    "fresh_gap": 170,
+    "link": 220,
+    "hub": 220,
 }
-OTHER_WIDTH, TEXT_WIDTH = "100px", "220px"  # a number column's width; `link`'s (and the Hub's `hub`)
-FRESH_GAP_WIDTH = "170px"
+HEADER_CHAR_PX, CELL_PADDING_PX = 10, 28  # a header character of the table's bold monospace font, and a cell's padding
 SORT_KEY = "overall"
+SYNTHETIC_MARK = "synthetic demo · not ranked"  # the Status of a demo's entry (`Entry.synthetic`)
 RANKING_NOTE = (
-    f"Ranked by `{SORT_KEY}`, the % of images that pass every statement, best first (equal values share a "
-    f"rank); only verified submissions are ranked, and the rows *{REPORTED}* follow them, unranked."
+    f"Ranked by `{SORT_KEY}` (% of images passing every statement); only verified submissions are ranked, "
+    f"the paper's rows (*{REPORTED}*) follow them unranked. What each column means: below the plot."
 )
 COLUMNS_NOTE = (
     "`overall_ci`: its 95% bootstrap interval, prompts resampled with their images; `polarity_gap` = 0:1 − 1:0 "
@@ -168,7 +170,7 @@ def leaderboard_table(entries: Sequence[Entry], include_paper: bool = True, hide
         row.update(
             {
                 "model": entry.model_name,
-                "status": status_cell(entry),
+                "status": SYNTHETIC_MARK if entry.synthetic else status_cell(entry),
                 "overall_ci": _interval_text(entry.detail),
                 "fresh": fresh,
                 "fresh_gap": gap,
@@ -197,16 +199,33 @@ def leaderboard_frame(
 ) -> pd.DataFrame:
     """The leaderboard as shown: numbers to one decimal; the verified rows by `overall`, best first,
     ranked 1, 2, ... (equal shown values share the better rank; a row without `overall` comes last,
-    unranked); then the paper's rows, by `overall`, unranked. `hide_not_reproduced`: the filter that
-    leaves out entries marked *images not reproduced* (the others keep their ranks among themselves)."""
+    unranked); then the paper's rows, by `overall`, unranked; then a demo's synthetic entries, unranked.
+    `hide_not_reproduced`: the filter that leaves out entries marked *images not reproduced* (the others
+    keep their ranks among themselves)."""
     frame = to_frame(leaderboard_table(entries, include_paper, hide_not_reproduced), digits=1)
-    reported = frame["status"] == REPORTED
-    frame["group"] = reported.astype(int)
+    # ranked rows first, then the paper's, then a demo's synthetic ones: never above the paper's rows
+    frame["group"] = (frame["status"] == REPORTED).astype(int) + 2 * (frame["status"] == SYNTHETIC_MARK)
     frame = frame.sort_values(["group", SORT_KEY], ascending=[True, False], na_position="last")
+    ranked = (frame["group"] == 0) & frame[SORT_KEY].notna()
     frame = frame.drop(columns="group").reset_index(drop=True)
-    ranked = (frame["status"] != REPORTED) & frame[SORT_KEY].notna()
-    frame["rank"] = frame[SORT_KEY].where(ranked).rank(method="min", ascending=False).astype("Int64")
+    frame["rank"] = frame[SORT_KEY].where(ranked.to_numpy()).rank(method="min", ascending=False).astype("Int64")
     return frame
+
+
+def column_width(key: str) -> str:
+    """A column's width: a text column's own (`TEXT_WIDTHS`), else its header's on one line."""
+    return f"{TEXT_WIDTHS.get(key, len(key) * HEADER_CHAR_PX + CELL_PADDING_PX)}px"
+
+
+def shown_board(frame: pd.DataFrame) -> Any:
+    """The board as the table shows it: each number column in one format (accuracies and gaps to one
+    decimal, the rank and image count whole), a missing value as `–`; the data stay numbers (sorting)."""
+    formats = {
+        key: ("{:.0f}" if key == "rank" else "{:,.0f}" if key == "images" else "{:.1f}")
+        for key in frame.columns
+        if pd.api.types.is_numeric_dtype(frame[key])
+    }
+    return frame.style.format(formats, na_rep=MISSING_TEXT).hide(axis="index")
 
 
 def csv_frame(frame: pd.DataFrame) -> pd.DataFrame:

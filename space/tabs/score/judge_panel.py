@@ -77,7 +77,9 @@ class JudgePanel:
 
     def layout(self) -> tuple[gr.Markdown, gr.Dataframe]:
         summary = gr.Markdown(f"Judge `{self.key}` ({self.mode} mode) answers after the scorer.", elem_id="judge")
-        table = gr.Dataframe(headers=JUDGE_COLUMNS, label=f"Judge {self.key}: questions", interactive=False, wrap=True)
+        table = gr.Dataframe(
+            headers=JUDGE_COLUMNS, label=f"Judge {self.key}: questions", interactive=False, wrap=True, visible=False
+        )
         return summary, table
 
     def judge(self, upload: str | None, prompt_id: str | None, custom_prompt: str | None):

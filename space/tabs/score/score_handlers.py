@@ -128,8 +128,11 @@ class ScoreHandlers(SharedState):
             self._missing_weights = None
         try:
             return self.score_on_gpu(image, record, "upload", 0)
-        except MissingWeightsError as error:
-            again = f" This app looks for them again in {WEIGHTS_RETRY_SECONDS / 60:.0f} minutes."
-            message = weights_missing(error.model, markdown=False) + again
+        except MissingWeightsError:
+            # The tab's note (`scorer_notice`) says which weights and how to get them: said once, there.
+            message = (
+                "not scored: the scorer's model weights are not on this machine (the note at the top of this tab "
+                f"says how to get them; this app looks for them again in {WEIGHTS_RETRY_SECONDS / 60:.0f} minutes)"
+            )
             self._missing_weights = (time.monotonic(), message)
             raise UserError(message) from None

@@ -17,6 +17,7 @@ from typing import Any
 
 import gradio as gr
 
+from space.filled import shown_if_filled
 from space.resources import SCORE_CONCURRENCY
 from space.verdict_views import VERDICT_COLUMNS
 
@@ -86,7 +87,12 @@ def build(
                 score_button = gr.Button("Score", variant="primary")
             with gr.Column():
                 annotated = gr.Image(
-                    example.drawn if example else None, label="Annotated", format="png", type="pil", interactive=False
+                    example.drawn if example else None,
+                    label="Annotated",
+                    format="png",
+                    type="pil",
+                    interactive=False,
+                    visible=example is not None,  # shown once there is a verdict to draw
                 )
                 verdict = gr.Markdown(example.summary if example else "", elem_id="verdict")
         verdicts = gr.Dataframe(
@@ -95,6 +101,7 @@ def build(
             label="Objects and statements",
             interactive=False,
             wrap=True,
+            visible=example is not None,
         )
         if judging is not None:  # a VLM judge's answers beside the verdict (off by default)
             judge_outputs = judging.layout()
@@ -104,12 +111,13 @@ def build(
                 judge_outputs,
                 api_name="judge",
                 concurrency_limit=SCORE_CONCURRENCY,
-            )
-        result_file = gr.File(label="Result JSON")
+            ).then(shown_if_filled, judge_outputs[1], judge_outputs[1], api_name="internal", api_visibility="private")
+        result_file = gr.File(label="Result JSON", visible=False)
+        shown = [annotated, verdicts, result_file]
         score_button.click(
             on.score,
             [upload, prompt_pick, custom],
             [annotated, verdict, verdicts, result_file],
             api_name="score",
             concurrency_limit=SCORE_CONCURRENCY,  # with one event per client at once (`on.slots`)
-        )
+        ).then(shown_if_filled, shown, shown, api_name="internal", api_visibility="private")

@@ -14,10 +14,11 @@ import gradio as gr
 
 from dataset_builder.vocabulary import SAMPLES_PER_PROMPT
 from evaluator.config import EVALUATOR_VERSION
+from space.filled import filled
 from space.resources import SUBMIT_CONCURRENCY
 
 from .submit_handlers import SubmitHandlers
-from .submit_views import SUBMISSION_COLUMNS, SUBMISSION_TYPES, submit_help
+from .submit_views import NO_SUBMISSIONS, SUBMISSION_COLUMNS, SUBMISSION_TYPES, SUBMISSION_WIDTHS, submit_help
 
 
 def build(demo: gr.Blocks, on: SubmitHandlers, *, login_button: bool) -> Any:
@@ -51,10 +52,22 @@ def build(demo: gr.Blocks, on: SubmitHandlers, *, login_button: bool) -> Any:
         send = gr.Button("Submit", variant="primary")
         submit_status = gr.Markdown()
         submissions = gr.Dataframe(
-            headers=SUBMISSION_COLUMNS, datatype=SUBMISSION_TYPES, label="Submissions", interactive=False, wrap=True
+            headers=SUBMISSION_COLUMNS,
+            datatype=SUBMISSION_TYPES,
+            column_widths=SUBMISSION_WIDTHS,
+            label="Submissions",
+            interactive=False,
+            wrap=True,
+            visible=False,
+            elem_id="submissions",
         )
+        none_yet = gr.Markdown(NO_SUBMISSIONS, visible=False)
+        shown = [submissions, none_yet]
+        private: dict[str, Any] = {"api_name": "internal", "api_visibility": "private"}
         # verification jobs run apart: the list shows where each one is (its state and logs link)
-        gr.Button("Refresh the list").click(on.submissions, None, submissions, api_name="submissions")
+        gr.Button("Refresh the list").click(on.submissions, None, submissions, api_name="submissions").then(
+            _listed, submissions, shown, **private
+        )
         sent = send.click(
             on.submit,
             [results_upload, model_name, link, images_repo, revision],
@@ -62,5 +75,12 @@ def build(demo: gr.Blocks, on: SubmitHandlers, *, login_button: bool) -> Any:
             api_name="submit",
             concurrency_limit=SUBMIT_CONCURRENCY,  # one slot per client (`SubmitHandlers.submit`), so never all of them
         )
-    demo.load(on.submissions, None, submissions, api_name="internal", api_visibility="private")
+        sent.then(_listed, submissions, shown, **private)
+    demo.load(on.submissions, None, submissions, **private).then(_listed, submissions, shown, **private)
     return sent
+
+
+def _listed(submissions: Any) -> tuple[Any, Any]:
+    """The list shown when it has a submission, else the sentence saying what fills it."""
+    listed = filled(submissions)
+    return gr.update(visible=listed), gr.update(visible=not listed)

@@ -19,6 +19,9 @@ SUBMISSION_COLUMNS = ["submitted (UTC)", "model", "submitter", "status", "reason
 # The job column is Markdown (its logs link); every other cell is plain text.
 _LINK = re.compile(r"^https://[A-Za-z0-9.-]+(/[A-Za-z0-9._~%-]*)*$")  # a job page's address, nothing that ends a link
 SUBMISSION_TYPES: list[Literal["str", "markdown"]] = ["str", "str", "str", "str", "str", "markdown", "str"]
+# Widths that fit the table in 1,280 px with each header on at most two lines (the reason wraps in its cell).
+SUBMISSION_WIDTHS: list[str | int] = ["140px", "170px", "150px", "90px", "340px", "220px", "90px"]
+NO_SUBMISSIONS = "No submission yet: upload a results file above and it is listed here, with its verification."
 
 
 def job_cell(entry: Entry) -> str:

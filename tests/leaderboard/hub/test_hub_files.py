@@ -384,7 +384,7 @@ def test_publish_needs_the_space_address(home, hub_api, entries, capsys, monkeyp
 
 def test_an_entry_page_opens_that_entry_and_pending_ones_have_no_yaml(tmp_path, entries):
     from space.shared_state import WorkDir
-    from space.tabs.leaderboard.leaderboard_tab import LeaderboardHandlers
+    from space.tabs.leaderboard.leaderboard_handlers import LeaderboardHandlers
 
     store = SQLiteStore(tmp_path / "lb.sqlite")
     for entry in entries:

@@ -11,7 +11,7 @@ from leaderboard.store.entries import RegeneratedPair, Regeneration
 from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from leaderboard.text.submitted_names import plain_markdown
 from space.shared_state import WorkDir
-from space.tabs.leaderboard.leaderboard_tab import LeaderboardHandlers
+from space.tabs.leaderboard.leaderboard_handlers import LeaderboardHandlers
 
 
 def entry(name: str, status: str, **fields) -> Entry:
