@@ -88,3 +88,16 @@ def space_launch_settings() -> dict[str, Any]:
         "css": LAUNCH_KWARGS["css"],
         "max_file_size": SubmissionLimits().max_bytes // 2**20 * 2**20,
     }
+
+
+CLIENT_READ_SECONDS = 300.0  # one answer's read: gradio_client's 5 s default times out on a loaded machine
+
+
+def local_client(url: str, **kwargs: Any) -> Any:
+    """A gradio_client `Client` of the app at URL whose reads wait for a loaded machine: it fails on an
+    answer that is wrong, never on one that is slow (a heartbeat comes every 15 s while a job runs)."""
+    from gradio_client import Client
+
+    kwargs.setdefault("verbose", False)
+    kwargs.setdefault("httpx_kwargs", {"timeout": CLIENT_READ_SECONDS})
+    return Client(url, **kwargs)

@@ -21,7 +21,7 @@ from judges.registry import JudgeSpec
 from leaderboard.store.sqlite_store import SQLiteStore
 from space.app import build_app
 from tests.helpers.annotate_helpers import answer_pattern, expected_record, images_dataset, sample_of
-from tests.helpers.net import launch_local
+from tests.helpers.net import launch_local, local_client
 from tests.helpers.space_helpers import scene_png
 from validation.questions import prompt_questions
 
@@ -78,7 +78,7 @@ def app(prompts, tmp_path_factory):
 
     def client() -> Client:
         address = f"198.51.100.{len(clients) + 1}"  # what the proxy appends: one visitor per client
-        clients.append(Client(url, verbose=False, headers={"X-Forwarded-For": address}))
+        clients.append(local_client(url, verbose=False, headers={"X-Forwarded-For": address}))
         return clients[-1]
 
     yield {"client": client, "store": store, "sample": sample, "index": index, "judge": judge, "root": root}
@@ -176,12 +176,12 @@ def test_ninety_made_up_annotators_leave_a_real_one_an_image(prompts, tmp_path):
         prompts=prompts, store=store, annotation_sample=tmp_path / "sample.jsonl", forwarded_allow_ips="127.0.0.1"
     )
     url = launch_local(demo)
-    flooder = Client(url, verbose=False, headers={"X-Forwarded-For": "203.0.113.66"})
+    flooder = local_client(url, verbose=False, headers={"X-Forwarded-For": "203.0.113.66"})
     try:
         refused = 0
         for k in range(90):
             forged = (
-                Client(url, verbose=False, headers={"X-Forwarded-For": f"10.1.{k}.1, 203.0.113.66"})
+                local_client(url, verbose=False, headers={"X-Forwarded-For": f"10.1.{k}.1, 203.0.113.66"})
                 if k % 10 == 0
                 else flooder
             )
@@ -190,7 +190,7 @@ def test_ninety_made_up_annotators_leave_a_real_one_an_image(prompts, tmp_path):
             if forged is not flooder:
                 forged.close()
         assert refused == 87
-        real = Client(url, verbose=False, headers={"X-Forwarded-For": "198.51.100.200"})
+        real = local_client(url, verbose=False, headers={"X-Forwarded-For": "198.51.100.200"})
         page = real.predict("Real Annotator", api_name="/annotate_start")
         real.close()
         assert page[HEADER].startswith("### Image 1\n\n**Prompt:**"), page[HEADER]

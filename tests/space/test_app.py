@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from gradio_client import Client, handle_file
+from gradio_client import handle_file
 
 from dataset_builder.loading import load_prompts
 from dataset_builder.records import PromptIndex
@@ -19,8 +19,9 @@ from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from space.app import build_app
 from space.tabs.leaderboard.leaderboard_views import leaderboard_frame
 from space.tabs.score.score_views import grammar_markdown
+from tests.helpers.gradio_values import shown
 from tests.helpers.jobs_helpers import double_jobs
-from tests.helpers.net import launch_local, served_launch_settings, space_launch_settings
+from tests.helpers.net import launch_local, local_client, served_launch_settings, space_launch_settings
 from tests.helpers.space_helpers import (
     RectanglePerception,
     pinned_commit,
@@ -93,7 +94,7 @@ def server(prompts, data, tmp_path_factory):
         verify_backend=jobs,
         recheck_every=0.5,
     )
-    client = Client(launch_local(demo), verbose=False)
+    client = local_client(launch_local(demo), verbose=False)
     yield {"client": client, "store": store, "perception": perception, "demo": demo, "jobs": jobs}
     client.close()
     demo.close()
@@ -131,6 +132,7 @@ def settled(store, model_name: str, timeout: float = 240.0) -> Entry:
 
 
 def table(value) -> pd.DataFrame:
+    value = shown(value)  # a table shown only with rows answers with an update
     return pd.DataFrame(value["data"], columns=value["headers"])
 
 
@@ -354,7 +356,7 @@ def test_a_space_with_login_refuses_anonymous_submissions(prompts, data, tmp_pat
     """On a Hugging Face Space the per-user limits need an account: no sign-in, nothing stored."""
     store = SQLiteStore(tmp_path / "login.sqlite")
     demo = build_app(prompts=prompts[:10], store=store, perception=RectanglePerception(), require_login=True)
-    client = Client(launch_local(demo), verbose=False)
+    client = local_client(launch_local(demo), verbose=False)
     try:
         status, submissions = client.predict(
             handle_file(str(data["good"])), "Anon Model", "", IMAGES_REPO, "main", api_name="/submit"
@@ -436,11 +438,10 @@ def test_missing_weights_are_not_looked_for_on_every_click(prompts, tmp_path):
     # the message is Markdown with every punctuation mark escaped: compare the text it shows
     answers = [re.sub(r"\\(.)", r"\1", on.score(scene, prompts[0].prompt_id, "")[1]) for _ in range(3)]
     assert len(calls) == 1 and answers[0] == answers[1] == answers[2]
+    # said once, in one line: the notice at the top of the tab holds the whole advice (its command)
     assert answers[0] == (
-        "**Error:** Scoring needs the evaluator's model weights (RFDETRSegXLarge), and they are not on this machine. "
-        "Fetch them once with negt2ibench download-models (it needs internet access), then start this app again, or "
-        "start it with negt2ibench serve --weights-dir DIR on a folder that download-models --dir DIR filled. This "
-        "app looks for them again in 5 minutes."
+        "**Error:** not scored: the scorer's model weights are not on this machine (the note at the top of this tab "
+        "says how to get them; this app looks for them again in 5 minutes)"
     )
     on.work_dir.cleanup()
 

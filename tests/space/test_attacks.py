@@ -32,8 +32,9 @@ from leaderboard.intake.identity import address_identity
 from leaderboard.intake.submissions import ImagesUnreachable, ParquetImages, SubmissionLimits
 from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from space.app import build_app
+from tests.helpers.gradio_values import shown as update_value
 from tests.helpers.jobs_helpers import double_jobs
-from tests.helpers.net import launch_local
+from tests.helpers.net import launch_local, local_client
 from tests.helpers.space_helpers import RectanglePerception, scene_png, wait_for, write_images_dataset, write_results
 
 SPLIT = "toy_model"
@@ -84,7 +85,7 @@ class Launched:
 
     def client(self, forwarded_for: str | None = None) -> Client:
         headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else None
-        self.clients.append(Client(self.url, verbose=False, headers=headers))
+        self.clients.append(local_client(self.url, verbose=False, headers=headers))
         return self.clients[-1]
 
     def close(self) -> None:
@@ -350,10 +351,11 @@ def test_rewritten_causes_lookalike_names_and_retries_get_nothing(behind_proxy, 
     board, _, picker, waiting = viewer.predict(api_name="/leaderboard")
     ranked = {row[board["headers"].index("model")] for row in board["data"]}
     assert "Second Try" not in ranked and "Cause Model" not in ranked and "First Model" in ranked
-    held = [row for row in waiting["data"] if row[0] == "Second Try"]
+    held = [row for row in update_value(waiting)["data"] if row[0] == "Second Try"]
     assert held and held[0][1] == "held" and "held: a spot check rejected" in held[0][2]
     # 4. its detail: the claimed numbers are marked in the table itself
     status, _, causes = viewer.predict("Second Try", api_name="/model_detail")
+    causes = update_value(causes)
     assert "held" in shown(status) and causes["data"]
     assert all(row[0].endswith("(claimed, not verified)") for row in causes["data"])
 

@@ -16,8 +16,9 @@ import yaml
 from negt2ibench.cli import main
 from negt2ibench.core.errors import UserError
 from space.deploy import assemble_space, deploy_space, space_requirements
+from tests.helpers.gradio_values import shown as update_value
 from tests.helpers.hub_helpers import RecordingHfApi, http_error
-from tests.helpers.net import free_port, served_launch_settings, space_launch_settings
+from tests.helpers.net import free_port, local_client, served_launch_settings, space_launch_settings
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -166,9 +167,8 @@ def test_serve_runs_the_app_on_localhost(tmp_path):
     try:
         assert (tmp_path / "home" / "leaderboard.sqlite").exists()
         assert served_launch_settings(url) == space_launch_settings()  # as launch_local
-        from gradio_client import Client
 
-        client = Client(url, verbose=False, download_files=str(tmp_path / "downloads"))
+        client = local_client(url, verbose=False, download_files=str(tmp_path / "downloads"))
         client.predict(api_name="/leaderboard")  # writes the CSV into the app's temporary folder
         client.close()
         [work_dir] = list(tmp_path.glob("negt2i_space_*"))
@@ -187,19 +187,18 @@ def test_serve_demo_fills_every_tab_from_the_examples_offline_and_leaves_nothing
 
     process, url, log_path = start_serve(tmp_path, "--demo")
     try:
-        from gradio_client import Client
-
-        client = Client(url, verbose=False, download_files=False)
+        client = local_client(url, verbose=False, download_files=False)
         board, _, _, awaiting = client.predict(api_name="/leaderboard")
         models = [row[board["headers"].index("model")] for row in board["data"]]
         assert models == ["SD 1.5 + NegationCLIP", "SD 1.5", VERIFIED_NAME]  # synthetic: below the paper's rows
-        assert [row[0] for row in awaiting["data"]] == [PENDING_NAME]
+        assert [row[0] for row in update_value(awaiting)["data"]] == [PENDING_NAME]
         summary, thumbnails, *_ = client.predict(
             VERIFIED_NAME, "any", "any", "any", "any", "any", 1, api_name="/gallery"
         )
-        assert "192 of 192 images match" in summary and len(thumbnails) == 24
+        assert "192 of 192 images match" in summary and len(update_value(thumbnails)) == 24
         header, _, compared, shown, *_ = client.predict("color_pos1_neg0_000", api_name="/compare")
         assert f"1. **{VERIFIED_NAME}** (verified)" in re.sub(r"\\(.)", r"\1", compared)  # its full name
+        shown = update_value(shown)
         assert len(shown) == 4  # its four scenes, one per sample: every slot an image
         assert not [item for item in shown if "unavailable" in str(item).lower()]
         client.close()

@@ -26,9 +26,10 @@ from leaderboard.store.image_sources import ImagesUnreachable, ParquetImages
 from leaderboard.store.sqlite_store import SQLiteStore, Verification
 from space.app import build_app
 from tests.helpers.gallery_helpers import add_entry, some_prompts, varied_results
+from tests.helpers.gradio_values import shown as update_value
 from tests.helpers.hub_helpers import RecordingHfApi, leaderboard_payload
 from tests.helpers.name_cases import DISTINCT, LOOKALIKES, OWNER_NAME
-from tests.helpers.net import launch_local
+from tests.helpers.net import launch_local, local_client
 from tests.helpers.space_helpers import RectanglePerception, write_images_dataset, write_results
 
 SPLIT = "toy_model"
@@ -63,7 +64,7 @@ class App:
 
     def client(self, forwarded_for: str | None = None) -> Client:
         headers = {"X-Forwarded-For": forwarded_for} if forwarded_for else None
-        self.clients.append(Client(self.url, verbose=False, headers=headers, download_files=False))
+        self.clients.append(local_client(self.url, verbose=False, headers=headers, download_files=False))
         return self.clients[-1]
 
     def close(self):
@@ -331,14 +332,14 @@ def test_the_files_and_figures_of_an_unverified_entry_say_so(prompts, tmp_path):
         client = app.client()
         client.predict(api_name="/leaderboard")
         setting_plot, causes_plot, files = client.predict(long_name, api_name="/model_figures")
-        paths = [f["path"] if isinstance(f, dict) else f.path for f in files]
+        paths = [f["path"] if isinstance(f, dict) else f.path for f in update_value(files)]
         assert len(paths) == 3 and all(path.endswith("_claimed_not_verified.csv") for path in paths)
         for path in paths:
             frame = pd.read_csv(path)
             assert not frame.empty and set(frame["verification"]) == {"claimed, not verified (pending)"}
         from space.tabs.leaderboard.detail_figures_tab import DetailFigures
 
-        accuracy, causes, _ = DetailFigures(store, demo.work_dir).figures(long_name)
+        accuracy, causes, _ = (update["value"] for update in DetailFigures(store, demo.work_dir).figures(long_name))
         for figure in (accuracy, causes):  # the mark leads the title; the name wraps below it
             assert figure.get_suptitle().splitlines()[0] == "claimed, not verified"
             assert all(len(line) <= 64 for line in figure.get_suptitle().splitlines())

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from gradio_client import Client
 from PIL import Image
 
 from dataset_builder.loading import load_prompts
@@ -26,7 +25,8 @@ from space.tabs.gallery import gallery_views
 from space.verdict_views import verdict_frame, verdict_summary
 from space.verified_images import verified_views
 from tests.helpers.gallery_helpers import CountingImages, add_entry, images_repo, some_prompts, varied_results
-from tests.helpers.net import launch_local
+from tests.helpers.gradio_values import shown
+from tests.helpers.net import launch_local, local_client
 from tests.helpers.space_helpers import RectanglePerception
 
 ANY = gallery_views.ANY
@@ -54,7 +54,7 @@ def world(tmp_path_factory):
         prompts=prompts, store=store, perception=RectanglePerception(), open_images=images, recheck_every=None
     )
     # Files stay on the server (the same machine): no download of every thumbnail of every page.
-    client = Client(launch_local(demo), verbose=False, download_files=False)
+    client = local_client(launch_local(demo), verbose=False, download_files=False)
     yield {"client": client, "images": images, "records": records, "index": PromptIndex(prompts), "demo": demo}
     client.close()
     demo.close()
@@ -68,6 +68,11 @@ def plain(markdown: str) -> str:
 def served(file) -> str:
     """The server's path of a file output (the client does not download it)."""
     return file["path"] if isinstance(file, dict) else file.path
+
+
+def files_of(output) -> list:
+    """A file box's files, as the client gives them (an update when the box is shown only with files)."""
+    return shown(output) or []
 
 
 def table(value) -> pd.DataFrame:
@@ -240,7 +245,7 @@ def test_model_figures_come_with_their_data_as_csv(world):
     world["client"].predict(api_name="/leaderboard")  # fills the model picker, as opening the app does
     setting_plot, causes_plot, files = world["client"].predict("Model A", api_name="/model_figures")
     assert setting_plot is not None and causes_plot is not None
-    data = {Path(served(f)).name: pd.read_csv(served(f)) for f in files}
+    data = {Path(served(f)).name: pd.read_csv(served(f)) for f in files_of(files)}
     assert sorted(data) == [
         "model_a_accuracy_by_setting.csv",
         "model_a_failure_causes.csv",
@@ -256,4 +261,7 @@ def test_model_figures_come_with_their_data_as_csv(world):
     failed = [s.cause for r in records for s in r.statements if not s.satisfied]
     assert causes.groupby("cause")["count"].sum().to_dict() == {c: failed.count(c) for c in CAUSES}
     _, _, files = world["client"].predict("Waiting", api_name="/model_figures")  # a pending entry: its claims
-    assert sorted(Path(served(f)).name for f in files)[0] == "waiting_accuracy_by_setting_claimed_not_verified.csv"
+    assert (
+        sorted(Path(served(f)).name for f in files_of(files))[0]
+        == "waiting_accuracy_by_setting_claimed_not_verified.csv"
+    )

@@ -13,7 +13,6 @@ from types import SimpleNamespace
 
 import gradio as gr
 import pytest
-from gradio_client import Client
 from PIL import Image
 
 import space.app
@@ -28,7 +27,7 @@ from space.app import Handlers, build_app
 from space.gpu_budget import score_seconds
 from space.shared_state import WorkDir
 from space.tabs.score.judge_panel import JudgePanel
-from tests.helpers.net import launch_local
+from tests.helpers.net import launch_local, local_client
 from tests.helpers.space_helpers import RectanglePerception, pinned_commit, scene_png, wait_for, write_results
 
 PROMPT_ID = "directional_pos1_neg0_003"  # a motorcycle left of a bowl: the double's layout passes it
@@ -150,7 +149,7 @@ def test_a_gpu_function_runs_inside_a_request_and_refuses_outside_one(zero_gpu, 
     with gr.Blocks() as demo:
         button, verdict = gr.Button(), gr.Textbox()
         button.click(score, button, verdict, api_name="score")
-    client = Client(launch_local(demo), verbose=False)
+    client = local_client(launch_local(demo), verbose=False)
     try:
         assert client.predict("go", api_name="/score") == "PASS"  # a visitor's request: it runs
     finally:

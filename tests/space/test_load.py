@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gradio_client import Client, handle_file
+from gradio_client import handle_file
 
 from dataset_builder.loading import load_prompts
 from leaderboard.store.sqlite_store import SQLiteStore
-from tests.helpers.net import free_port
+from tests.helpers.net import free_port, local_client
 from tests.helpers.space_helpers import wait_for, write_results
 
 SPLIT = "toy_model"
@@ -132,7 +132,7 @@ class Burst:
 
     def _submit_all(self, url: str, k: int) -> None:
         try:
-            client = Client(url, verbose=False, headers={"X-Forwarded-For": f"198.51.100.{k + 1}"})
+            client = local_client(url, verbose=False, headers={"X-Forwarded-For": f"198.51.100.{k + 1}"})
         except Exception as error:  # noqa: BLE001 - the server was killed
             self.errors.append(f"client {k}: {error}")
             return

@@ -27,8 +27,9 @@ from leaderboard.text.submitted_names import plain_markdown
 from negt2ibench.core.hf_jobs import HfJobs, JobPackage
 from space.app import build_app
 from tests.helpers.generation_helpers import write_prompts_jsonl
+from tests.helpers.gradio_values import shown
 from tests.helpers.jobs_helpers import JobsHfApi, double_jobs
-from tests.helpers.net import launch_local
+from tests.helpers.net import launch_local, local_client
 from tests.helpers.regen_helpers import best_of_four_split, regen_world, scored_results
 from tests.helpers.space_helpers import (
     RectanglePerception,
@@ -77,7 +78,7 @@ def test_a_job_killed_mid_run_is_relaunched_and_one_outcome_lands(prompts, data,
         recheck_every=0.2,
         resolve_revision=pinned_commit,
     )
-    client = Client(launch_local(demo), verbose=False)
+    client = local_client(launch_local(demo), verbose=False)
     try:
         assert "status **validated**" in submit(client, data["good"], "Toy Model")
         [entry] = store.list_entries()
@@ -134,7 +135,7 @@ def test_the_submit_tab_shows_each_state_of_a_hub_job(prompts, data, tmp_path):
         recheck_every=0.1,
         resolve_revision=pinned_commit,
     )
-    client = Client(launch_local(demo), verbose=False)
+    client = local_client(launch_local(demo), verbose=False)
 
     def shown() -> str:
         return submissions(client).iloc[0]["verification job"]
@@ -186,11 +187,11 @@ def test_an_honest_tiny_model_entry_gets_its_fresh_draw_and_a_best_of_four_one_i
         prompts=world["prompts"], store=store, perception=RectanglePerception(), verify_backend=jobs,
         recheck_every=0.2, images_from=world["images"],
     )  # fmt: skip
-    client = Client(launch_local(demo), verbose=False)
+    client = local_client(launch_local(demo), verbose=False)
 
     def page(entry_id: str):
         text, gallery = client.predict(entry_id, api_name="/entry_page")
-        return text, gallery
+        return text, shown(gallery)
 
     try:
         client.predict(handle_file(str(files["honest"])), "Tiny Honest", "", "org/honest", "main", api_name="/submit")

@@ -40,6 +40,7 @@ from leaderboard.store.ranking import REPORTED
 from leaderboard.store.sqlite_store import Entry, SQLiteStore, Verification
 from negt2ibench.cli import main
 from tests.helpers.hub_helpers import RecordingHfApi, http_error, leaderboard_payload
+from tests.helpers.net import local_client
 
 REPO = Path(__file__).resolve().parents[3]
 SPACE = "https://huggingface.co/spaces/org/negt2ibench-space"
@@ -424,7 +425,6 @@ def test_an_entry_page_opens_that_entry_and_pending_ones_have_no_yaml(tmp_path, 
 @pytest.mark.slow
 def test_the_app_shows_the_hub_column_status_and_yaml_and_survives_an_unreachable_hub(tmp_path, entries):
     import pandas as pd
-    from gradio_client import Client
 
     from dataset_builder.loading import load_prompts
     from space.app import build_app
@@ -449,7 +449,7 @@ def test_the_app_shows_the_hub_column_status_and_yaml_and_survives_an_unreachabl
     def readings():
         return sum(name == "get_dataset_leaderboard" for name, _ in api.calls)
 
-    client = Client(launch_local(demo), verbose=False)
+    client = local_client(launch_local(demo), verbose=False)
     try:
         wait_for(lambda: readings() >= 2, "the Hub read at start-up, then again")  # periodic, not once
         board, _, _, _ = client.predict(api_name="/leaderboard")
@@ -479,7 +479,7 @@ def test_the_app_shows_the_hub_column_status_and_yaml_and_survives_an_unreachabl
             hub_dataset=DATASET,
             hub_api=lambda: api,
         )
-        other = Client(launch_local(fresh), verbose=False)
+        other = local_client(launch_local(fresh), verbose=False)
         try:
             board_of_fresh = fresh.hub_reader.run.__self__  # the app's HubLeaderboard
             wait_for(lambda: board_of_fresh.snapshot.tried_at is not None, "the fresh app's first (failing) reading")

@@ -114,12 +114,16 @@ def test_an_entry_not_verified_is_marked_claimed_in_the_figures(tmp_path):
     store = SQLiteStore(tmp_path / "lb.sqlite")
     for name, status in (("Sure", "verified"), ("Maybe", "pending")):
         row = {"model": name, "1:0": 40.0, "overall": 10.0}
-        store.add_submission(Entry(model_name=name, model_key=name.lower(), submitter=name, status=status, row=row))
+        detail = {"failure_causes": {"color": {"wrong_value": 3, "failed": 3}}}  # something to draw in each figure
+        store.add_submission(
+            Entry(model_name=name, model_key=name.lower(), submitter=name, status=status, row=row, detail=detail)
+        )
     work = WorkDir()
     try:
         on = DetailFigures(store, work)
-        sure, _, _ = on.figures("Sure")
-        maybe, maybe_causes, files = on.figures("Maybe")
+        sure, _, _ = (update["value"] for update in on.figures("Sure"))  # each shown: it has content
+        maybe, maybe_causes, files = (update["value"] for update in on.figures("Maybe"))
+        assert all(update["visible"] for update in on.figures("Maybe"))
         assert sure.get_suptitle() == "Sure: accuracy by setting"
         assert maybe.get_suptitle() == "claimed, not verified\nMaybe: accuracy by setting"
         assert maybe_causes.get_suptitle().startswith("claimed, not verified\n") and len(files) == 3
@@ -130,7 +134,8 @@ def test_an_entry_not_verified_is_marked_claimed_in_the_figures(tmp_path):
             assert path.endswith("_claimed_not_verified.csv")
             assert set(pd.read_csv(path)["verification"]) <= {"claimed, not verified (pending)"}
         assert "verification" in pd.read_csv(files[0]) and len(pd.read_csv(files[0])) == 1
-        nobody = on.figures("Nobody")
-        assert nobody[2] == [] and nobody[0].axes[0].texts
+        nobody = on.figures("Nobody")  # no such model: nothing drawn, no empty frame, no file box
+        assert [(update["value"], update["visible"]) for update in nobody[:2]] == [(None, False), (None, False)]
+        assert nobody[2]["visible"] is False
     finally:
         work.cleanup()

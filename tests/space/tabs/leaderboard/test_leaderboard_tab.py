@@ -26,12 +26,14 @@ def test_the_board_is_read_again_and_its_timer_runs_while_something_awaits(tmp_p
     on = LeaderboardHandlers(store, WorkDir())
     store.add_submission(entry("Ranked", "verified"))
     *_, awaiting, timer = on.refresh(None)
-    assert awaiting.empty and timer.active is False and on.timer_state().active is False
+    assert awaiting["visible"] is False and awaiting["value"].empty  # nothing waits: no empty table drawn
+    assert timer.active is False and on.timer_state().active is False
     store.add_submission(entry("Waiting", "validated"))  # what a submission leaves behind
     board, _, picker, awaiting, timer = on.refresh("Ranked")
-    assert list(awaiting["model"]) == ["Waiting"] and timer.active is True and on.timer_state().active is True
+    assert awaiting["visible"] is True and list(awaiting["value"]["model"]) == ["Waiting"]
+    assert timer.active is True and on.timer_state().active is True
     assert picker["value"] == "Ranked" and set(picker["choices"]) == {"Ranked", "Waiting"}  # the pick kept
-    assert list(board["model"][:1]) == ["Ranked"]
+    assert list(board.data["model"][:1]) == ["Ranked"]  # the board as shown: a Styler over the frame
     on.work_dir.cleanup()
 
 
@@ -63,10 +65,10 @@ def test_the_filter_hides_entries_whose_images_were_not_reproduced_and_the_csv_f
     store.add_submission(entry("Open", "verified", regeneration=Regeneration(outcome="reproduced", reason="ok")))
     store.add_submission(entry("Closed", "verified"))
     board, csv_path = on.filtered(True)
-    assert "Closed" not in set(board["model"]) and "Open" in set(board["model"])
+    assert "Closed" not in set(board.data["model"]) and "Open" in set(board.data["model"])
     assert "Closed" not in open(csv_path, encoding="utf-8").read()
     board, csv_path = on.filtered(False)
-    assert "verified · images not reproduced" in set(board["status"])
+    assert "verified · images not reproduced" in set(board.data["status"])
     assert "images not reproduced" in open(csv_path, encoding="utf-8").read()
     assert [type(update).__name__ for update in on.filtered_if(False)] == ["dict", "dict"]  # gr.skip(): as it is
     on.work_dir.cleanup()
@@ -85,6 +87,8 @@ def test_an_entrys_page_shows_any_entry_by_its_id_with_its_pairs_side_by_side(tm
         entry("Best *of* 4", "rejected", regeneration=caught, reason="regeneration check: 40 of 40 ...")
     )
     page, shown = on.entry_details(rejected.submission_id[:8].upper())
+    assert shown["visible"] is True
+    shown = shown["value"]
     assert page.startswith(f"### Best \\*of\\* 4 (entry {rejected.submission_id[:8]})")  # a name is plain text
     assert "**Status**: " + plain_markdown("rejected: regeneration check: 40 of 40") in page
     assert "The first 8 pairs are below" in page
@@ -94,11 +98,13 @@ def test_an_entrys_page_shows_any_entry_by_its_id_with_its_pairs_side_by_side(tm
         == "color_pos1_neg0_000 sample 0: similarity 0.05, not the model's own: similarity 0.05 is below 0.5"
     )
     assert "no entry" in on.entry_details("0000")[0] and "no entry" in on.entry_details("ffffffffff")[0]
-    assert on.entry_details("")[0].startswith("Open an entry's page") and on.entry_details("")[1] == []
+    assert on.entry_details("")[0].startswith("Its id (the Submit tab lists them)")
+    assert on.entry_details("")[1] == {"__type__": "update", "value": [], "visible": False}  # no empty gallery
     honest = store.add_submission(
         entry("Honest", "verified", regeneration=Regeneration(outcome="reproduced", reason="ok", pairs=pairs(True, 3)))
     )
-    assert len(on.model_pairs("Honest")) == 3 and on.model_pairs("Best *of* 4") == []  # not in the picker
+    assert len(on.model_pairs("Honest")["value"]) == 3 and on.model_pairs("Honest")["visible"] is True
+    assert on.model_pairs("Best *of* 4")["visible"] is False  # not in the picker: no pairs, no frame
     page, _ = on.entry_details(honest.submission_id)
     assert "**Fresh draw**: not done yet; its seed is revealed here once it is." in page
     on.work_dir.cleanup()
