@@ -30,6 +30,7 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont, PngImagePlugin
@@ -156,7 +157,7 @@ def draw_scene(prompt: PromptRecord, layout: Sequence[DrawnObject], size: tuple[
 
 def read_layout(image: Image.Image) -> list[DrawnObject] | None:
     """The layout a scene's PNG carries (`draw_scene`), or None for any other picture."""
-    text = image.info.get(LAYOUT_KEY)
+    text = (getattr(image, "info", None) or {}).get(LAYOUT_KEY)
     if not isinstance(text, str):
         return None
     return [DrawnObject(item["name"], tuple(item["box"]), item.get("value", "")) for item in json.loads(text)]
@@ -168,11 +169,12 @@ class DrawingReader:
     A picture without a layout (not one of the demo's scenes) has nothing in it.
     """
 
-    def observe(self, images: list[Image.Image], prompts: list[PromptRecord]) -> list[ImageObservation]:
+    def observe(self, images: Sequence[Any], prompts: Sequence[PromptRecord]) -> list[ImageObservation]:
         """One observation per (image, prompt).
 
         Args:
-            images: the scenes (PIL images opened from `draw_scene`'s PNGs).
+            images: the scenes (PIL images opened from `draw_scene`'s PNGs; a PIL image without a layout has
+                nothing in it).
             prompts: their prompts, in the same order.
 
         Returns:
