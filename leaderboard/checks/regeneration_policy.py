@@ -51,8 +51,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from scipy.stats import binom
-
 from leaderboard.checks.sampling_plan import draw_positions, sampled_check_plan
 from leaderboard.checks.spot_check_policy import sample_seed
 
@@ -103,6 +101,8 @@ class RegenerationPlan:
         Returns:
             The probability that the sample holds at most `max_not_own` images below the threshold.
         """
+        from scipy.stats import binom  # only when a probability is asked for
+
         return float(binom.cdf(self.max_not_own, self.sample_size, share * (1 - impostor)))
 
     def false_reject(self, miss: float = HONEST_MISS_RATE) -> float:
@@ -114,6 +114,8 @@ class RegenerationPlan:
         Returns:
             The probability that the sample holds more than `max_not_own` of them.
         """
+        from scipy.stats import binom  # only when a probability is asked for
+
         return float(binom.sf(self.max_not_own, self.sample_size, miss))
 
     def describe(self) -> str:

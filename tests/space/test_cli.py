@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -368,3 +369,31 @@ def test_the_address_said_is_one_a_browser_here_opens(host, url):
     from space.serving import local_url
 
     assert local_url(host, 80) == url
+
+
+BUILT_WITHOUT = """
+import sys
+from dataset_builder.loading import load_prompts
+from leaderboard.store.sqlite_store import SQLiteStore
+from space.app import build_app
+demo = build_app(prompts=load_prompts(None), store=SQLiteStore(sys.argv[1]), recheck_every=None, hub_dataset="")
+print(sorted(name for name in ("scipy.stats", "scipy.ndimage", "scipy.spatial", "torch") if name in sys.modules))
+demo.close()
+"""
+
+
+@pytest.mark.slow  # a fresh process imports gradio and builds the app
+def test_the_app_is_built_without_scipys_statistics_or_images(tmp_path):
+    """What the start-up needs not (benchmarks/RESULTS.md, "Starting the Space"): the spot check's and
+    the regeneration check's plans are written down (`sampling_plan.SEARCHED_PLANS`), the geometry's
+    scipy is imported when a mask is measured, torch when a model loads."""
+    done = subprocess.run(
+        [sys.executable, "-c", BUILT_WITHOUT, str(tmp_path / "lb.sqlite")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO), "NEGT2I_HOME": str(tmp_path / "home")},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-1] == "[]"
