@@ -141,7 +141,7 @@ class FairQueue:
 
 class FairFetcher:
     """`FairQueue` on worker threads: `submit` queues a job and returns it; `job.over` is set when it
-    has ended (its `result` or `error` set), was dropped, or was asked to stop."""
+    has ended (its `result` or `error` set), was dropped or shed, or was asked to stop."""
 
     def __init__(self, queue: FairQueue, name: str = "negt2i-gallery"):
         self.queue = queue
