@@ -28,8 +28,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import ndimage
-from scipy.spatial import cKDTree
 
 _SQRT2 = math.sqrt(2.0)
 # Rough relative costs of the three exact ways to find the pixels within reach of a mask
@@ -181,6 +179,8 @@ def _nearest_distance(mask_a: np.ndarray, a: MaskGeometry, mask_b: np.ndarray, b
     """
     if _overlap(mask_a, a, mask_b, b):
         return 0.0
+    from scipy.spatial import cKDTree  # here, not at the top: the Space imports the rules, not this
+
     margin = _box_distance(a, b) + 8.0
     while True:
         edge_a = _edge_points_near(mask_a, a, b, margin)
@@ -274,7 +274,7 @@ def facing_window(
     }
     method = min(costs, key=costs.__getitem__)
     if method == "edt":
-        distance = ndimage.distance_transform_edt(~mask_b[wy0 : wy1 + 1, wx0 : wx1 + 1])
+        distance = _distance_to(mask_b[wy0 : wy1 + 1, wx0 : wx1 + 1])
         within = distance[oy0 - wy0 : oy1 - wy0 + 1, ox0 - wx0 : ox1 - wx0 + 1] <= reach
     elif method == "kd":
         within = _within_reach_kd(edge_b, candidates, oy0, ox0, reach)
@@ -282,6 +282,13 @@ def facing_window(
         within = _within_reach_spans(edge_b, oy0, ox0, candidates.shape, reach)
     facing[region] |= candidates & within
     return cy0, cx0, facing
+
+
+def _distance_to(mask: np.ndarray) -> np.ndarray:
+    """Each pixel's Euclidean distance to the nearest set pixel of `mask` (0 on them): scipy's EDT."""
+    from scipy import ndimage  # here, not at the top: the Space imports the rules, not this (0.5 s of its start)
+
+    return ndimage.distance_transform_edt(~mask)
 
 
 def _within_reach_kd(edge: np.ndarray, candidates: np.ndarray, y0: int, x0: int, reach: float) -> np.ndarray:
@@ -292,6 +299,8 @@ def _within_reach_kd(edge: np.ndarray, candidates: np.ndarray, y0: int, x0: int,
     (triangle inequality: every pixel of a t × t tile is within (t − 1)/√2 of its centre); the
     others are split in four, down to single pixels, so only pixels near the rim are queried.
     """
+    from scipy.spatial import cKDTree
+
     tree = cKDTree(edge)
     height, width = candidates.shape
     padded = np.zeros((-(-height // _TILE) * _TILE, -(-width // _TILE) * _TILE), bool)

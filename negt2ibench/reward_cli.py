@@ -12,6 +12,8 @@ from negt2ibench.core.options import (
     add_device_option,
     add_prompts_option,
     add_weights_dir_option,
+    host,
+    port,
     positive_int,
 )
 from negt2ibench.reward_server import DEFAULT_HOST, DEFAULT_PORT
@@ -58,8 +60,10 @@ def register(subparsers) -> None:
         default=["geneval"],
         help="which metadata it scores: geneval (GenEval's), negation (NegT2IBench's), or both (default: geneval)",
     )
-    serve.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default: {DEFAULT_HOST}, this machine)")
-    serve.add_argument("--port", type=positive_int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT})")
+    serve.add_argument(
+        "--host", type=host, default=DEFAULT_HOST, help=f"address to bind (default: {DEFAULT_HOST}, this machine)"
+    )
+    serve.add_argument("--port", type=port, default=DEFAULT_PORT, help=f"port, 1 to 65535 (default: {DEFAULT_PORT})")
     serve.add_argument(
         "--workers", type=positive_int, metavar="N", help="worker processes (default: one per visible GPU, else 1)"
     )

@@ -4,7 +4,11 @@ Space folder and its upload). `negt2ibench leaderboard ...` is registered by `le
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import socket
+import sys
+import time
 from pathlib import Path
 
 from dataset_builder.layout import DEFAULT_DATASET_DIR
@@ -12,15 +16,39 @@ from negt2ibench.core.errors import UsageError, UserError
 from negt2ibench.core.options import (
     add_home_option,
     add_weights_dir_option,
-    positive_int,
+    host,
+    port,
     repo_id,
 )
 
 DEFAULT_DATASET = DEFAULT_DATASET_DIR
 
 
+def _say(stage: str) -> None:
+    """One line of `serve`'s progress, on stderr as it happens (stdout keeps what was chosen)."""
+    print(f"serve: {stage}", file=sys.stderr, flush=True)
+
+
+def _check_free(host: str, port: int) -> None:
+    """Refuse now, before the app loads, a port another server listens on or a host that names no
+    address of this machine; the probe binds as the server will (uvicorn: IPv6 when the host has a
+    colon, SO_REUSEADDR, so only a listener counts), then lets go."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except (socket.gaierror, UnicodeError) as error:
+            raise UserError(f"--host {host}: no such host here ({error})") from None
+        except OSError as error:
+            if error.errno == errno.EADDRNOTAVAIL:
+                raise UserError(f"--host {host}: not an address of this machine") from None
+            reason = "in use (another server listens there)" if error.errno == errno.EADDRINUSE else error.strerror
+            raise UserError(f"--port {port} on {host}: {reason}; pick another port") from None
+
+
 def _serve_demo(args: argparse.Namespace) -> int:
     """`serve --demo`: the Space on the shipped synthetic examples, in a temporary folder removed at the end."""
+    started = time.monotonic()
     given = [
         flag
         for flag, value in (("--dataset", args.dataset), ("--home", args.home), ("--images-from", args.images_from))
@@ -29,26 +57,29 @@ def _serve_demo(args: argparse.Namespace) -> int:
     given += ["--annotation-sample"] if args.annotation_sample is not None else []
     if given:
         raise UsageError(f"--demo brings its own prompts, store and sample: drop {', '.join(given)}")
+    _check_free(args.host, args.port)
     import tempfile
 
+    _say("importing gradio and the app …")
     from .app import LAUNCH_KWARGS, build_app
     from .demo import demo_setup
+    from .serving import serve
 
     with tempfile.TemporaryDirectory(prefix="negt2i_demo_") as folder:
+        _say("writing the synthetic examples and the demo's leaderboard store …")
         setup = demo_setup(folder)
-        print(f"demo: synthetic examples and a leaderboard store in {folder} (removed when it stops)")
+        print(f"demo: synthetic examples and a leaderboard store in {folder} (removed when it stops)", flush=True)
+        _say("building the app …")
         demo = build_app(
             forwarded_allow_ips=args.forwarded_allow_ips, weights_dir=args.weights_dir, **setup.app_kwargs()
         )
-        demo.launch(server_name=args.host, server_port=args.port, **LAUNCH_KWARGS)
+        serve(demo, args.host, args.port, LAUNCH_KWARGS, _say, started)
     return 0
 
 
-def _serve(args: argparse.Namespace) -> int:
-    if args.demo:
-        return _serve_demo(args)
-    if args.home:
-        os.environ["NEGT2I_HOME"] = str(args.home)
+def _check_serve_inputs(args: argparse.Namespace) -> Path | None:
+    """The dataset `serve` reads (None: the corpus built in memory), after the checks that need no
+    loading: the folders and files named, the judge's key, the port."""
     dataset = args.dataset
     if dataset is not None and not Path(dataset).exists():
         raise UserError(f"no dataset at {dataset}: run `negt2ibench build --out {dataset}` first, or omit --dataset")
@@ -64,18 +95,37 @@ def _serve(args: argparse.Namespace) -> int:
         from judges.registry import get_spec
 
         get_spec(args.judge)  # an unknown key fails now, before the app is built
+    _check_free(args.host, args.port)
+    return Path(dataset) if dataset is not None else None
+
+
+def _serve(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    if args.demo:
+        return _serve_demo(args)
+    if args.home:
+        os.environ["NEGT2I_HOME"] = str(args.home)
+    dataset = _check_serve_inputs(args)
+    from dataset_builder.loading import load_prompts
     from leaderboard.store.sqlite_store import open_store
 
-    from .app import LAUNCH_KWARGS, build_app
-
+    _say(f"loading the prompts ({dataset or 'the corpus, built in memory'}) …")
+    prompts = load_prompts(dataset)  # unreadable prompts: a one-line UserError
+    _say("opening the leaderboard store …")
     store = open_store()
-    print(f"prompts: {dataset or 'built in memory (default seed)'}; leaderboard store: {store!r}")
+    print(f"prompts: {dataset or 'built in memory (default seed)'}; leaderboard store: {store!r}", flush=True)
     if args.annotation_sample:
         print(f"annotation sample: {args.annotation_sample} (the Annotate tab)")
     if args.judge:
-        print(f"judge beside the scorer: {args.judge} ({args.judge_mode or 'pos'} mode)")
-    demo = build_app(  # unreadable prompts, sample or an unknown judge: a one-line UserError
+        print(f"judge beside the scorer: {args.judge} ({args.judge_mode or 'pos'} mode)", flush=True)
+    _say("importing gradio and the app …")
+    from .app import LAUNCH_KWARGS, build_app
+    from .serving import serve
+
+    _say("building the app …")
+    demo = build_app(  # an unreadable sample or an unknown judge: a one-line UserError
         forwarded_allow_ips=args.forwarded_allow_ips,
+        prompts=prompts,
         dataset=dataset,
         store=store,
         annotation_sample=args.annotation_sample,
@@ -85,7 +135,7 @@ def _serve(args: argparse.Namespace) -> int:
         weights_dir=args.weights_dir,
         images_from=args.images_from,
     )
-    demo.launch(server_name=args.host, server_port=args.port, **LAUNCH_KWARGS)
+    serve(demo, args.host, args.port, LAUNCH_KWARGS, _say, started)
     return 0
 
 
@@ -153,14 +203,17 @@ def _register_serve(subparsers: argparse._SubParsersAction) -> None:
 
 def _add_network_options(serve: argparse.ArgumentParser) -> None:
     """Where `serve` listens, and which proxies it believes."""
-    serve.add_argument(
+    serve.add_argument(  # argparse checks a text default with `type` too: a bad GRADIO_SERVER_PORT is refused
         "--port",
-        type=positive_int,
-        default=int(os.environ.get("GRADIO_SERVER_PORT", 7860)),
-        help="port to listen on (default 7860)",
+        type=port,
+        default=os.environ.get("GRADIO_SERVER_PORT", "7860"),
+        help="port to listen on, 1 to 65535 (default $GRADIO_SERVER_PORT, else 7860)",
     )
     serve.add_argument(
-        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 to share on the LAN)"
+        "--host",
+        type=host,
+        default="127.0.0.1",
+        help="address to bind: an IP address or a host name (default 127.0.0.1; 0.0.0.0 to share on the LAN)",
     )
     serve.add_argument(
         "--forwarded-allow-ips",

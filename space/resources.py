@@ -37,10 +37,13 @@ QUEUE_SIZE = 64  # events waiting in the queue, at most
 SCORE_CONCURRENCY = 2  # scoring events running at once (a second client is not stuck behind the first)
 SUBMIT_CONCURRENCY = 2  # submit events validating at once: one per client, so another client is never queued
 MAX_SCORE_PIXELS = 2048 * 2048
-# Gallery and Compare events running at once: each page's fetches wait in its own images source's
-# pool (`space.verified_images.verified_source`), so another client's page of a kept or fast entry is not queued
-# behind a slow repo's (gradio runs one event of a kind at a time by default).
-GALLERY_CONCURRENCY = 8
+# Gallery and Compare events of one kind running at once (gradio runs one at a time by default). Each
+# browser tab waits on at most one page of a lane: its newer page ends the older one's wait at once
+# (`space.verified_images.fair_fetch`), so however fast a tab pages it holds one of these while its
+# fetch takes its turn, and up to 15 tabs waiting on a slow repo leave room for another's page. The
+# fetches themselves are bounded there (`verified_source.FETCH_WORKERS` running, `FETCH_QUEUED`
+# waiting), not here.
+GALLERY_CONCURRENCY = 16
 
 
 def release_memory() -> None:

@@ -45,8 +45,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple
 
-from scipy.stats import binom
-
 from evaluator.results import ResultRecord, is_error_row
 from leaderboard.checks.sampling_plan import draw_positions, sampled_check_plan
 from leaderboard.checks.spot_check_policy import sample_seed
@@ -178,6 +176,8 @@ class RegenerationPlan:
         Returns:
             The probability that the sample holds at most `max_not_own` images beyond the threshold.
         """
+        from scipy.stats import binom  # only when a probability is asked for
+
         return float(binom.cdf(self.max_not_own, self.sample_size, share * (1 - impostor)))
 
     def false_reject(self, miss: float = HONEST_MISS_RATE) -> float:
@@ -189,6 +189,8 @@ class RegenerationPlan:
         Returns:
             The probability that the sample holds more than `max_not_own` of them.
         """
+        from scipy.stats import binom  # only when a probability is asked for
+
         return float(binom.sf(self.max_not_own, self.sample_size, miss))
 
     def describe(self) -> str:
@@ -346,6 +348,8 @@ def sign_test(favourable: int, unfavourable: int, error: float = SIGN_ERROR) -> 
     """
     if favourable < 0 or unfavourable < 0 or not 0 < error < 1:
         raise ValueError("need counts >= 0 and 0 < error < 1")
+    from scipy.stats import binom  # only when a probability is asked for: the app starts without scipy
+
     moved = favourable + unfavourable
     p_value = float(binom.sf(favourable - 1, moved, 0.5)) if favourable else 1.0
     return SignTest(favourable, unfavourable, p_value, moved > 0 and p_value <= error)

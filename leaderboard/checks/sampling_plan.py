@@ -21,8 +21,6 @@ from __future__ import annotations
 import random
 from typing import NamedTuple
 
-from scipy.stats import binom
-
 LARGEST_SAMPLE = 20_000  # the search's end (the benchmark has 19,200 images)
 
 
@@ -31,6 +29,15 @@ class SampledPlan(NamedTuple):
 
     sample_size: int
     allowed_failures: int
+
+
+# The plans of the checks' own rates (caught, honest, error), searched once and written down; the
+# tests search each again (tests/leaderboard/checks/test_sampling_plan.py). An app that only states
+# them (the Submit tab says 652 of 19,200) then never imports scipy.stats, about a second of its start.
+SEARCHED_PLANS: dict[tuple[float, float, float], SampledPlan] = {
+    (0.02, 0.0026, 0.01): SampledPlan(652, 5),  # the spot check (`spot_check_policy`)
+    (0.10 * (1 - 0.01), 0.01, 0.01): SampledPlan(114, 4),  # the regeneration check (`regeneration_policy`)
+}
 
 
 def tolerated_failures(sample_size: int, honest: float, error: float) -> int:
@@ -44,6 +51,8 @@ def tolerated_failures(sample_size: int, honest: float, error: float) -> int:
     Returns:
         The smallest d with `binom.sf(d, sample_size, honest) <= error`.
     """
+    from scipy.stats import binom  # imported when a plan is searched, not when a known one is stated
+
     allowed = int(binom.ppf(1 - error, sample_size, honest))
     while binom.sf(allowed, sample_size, honest) > error:
         allowed += 1
@@ -70,6 +79,24 @@ def sampled_check_plan(total: int, *, caught: float, honest: float, error: float
     if not 0 < honest < caught < 1 or not 0 < error < 1:
         raise ValueError("need 0 < honest < caught < 1 and 0 < error < 1")
     largest = min(total, LARGEST_SAMPLE)
+    known = SEARCHED_PLANS.get((caught, honest, error))
+    if known is not None and known.sample_size <= largest:
+        return known  # what the search below finds: it stops at the same size whatever the total beyond it
+    return searched_plan(largest, caught=caught, honest=honest, error=error)
+
+
+def searched_plan(largest: int, *, caught: float, honest: float, error: float) -> SampledPlan:
+    """`sampled_check_plan`'s search over the sample sizes 1 .. `largest` (its arguments checked there).
+
+    Args:
+        largest: the largest sample to consider (the submission's items, at most `LARGEST_SAMPLE`).
+        caught, honest, error: as `sampled_check_plan` takes them.
+
+    Returns:
+        (sample size, allowed failures): the first size that meets both bounds, else `largest`.
+    """
+    from scipy.stats import binom
+
     for size in range(1, largest + 1):
         allowed = tolerated_failures(size, honest, error)
         if binom.cdf(allowed, size, caught) <= error:

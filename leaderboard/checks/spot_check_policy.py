@@ -45,8 +45,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from scipy.stats import binom
-
 from dataset_builder.records import PromptRecord
 from evaluator.rules import RELATION_AXES
 from leaderboard.checks.sampling_plan import draw_positions, sampled_check_plan
@@ -84,6 +82,8 @@ class SpotCheckPlan:
         Returns:
             The probability that the sample holds at most `max_disagreements` of them.
         """
+        from scipy.stats import binom  # only when a probability is asked for
+
         return float(binom.cdf(self.max_disagreements, self.sample_size, rate))
 
     def false_reject(self, rate: float = HONEST_RATE) -> float:
@@ -95,6 +95,8 @@ class SpotCheckPlan:
         Returns:
             The probability that the sample holds more than `max_disagreements` of them.
         """
+        from scipy.stats import binom  # only when a probability is asked for
+
         return float(binom.sf(self.max_disagreements, self.sample_size, rate))
 
     def describe(self) -> str:

@@ -26,12 +26,15 @@ def _dataset_id(args: argparse.Namespace) -> str:
 
 def _find_entry(entries, wanted: str):
     """The entry whose submission id is WANTED or starts with it (as `leaderboard list` prints 8 digits)."""
-    found = [entry for entry in entries if entry.submission_id.startswith(wanted.lower())] if wanted else []
+    from leaderboard.text.submitted_names import quoted_entry_id, typed_entry_id
+
+    typed, shown = typed_entry_id(wanted), quoted_entry_id(wanted)  # cut as the app cuts it
+    found = [entry for entry in entries if entry.submission_id.startswith(typed)] if typed else []
     if len(found) == 1:
         return found[0]
     if not found:
-        raise UserError(f"no submission {wanted!r} in the store (`negt2ibench leaderboard list` shows them)")
-    raise UserError(f"{len(found)} submissions start with {wanted!r}; give more of the id")
+        raise UserError(f"no submission '{shown}' in the store (`negt2ibench leaderboard list` shows them)")
+    raise UserError(f"{len(found)} submissions start with '{shown}'; give more of the id")
 
 
 def _publish(args: argparse.Namespace) -> int:

@@ -46,6 +46,7 @@ from leaderboard.store.entries import FreshDraw
 from leaderboard.store.image_sources import ImagesUnreachable
 from leaderboard.store.sqlite_store import Entry, LeaderboardStore, StaleEntryError, StoreError
 from leaderboard.store.states import AWAITING
+from leaderboard.text.submitted_names import quoted_entry_id, typed_entry_id
 from negt2ibench.core.errors import UserError
 
 Mode = Literal["spot", "full", "fresh"]
@@ -254,8 +255,10 @@ STEPS: dict[str, list[VerifyStep]] = {
 
 
 def find_entry(store: LeaderboardStore, name: str) -> Entry:
-    """The entry whose id is NAME, or starts with it (at least MIN_PREFIX characters, one match)."""
-    text = name.strip().lower()
+    """The entry whose id is NAME, or starts with it (at least MIN_PREFIX characters, one match); NAME
+    is cut to `MAX_ENTRY_ID` characters, as the app cuts it, and quoted so in the errors."""
+    text = typed_entry_id(name)
+    name = quoted_entry_id(name)
     try:
         return store.get_entry(text)
     except StoreError:

@@ -18,8 +18,9 @@ Model names, links, revisions and annotator names come from strangers. Here:
   `&`, `<`, `>` as entities, so no link, emphasis, code span, autolink or HTML survives).
 - `csv_cell(value)`: a cell a spreadsheet will not run as a formula.
 - `http_link(text)`, `revision_name(text)`, `clip(text)`: checks of a link and a revision, and
-  the most of a stranger's text a message may quote; `shorten(message)`: a message cut to a
-  length that keeps its last clause ("...; nothing was stored").
+  the most of a stranger's text a message may quote; `typed_entry_id(text)`, `quoted_entry_id(text)`:
+  an entry id as typed, cut to `MAX_ENTRY_ID`, to look up and to quote in a terminal;
+  `shorten(message)`: a message cut to a length that keeps its last clause ("...; nothing was stored").
 - `name_problem(text)`: why TEXT cannot be a model's name, whatever the store holds ("" when it
   can): what no sink can carry (surrogates, noncharacters, controls, bidi and other invisible
   characters), then, on its NFKC form, every character Identifier_Status=Allowed (UTS #39,
@@ -58,6 +59,9 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 NAME_PUNCTUATION = " +()[]/&,"
 _BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 MAX_REPO_ID = 96 * 2 + 1  # the Hub's limit on each of ORG and NAME, and the slash
+# An entry id is 32 hex digits: anything longer typed (the app's entry box or address, a command's
+# --entry) is cut to this before it is looked up or quoted.
+MAX_ENTRY_ID = 64
 
 
 def _invisible(character: str) -> bool:
@@ -172,6 +176,17 @@ def clip(text: object, limit: int = QUOTE_LIMIT) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def typed_entry_id(text: object) -> str:
+    """An entry id as typed, to look up: stripped, lower case, at most `MAX_ENTRY_ID` characters."""
+    return str(text or "").strip().lower()[:MAX_ENTRY_ID]
+
+
+def quoted_entry_id(text: object) -> str:
+    """An entry id as typed, for a terminal's message: at most `MAX_ENTRY_ID` characters ("…" and the
+    full length when cut) on one line, escape sequences and other controls written as their escapes."""
+    return terminal_text(clip(text, MAX_ENTRY_ID))
 
 
 def shorten(message: str, limit: int = 600) -> str:

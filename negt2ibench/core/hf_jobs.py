@@ -78,14 +78,42 @@ def wheel_version(wheel: Path) -> str:
     return parts[1]
 
 
+# The files of a checkout's root that pyproject.toml names (readme, license-files) beside its packages.
+BUILD_FILES = ("pyproject.toml", "README.md", "LICENSE")
+_FIND_INCLUDE = re.compile(r"\[tool\.setuptools\.packages\.find\][^\[]*?include\s*=\s*\[([^\]]*)\]", re.S)
+
+
+def packaged_folders(project_root: Path) -> list[str]:
+    """The top-level package folders the wheel is made of: those `[tool.setuptools.packages.find]`'s
+    `include` names in pyproject.toml (`negt2ibench*` → negt2ibench), else every folder with an `__init__.py`."""
+    found = _FIND_INCLUDE.search((project_root / "pyproject.toml").read_text(encoding="utf-8"))
+    names = re.findall(r'"([A-Za-z0-9_]+)\*?"', found.group(1)) if found else []
+    if not names:
+        names = sorted(path.parent.name for path in project_root.glob("*/__init__.py"))
+    return [name for name in names if (project_root / name / "__init__.py").is_file()]
+
+
 def build_wheel(project_root: Path, out: Path) -> Path:
-    """A wheel of the checkout at `project_root` (pip, no dependencies) in `out`."""
+    """A wheel of the checkout at `project_root` (pip, no dependencies) in `out`.
+
+    Built from a copy of what the wheel is made of, in a temporary folder: setuptools writes its
+    `build/` and `*.egg-info/` beside the sources it builds, and the checkout must stay as it was."""
     out.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(out), str(project_root)],
-        capture_output=True,
-        text=True,
-    )
+    with tempfile.TemporaryDirectory(prefix="negt2i_wheel_") as scratch:
+        source = Path(scratch) / "source"
+        source.mkdir()
+        for name in BUILD_FILES:
+            if (project_root / name).is_file():
+                shutil.copy2(project_root / name, source / name)
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+        for name in packaged_folders(project_root):
+            shutil.copytree(project_root / name, source / name, ignore=ignore)
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", str(out.resolve()), "."],
+            capture_output=True,
+            text=True,
+            cwd=source,
+        )
     wheels = sorted(out.glob(f"{DISTRIBUTION}-*.whl"), key=lambda path: path.stat().st_mtime)
     if done.returncode != 0 or not wheels:
         last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no wheel written"]

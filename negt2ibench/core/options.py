@@ -18,6 +18,7 @@ The options several commands take (`--device`, `--weights-dir`, `--batch-size`, 
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import re
 from argparse import ArgumentParser
@@ -143,6 +144,43 @@ def http_url(value: Any) -> str:
         shown = text[:80] + ("..." if len(text) > 80 else "") if text else value
         raise OptionError(f"must be an http(s) address, got {shown!r}")
     return text
+
+
+MAX_PORT = 65535
+_HOST_LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
+MAX_HOST_NAME = 253
+
+
+def port(value: Any) -> int:
+    """A TCP port to listen on: a whole number from 1 to 65535."""
+    rule = f"a port number from 1 to {MAX_PORT}"
+    number = _integer(value, rule)
+    if not 1 <= number <= MAX_PORT:
+        raise OptionError(f"must be {rule}, got {value!r}")
+    return number
+
+
+def host(value: Any) -> str:
+    """An address to listen on: an IPv4 or IPv6 address (127.0.0.1, 0.0.0.0, ::1), or a host name by
+    RFC 1123 (localhost, my-box.lan): labels of 1 to 63 letters, digits and hyphens, joined by dots,
+    none starting or ending with a hyphen, at most 253 characters, the last label not all digits (so
+    999.1.1.1 is no name). A name is not looked up here: whether it resolves is the server's check."""
+    text = value if isinstance(value, str) else ""
+    try:
+        ipaddress.ip_address(text)
+        return text
+    except ValueError:
+        pass
+    labels = text.removesuffix(".").split(".") if text else []
+    if (
+        labels
+        and len(text) <= MAX_HOST_NAME
+        and all(_HOST_LABEL.match(label) for label in labels)
+        and not labels[-1].isdigit()
+    ):
+        return text
+    shown = text[:80] + ("..." if len(text) > 80 else "") if text else value
+    raise OptionError(f"must be an IP address or a host name (letters, digits, hyphens and dots), got {shown!r}")
 
 
 def job_flavor(value: Any) -> str:

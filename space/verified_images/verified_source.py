@@ -11,10 +11,16 @@ entry's images repo at its submitted revision.
   dropped before the next one is decoded; both drawings are kept in a
   folder of the app's own temporary folder, so the Space's cache bound
   (`space.resources.CacheBudget`, enforced after each page's writes and by the sweep) bounds them
-  too; a file swept away is fetched again when next shown. The fetches of one images source run in
-  its own pool of `FETCH_WORKERS` threads, and a page waits for them `page_seconds` at most (the
-  rest show as "still being fetched", and are there on the next load): a slow repo delays only
-  its own pages. After a page's images are drawn, the memory they took is handed back to the
+  too; a file swept away is fetched again when next shown. Fetches are shared among visitors
+  (`fair_fetch`): at most `FETCH_WORKERS` at once in the app (so at most that many images
+  decoded and drawn at once), `FETCH_PER_SOURCE` of one images repo (a slow repo delays only its
+  own pages), `FETCH_PER_VISITOR` of one visitor (the visitor, its session and the request come
+  from `space.visitors.current_visit`), and `FETCH_QUEUED` waiting (one more sheds the oldest
+  of the visitor with the most waiting: `BUSY`); visitors take turns, a visitor's newest page is
+  fetched first, and a session's newer page drops its older one's fetch (stopped at its next
+  image; that page's wait ends at once, its missing images `SUPERSEDED`). A page waits for its
+  images `page_seconds` at most (the rest show as "still being fetched", and are there on the
+  next load). After a page's images are drawn, the memory they took is handed back to the
   system (`space.resources.release_memory`). An image that cannot be fetched gets a placeholder
   and the reason, and is not asked for again for `retry_seconds` (nor is a repo that cannot be
   opened): one unreachable repo never fails the page, nor is it asked again on every page.
@@ -29,8 +35,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -43,19 +47,28 @@ from leaderboard.store.sqlite_store import Entry, LeaderboardStore
 from negt2ibench.core.atomic import write_atomic
 
 from ..resources import release_memory
+from ..visitors import Visit, current_visit
 from . import verified_views
+from .fair_fetch import DONE, SHED, FairFetcher, FairQueue, FetchJob
 
 log = logging.getLogger(__name__)
 RECORDS_CACHED = 8  # entries whose records are kept in memory (about 15 MB each for 19,200 records)
 SOURCES_CACHED = 16  # images repos kept open
 RETRY_SECONDS = 300.0  # an image or repo that could not be fetched is not asked for again for this long
-FETCH_WORKERS = 2  # fetches at once per images source (repo, commit, split)
+FETCH_WORKERS = 4  # fetches at once in the app: at most this many images decoded and drawn at once
+FETCH_PER_SOURCE = 2  # of them, at once from one images source (repo, commit, split)
+FETCH_PER_VISITOR = 1  # of them, at once for one visitor (its newest page first)
+FETCH_QUEUED = 32  # fetches waiting, at most (they hold records, not images): one more sheds one
 PAGE_SECONDS = 20.0  # a page waits this long for its images, then shows what came
 FULL_SIDE = 2048  # the full view is kept drawn at most this large a side
 PENDING = "still being fetched from its images repo (a slow repo); shown when it arrives"
+SUPERSEDED = "not fetched: a newer page of yours came first (only the newest is fetched); show this one again"
+BUSY = "not fetched: too many pages were waiting for their images; show this one again"
+PAGE, FULL = "page", "full"  # the lanes of a visitor's fetches: a newer page ends only an older page's
 
 Key = verified_views.Key
 Take = Callable[[Key, Image.Image], None]  # what a fetch hands each image to, as it comes
+Stopped = Callable[[], bool]  # asked between images: has a newer page of the visitor come?
 
 
 @dataclass
@@ -143,17 +156,22 @@ class GalleryImages:
         *,
         retry_seconds: float = RETRY_SECONDS,
         clock: Callable[[], float] = time.monotonic,
-        page_seconds: float = PAGE_SECONDS,
+        page_seconds: float | None = None,
         after_write: Callable[[], object] | None = None,
+        visit: Callable[[], Visit] = current_visit,
+        fetches: FairQueue | None = None,
     ):
         self.open_images = open_images
         self._folder = folder
         self.retry_seconds = retry_seconds
-        self.page_seconds = page_seconds
+        self.page_seconds = PAGE_SECONDS if page_seconds is None else page_seconds
         self.after_write = after_write  # the app's cache bound, enforced after each page's writes
         self._clock = clock
+        self._visit = visit  # who asks, and in which request (`space.visitors`)
+        self._fetcher = FairFetcher(
+            fetches or FairQueue(FETCH_WORKERS, FETCH_PER_SOURCE, FETCH_PER_VISITOR, FETCH_QUEUED)
+        )
         self._sources: OrderedDict[tuple[str, str, str], ImageSource] = OrderedDict()
-        self._pools: OrderedDict[tuple[str, str, str], ThreadPoolExecutor] = OrderedDict()
         self._failed: dict[tuple, tuple[float, str]] = {}  # (source,) or (source, key) → (when, reason)
         self._lock = threading.Lock()
 
@@ -200,18 +218,10 @@ class GalleryImages:
         with self._lock:
             self._failed[what] = (self._clock(), reason)
 
-    # -- fetching: each source has its own bounded pool, so a slow repo delays only its own pages
-    def _pool(self, source: tuple[str, str, str]) -> ThreadPoolExecutor:
-        with self._lock:
-            if source in self._pools:
-                self._pools.move_to_end(source)
-                return self._pools[source]
-            pool = ThreadPoolExecutor(FETCH_WORKERS, thread_name_prefix="negt2i-gallery")
-            self._pools[source] = pool
-            while len(self._pools) > SOURCES_CACHED:
-                _, oldest = self._pools.popitem(last=False)
-                oldest.shutdown(wait=False)  # its running fetch ends on its own; nothing new starts
-            return pool
+    # -- fetching: jobs of the fair queue (`fair_fetch`), one per page of a visitor's request
+    def _submit(self, lane: str, source: tuple[str, str, str], work: Callable[[Stopped], dict[Key, str]]) -> FetchJob:
+        visit = self._visit()
+        return self._fetcher.submit(FetchJob(visit.visitor, visit.request, lane, source, work, session=visit.session))
 
     def _open(self, source: tuple[str, str, str]) -> ImageSource:
         with self._lock:
@@ -226,22 +236,29 @@ class GalleryImages:
         return opened
 
     @staticmethod
-    def _read(opened: ImageSource, keys: list[Key], take: Take, got: set[Key]) -> str:
-        """Read `keys`, each image handed to `take` as it comes (and dropped); "" when all came, else
-        why the rest did not."""
+    def _read(opened: ImageSource, keys: list[Key], take: Take, got: set[Key], stopped: Stopped) -> str:
+        """Read `keys`, each image handed to `take` as it comes (and dropped); "" when all came (or the
+        read was stopped), else why the rest did not."""
+        images = opened.images(keys)
         try:
-            for key, image in opened.images(keys):
+            for key, image in images:
                 got.add(key)
                 take(key, image)
                 del image
+                if stopped():
+                    break
         except Exception as error:  # noqa: BLE001 - any failure of a read is this page's reason, not its end
             return unreachable_reason(error)  # a sentence of ours: the library's text goes to the log
+        finally:
+            getattr(images, "close", lambda: None)()  # a generator stopped early lets go of its files now
         return ""
 
-    def fetch(self, source: tuple[str, str, str], keys: Sequence[Key], take: Take) -> dict[Key, str]:
+    def fetch(
+        self, source: tuple[str, str, str], keys: Sequence[Key], take: Take, stopped: Stopped = lambda: False
+    ) -> dict[Key, str]:
         """Hand each image of `keys` that can be had to `take`, one at a time; why each other one
         cannot be had (in one read, then, after a failure, one read per image left, so each gets
-        its own reason)."""
+        its own reason). Once `stopped()` says so, the rest are `SUPERSEDED` (not remembered)."""
         failed = {key: self._remembered((source, key)) or self._remembered((source,)) for key in keys}
         failed = {key: reason for key, reason in failed.items() if reason}
         wanted = [key for key in keys if key not in failed]
@@ -256,32 +273,37 @@ class GalleryImages:
             self._remember((source,), reason)
             return {**failed, **dict.fromkeys(wanted, reason)}
         got: set[Key] = set()
-        reason = self._read(opened, wanted, take, got)
-        reasons = dict.fromkeys((key for key in wanted if key not in got), reason or "not in the images repo")
-        if reason and len(reasons) > 1:  # the read stopped at one image: each of the rest alone, for its own reason
-            for key in list(reasons):
-                why = self._read(opened, [key], take, got)
-                if key in got:
-                    del reasons[key]
-                elif why:
-                    reasons[key] = why
+        reason = self._read(opened, wanted, take, got, stopped)
+        left = [key for key in wanted if key not in got]
+        reasons: dict[Key, str] = {}
+        if reason and len(left) > 1:  # the read stopped at one image: each of the rest alone, for its own reason
+            for key in left:
+                if stopped():
+                    break
+                why = self._read(opened, [key], take, got, stopped)
+                if key not in got:
+                    reasons[key] = why or reason
+        elif not stopped():
+            reasons = dict.fromkeys(left, reason or "not in the images repo")
         for key, why in reasons.items():
             failed[key] = why
             self._remember((source, key), why)
+        # Not read because a newer page of the visitor came: no failure, so not remembered either.
+        failed.update({key: SUPERSEDED for key in left if key not in got and key not in reasons})
         return failed
 
-    def _make(self, entry: Entry, source: tuple[str, str, str], records: Sequence[ResultRecord]) -> dict[Key, str]:
+    def _make(
+        self, entry: Entry, source: tuple[str, str, str], records: Sequence[ResultRecord], stopped: Stopped
+    ) -> dict[Key, str]:
         """Fetch the records' images and keep each one's thumbnail and full view, drawn, one image
-        in memory at a time; why each image that is not kept is not. Runs in the source's pool."""
+        in memory at a time; why each image that is not kept is not. Runs as a job of the fair queue."""
         by_key = {(r.prompt_id, r.sample_index): r for r in records}
         broken: dict[Key, str] = {}
 
         def take(key: Key, image: Image.Image) -> None:
             try:
                 record = by_key[key]
-                full = verified_views.shrunk(
-                    image, FULL_SIDE
-                )  # the large image is resized once; the thumbnail comes from this
+                full = verified_views.shrunk(image, FULL_SIDE)  # resized once; the thumbnail comes from this
                 scale = full.width / image.width
                 _keep(self._full_path(entry, source, key), _png(verified_views.drawn(full, record, scale=scale), 1))
                 _keep(
@@ -293,50 +315,55 @@ class GalleryImages:
                 broken[key] = f"could not draw it: {type(error).__name__}: {error}"
 
         try:
-            return {**self.fetch(source, list(by_key), take), **broken}
+            return {**self.fetch(source, list(by_key), take, stopped), **broken}
         finally:
             release_memory()
 
-    def _wait(self, job: Future) -> dict[Key, str] | None:
-        """The job's reasons, or None when it has not finished within `page_seconds` (it goes on)."""
-        try:
-            return job.result(timeout=self.page_seconds)
-        except FutureTimeout:
-            return None
+    def _wait(self, job: FetchJob) -> Callable[[Key], str]:
+        """Wait for the job `page_seconds` at most; why an image it was to make is not there: its
+        reason when the job ended, `SUPERSEDED` when a newer page of the visitor ended it, `BUSY` when
+        the full queue shed it, else `PENDING` (it goes on; its images show on the next load)."""
+        job.over.wait(self.page_seconds)
+        if job.state == DONE and job.error is not None:
+            raise job.error
+        if job.state == DONE:
+            reasons: dict[Key, str] = job.result
+            return lambda key: reasons.get(key, "not fetched")
+        if job.state == SHED:
+            return lambda key: BUSY
+        return lambda key: SUPERSEDED if job.stop else PENDING
 
     def thumbnails(self, entry: Entry, split: str, records: Sequence[ResultRecord]) -> list[Shown]:
         """One thumbnail per record (in order), drawn once from its fetched image and kept; those
-        not made yet are made in the source's pool, waited for `page_seconds` at most (what comes
-        later shows on the next load)."""
+        not made yet are made by one job of the fair queue, waited for `page_seconds` at most (what
+        comes later shows on the next load)."""
         source = self._source_of(entry, split)
         keys = [(r.prompt_id, r.sample_index) for r in records]
         paths = [self._thumb_path(entry, source, key) for key in keys]
-        missing = [i for i, path in enumerate(paths) if not path.exists()]
-        failed: dict[Key, str] | None = {}
+        missing = [records[i] for i, path in enumerate(paths) if not path.exists()]
+        why: Callable[[Key], str] = lambda key: "not fetched"  # noqa: E731
         if missing:
-            job = self._pool(source).submit(self._make, entry, source, [records[i] for i in missing])
-            failed = self._wait(job)
+            why = self._wait(self._submit(PAGE, source, lambda stopped: self._make(entry, source, missing, stopped)))
             self._written()
         shown = []
         for key, path in zip(keys, paths, strict=True):
             if path.exists():
                 shown.append(Shown(str(path)))
             else:
-                reason = PENDING if failed is None else failed.get(key, "not fetched")
-                shown.append(Shown(self.placeholder(reason), reason))
+                shown.append(Shown(self.placeholder(why(key)), why(key)))
         return shown
 
     def full(self, entry: Entry, split: str, record: ResultRecord) -> FullView:
         """The full view of the record's image, drawn with its boxes (at most FULL_SIDE a side): kept
-        from its thumbnail's fetch, else fetched now in the source's pool; or None and why."""
+        from its thumbnail's fetch, else fetched now by a job of the fair queue; or None and why."""
         source = self._source_of(entry, split)
         key = (record.prompt_id, record.sample_index)
         path = self._full_path(entry, source, key)
         if not path.exists():
-            failed = self._wait(self._pool(source).submit(self._make, entry, source, [record]))
+            why = self._wait(self._submit(FULL, source, lambda stopped: self._make(entry, source, [record], stopped)))
             self._written()
             if not path.exists():
-                return FullView(None, PENDING if failed is None else failed.get(key, "not fetched"))
+                return FullView(None, why(key))
         try:
             with Image.open(path) as kept:
                 return FullView(kept.convert("RGB"), "")

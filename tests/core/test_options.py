@@ -4,6 +4,7 @@ through the same helper, so its validator, default and metavar are the same ever
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,8 @@ SHARED = {
     "--num-workers": (options.non_negative_int, {None, 0}),
     "--bootstrap": (options.non_negative_int, {1000}),
     "--confidence": (options.fraction, {0.95}),
+    "--port": (options.port, {os.environ.get("GRADIO_SERVER_PORT", "7860"), 18085}),  # serve, reward serve
+    "--host": (options.host, {"127.0.0.1"}),
 }
 
 
@@ -75,3 +78,37 @@ def test_the_helpers_refuse_a_bad_value_with_the_validators_words():
         parser.parse_args(["--batch-size", "0"])
     with pytest.raises(OptionError, match="unknown device 'tpu'"):
         options.device("tpu")
+
+
+@pytest.mark.parametrize("value", ["1", "80", "7860", "65535", 443])
+def test_a_port_is_a_whole_number_from_1_to_65535(value):
+    assert options.port(value) == int(value)
+
+
+@pytest.mark.parametrize("value", ["0", "65536", "99999", "-1", "http", "80.5", "", True])
+def test_a_port_outside_the_range_is_refused(value):
+    with pytest.raises(OptionError, match="must be a port number from 1 to 65535"):
+        options.port(value)
+
+
+@pytest.mark.parametrize(
+    "value", ["127.0.0.1", "0.0.0.0", "::", "::1", "fe80::1%eth0", "localhost", "my-box.lan", "a.b."]
+)
+def test_a_host_is_an_address_or_a_name(value):
+    assert options.host(value) == value
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "bad host", "999.1.1.1", "1.2.3", "-lead.example", "trail-.example", "a" * 64, "x_y", "http://x", "[::1]", 7],
+)
+def test_a_host_that_is_neither_is_refused(value):
+    with pytest.raises(OptionError, match="must be an IP address or a host name"):
+        options.host(value)
+
+
+def test_a_host_name_is_at_most_253_characters():
+    name = ".".join(["a" * 63] * 4)[:253]
+    assert options.host(name) == name
+    with pytest.raises(OptionError):
+        options.host(name + "a")

@@ -41,13 +41,7 @@ def test_every_facing_method_agrees_with_brute_force(monkeypatch, method):
 
         return call
 
-    class CountingNdimage:  # geometry's `ndimage`; the test's brute force keeps the real one
-        distance_transform_edt = staticmethod(counted("edt", ndimage.distance_transform_edt))
-
-        def __getattr__(self, attribute):
-            return getattr(ndimage, attribute)
-
-    monkeypatch.setattr(geometry, "ndimage", CountingNdimage())
+    monkeypatch.setattr(geometry, "_distance_to", counted("edt", geometry._distance_to))
     monkeypatch.setattr(geometry, "_within_reach_kd", counted("kd", geometry._within_reach_kd))
     monkeypatch.setattr(geometry, "_within_reach_spans", counted("spans", geometry._within_reach_spans))
     rng = np.random.default_rng(23)

@@ -5,38 +5,18 @@ from __future__ import annotations
 import socket
 from typing import Any
 
+# The product's own readiness check (`negt2ibench serve` waits with it too): on the app's state, its
+# /config answering, never on gradio's 2.5-second `url_ok`. Importing it loads no gradio.
+from space.serving import READY_SECONDS, wait_until_answering
+
+__all__ = ["READY_SECONDS", "free_port", "launch_local", "wait_until_answering"]
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on now (the OS picks it from its ephemeral range)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-READY_SECONDS = 600.0  # how long a launched app may take to answer: minutes on a loaded machine, not seconds
-
-
-def wait_until_answering(url: str, deadline_s: float = READY_SECONDS) -> None:
-    """Wait until the app at URL answers its /config, asking again until DEADLINE_S has passed.
-
-    The tests' own readiness check, on state: gradio's launch asks the page five times within about
-    2.5 s (`networking.url_ok`) and raises when a loaded machine has not answered by then, which
-    fails a test that would have passed a little later."""
-    import time
-    import urllib.error
-    import urllib.request
-
-    ends = time.monotonic() + deadline_s
-    while True:
-        try:
-            with urllib.request.urlopen(url.rstrip("/") + "/config", timeout=30) as answer:
-                if answer.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass  # not listening yet, or busy: ask again
-        if time.monotonic() > ends:
-            raise TimeoutError(f"{url} did not answer within {deadline_s:.0f} s")
-        time.sleep(0.2)
 
 
 def launch_local(demo: Any, attempts: int = 3) -> str:

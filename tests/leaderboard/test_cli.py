@@ -121,3 +121,36 @@ def test_verify_full_rescores_every_image_and_ranks_the_projects_numbers(tmp_pat
     assert len(rescored) == 200
     assert main(args) == 0  # nothing left: fully re-scored entries are not taken again
     assert "0 submission(s) to re-score in full" in capsys.readouterr().out
+
+
+LONG_ID = "0123abcd" * 625  # 5,000 characters
+ESCAPES = "\x1b[2J\x1b]0;pwned\x07\x1b[31m0123abcd"  # clear the screen, set the title, red
+PUBLISH = ["--model-repo", "org/model", "--space-url", "https://hf.co/spaces/o/s", "--dataset-id", "org/bench"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["verify-job", "--entry"],
+        ["withdraw", "--entry"],
+        ["publish", *PUBLISH, "--dataset-revision", "0" * 40, "--dry-run", "--"],
+    ],
+    ids=["verify-job", "withdraw", "publish"],
+)
+def test_a_typed_entry_id_is_cut_and_escaped_in_its_error(command, tmp_path, capsys):
+    """An over-long entry id is cut in its error as the app cuts it (`MAX_ENTRY_ID`), and one with
+    escape sequences reaches the terminal as their escapes; one line either way."""
+    from leaderboard.text.submitted_names import MAX_ENTRY_ID
+
+    home = ["--home", str(tmp_path / "home")]
+    for typed in (LONG_ID, ESCAPES):
+        argv = ["leaderboard", command[0], *home, *command[1:], typed]
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, err
+        assert "\x1b" not in err and "\x07" not in err
+        if typed is LONG_ID:
+            assert LONG_ID[:MAX_ENTRY_ID] + "… (5,000 characters)" in err
+            assert LONG_ID[: MAX_ENTRY_ID + 1] not in err and len(err) < 400
+        else:
+            assert "\\x1b[2J\\x1b]0;pwned\\x07\\x1b[31m0123abcd" in err

@@ -62,6 +62,12 @@ USAGE_MISTAKES = {
         (["explain", "{image}", "--prompt-id", "color_pos1_neg0_000", "--device", "tpu"], "unknown device 'tpu'"),
         (["generate", "--model", "sd_1_5", "--out", "{tmp}/d", "--device", "tpu"], "unknown device 'tpu'"),
     ],
+    "a port or host that cannot be listened on": [
+        (["serve", "--port", "99999"], "argument --port: must be a port number from 1 to 65535, got '99999'"),
+        (["serve", "--demo", "--port", "http"], "argument --port: must be a port number from 1 to 65535"),
+        (["serve", "--host", "bad host"], "argument --host: must be an IP address or a host name"),
+        (["reward", "serve", "--port", "70000"], "argument --port: must be a port number from 1 to 65535"),
+    ],
     "an unknown model or missing option": [
         (["generate", "--model", "sd_2_1", "--out", "{tmp}/d"], "unknown model key 'sd_2_1'"),
         (["generate", "--model-id", "x/y", "--out", "{tmp}/d"], "--model-id needs --key"),

@@ -125,6 +125,7 @@ CASES = [
     ),
     ("judge", USAGE, ["judge", "--images", "x", "--out", "y"], "choose a judge"),
     ("serve", USAGE, ["serve", "--port", "0"], "error: "),
+    ("serve", USAGE, ["serve", "--host", "999.1.1.1"], "--host: must be an IP address or a host name"),
     ("deploy-space", USAGE, ["deploy-space", "--repo-id", "no-slash", "--dry-run"], "ORG/NAME"),
     ("leaderboard", USAGE, ["leaderboard", "verify", "--limit", "0"], "error: "),
     ("leaderboard", BAD_INPUT, ["leaderboard", "verify-job", "--entry", "0123abcd", "--home", "{tmp}/h"], "no such"),

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -154,6 +157,18 @@ def start_serve(tmp_path: Path, *options: str) -> tuple[subprocess.Popen, str, P
     return process, url, log_path
 
 
+def said_until_serving(log_path: Path, process: subprocess.Popen) -> list[str]:
+    """`serve`'s progress lines, once the last one (its address, said after the app first answered) is
+    in the log: waited for on the log's state, as long as the server runs."""
+    deadline = time.monotonic() + 240
+    while True:
+        said = [line for line in log_path.read_text().splitlines() if line.startswith("serve: ")]
+        if any(line.startswith("serve: serving on ") for line in said):
+            return said
+        assert process.poll() is None and time.monotonic() < deadline, log_path.read_text()[-4000:]
+        time.sleep(0.2)
+
+
 def stop(process: subprocess.Popen) -> None:
     if process.poll() is None:
         process.kill()
@@ -165,6 +180,15 @@ def stop(process: subprocess.Popen) -> None:
 def test_serve_runs_the_app_on_localhost(tmp_path):
     process, url, log_path = start_serve(tmp_path, "--home", str(tmp_path / "home"))
     try:
+        said = said_until_serving(log_path, process)
+        assert said[:5] == [
+            "serve: loading the prompts (the corpus, built in memory) …",
+            "serve: opening the leaderboard store …",
+            "serve: importing gradio and the app …",
+            "serve: building the app …",
+            f"serve: starting the server on {url} …",
+        ]
+        assert said[5].startswith(f"serve: serving on {url} after ") and said[5].endswith("; Ctrl-C stops it")
         assert (tmp_path / "home" / "leaderboard.sqlite").exists()
         assert served_launch_settings(url) == space_launch_settings()  # as launch_local
 
@@ -187,6 +211,12 @@ def test_serve_demo_fills_every_tab_from_the_examples_offline_and_leaves_nothing
 
     process, url, log_path = start_serve(tmp_path, "--demo")
     try:
+        assert said_until_serving(log_path, process)[:4] == [
+            "serve: importing gradio and the app …",
+            "serve: writing the synthetic examples and the demo's leaderboard store …",
+            "serve: building the app …",
+            f"serve: starting the server on {url} …",
+        ]
         client = local_client(url, verbose=False, download_files=False)
         board, _, _, awaiting = client.predict(api_name="/leaderboard")
         models = [row[board["headers"].index("model")] for row in board["data"]]
@@ -215,3 +245,155 @@ def test_serve_demo_fills_every_tab_from_the_examples_offline_and_leaves_nothing
 def test_serve_demo_refuses_options_it_would_ignore(capsys):
     assert main(["serve", "--demo", "--home", "elsewhere", "--dataset", "build/x"]) == 2
     assert capsys.readouterr().err == "error: --demo brings its own prompts, store and sample: drop --dataset, --home\n"
+
+
+REFUSED_AT_ONCE = """
+import json, socket, sys
+from negt2ibench.cli import main
+busy = socket.socket()
+busy.bind(("127.0.0.1", 0))
+busy.listen()
+port = str(busy.getsockname()[1])
+outcomes = []
+for argv in json.loads(sys.argv[1]):
+    argv = [port if part == "BUSY" else part for part in argv]
+    try:
+        code = main(argv)
+    except SystemExit as exited:
+        code = exited.code
+    outcomes.append(code)
+loaded = sorted(name for name in ("gradio", "space.app", "space.demo", "torch") if name in sys.modules)
+print(json.dumps({"codes": outcomes, "loaded": loaded, "port": port}))
+"""
+
+
+def test_a_port_or_host_that_cannot_serve_is_refused_before_anything_loads(tmp_path):
+    """A bad --port or --host is argparse's usage error (exit 2), a busy port a one-line error (exit 1),
+    each before the prompts, the store or gradio load; nothing about the app is said first."""
+    import json
+
+    cases = [
+        ["serve", "--port", "99999"],
+        ["serve", "--port", "http"],
+        ["serve", "--host", "bad host", "--demo"],
+        ["serve", "--port", "BUSY", "--home", str(tmp_path / "home")],
+        ["serve", "--port", "BUSY", "--demo"],
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", REFUSED_AT_ONCE, json.dumps(cases)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    outcome = json.loads(done.stdout.splitlines()[-1])
+    assert outcome["codes"] == [2, 2, 2, 1, 1], done.stderr
+    assert outcome["loaded"] == []
+    errors = [line for line in done.stderr.splitlines() if not line.startswith(("usage:", " "))]
+    busy = f"error: --port {outcome['port']} on 127.0.0.1: in use (another server listens there); pick another port"
+    assert errors == [
+        "negt2ibench serve: error: argument --port: must be a port number from 1 to 65535, got '99999'",
+        "negt2ibench serve: error: argument --port: must be a port number from 1 to 65535, got 'http'",
+        "negt2ibench serve: error: argument --host: must be an IP address or a host name (letters, digits, "
+        "hyphens and dots), got 'bad host'",
+        busy,
+        busy,
+    ]
+    assert not (tmp_path / "home").exists()  # the store was never opened
+
+
+class AnsweringApp:
+    """A stand-in for the built app: `launch` starts a server whose /config answers only after
+    `answer_after` questions (a loaded machine's slow start), `block_thread` returns as on Ctrl-C."""
+
+    def __init__(self, answer_after: int):
+        self.launched: dict = {}
+        self.asked = 0
+        self.answer_after = answer_after
+        self.closed = False
+        self.server: ThreadingHTTPServer | None = None
+
+    def launch(self, **kwargs) -> None:
+        self.launched = kwargs
+        app = self
+
+        class Config(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                app.asked += 1
+                self.send_response(200 if app.asked > app.answer_after else 503)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer((kwargs["server_name"], kwargs["server_port"]), Config)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def block_thread(self) -> None:
+        assert self.asked > self.answer_after  # said to be serving only once it answered
+
+    def close(self) -> None:
+        self.closed = True
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+def test_serve_waits_for_the_apps_own_answer_then_says_where_it_is():
+    """`space.serving.serve` launches without gradio's 2.5-second check (`_frontend=False`), asks /config
+    until it answers, however many times, then says the address, and closes the app at the end."""
+    from space.serving import serve
+
+    app, said, port = AnsweringApp(answer_after=5), [], free_port()
+    serve(app, "127.0.0.1", port, {"theme": "T"}, said.append, started=time.monotonic())
+    assert app.launched == {
+        "server_name": "127.0.0.1",
+        "server_port": port,
+        "prevent_thread_lock": True,
+        "quiet": True,
+        "_frontend": False,
+        "theme": "T",
+    }
+    assert app.asked == 6 and app.closed
+    url = f"http://127.0.0.1:{port}/"
+    assert said[0] == f"starting the server on {url} …"
+    assert re.fullmatch(rf"serving on {re.escape(url)} after \d+\.\d s: open it in a browser; Ctrl-C stops it", said[1])
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [("127.0.0.1", "http://127.0.0.1:80/"), ("0.0.0.0", "http://127.0.0.1:80/"), ("::", "http://[::1]:80/")]
+    + [("::1", "http://[::1]:80/"), ("my-box.lan", "http://my-box.lan:80/")],
+)
+def test_the_address_said_is_one_a_browser_here_opens(host, url):
+    from space.serving import local_url
+
+    assert local_url(host, 80) == url
+
+
+BUILT_WITHOUT = """
+import sys
+from dataset_builder.loading import load_prompts
+from leaderboard.store.sqlite_store import SQLiteStore
+from space.app import build_app
+demo = build_app(prompts=load_prompts(None), store=SQLiteStore(sys.argv[1]), recheck_every=None, hub_dataset="")
+print(sorted(name for name in ("scipy.stats", "scipy.ndimage", "scipy.spatial", "torch") if name in sys.modules))
+demo.close()
+"""
+
+
+@pytest.mark.slow  # a fresh process imports gradio and builds the app
+def test_the_app_is_built_without_scipys_statistics_or_images(tmp_path):
+    """What the start-up needs not (benchmarks/RESULTS.md, "Starting the Space"): the spot check's and
+    the regeneration check's plans are written down (`sampling_plan.SEARCHED_PLANS`), the geometry's
+    scipy is imported when a mask is measured, torch when a model loads."""
+    done = subprocess.run(
+        [sys.executable, "-c", BUILT_WITHOUT, str(tmp_path / "lb.sqlite")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(REPO), "NEGT2I_HOME": str(tmp_path / "home")},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[-1] == "[]"

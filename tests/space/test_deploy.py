@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -195,3 +197,52 @@ def test_the_linter_targets_the_projects_oldest_python():
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     assert project["project"]["requires-python"] == ">=3.10"
     assert project["tool"]["ruff"]["target-version"] == "py310" and project["tool"]["mypy"]["python_version"] == "3.10"
+
+
+def test_the_manual_lists_what_the_space_folder_holds(tmp_path):
+    """docs/space.md's list of the folder's contents is what `assemble_space` writes (the wheel's
+    folder included, which the slow test below builds)."""
+    manual = " ".join((REPO / "docs" / "space.md").read_text(encoding="utf-8").split())
+    listed = manual.split("The folder holds the project's packages", 1)[1].split("is replaced each time", 1)[0]
+    named = set(re.findall(r"`([A-Za-z0-9_.]+/?)`", listed)) - {"PACKAGES"}
+    written = {p.name + ("/" if p.is_dir() else "") for p in _assembled(tmp_path).iterdir()}
+    assert named == written | {"wheels/"}
+    assert {f"{package}/" for package in PACKAGES} <= named
+
+
+def _assembled(tmp_path: Path) -> Path:
+    assemble_space(tmp_path / "space", "org/negt2ibench", wheel=False)
+    return tmp_path / "space"
+
+
+def _checkout_state() -> dict[str, tuple[int, int]]:
+    """Every file of the checkout that git shows as changed, new or ignored (caches left out: parallel
+    tests write them), and every file under build/ and *.egg-info/, with its mtime and size."""
+    listed = subprocess.run(
+        ["git", "-C", str(REPO), "status", "--porcelain", "--ignored", "--untracked-files=all", "-z"],
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    names = {entry[3:] for entry in listed.split("\0") if len(entry) > 3}
+    names |= {
+        str(p.relative_to(REPO)) for folder in (REPO / "build", *REPO.glob("*.egg-info")) for p in folder.rglob("*")
+    }
+    caches = ("__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".hypothesis")
+    state = {}
+    for name in sorted(names):
+        path = REPO / name
+        if any(part in caches for part in Path(name).parts) or not path.is_file():
+            continue
+        status = path.stat()
+        state[name] = (status.st_mtime_ns, status.st_size)
+    return state
+
+
+@pytest.mark.slow  # builds the wheel
+def test_a_dry_run_writes_nothing_into_the_checkout_but_its_out_folder(tmp_path, capsys):
+    from negt2ibench.cli import main
+
+    before = _checkout_state()
+    assert main(["deploy-space", "--repo-id", "org/negt2ibench", "--dry-run", "--out", str(tmp_path / "out")]) == 0
+    assert "wheels/negt2ibench-" in capsys.readouterr().out
+    assert _checkout_state() == before  # no build/bdist.*, no negt2ibench.egg-info/ written or rewritten

@@ -1,6 +1,6 @@
-"""The tests' own readiness check for a launched app (tests/helpers/net.py `wait_until_answering`): it waits
-on the app's state (its /config answering 200), however long a loaded machine takes, and gives up only at
-its deadline."""
+"""The readiness check of a launched app (`space.serving.wait_until_answering`, which `serve` and the
+tests' `launch_local` use): it waits on the app's state (its /config answering 200), however long a
+loaded machine takes, and gives up only at its deadline."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from leaderboard.hub.entry_eval_results import ENTRY_PARAM, entry_eval_results, 
 from leaderboard.hub.hub_check import HubLeaderboard, hub_cells, hub_status_markdown
 from leaderboard.store.ranking import REPORTED, newest_entries, ranked_entries
 from leaderboard.store.sqlite_store import LeaderboardStore
-from leaderboard.text.submitted_names import plain_markdown
+from leaderboard.text.submitted_names import MAX_ENTRY_ID, plain_markdown
 from space.error_messages import error_markdown
 from space.shared_state import WorkDir
 
@@ -32,7 +32,6 @@ from .leaderboard_views import (
 
 log = logging.getLogger(__name__)
 ENTRY_HELP = "Its id (the Submit tab lists them), or `?entry=ID` in the address; then Enter."
-MAX_ENTRY_ID = 64  # an entry id is 32 hex digits; anything longer typed or in the address is cut
 
 
 @dataclass(frozen=True, eq=False)

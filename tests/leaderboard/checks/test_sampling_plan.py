@@ -9,9 +9,11 @@ from scipy.stats import binom
 from leaderboard.checks import regeneration_policy, spot_check_policy
 from leaderboard.checks.sampling_plan import (
     LARGEST_SAMPLE,
+    SEARCHED_PLANS,
     SampledPlan,
     draw_positions,
     sampled_check_plan,
+    searched_plan,
     tolerated_failures,
 )
 
@@ -98,3 +100,26 @@ def test_both_sampled_checks_are_sized_and_drawn_by_the_one_plan(monkeypatch):
     spot_check_policy.draw_sample(1_000, spot, 1)
     regeneration_policy.draw_regeneration_sample(1_000, regen, 1)
     assert drawn == [(1_000, 9), (1_000, 9)]
+
+
+@pytest.mark.parametrize(("rates", "plan"), sorted(SEARCHED_PLANS.items()))
+def test_the_plans_written_down_are_what_the_search_finds(rates, plan):
+    caught, honest, error = rates
+    assert searched_plan(LARGEST_SAMPLE, caught=caught, honest=honest, error=error) == plan
+    assert searched_plan(plan.sample_size, caught=caught, honest=honest, error=error) == plan  # the smallest total
+    # Below its size a submission is checked whole, as the search says too.
+    smaller = plan.sample_size - 1
+    assert sampled_check_plan(smaller, caught=caught, honest=honest, error=error) == searched_plan(
+        smaller, caught=caught, honest=honest, error=error
+    )
+
+
+def test_both_checks_default_rates_are_written_down():
+    """So that stating either plan (the Submit tab, a job's plan) needs no search and no scipy."""
+    spot = (spot_check_policy.CHEAT_RATE, spot_check_policy.HONEST_RATE, spot_check_policy.ERROR)
+    regeneration = (
+        regeneration_policy.CHEAT_SHARE * (1 - regeneration_policy.IMPOSTOR_RATE),
+        regeneration_policy.HONEST_MISS_RATE,
+        regeneration_policy.ERROR,
+    )
+    assert spot in SEARCHED_PLANS and regeneration in SEARCHED_PLANS

@@ -3,6 +3,8 @@ reason, remembered for a while (a fake clock), and the records read from the sto
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from PIL import Image
 
@@ -10,7 +12,9 @@ from dataset_builder.loading import load_prompts
 from leaderboard.store.image_sources import ImagesUnreachable
 from leaderboard.store.sqlite_store import SQLiteStore
 from space.resources import CacheBudget
-from space.verified_images.verified_source import EntryRecords, GalleryImages
+from space.verified_images.fair_fetch import FairQueue
+from space.verified_images.verified_source import BUSY, SUPERSEDED, EntryRecords, GalleryImages
+from space.visitors import Visit
 from tests.helpers.gallery_helpers import add_entry, some_prompts, varied_results
 
 
@@ -158,3 +162,113 @@ def test_records_are_read_once_per_entry_version(entry_and_records, prompts):
     assert Counting.reads == 2
     records.of(entry)  # only one entry is kept: the first was dropped
     assert Counting.reads == 3
+
+
+class FirstThenGate:
+    """An image source that hands over its first image, then waits at `gate` before the rest (a slow
+    repo, caught mid-page); `given` is set once the first image is out."""
+
+    def __init__(self):
+        self.inner, self.given, self.gate = Images(), threading.Event(), threading.Event()
+
+    def images(self, keys):
+        for number, pair in enumerate(self.inner.images(keys)):
+            if number == 1:
+                self.given.set()
+                assert self.gate.wait(300)
+            yield pair
+
+
+def visit_by_thread() -> Visit:
+    """Alice asks from every thread, in one tab, each thread its own request (a page of hers)."""
+    return Visit("alice", "tab", threading.current_thread().name)
+
+
+def in_thread(name: str, call):
+    """Run CALL in a thread named NAME; its result once it has returned (`done`, a list)."""
+    done: list = []
+    thread = threading.Thread(target=lambda: done.append(call()), name=name, daemon=True)
+    thread.start()
+    return thread, done
+
+
+def test_a_visitors_newer_page_stops_the_older_ones_fetch_and_is_fetched_next(entry_and_records, tmp_path):
+    _, entry, results = entry_and_records
+    source = FirstThenGate()
+    images = GalleryImages(Factory(source), lambda: tmp_path / "work", page_seconds=3600, visit=visit_by_thread)
+    older, older_shown = in_thread("page-1", lambda: images.thumbnails(entry, "m", results[:8]))
+    assert source.given.wait(300)  # her first page is mid-fetch, waiting on its repo
+    newer, newer_shown = in_thread("page-2", lambda: images.thumbnails(entry, "m", results[8:16]))
+    older.join(300)  # its wait ended when the newer page came, with the repo still waiting
+    assert not source.gate.is_set()
+    reasons = [s.reason for s in older_shown[0]]
+    assert reasons[0] == "" and set(reasons[1:]) == {SUPERSEDED}  # what came is kept; the rest not fetched
+    source.gate.set()
+    newer.join(300)
+    assert [s.reason for s in newer_shown[0]] == [""] * 8  # fetched once the older one stopped
+    pages = (results[:8], results[8:16])
+    assert source.inner.reads == [[(r.prompt_id, r.sample_index) for r in rows] for rows in pages]
+    again = images.thumbnails(entry, "m", results[:8])  # superseded is no failure: asked again, fetched now
+    assert [s.reason for s in again] == [""] * 8
+
+
+def test_another_visitors_page_is_fetched_while_a_slow_page_waits(entry_and_records, tmp_path):
+    _, entry, results = entry_and_records
+    slow, fast = FirstThenGate(), Images()
+    factory = lambda repo, revision, split: slow if repo == "org/slow" else fast  # noqa: E731
+    asking = threading.local()
+    images = GalleryImages(
+        factory, lambda: tmp_path / "work", page_seconds=3600, visit=lambda: Visit(asking.who, asking.who, asking.who)
+    )
+    slow_entry = entry.model_copy(update={"images_repo": "org/slow"})
+
+    def alice():
+        asking.who = "alice"
+        return images.thumbnails(slow_entry, "m", results[:8])
+
+    waiting, _ = in_thread("alice", alice)
+    assert slow.given.wait(300)
+    asking.who = "bob"
+    assert [s.reason for s in images.thumbnails(entry, "m", results[8:16])] == [""] * 8
+    assert not slow.gate.is_set() and waiting.is_alive()  # hers still waits on its repo
+    slow.gate.set()
+    waiting.join(300)
+
+
+class WatchedQueue(FairQueue):
+    """A fair queue that says when a job has been queued (`added`, the count so far)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.added, self.changed = 0, threading.Condition()
+
+    def add(self, job):
+        ended = super().add(job)
+        with self.changed:
+            self.added += 1
+            self.changed.notify_all()
+        return ended
+
+
+def test_a_page_shed_from_the_full_queue_is_answered_at_once_as_busy(entry_and_records, tmp_path):
+    _, entry, results = entry_and_records
+    slow, fast = FirstThenGate(), Images()
+    factory = lambda repo, revision, split: slow if repo == "org/slow" else fast  # noqa: E731
+    queue = WatchedQueue(1, 1, 1, 1)  # one worker, and one page waiting at most
+    by_thread = lambda: Visit(*[threading.current_thread().name] * 3)  # noqa: E731 - each thread a visitor
+    images = GalleryImages(factory, lambda: tmp_path / "work", page_seconds=3600, visit=by_thread, fetches=queue)
+    slow_entry = entry.model_copy(update={"images_repo": "org/slow"})
+    alice, _ = in_thread("alice", lambda: images.thumbnails(slow_entry, "m", results[:8]))
+    assert slow.given.wait(300)  # the one worker is hers, waiting on the slow repo
+    bob, bob_shown = in_thread("bob", lambda: images.thumbnails(entry, "m", results[8:16]))
+    with queue.changed:
+        assert queue.changed.wait_for(lambda: queue.added == 2, timeout=300)  # bob's page waits: the queue is full
+    # carol's page comes next: one page too many waiting, so bob's, waiting longest, is shed
+    carol, carol_shown = in_thread("carol", lambda: images.thumbnails(entry, "m", results[16:24]))
+    bob.join(300)
+    assert [s.reason for s in bob_shown[0]] == [BUSY] * 8 and carol.is_alive()
+    slow.gate.set()
+    alice.join(300)
+    carol.join(300)
+    assert [s.reason for s in carol_shown[0]] == [""] * 8
+    assert [s.reason for s in images.thumbnails(entry, "m", results[8:16])] == [""] * 8  # bob's, asked again
