@@ -1,0 +1,26 @@
+"""The generated mutants judged harmless (equivalent): no input the code can receive tells them apart.
+
+Each entry names its mutant by the module, the changed line's text (stripped, as the report shows it)
+and the change (the report's words: `<= → <`, `condition negated`, `3 → 4`); it matches every
+mutant of that module with that line and change. `benchmarks/mutants.py` does not run a listed
+mutant: it counts it apart, as equivalent, and prints its reason. `tests/project/test_mutants.py`
+fails on an entry that no longer names a mutant of the tree (the line was changed or moved away),
+so the list cannot go stale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    """A mutant judged equivalent: MODULE's line LINE (stripped) with CHANGE made; REASON says why."""
+
+    module: str
+    line: str
+    change: str
+    reason: str
+
+
+EQUIVALENT: tuple[Equivalent, ...] = ()
