@@ -91,8 +91,9 @@ def sampled(made: Sequence[Mutation], per_module: int, seed: int) -> list[Mutati
         mine = [m for m in made if m.path == path]
         others = [m for m in mine if not (m.site and m.site.area)]
         drawn = set(map(id, random.Random(f"{seed}:{path}").sample(others, min(per_module, len(others)))))
-        kept = [m for m in mine if m.site and m.site.area or id(m) in drawn]
-        chosen += [(not (m.site and m.site.area), k, path, m) for k, m in enumerate(kept)]
+        guarded = [m for m in mine if m.site and m.site.area]
+        chosen += [(False, k, path, m) for k, m in enumerate(guarded)]
+        chosen += [(True, k, path, m) for k, m in enumerate(m for m in others if id(m) in drawn)]
     return [m for *_, m in sorted(chosen, key=lambda item: item[:3])]
 
 
