@@ -18,8 +18,9 @@ it run there; the checkout is never written (`mutant_runner.py`).
   regeneration decision) and a seeded sample of `--per-module` others (`--all`: every one); no
   mutant starts after `--minutes`, and the skipped ones are counted. The mutants listed as
   equivalent (`mutant_equivalents.py`) are not run: they are counted apart with their reasons.
-  `--save` keeps the outcomes as JSON, `--rerun` runs again the survivors of saved runs, `--from`
-  merges saved runs, `--write-results` writes the score and the survivors into
+  `--save` keeps the outcomes as JSON, `--rerun` runs again the survivors of saved runs, `--resume`
+  leaves out the mutants saved runs already ran (a run cut by its bound goes on), `--from` merges
+  saved runs, `--write-results` writes the score and the survivors into
   benchmarks/RESULTS.md (its section between `<!-- mutants:begin -->` and `<!-- mutants:end -->`).
 """
 
@@ -130,6 +131,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--seed", type=int, default=0, help="the sample's seed (default 0)")
     add("--minutes", type=float, default=240.0, help="start no mutant after this many minutes (default 240)")
     add("--rerun", type=Path, action="append", help="only the survivors of this saved run (repeatable)")
+    add("--resume", type=Path, action="append", help="leave out the mutants this saved run ran (repeatable)")
     add("--save", type=Path, help="save the outcomes as JSON (for --rerun and --from)")
     add("--from", dest="saved", type=Path, nargs="+", help="run nothing: merge these saved runs")
     add("--write-results", action="store_true", help="write the score into RESULTS.md's mutants section")
@@ -156,6 +158,9 @@ def selection(args: argparse.Namespace, root: Path = ROOT) -> tuple[list[Mutatio
         chosen = [m for m in made if m.site and m.site.key in again]
     else:
         chosen = list(made) if args.all else sampled(made, args.per_module, args.seed)
+    if args.resume:
+        done = {o.site.key for o in merged([load(path) for path in args.resume])[0] if o.site}
+        chosen = [m for m in chosen if m.site and m.site.key not in done]
     return [m for m in chosen if compiles(m.new)], len(made)
 
 

@@ -285,6 +285,44 @@ def test_every_listed_equivalent_names_a_mutant_of_the_tree():
         assert entry.reason.strip(), entry
 
 
+def test_rerun_takes_the_survivors_of_a_saved_run_and_resume_the_mutants_it_did_not_run(tmp_path):
+    """`--rerun` runs again what survived (timed out, broke) in saved runs, found by line text and
+    change, not line number; `--resume` leaves out what a saved run already ran."""
+    root = plant(tmp_path / "repo", {"leaderboard/rule.py": "def f(a):\n    return a < 1 or a > 5\n"})
+    made = mutants.generated(["leaderboard/rule.py"], root)
+    assert len(made) == 5
+    run = mutant_results.Run("2026-01-01", "aaa", "first", 5, [m.site.key for m in made])
+    run.outcomes = [
+        mutant_results.Outcome(m.name, status, "", 1.0, m.site)
+        for m, status in zip(made, ["survived", "killed", "timeout"], strict=False)
+    ]
+    mutant_results.save(run, tmp_path / "run.json")
+    (root / "leaderboard/rule.py").write_text(
+        "# a line above moves every line number\ndef f(a):\n    return a < 1 or a > 5\n"
+    )
+
+    def chosen(*options: str) -> list[str]:
+        args = mutants._parser().parse_args(["--generated", "--all", *options])
+        return [m.site.key for m in mutants.selection(args, root)[0]]
+
+    assert chosen("--rerun", str(tmp_path / "run.json")) == [made[0].site.key, made[2].site.key]
+    assert chosen("--resume", str(tmp_path / "run.json")) == [m.site.key for m in made[3:]]
+
+
+def test_the_command_merges_saved_runs_and_writes_the_section(tmp_path, capsys):
+    """`--from A B --write-results`: nothing runs; the merged score is printed and written."""
+    first = mutant_results.Run("2026-01-01", "aaa", "first", 2, [], [outcome("a.py", 1, "survived")])
+    mutant_results.save(first, tmp_path / "a.json")
+    mutant_results.save(
+        mutant_results.Run("2026-01-02", "bbb", "rerun", 2, [], [outcome("a.py", 1, "killed")]), tmp_path / "b.json"
+    )
+    results = tmp_path / "RESULTS.md"
+    saved = [str(tmp_path / "a.json"), str(tmp_path / "b.json")]
+    assert mutants.main(["--generated", "--from", *saved, "--write-results", "--results-file", str(results)]) == 0
+    assert "1 mutants: 1 killed, 0 timed out, 0 survived" in capsys.readouterr().out
+    assert "1 mutants: 1 killed" in results.read_text(encoding="utf-8")
+
+
 def outcome(module: str, line: int, status: str) -> mutant_results.Outcome:
     site = mutant_results.Site(module, line, 4, f"y = {line}", "number", f"{line} → {line + 1}", "f")
     return mutant_results.Outcome(site.describe(), status, "why", 1.0, site)
