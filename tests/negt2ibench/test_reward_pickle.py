@@ -6,10 +6,12 @@ the bounds are docs/reward.md's numbers (`documented_bound`), not the code's con
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
 import importlib
 import operator
 import pickle
+import pickletools
 import subprocess
 import time
 
@@ -249,3 +251,163 @@ def test_json_over_the_documented_values_is_refused_before_it_is_parsed(monkeypa
     with pytest.raises(TooLarge, match="JSON body holds over"):
         json_value(b"[" + b"0," * values + b"0]")
     assert parsed == []
+
+
+def test_the_default_bounds_are_the_documented_ones_and_cannot_be_changed():
+    """Every bound a request is held to by default is docs/reward.md's number, each refusal answers
+    the documented status, and the shared default bounds are frozen (no caller can loosen them for
+    the next request)."""
+    bounds = reward_pickle.DEFAULT_BOUNDS
+    rows = {
+        "body_bytes": "body",
+        "images": "images",
+        "image_bytes": "one image, encoded",
+        "image_pixels": "one image, pixels",
+        "request_pixels": "all images",
+        "elements": "values",
+        "depth": "nesting",
+    }
+    for field, row in rows.items():
+        value, status = documented_bound(row)
+        assert getattr(bounds, field) == value, field
+        assert (TooLarge if status == 413 else BadRequest).status == status, field
+    assert reward_pickle.RequestBounds() == bounds
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        bounds.elements = 10**9  # type: ignore[misc]
+
+
+def test_a_pickle_of_exactly_the_bound_s_opcodes_is_read_and_one_more_is_refused():
+    """`values` bounds a pickle's opcodes before it is built: as many as the bound is allowed, one
+    more is refused (counted exactly, not roughly)."""
+    body = pickle.dumps([1, 2, 3], protocol=2)
+    opcodes = sum(1 for _ in pickletools.genops(body))
+    assert plain_loads(body, reward_pickle.RequestBounds(elements=opcodes)) == [1, 2, 3]
+    with pytest.raises(TooLarge, match=f"over {opcodes - 1} opcodes"):
+        plain_loads(body, reward_pickle.RequestBounds(elements=opcodes - 1))
+
+
+def test_every_value_of_the_tree_counts_toward_the_values_bound():
+    """The values a body stands for are its containers and its plain values, each counted once: a
+    list of n numbers is n + 1 values, allowed at a bound of n + 1 and refused at n."""
+    body = [0] * 50
+    assert reward_pickle.plain_value(body, reward_pickle.RequestBounds(elements=51)) == body
+    with pytest.raises(TooLarge, match="stands for over 50 values"):
+        reward_pickle.plain_value(body, reward_pickle.RequestBounds(elements=50))
+
+
+def test_a_body_nesting_deeper_than_the_bound_is_refused_on_the_way_down(monkeypatch):
+    """Nesting is refused while the walk goes down, at the first level past the bound, before any
+    copy is made (the walk does not build what it will refuse)."""
+    copied = []
+    real = reward_pickle._copied
+    monkeypatch.setattr(reward_pickle, "_copied", lambda *args: copied.append(1) or real(*args))
+    value: list = []
+    for _ in range(5):  # six levels
+        value = [value]
+    with pytest.raises(BadRequest, match="nests deeper than 5 levels"):
+        reward_pickle.plain_value(value, reward_pickle.RequestBounds(depth=5))
+    assert copied == []
+    assert reward_pickle.plain_value(value, reward_pickle.RequestBounds(depth=6)) == value
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [lambda inner: [inner], lambda inner: (inner,), lambda inner: {"k": inner}],
+    ids=["list", "tuple", "dict"],
+)
+def test_the_depth_of_a_shared_reference_is_its_deepest_use(wrap):
+    """A container met first at a shallow place and used again deeper counts at its deepest use,
+    through lists, tuples and dicts alike: [[x, [d]], d] with d of `depth - 1` levels nests
+    `depth + 2` deep through its second use, beside a shallow sibling, and is refused; one level
+    less of d is read."""
+    depth = 6
+
+    def body(levels: int):
+        deep = wrap([])
+        for _ in range(levels - 2):
+            deep = wrap(deep)
+        return [[[], wrap(deep)], deep]  # `deep` comes last: the walk meets it first, shallow
+
+    bounds = reward_pickle.RequestBounds(depth=depth)
+    with pytest.raises(BadRequest, match=f"nests deeper than {depth} levels"):
+        reward_pickle.plain_value(body(depth - 1), bounds)
+    assert reward_pickle.plain_value(body(depth - 3), bounds) == body(depth - 3)
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        (5, "<", None, None, None, -1, -1, 0),  # another version
+        (3, "<", None, None, None, -1, -1),  # another length
+        [3, "<", None, None, None, -1, -1, 0],  # not a tuple
+        (3, "!", None, None, None, -1, -1, 0),  # another byte order
+        (3, "<", ("i8", (2,)), None, None, -1, -1, 0),  # a subarray
+        (3, "<", None, ("a",), {"a": None}, -1, -1, 0),  # fields
+    ],
+)
+def test_a_numpy_dtype_of_another_form_is_refused(state):
+    """The only dtype states read are numpy's own for plain values: version 3 or 4, 8 or 9 items,
+    a byte order, no subarray, names or fields."""
+    with pytest.raises(BadRequest, match="numpy dtype"):
+        reward_pickle._Dtype("i8").__setstate__(state)
+    plain = reward_pickle._Dtype("i8")
+    plain.__setstate__((3, "<", None, None, None, -1, -1, 0))
+    assert plain.numpy() == np.dtype("<i8")
+
+
+def test_numpy_dtype_states_of_versions_3_and_4_with_or_without_metadata_are_read():
+    """numpy writes a dtype's state as version 3 (4 for some) with 8 items, or 9 with its metadata;
+    each is read."""
+    for state in [(3, "<", None, None, None, -1, -1, 0), (4, "|", None, None, None, -1, -1, 0)]:
+        for items in (state, (*state, {"unit": "s"})):
+            read = reward_pickle._Dtype("i8")
+            read.__setstate__(items)
+            assert read.order == state[1]
+
+
+def test_a_numpy_dtype_without_its_byte_order_or_of_objects_gives_no_numpy_dtype():
+    """An array's values are read with a dtype whose byte order its state gave, never of objects."""
+    with pytest.raises(BadRequest, match="without its byte order"):
+        reward_pickle._Dtype("i8").numpy()  # no state: no byte order
+    objects = reward_pickle._Dtype("O8")
+    objects.__setstate__((3, "|", None, None, None, -1, -1, 63))
+    with pytest.raises(BadRequest, match="of objects"):
+        objects.numpy()
+
+
+@pytest.mark.parametrize("protocol", [2, 5])
+def test_big_endian_numbers_are_read_in_their_own_byte_order(protocol):
+    """A big-endian array (a client on another machine, or `>i4` by choice) reads as the same
+    numbers: the dtype's byte order is the state's, not this machine's."""
+    for value in (np.array([1, 258, -3], dtype=">i4"), np.array([0.5, 2.0], dtype=">f8")):
+        assert plain_loads(pickle.dumps(value, protocol=protocol)) == value.tolist()
+
+
+def test_numpy_dtype_takes_numpys_own_signature():
+    """`numpy.dtype(code, align=False, copy=True)`: a pickle that names the code only is read as
+    numpy reads it; align or a copy refused."""
+    assert reward_pickle._dtype(reward_pickle.DEFAULT_BOUNDS, "i8").code == "i8"
+    with pytest.raises(BadRequest, match="numpy dtype"):
+        reward_pickle._dtype(reward_pickle.DEFAULT_BOUNDS, "i8", True)
+    with pytest.raises(BadRequest, match="numpy dtype"):
+        reward_pickle._dtype(reward_pickle.DEFAULT_BOUNDS, "i8", False, False)
+
+
+def little_endian_int64() -> reward_pickle._Dtype:
+    dtype = reward_pickle._Dtype("i8")
+    dtype.__setstate__((3, "<", None, None, None, -1, -1, 0))
+    return dtype
+
+
+def test_a_numpy_array_is_built_once_from_numpys_own_state():
+    """An array's state is numpy's version 1, five items; another version is refused, and a second
+    BUILD of the same array (which would append its values again) is refused."""
+    raw = np.array([1, 2], dtype="<i8").tobytes()
+    array = reward_pickle._ArrayList(reward_pickle.DEFAULT_BOUNDS)
+    with pytest.raises(BadRequest, match="numpy array of another form"):
+        array.__setstate__((2, (2,), little_endian_int64(), False, raw))
+    array.__setstate__((1, (2,), little_endian_int64(), False, raw))
+    assert array == [1, 2] and array.built
+    with pytest.raises(BadRequest, match="numpy array of another form"):
+        array.__setstate__((1, (2,), little_endian_int64(), False, raw))
+    assert array == [1, 2]
