@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from leaderboard.checks.regeneration_policy import regeneration_plan
-from leaderboard.checks.regeneration_run import _outcome
+from leaderboard.checks.regeneration_run import _NotReproduced, _outcome, _record_reader
 from leaderboard.checks.verification_run import claim_for, new_run
 from leaderboard.store.entries import Entry
 from leaderboard.store.sqlite_store import SQLiteStore
@@ -95,3 +95,12 @@ def test_a_sample_with_more_misses_is_rejected_and_says_where_it_stopped(held, c
         f"(org/model@0123456789ab, the benchmark's seeds{stopped}), more than the {M} of {K} allowed; "
         "the pairs are on its page"
     )
+
+
+def test_images_whose_source_records_no_generation_parameters_are_not_reproduced():
+    # a source that keeps each image's record (seed, model, settings) is read; one that keeps none
+    # (a bare folder of images) marks the entry "images not reproduced" rather than failing the job
+    records = SimpleNamespace(image_records=lambda keys: [f"record of {key}" for key in keys])
+    assert _record_reader(records, [("p", 0)]) == ["record of ('p', 0)"]
+    with pytest.raises(_NotReproduced, match="its images' source records no generation parameters"):
+        _record_reader(SimpleNamespace(), [("p", 0)])
