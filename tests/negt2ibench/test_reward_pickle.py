@@ -332,3 +332,12 @@ def test_the_depth_of_a_shared_reference_is_its_deepest_use(wrap):
     with pytest.raises(BadRequest, match=f"nests deeper than {depth} levels"):
         reward_pickle.plain_value(body(depth - 1), bounds)
     assert reward_pickle.plain_value(body(depth - 3), bounds) == body(depth - 3)
+
+
+def test_a_malformed_pickle_is_refused_with_the_first_line_of_its_error_or_the_errors_name():
+    # the refusal is one line of a 400 body: a many-line error keeps its first, an empty one its type
+    assert reward_pickle._first_line(ValueError("the first line\nthe second")) == "the first line"
+    assert reward_pickle._first_line(KeyError()) == "KeyError"
+    truncated = r"^not a pickle of plain types \(UnpicklingError: pickle data was truncated\)$"
+    with pytest.raises(BadRequest, match=truncated):
+        plain_loads(pickle.dumps([1, 2, 3])[:-3])

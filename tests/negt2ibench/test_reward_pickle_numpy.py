@@ -145,3 +145,13 @@ def test_an_arrays_shape_is_a_tuple_of_sizes_within_the_nesting_bound():
     ]:
         with pytest.raises(BadRequest, match="numpy array of another form"):
             reward_pickle._array_values(bounds, one, dtype, shape, "C")
+
+
+def test_an_array_of_exactly_the_values_bound_is_read_and_one_more_is_refused():
+    """The values bound counts an array's values before any is built: at the bound it is read."""
+    raw = np.array([1, 2], dtype="<i8").tobytes()
+    assert reward_pickle._array_values(
+        reward_pickle.RequestBounds(elements=2), raw, little_endian_int64(), (2,), "C"
+    ) == [1, 2]
+    with pytest.raises(reward_pickle.TooLarge, match="numpy array of over 1 values"):
+        reward_pickle._array_values(reward_pickle.RequestBounds(elements=1), raw, little_endian_int64(), (2,), "C")
