@@ -33,4 +33,11 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "instead of 4 changes memory and speed, and pixels at most by the batch drift docs/leaderboard.md calibrates "
         "(a batch of 4 against 1), which the draw's statistics absorb and no CPU test can see",
     ),
+    Equivalent(
+        "negt2ibench/reward_pickle.py",
+        "return dict(zip(copies[:half], copies[half:], strict=True)), size, deepest + 1",
+        "True → False",
+        "a dict's children are its keys then its values (`_children`), one copy each or a refusal, so the "
+        "two halves are always of one length and `strict` never has anything to refuse",
+    ),
 )
