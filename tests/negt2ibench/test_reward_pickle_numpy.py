@@ -155,3 +155,18 @@ def test_an_array_of_exactly_the_values_bound_is_read_and_one_more_is_refused():
     ) == [1, 2]
     with pytest.raises(reward_pickle.TooLarge, match="numpy array of over 1 values"):
         reward_pickle._array_values(reward_pickle.RequestBounds(elements=1), raw, little_endian_int64(), (2,), "C")
+
+
+def test_an_arrays_data_must_be_exactly_its_shapes_values():
+    """An array's data is bytes of exactly its shape's size, or (an object array) a list of exactly its
+    count of values: anything else is refused in the unpickler's words, never left to numpy."""
+    bounds, raw = reward_pickle.DEFAULT_BOUNDS, np.array([1, 2], dtype="<i8").tobytes()
+    for data in (raw[:-1], raw + b"\0", bytearray(raw), memoryview(raw)):
+        with pytest.raises(BadRequest, match="bytes are not its shape's"):
+            reward_pickle._array_values(bounds, data, little_endian_int64(), (2,), "C")
+    objects = reward_pickle._Dtype("O8")
+    objects.__setstate__((3, "|", None, None, None, -1, -1, 63))
+    assert reward_pickle._array_values(bounds, ["a", "b"], objects, (2,), "C") == ["a", "b"]
+    for items in (["a"], ["a", "b", "c"], ("a", "b")):
+        with pytest.raises(BadRequest, match="numpy object array of another form"):
+            reward_pickle._array_values(bounds, items, objects, (2,), "C")
