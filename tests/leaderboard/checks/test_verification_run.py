@@ -10,7 +10,7 @@ import socket
 import pytest
 
 from leaderboard.checks.check_setup import JOB_ID_ENV
-from leaderboard.checks.verification_run import claim_for, new_run, reject
+from leaderboard.checks.verification_run import advance, claim_for, new_run, reject
 from leaderboard.store.entries import Entry, StaleEntryError
 from leaderboard.store.sqlite_store import SQLiteStore
 from leaderboard.store.states import held_by, transition
@@ -107,3 +107,11 @@ def test_a_run_names_where_it_runs_its_job_or_its_host_and_process(monkeypatch):
     assert new_run().where == "job 69a1b2c3"
     monkeypatch.delenv(JOB_ID_ENV)
     assert new_run("full").where == f"{socket.gethostname()} pid {os.getpid()}" and new_run("full").mode == "full"
+
+
+def test_a_submission_stored_without_results_is_rejected_saying_so(tmp_path):
+    # only a hand-made entry can be so; nothing is validated or checked (the setup is never reached)
+    store = SQLiteStore(tmp_path / "leaderboard.sqlite")
+    entry = store.add_submission(Entry(model_name="Model A", model_key="model_a", submitter="alice"))
+    settled = advance(store, entry, None, check=False)  # type: ignore[arg-type]
+    assert (settled.status, settled.reason) == ("rejected", "no results are stored with this submission")
