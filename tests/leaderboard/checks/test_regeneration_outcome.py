@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from leaderboard.checks.regeneration_policy import regeneration_plan
-from leaderboard.checks.regeneration_run import _NotReproduced, _outcome, _record_reader
+from leaderboard.checks.regeneration_run import Comparer, _NotReproduced, _outcome, _record_reader
 from leaderboard.checks.verification_run import claim_for, new_run
 from leaderboard.store.entries import Entry
 from leaderboard.store.sqlite_store import SQLiteStore
@@ -104,3 +104,10 @@ def test_images_whose_source_records_no_generation_parameters_are_not_reproduced
     assert _record_reader(records, [("p", 0)]) == ["record of ('p', 0)"]
     with pytest.raises(_NotReproduced, match="its images' source records no generation parameters"):
         _record_reader(SimpleNamespace(), [("p", 0)])
+
+
+def test_the_pairs_compared_so_far_are_the_samples_kept_ones_in_its_order():
+    # a resumed check counts only the pairs of this sample already compared; the rest are still to come
+    kept = SimpleNamespace(pairs={("b", 0): {"own": False}, ("a", 0): {"own": True}, ("other", 0): {"own": False}})
+    comparer = Comparer(None, None, None, regeneration_plan(19_200), kept, [("a", 0), ("b", 0), ("c", 0)])
+    assert comparer.compared() == [{"own": True}, {"own": False}] and comparer.not_own() == 1
