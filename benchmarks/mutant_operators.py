@@ -188,13 +188,23 @@ def _name(op: ast.AST) -> str:
     return _SYMBOLS[type(op).__name__]
 
 
+def edits(source: str) -> list[Edit]:
+    """Every edit of SOURCE, in the order of their places (a mutant is `apply(source, edit)`; one
+    that does not compile is dropped by `compiles`)."""
+    return sorted(_edits(source, ast.parse(source)), key=lambda e: (e.line, e.column, e.operator, e.what))
+
+
+def compiles(mutated: str) -> bool:
+    try:
+        compile(mutated, "<mutant>", "exec")
+    except SyntaxError:
+        return False
+    return True
+
+
 def mutants(source: str) -> Iterator[tuple[Edit, str]]:
     """Every (edit, mutated source) of SOURCE that compiles, in the order of the edits' places."""
-    tree = ast.parse(source)
-    for edit in sorted(_edits(source, tree), key=lambda e: (e.line, e.column, e.operator, e.what)):
+    for edit in edits(source):
         mutated = apply(source, edit)
-        try:
-            compile(mutated, "<mutant>", "exec")
-        except SyntaxError:
-            continue
-        yield edit, mutated
+        if compiles(mutated):
+            yield edit, mutated

@@ -1,364 +1,223 @@
-"""Mutation testing of the rules that guard the leaderboard and the reports (run by hand, not a test).
+"""Mutation testing of the project's modules (run by hand, not a test; docs/contributing.md).
 
-    .venv/bin/python benchmarks/mutants.py                 # the table: every mutation must fail a fast test
-    .venv/bin/python benchmarks/mutants.py --generated     # the generated pass (docs/contributing.md)
-    .venv/bin/python benchmarks/mutants.py --list          # what would run, without running it
+    .venv/bin/python benchmarks/mutants.py                        # the table: every mutation must fail a fast test
+    .venv/bin/python benchmarks/mutants.py --generated            # a sampled pass over every module
+    .venv/bin/python benchmarks/mutants.py --generated --guarded --all   # every mutant of the guarded functions
+    .venv/bin/python benchmarks/mutants.py --generated --list     # what would run, without running it
 
-Each mutation is applied to a temporary copy of the repository (the files git tracks, and those it
-does not ignore, as they are in the work tree now), and the fast tests that should catch it (`-m "not
-slow"`) run there, stopping at the first failure; the checkout itself is never written. A mutant is
-*killed* when a test fails (its first failure is shown: the test and its assertion), *timed out* when
-its tests ran past `--timeout`, and *survives* when they all pass.
+Each mutation is applied to a temporary copy of the repository and the fast tests that should catch
+it run there; the checkout is never written (`mutant_runner.py`).
 
-- `TABLE`: the surviving mutations of issue 44's audit (and the two findings beside it: the verdict of
-  an `error: ""` row, the frozen twin's constraints), each written as the exact text it replaces.
-  The command exits 1 unless every one is killed by a failing test (a timeout or an error collecting
-  the tests does not count); tests/project/test_mutants.py runs it.
-- `--generated`: every mutant `benchmarks/mutant_operators.py` makes of the modules of `GENERATED`
-  (the spot check and its plan, the compared fields, names, holds, the relation rules, the report's
-  aggregation), each run against that module's tests; prints the score and each survivor.
+- `TABLE` (`mutant_table.py`): hand-written mutations, each the exact text it replaces. The command
+  exits 1 unless every one is killed by a failing test (a timeout or an error collecting the tests
+  does not count); tests/project/test_mutants.py runs it.
+- `--generated`: the mutants `mutant_operators.py` makes of every module of the eight packages but
+  the few `mutant_modules.EXCLUDED` names (each with its reason), each run against the test files
+  that import its module, and its mirror test file (`mutant_modules.py`). Per module, every mutant of
+  a guarded function (`mutant_modules.GUARDED`: the unpickler, the claim, the resolver, the
+  regeneration decision) and a seeded sample of `--per-module` others (`--all`: every one); no
+  mutant starts after `--minutes`, and the skipped ones are counted. The mutants listed as
+  equivalent (`mutant_equivalents.py`) are not run: they are counted apart with their reasons.
+  `--save` keeps the outcomes as JSON, `--rerun` runs again the survivors of saved runs, `--resume`
+  leaves out the mutants saved runs already ran (a run cut by its bound goes on), `--from` merges
+  saved runs, `--write-results` writes the score and the survivors into
+  benchmarks/RESULTS.md (its section between `<!-- mutants:begin -->` and `<!-- mutants:end -->`).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import queue
-import re
-import shutil
+import ast
+import random
 import subprocess
 import sys
-import tempfile
-import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mutant_operators import mutants  # noqa: E402
+from mutant_equivalents import EQUIVALENT  # noqa: E402
+from mutant_modules import (  # noqa: E402
+    GUARDED,
+    excluded_by,
+    function_at,
+    guards_of,
+    product_imports,
+    product_modules,
+    qualified_functions,
+    test_imports,
+    tests_of,
+)
+from mutant_operators import apply, compiles, edits  # noqa: E402
+from mutant_results import Outcome, Run, Site, load, merged, save, section, summary_line, tally, write_section  # noqa: E402
+from mutant_runner import applied, copy_work_tree, run_all  # noqa: E402
+from mutant_table import TABLE, Mutation  # noqa: E402
+
+__all__ = ["TABLE", "Mutation", "applied", "copy_work_tree", "generated", "main", "sampled"]
 
 ROOT = Path(__file__).resolve().parents[1]
-HOLDS_TESTS = ("tests/leaderboard/checks/test_full_rescore_policy.py",)
-NEGVQA_TESTS = ("tests/judges/test_negvqa_summary.py",)
-FROZEN_TESTS = ("tests/core/test_frozen.py",)
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 
 
-@dataclass(frozen=True)
-class Mutation:
-    """Replace `old` (found exactly once in `path`) by `new`; `tests` should then fail."""
-
-    name: str
-    path: str
-    old: str
-    new: str
-    tests: tuple[str, ...]
-
-
-TABLE: tuple[Mutation, ...] = (
-    Mutation(
-        "compared: the statement-count check dropped",
-        "leaderboard/checks/compared_fields.py",
-        '    if len(submitted.statements) != len(rescored.statements):\n        found.append(f"submitted {len(sub',
-        '    if False:\n        found.append(f"submitted {len(sub',
-        ("tests/leaderboard/checks/test_compared_fields.py",),
-    ),
-    Mutation(
-        "names: mutual confusable pairs mapped to each other",
-        "leaderboard/text/submitted_names.py",
-        "mapping[key] = min(key, other) if mutual else other",
-        "mapping[key] = other",
-        ("tests/leaderboard/text/test_submitted_names.py",),
-    ),
-    Mutation(
-        "holds: `check_rejections` counts any rejection, not only a check's (one at validation too)",
-        "leaderboard/checks/full_rescore_policy.py",
-        'return "spot check" if entry.verification is not None else ""',
-        'return "spot check"',
-        HOLDS_TESTS,
-    ),
-    Mutation(
-        "holds: `check_rejections` counts other accounts' rejections",
-        "leaderboard/checks/full_rescore_policy.py",
-        "e.submitter == submitter and caught_by(e)",
-        "caught_by(e)",
-        HOLDS_TESTS,
-    ),
-    Mutation(
-        "holds: `ranked_on_a_sample` also holds entries verified by a full re-score",
-        "leaderboard/checks/full_rescore_policy.py",
-        '        and e.verification.method == "sampled"\n',
-        "",
-        HOLDS_TESTS,
-    ),
-    Mutation(
-        "negvqa: `error_rows` is the number of error kinds",
-        "judges/negvqa/summary.py",
-        '"error_rows": sum(errors.values()),',
-        '"error_rows": len(errors),',
-        NEGVQA_TESTS,
-    ),
-    Mutation(
-        "negvqa: `bias_A`'s denominator counts error rows",
-        "judges/negvqa/summary.py",
-        '"bias_A": share(chosen["A"] - key["A"], len(answered))',
-        '"bias_A": share(chosen["A"] - key["A"], len(records.negated))',
-        NEGVQA_TESTS,
-    ),
-    Mutation(
-        "negvqa: the originals' error rows paired (as wrong answers)",
-        "judges/negvqa/accuracy.py",
-        "originals = {r.question_id: r for r in original if r.error is None}",
-        "originals = {r.question_id: r for r in original}",
-        NEGVQA_TESTS,
-    ),
-    Mutation(
-        "negvqa: `unread` over every answer, not the written replies",
-        "judges/negvqa/summary.py",
-        "unread = sum(r.generated_letter is None for r in replies)",
-        "unread = sum(r.generated_letter is None for r in answered)",
-        NEGVQA_TESTS,
-    ),
-    Mutation(
-        "negvqa: `unread` over every record, error rows included",
-        "judges/negvqa/summary.py",
-        "unread = sum(r.generated_letter is None for r in replies)",
-        "unread = sum(r.generated_letter is None for r in records.negated)",
-        NEGVQA_TESTS,
-    ),
-    Mutation(
-        "negvqa: the originals' `chosen_A` counts B",
-        "judges/negvqa/accuracy.py",
-        'sum(o.letter == "A" for _, o in pairs)',
-        'sum(o.letter == "B" for _, o in pairs)',
-        NEGVQA_TESTS,
-    ),
-    Mutation(
-        "frozen: a field's constraints, alias and options dropped (its default kept)",
-        "negt2ibench/core/frozen.py",
-        "namespace[name] = copy.copy(info)",
-        "namespace[name] = dataclasses.field(default_factory=info.default_factory) if info.default_factory "
-        "else info.default",
-        FROZEN_TESTS,
-    ),
-    Mutation(
-        "frozen: the model's validators dropped",
-        "negt2ibench/core/frozen.py",
-        "    namespace.update(_validators(model))\n",
-        "",
-        FROZEN_TESTS,
-    ),
-    Mutation(
-        "frozen: the model's configuration dropped (but `extra`)",
-        "negt2ibench/core/frozen.py",
-        "    config = ConfigDict(**model.model_config)",
-        '    config = ConfigDict(extra=model.model_config.get("extra", "ignore"))',
-        FROZEN_TESTS,
-    ),
-    Mutation(
-        "frozen: a model with a rule it cannot keep twinned all the same",
-        "negt2ibench/core/frozen.py",
-        "    if refused:\n",
-        "    if False:\n",
-        FROZEN_TESTS,
-    ),
-    Mutation(
-        "frozen: `thaw` validates the values again",
-        "negt2ibench/core/frozen.py",
-        "    thawed = _thawed(twin)\n",
-        "    thawed = model.model_validate(dataclasses.asdict(twin), by_name=True)\n",
-        FROZEN_TESTS,
-    ),
-    Mutation(
-        'verdict: an `error: ""` row read as pass or fail (its truthiness)',
-        "evaluator/results.py",
-        "    return record.error is not None\n",
-        "    return bool(record.error)\n",
-        ("tests/evaluator/test_results.py",),
-    ),
-)
-
-
-# Module → the fast tests that hold it (the generated pass).
-GENERATED: dict[str, tuple[str, ...]] = {
-    "leaderboard/checks/spot_check_run.py": (
-        "tests/leaderboard/checks/test_spot_check_run.py",
-        "tests/leaderboard/checks/test_compared_fields.py",
-    ),
-    "leaderboard/checks/spot_check_policy.py": ("tests/leaderboard/checks/test_spot_check_policy.py",),
-    "leaderboard/checks/compared_fields.py": (
-        "tests/leaderboard/checks/test_compared_fields.py",
-        "tests/evaluator/test_results.py",
-    ),
-    "leaderboard/text/submitted_names.py": (
-        "tests/leaderboard/text/test_submitted_names.py",
-        "tests/leaderboard/intake/test_identity_names.py",
-    ),
-    "leaderboard/checks/full_rescore_policy.py": HOLDS_TESTS,
-    "evaluator/rules.py": ("tests/evaluator/test_rules.py",),
-    "evaluator/report/aggregate.py": (
-        "tests/evaluator/report/test_aggregate.py",
-        "tests/evaluator/report/test_tables.py",
-    ),
-    "evaluator/report/facts.py": ("tests/evaluator/report/test_aggregate.py", "tests/evaluator/report/test_tables.py"),
-}
-
-
-@dataclass(frozen=True)
-class Outcome:
-    mutation: Mutation
-    status: str  # killed | survived | timeout
-    detail: str  # the first failing test and why, or what ran
-    seconds: float
-
-
-def work_tree_files(root: Path = ROOT) -> list[str]:
-    """The files of the work tree as git sees them: tracked, or untracked and not ignored."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=root,
-        check=True,
-        capture_output=True,
-    ).stdout.decode("utf-8")
-    return [name for name in listed.split("\0") if name and (root / name).is_file()]
-
-
-def copy_work_tree(target: Path, root: Path = ROOT) -> Path:
-    for name in work_tree_files(root):
-        destination = target / name
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(root / name, destination)
-    return target
-
-
-def _environment(copy: Path) -> dict[str, str]:
-    env = dict(os.environ, PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1", COLUMNS="400")
-    env.pop("PYTEST_ADDOPTS", None)
-    return env
-
-
-def check_copy_is_imported(copy: Path) -> None:
-    """The copy's packages must shadow the checkout's (an editable install points at the checkout)."""
-    module = "leaderboard.checks.full_rescore_policy"
-    probe = f"import {module}, evaluator.results; print({module}.__file__)"
-    shown = subprocess.run(
-        [sys.executable, "-c", probe], cwd=copy, env=_environment(copy), capture_output=True, text=True, check=True
-    ).stdout.strip()
-    if not Path(shown).resolve().is_relative_to(copy.resolve()):
-        raise SystemExit(f"the copy's code is not the one imported ({shown}): mutants would run the checkout")
-
-
-def applied(mutation: Mutation, source: str) -> str:
-    """SOURCE with MUTATION made; a mutation whose text is not there exactly once is a ValueError."""
-    found = source.count(mutation.old)
-    if found != 1:
-        raise ValueError(f"{mutation.name}: its text is in {mutation.path} {found} times, not once")
-    return source.replace(mutation.old, mutation.new)
-
-
-_FAILED = re.compile(r"^(FAILED|ERROR) (\S+)(?: - (.*))?$", re.MULTILINE)
-
-
-def run_tests(copy: Path, tests: Sequence[str], timeout: float) -> tuple[str, str]:
-    """(status, detail) of the fast tests TESTS in COPY: killed (a test failed), survived, or timeout."""
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-m", "not slow", "-p", "no:cacheprovider"]
-    command += ["-p", "no:warnings", "-o", "addopts=", *tests]
-    try:
-        done = subprocess.run(
-            command, cwd=copy, env=_environment(copy), capture_output=True, text=True, timeout=timeout
-        )
-    except subprocess.TimeoutExpired:
-        return "timeout", f"its tests ran past {timeout:.0f} s"
-    if done.returncode == 0:
-        return "survived", (done.stdout.strip().splitlines() or [""])[-1]
-    failed = _FAILED.search(done.stdout)
-    if failed:
-        kind = "error in" if failed[1] == "ERROR" else "failed"
-        return "killed", f"{kind} {failed[2]}" + (f": {failed[3][:160]}" if failed[3] else "")
-    return "killed", f"pytest exited {done.returncode}: {(done.stdout + done.stderr).strip()[-200:]}"
-
-
-def baseline(copy: Path, mutations: Sequence[Mutation], timeout: float) -> None:
-    """The tests of MUTATIONS pass on the unmutated copy (else every mutant would look killed)."""
-    for tests in dict.fromkeys(m.tests for m in mutations):
-        status, detail = run_tests(copy, tests, timeout)
-        if status != "survived":
-            print(f"the unmutated code fails {' '.join(tests)}: {detail}", file=sys.stderr, flush=True)
-            os._exit(2)
-
-
-def run_all(mutations: Sequence[Mutation], workers: int, timeout: float) -> list[Outcome]:
-    """Each mutation in a copy of the work tree (one copy per worker, restored after each mutant)."""
-    pending: queue.Queue[tuple[int, Mutation]] = queue.Queue()
-    for item in enumerate(mutations):
-        pending.put(item)
-    results: dict[int, Outcome] = {}
-    with tempfile.TemporaryDirectory(prefix="negt2i_mutants_") as scratch:
-
-        def worker(number: int) -> None:
-            copy = copy_work_tree(Path(scratch) / f"copy{number}")
-            check_copy_is_imported(copy)
-            if number == 0:
-                baseline(copy, mutations, timeout)
-            while True:
-                try:
-                    position, mutation = pending.get_nowait()
-                except queue.Empty:
-                    return
-                target = copy / mutation.path
-                original = target.read_text(encoding="utf-8")
-                target.write_text(applied(mutation, original), encoding="utf-8")
-                started = time.perf_counter()
-                try:
-                    status, detail = run_tests(copy, mutation.tests, timeout)
-                finally:
-                    target.write_text(original, encoding="utf-8")
-                results[position] = Outcome(mutation, status, detail, time.perf_counter() - started)
-                print(f"[{len(results)}/{len(mutations)}] {status:8} {mutation.name}", flush=True)
-
-        threads = [threading.Thread(target=worker, args=(k,)) for k in range(max(1, workers))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    return [results[k] for k in sorted(results)]
-
-
-def generated(modules: dict[str, tuple[str, ...]] = GENERATED) -> list[Mutation]:
-    """The mutants of each module as `Mutation`s (the changed line as `old`, with its line number in the name)."""
-    made = []
-    for path, tests in modules.items():
-        source = (ROOT / path).read_text(encoding="utf-8")
-        for edit, mutated in mutants(source):
-            before = source.splitlines()[edit.line - 1].strip()
-            name = f"{path}:{edit.line} {edit.operator}: {edit.what} in `{before[:90]}`"
-            made.append(Mutation(name, path, source, mutated, tests))
+def module_mutations(path: str, tests: tuple[str, ...], root: Path = ROOT) -> list[Mutation]:
+    """The mutants of module PATH as `Mutation`s, each with its `Site` (`old` the module's text, `new` the
+    mutant's; whether it compiles is checked once it is chosen, `compiled`)."""
+    source = (root / path).read_text(encoding="utf-8")
+    spans = qualified_functions(ast.parse(source))
+    lines = source.splitlines()
+    made, seen = [], {}
+    for edit in edits(source):
+        text = lines[edit.line - 1].strip()
+        rank = seen[text, edit.column, edit.what] = seen.get((text, edit.column, edit.what), -1) + 1
+        function = function_at(spans, edit.line)
+        area = guards_of(path, function)
+        site = Site(path, edit.line, edit.column, text, edit.operator, edit.what, function, area, rank)
+        made.append(Mutation(site.describe(), path, source, apply(source, edit), tests, site))
     return made
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def generated(modules: Sequence[str], root: Path = ROOT) -> list[Mutation]:
+    """Every mutant of MODULES (relative paths), with the tests found for each module."""
+    tests, product = test_imports(root), product_imports(root)
+    return [m for path in modules for m in module_mutations(path, tests_of(path, tests, product, root), root)]
+
+
+def sampled(made: Sequence[Mutation], per_module: int, seed: int) -> list[Mutation]:
+    """Of MADE, every mutant of a guarded function and PER_MODULE others of each module, drawn with
+    SEED and the module's path (a module's draw does not change when another module changes); in
+    run order: the guarded first, then one mutant of each module in turn (a run cut by the time
+    bound skips evenly)."""
+    chosen: list[tuple[bool, int, str, Mutation]] = []
+    for path in dict.fromkeys(m.path for m in made):
+        mine = [m for m in made if m.path == path]
+        others = [m for m in mine if not (m.site and m.site.area)]
+        drawn = set(map(id, random.Random(f"{seed}:{path}").sample(others, min(per_module, len(others)))))
+        guarded = [m for m in mine if m.site and m.site.area]
+        chosen += [(False, k, path, m) for k, m in enumerate(guarded)]
+        chosen += [(True, k, path, m) for k, m in enumerate(m for m in others if id(m) in drawn)]
+    return [m for *_, m in sorted(chosen, key=lambda item: item[:3])]
+
+
+def equivalent_reason(site: Site | None) -> str | None:
+    """The reason EQUIVALENT gives for the mutant at SITE, or None when it is not listed."""
+    if site is None:
+        return None
+    for entry in EQUIVALENT:
+        if (entry.module, entry.line, entry.change) == (site.module, site.text, site.what):
+            return entry.reason
+    return None
+
+
+def chosen_modules(wanted: Sequence[str] | None, root: Path = ROOT) -> list[str]:
+    """The product modules under ROOT that WANTED names (a file, or a folder ending in "/"), or all."""
+    modules = product_modules(root)
+    if not wanted:
+        return modules
+    for name in wanted:
+        if excluded_by(name) and name.endswith(".py"):
+            print(f"note: {name} is excluded ({excluded_by(name)}); it is not mutated", file=sys.stderr)
+    return [m for m in modules if any(m == w or w.endswith("/") and m.startswith(w) for w in wanted)]
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--generated", action="store_true", help="run the generated pass instead of the table")
-    parser.add_argument("--module", action="append", help="with --generated: only this module (repeatable)")
-    parser.add_argument("--match", help="only the mutations whose name contains this text")
-    parser.add_argument(
-        "--rerun", type=Path, help="with --generated: only the mutants this earlier output says survived"
-    )
-    parser.add_argument("--list", action="store_true", help="list the mutations and exit")
-    parser.add_argument("--workers", type=int, default=2, help="copies run at once (default 2)")
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds for one mutant's tests (default 300)")
-    args = parser.parse_args(argv)
-    if args.generated:
-        modules = {m: t for m, t in GENERATED.items() if not args.module or m in args.module}
-        chosen = generated(modules)
-    else:
-        chosen = list(TABLE)
-        for mutation in chosen:  # each must apply before anything runs
-            applied(mutation, (ROOT / mutation.path).read_text(encoding="utf-8"))
-    chosen = [m for m in chosen if not args.match or args.match in m.name]
+    add = parser.add_argument
+    add("--generated", action="store_true", help="the generated pass instead of the table")
+    add("--module", action="append", help="only this module, or the modules under this folder/ (repeatable)")
+    add("--match", help="only the mutations whose name contains this text")
+    add("--guarded", action="store_true", help="only the mutants of the guarded functions")
+    add("--per-module", type=int, default=3, help="mutants drawn per module besides the guarded (default 3)")
+    add("--all", action="store_true", help="every mutant of the chosen modules, no sample")
+    add("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    add("--minutes", type=float, default=240.0, help="start no mutant after this many minutes (default 240)")
+    add("--rerun", type=Path, action="append", help="only the survivors of this saved run (repeatable)")
+    add("--resume", type=Path, action="append", help="leave out the mutants this saved run ran (repeatable)")
+    add("--save", type=Path, help="save the outcomes as JSON (for --rerun and --from)")
+    add("--from", dest="saved", type=Path, nargs="+", help="run nothing: merge these saved runs")
+    add("--write-results", action="store_true", help="write the score into RESULTS.md's mutants section")
+    add("--results-file", type=Path, default=RESULTS, help=argparse.SUPPRESS)
+    add("--list", action="store_true", help="list the mutations and exit")
+    add("--workers", type=int, default=2, help="copies run at once (default 2)")
+    add("--timeout", type=float, default=300.0, help="seconds for one mutant's tests (default 300)")
+    return parser
+
+
+def selection(args: argparse.Namespace, root: Path = ROOT) -> tuple[list[Mutation], int]:
+    """The generated mutants ARGS choose, in run order, and how many the chosen modules make."""
+    modules = chosen_modules(args.module, root)
+    if args.guarded:
+        modules = [path for path in modules if any(guard.module == path for guard in GUARDED)]
+    made = generated(modules, root)
+    if args.guarded:
+        made = [m for m in made if m.site and m.site.area]
+    if args.match:
+        made = [m for m in made if args.match in m.name]
     if args.rerun:
-        survived = re.findall(r"^\[\d+/\d+\] survived (.*)$", args.rerun.read_text(encoding="utf-8"), re.MULTILINE)
-        chosen = [m for m in chosen if m.name in set(survived)]
+        outcomes, _ = merged([load(path) for path in args.rerun])
+        again = {o.site.key for o in outcomes if o.site and o.status in ("survived", "timeout", "broken")}
+        chosen = [m for m in made if m.site and m.site.key in again]
+    else:
+        chosen = list(made) if args.all else sampled(made, args.per_module, args.seed)
+    if args.resume:
+        done = {o.site.key for o in merged([load(path) for path in args.resume])[0] if o.site}
+        chosen = [m for m in chosen if m.site and m.site.key not in done]
+    return [m for m in chosen if compiles(m.new)], len(made)
+
+
+def tree_commit(root: Path = ROOT) -> str:
+    """HEAD's short commit, and whether tracked files differ from it."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True)
+    return head.stdout.strip() + (" + uncommitted changes" if dirty.stdout.strip() else "")
+
+
+def run_generated(args: argparse.Namespace, argv: Sequence[str], root: Path = ROOT) -> Run:
+    """The generated pass ARGS ask for, as a `Run` (the listed equivalents counted, not run)."""
+    chosen, made = selection(args, root)
+    run = Run(time.strftime("%Y-%m-%d", time.gmtime()), tree_commit(root), " ".join(["mutants.py", *argv]), made)
+    run.selected = [m.site.key for m in chosen if m.site]
+    listed = [(m, equivalent_reason(m.site)) for m in chosen]
+    run.outcomes = [Outcome(m.name, "equivalent", why, 0.0, m.site) for m, why in listed if why is not None]
+    to_run = [m for m, why in listed if why is None]
+    print(f"{len(to_run)} mutants to run of {made} made ({len(run.outcomes)} listed as equivalent)", flush=True)
+    run.outcomes += run_all(to_run, args.workers, args.timeout, args.minutes, root)
+    return run
+
+
+def report(runs: Sequence[Run]) -> None:
+    """Print the score of RUNS (merged), each survivor, and each listed equivalent with its reason."""
+    outcomes, skipped = merged(runs)
+    print(f"\n{summary_line(tally(outcomes), skipped)}")
+    for outcome in outcomes:
+        if outcome.status != "killed":
+            print(f"- {outcome.status}: {outcome.name} ({outcome.seconds:.0f} s) — {outcome.detail}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = _parser().parse_args(argv)
+    if not args.generated:
+        return run_table(args)
+    if args.list:
+        chosen, made = selection(args)
+        print("\n".join(("guarded " if m.site and m.site.area else "        ") + m.name for m in chosen))
+        print(f"{len(chosen)} of {made} mutants")
+        return 0
+    runs = [load(path) for path in args.saved] if args.saved else [run_generated(args, argv)]
+    if args.save and not args.saved:
+        save(runs[0], args.save)
+    report(runs)
+    if args.write_results:
+        write_section(args.results_file, section(runs))
+        print(f"written: {args.results_file}")
+    return 0
+
+
+def run_table(args: argparse.Namespace) -> int:
+    """The table's mutations; 1 unless each is killed by a failing test."""
+    chosen = [m for m in TABLE if not args.match or args.match in m.name]
+    for mutation in chosen:  # each must apply before anything runs
+        applied(mutation, (ROOT / mutation.path).read_text(encoding="utf-8"))
     if args.list:
         print("\n".join(m.name for m in chosen))
         return 0
@@ -366,10 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     killed = [o for o in outcomes if o.status == "killed"]
     print(f"\n{len(killed)} of {len(outcomes)} mutants killed ({100 * len(killed) / max(1, len(outcomes)):.1f}%)")
     for outcome in outcomes:
-        if outcome.status != "killed" or not args.generated:
-            print(f"- {outcome.status}: {outcome.mutation.name} ({outcome.seconds:.0f} s) — {outcome.detail}")
-    if args.generated:
-        return 0
+        print(f"- {outcome.status}: {outcome.name} ({outcome.seconds:.0f} s) — {outcome.detail}")
     by_a_test = [o for o in killed if o.detail.startswith("failed ")]  # not a timeout, not a collection error
     if len(by_a_test) < len(outcomes):
         print(f"{len(outcomes) - len(by_a_test)} of the table's mutants not killed by a failing test")

@@ -88,3 +88,22 @@ def test_validate_names_a_training_prompt_that_is_a_test_prompt(tmp_path, capsys
 def test_the_train_split_needs_another_seed(capsys):
     assert main(["build", "--split", "train", "--seed", str(DEFAULT_SEED), "--out", "unused"]) == 2
     assert "another seed" in capsys.readouterr().err
+
+
+def test_each_fault_of_a_training_record_is_named_and_the_training_split_has_none():
+    # Fast (the corpora are built once above): `validate` rests on `train_violations`, whose own tests
+    # run the slow build; a check that flagged every record, or none, must fail here.
+    assert train_violations(TRAIN, TEST) == []
+    test = TEST[0]
+    unprefixed = TRAIN[0].model_copy(update={"prompt_id": TRAIN[0].prompt_id.removeprefix("train_")})
+    same_text = test.model_copy(update={"prompt_id": "train_" + test.prompt_id})
+    same_ask = test.model_copy(update={"prompt_id": "train_x", "prompt": "a text no test prompt has"})
+    found = [(v.where, v.message) for v in train_violations([unprefixed, same_text, same_ask], TEST)]
+    assert found[:2] == [
+        (unprefixed.prompt_id, "a training prompt id starts with 'train_'"),
+        (same_text.prompt_id, f"has the text of test prompt {test.prompt_id}"),
+    ]
+    # the test prompt named is one asking for the same (another polarity of its group may be named)
+    where, message = found[2]
+    named = {r.prompt_id: r for r in TEST}[message.removeprefix("asks for the objects and predicates of test prompt ")]
+    assert len(found) == 3 and where == "train_x" and asks_for(named) == asks_for(test)

@@ -6,10 +6,12 @@ the bounds are docs/reward.md's numbers (`documented_bound`), not the code's con
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
 import importlib
 import operator
 import pickle
+import pickletools
 import subprocess
 import time
 
@@ -249,3 +251,93 @@ def test_json_over_the_documented_values_is_refused_before_it_is_parsed(monkeypa
     with pytest.raises(TooLarge, match="JSON body holds over"):
         json_value(b"[" + b"0," * values + b"0]")
     assert parsed == []
+
+
+def test_the_default_bounds_are_the_documented_ones_and_cannot_be_changed():
+    """Every bound a request is held to by default is docs/reward.md's number, each refusal answers
+    the documented status, and the shared default bounds are frozen (no caller can loosen them for
+    the next request)."""
+    bounds = reward_pickle.DEFAULT_BOUNDS
+    rows = {
+        "body_bytes": "body",
+        "images": "images",
+        "image_bytes": "one image, encoded",
+        "image_pixels": "one image, pixels",
+        "request_pixels": "all images",
+        "elements": "values",
+        "depth": "nesting",
+    }
+    for field, row in rows.items():
+        value, status = documented_bound(row)
+        assert getattr(bounds, field) == value, field
+        assert (TooLarge if status == 413 else BadRequest).status == status, field
+    assert reward_pickle.RequestBounds() == bounds
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        bounds.elements = 10**9  # type: ignore[misc]
+
+
+def test_a_pickle_of_exactly_the_bound_s_opcodes_is_read_and_one_more_is_refused():
+    """`values` bounds a pickle's opcodes before it is built: as many as the bound is allowed, one
+    more is refused (counted exactly, not roughly)."""
+    body = pickle.dumps([1, 2, 3], protocol=2)
+    opcodes = sum(1 for _ in pickletools.genops(body))
+    assert plain_loads(body, reward_pickle.RequestBounds(elements=opcodes)) == [1, 2, 3]
+    with pytest.raises(TooLarge, match=f"over {opcodes - 1} opcodes"):
+        plain_loads(body, reward_pickle.RequestBounds(elements=opcodes - 1))
+
+
+def test_every_value_of_the_tree_counts_toward_the_values_bound():
+    """The values a body stands for are its containers and its plain values, each counted once: a
+    list of n numbers is n + 1 values, allowed at a bound of n + 1 and refused at n."""
+    body = [0] * 50
+    assert reward_pickle.plain_value(body, reward_pickle.RequestBounds(elements=51)) == body
+    with pytest.raises(TooLarge, match="stands for over 50 values"):
+        reward_pickle.plain_value(body, reward_pickle.RequestBounds(elements=50))
+
+
+def test_a_body_nesting_deeper_than_the_bound_is_refused_on_the_way_down(monkeypatch):
+    """Nesting is refused while the walk goes down, at the first level past the bound, before any
+    copy is made (the walk does not build what it will refuse)."""
+    copied = []
+    real = reward_pickle._copied
+    monkeypatch.setattr(reward_pickle, "_copied", lambda *args: copied.append(1) or real(*args))
+    value: list = []
+    for _ in range(5):  # six levels
+        value = [value]
+    with pytest.raises(BadRequest, match="nests deeper than 5 levels"):
+        reward_pickle.plain_value(value, reward_pickle.RequestBounds(depth=5))
+    assert copied == []
+    assert reward_pickle.plain_value(value, reward_pickle.RequestBounds(depth=6)) == value
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [lambda inner: [inner], lambda inner: (inner,), lambda inner: {"k": inner}],
+    ids=["list", "tuple", "dict"],
+)
+def test_the_depth_of_a_shared_reference_is_its_deepest_use(wrap):
+    """A container met first at a shallow place and used again deeper counts at its deepest use,
+    through lists, tuples and dicts alike: [[x, [d]], d] with d of `depth - 1` levels nests
+    `depth + 2` deep through its second use, beside a shallow sibling, and is refused; one level
+    less of d is read."""
+    depth = 6
+
+    def body(levels: int):
+        deep = wrap([])
+        for _ in range(levels - 2):
+            deep = wrap(deep)
+        return [[[], wrap(deep)], deep]  # `deep` comes last: the walk meets it first, shallow
+
+    bounds = reward_pickle.RequestBounds(depth=depth)
+    with pytest.raises(BadRequest, match=f"nests deeper than {depth} levels"):
+        reward_pickle.plain_value(body(depth - 1), bounds)
+    assert reward_pickle.plain_value(body(depth - 3), bounds) == body(depth - 3)
+
+
+def test_a_malformed_pickle_is_refused_with_the_first_line_of_its_error_or_the_errors_name():
+    # the refusal is one line of a 400 body: a many-line error keeps its first, an empty one its type
+    assert reward_pickle._first_line(ValueError("the first line\nthe second")) == "the first line"
+    assert reward_pickle._first_line(KeyError()) == "KeyError"
+    truncated = r"^not a pickle of plain types \(UnpicklingError: pickle data was truncated\)$"
+    with pytest.raises(BadRequest, match=truncated):
+        plain_loads(pickle.dumps([1, 2, 3])[:-3])

@@ -1,0 +1,22 @@
+"""`leaderboard.checks.check_setup.SubmissionLimits`: the limits a submitter is told (docs/space.md's
+*Limits*) are the ones applied, read from the page, not from the module's constants."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from leaderboard.checks.check_setup import SubmissionLimits
+
+DOC = (Path(__file__).resolve().parents[3] / "docs" / "space.md").read_text(encoding="utf-8")
+
+
+def test_the_default_limits_are_the_documented_ones():
+    found = re.findall(r"Limits: ([0-9]+) MB per file, ([0-9]+) stored submissions per", DOC)
+    assert len(found) == 1, "docs/space.md states its limits once"
+    megabytes, per_day = map(int, found[0])
+    # MB as the upload widget counts it (`max_file_size="200mb"`, tests/helpers/net.py): 2**20 bytes
+    assert SubmissionLimits().max_bytes == megabytes * 2**20
+    assert SubmissionLimits().per_day == per_day
+    [invalid] = re.findall(r"at most ([0-9]+) files\s+an hour refused as invalid", DOC)
+    assert SubmissionLimits().invalid_per_hour == int(invalid)
