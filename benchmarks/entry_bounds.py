@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/entry_bounds.py pages [--pages 20] [--megapixels 40]
     .venv/bin/python benchmarks/entry_bounds.py calls [--calls 6000] [--every 500]
-    .venv/bin/python benchmarks/entry_bounds.py slow [--seconds 1.0]
+    .venv/bin/python benchmarks/entry_bounds.py slow [--seconds 1.0] [--visitors 8] [--fresh 10] [--every-page 0]
     ... --checkout /path/to/another/checkout   # the same measurement of another version ("before")
 
 The app is `space.app.build_app` with the rectangle double, launched on 127.0.0.1 in this process
@@ -16,8 +16,12 @@ resident memory, read from /proc/self/status.
   time, and how many of its thumbnails are images (the others: "still being fetched" placeholders).
 - `calls`: CALLS calls of `/hub_status`, each from a new session (as a script or a crawler makes
   them); the RSS before, every EVERY calls, and after.
-- `slow`: two verified entries, one whose repo answers SECONDS late per page; another client's page
-  of the other (kept) entry alone, and while the slow repo's page is being fetched (medians of 5).
+- `slow`: two verified entries, one whose repo hands out an image every SECONDS; another visitor's
+  fresh Gallery page of the other (kept) entry, FRESH pages alone, then FRESH other pages while
+  VISITORS visitors (each its own X-Forwarded-For, which the app trusts from 127.0.0.1, as from the
+  Spaces proxy) page the slow repo, each asking for its next page once the last one is answered (as
+  a browser's visitor does), or with EVERY_PAGE a new page that often without waiting; the median
+  and worst of each, the pages that failed (a full queue refuses them), and the ratios (target: 2).
 """
 
 from __future__ import annotations
@@ -118,57 +122,121 @@ def calls(args) -> None:
     demo.close()
 
 
+class SlowImages:
+    """An images factory: the slow repo's images come SECONDS apart (a repo far away or throttled), the
+    others' at once; `entered` is set at the slow repo's first read."""
+
+    def __init__(self, folder: Path, seconds: float):
+        self.folder, self.seconds, self.entered = folder, seconds, threading.Event()
+
+    def __call__(self, repo, revision, split):
+        from leaderboard.store.image_sources import ParquetImages
+
+        source = ParquetImages.from_folder(self.folder, split)
+        if repo != "org/slow":
+            return source
+        outer = self
+
+        class Slow:
+            def images(self, keys):
+                outer.entered.set()
+                for key, image in source.images(keys):
+                    time.sleep(outer.seconds)
+                    yield key, image
+
+        return Slow()
+
+
+def page_through(client, first: int, pages: int, every: float, stop: threading.Event) -> None:
+    """One hostile visitor paging the slow entry: a new page every EVERY seconds without waiting for
+    the last one, or (EVERY 0) the next page as soon as the last one is answered, as a browser does."""
+    number = first
+    while not stop.is_set():
+        page = ("Slow", "any", "any", "any", "any", "any", number % pages + 1)
+        try:
+            if every > 0:
+                client.submit(*page, api_name="/gallery")
+                stop.wait(every)
+            else:
+                client.predict(*page, api_name="/gallery")
+        except Exception:  # noqa: BLE001 - a refused page (the queue full): the visitor asks again
+            stop.wait(1.0)
+        number += 1
+
+
 def slow(args) -> None:
     from dataset_builder.loading import load_prompts
-    from leaderboard.store.image_sources import ParquetImages
     from leaderboard.store.sqlite_store import SQLiteStore
     from tests.helpers.gallery_helpers import add_entry, varied_results
     from tests.helpers.space_helpers import write_images_dataset
 
-    prompts = load_prompts(None)[:12]
+    pages = 2 * args.fresh + 1  # the other visitor's pages: one to warm up, then each one fresh
+    prompts = load_prompts(None)[: max(pages, 8 * args.visitors) * 6]  # 24 images (6 prompts) a page
     root = Path(tempfile.mkdtemp(prefix="bounds_"))
     store = SQLiteStore(root / "lb.sqlite")
     add_entry(store, "Kept", varied_results(prompts, "kept"), images_repo="org/kept")
     add_entry(store, "Slow", varied_results(prompts, "slow"), images_repo="org/slow", submitter="bob")
     write_images_dataset(root / "repo", prompts, "kept")
     write_images_dataset(root / "repo", prompts, "slow")
-    started = threading.Event()
+    images = SlowImages(root / "repo", args.seconds)
+    demo, first = launched(store, prompts, images, recheck_every=None, forwarded_allow_ips="127.0.0.1")
+    url = first.src
+    other = visitor_client(url, "203.0.113.1")
+    kept = page_times(other, range(1, args.fresh + 2))[1:]  # page 1 warms the entry's records up
+    stop = threading.Event()
+    hostile = [visitor_client(url, f"198.51.100.{k + 1}") for k in range(args.visitors)]
+    threads = [
+        threading.Thread(target=page_through, args=(client, 8 * k, 8 * args.visitors, args.every_page, stop))
+        for k, client in enumerate(hostile)
+    ]
+    for thread in threads:
+        thread.start()
+    images.entered.wait(120)
+    time.sleep(5.0)  # every hostile visitor has asked for its first pages
+    during = page_times(other, range(args.fresh + 2, pages + 1))
+    stop.set()
+    print_slow(args, kept, during)
+    for thread in threads:
+        thread.join(120)
+    demo.close()
 
-    def open_images(repo, revision, split):
-        source = ParquetImages.from_folder(root / "repo", split)
-        if repo != "org/slow":
-            return source
 
-        class Slow:
-            def images(self, keys):
-                started.set()
-                time.sleep(args.seconds * len(keys))  # SECONDS an image: a repo far away or throttled
-                return source.images(keys)
-
-        return Slow()
-
+def visitor_client(url: str, address: str):
+    """A gradio_client of the app at URL as the visitor at ADDRESS (the app trusts 127.0.0.1's X-Forwarded-For)."""
     from gradio_client import Client
 
-    demo, client = launched(store, prompts, open_images, recheck_every=None)
-    other = Client(client.src, verbose=False, download_files=False)
-    page = ("any", "any", "any", "any", "any", 1)
+    return Client(url, verbose=False, download_files=False, headers={"X-Forwarded-For": address})
 
-    def timed() -> float:
+
+def page_times(client, numbers) -> list[float | str]:
+    """Seconds each Gallery page of the kept entry took (each page asked for the first time), or why it failed."""
+    times: list[float | str] = []
+    for number in numbers:
         begun = time.perf_counter()
-        client.predict("Kept", *page, api_name="/gallery")
-        return time.perf_counter() - begun
+        try:
+            client.predict("Kept", "any", "any", "any", "any", "any", number, api_name="/gallery")
+            times.append(time.perf_counter() - begun)
+        except Exception as error:  # noqa: BLE001 - refused (the queue full) or failed: said, not timed
+            times.append(f"{type(error).__name__} after {time.perf_counter() - begun:.1f} s")
+    return times
 
-    timed()
-    alone = statistics.median(timed() for _ in range(5))
-    job = other.submit("Slow", *page, api_name="/gallery")
-    started.wait(60)
-    during = statistics.median(timed() for _ in range(5))
-    print(f"| another client's kept page | seconds |\n|---|---:|\n| alone | {alone:.2f} |")
-    print(f"| while a slow repo's page is fetched | {during:.2f} |\n\nratio {during / alone:.1f}")
-    job.result(timeout=600)
-    other.close()
-    client.close()
-    demo.close()
+
+def print_slow(args, alone: list, during: list) -> None:
+    paging = f"a new page every {args.every_page:g} s" if args.every_page > 0 else "each page once answered"
+    print(f"another visitor's fresh Gallery page of a kept entry ({len(alone)} pages each way), seconds;")
+    print(f"the slow repo: an image every {args.seconds:g} s, its {args.visitors} visitors asking {paging}\n")
+    print("| | median | worst | failed | all |\n|---|---:|---:|---:|---|")
+    answered = {}
+    for label, times in (("alone", alone), (f"while {args.visitors} visitors page a slow repo", during)):
+        answered[label] = [t for t in times if isinstance(t, float)] or [float("nan")]
+        shown = ", ".join(f"{t:.2f}" if isinstance(t, float) else t for t in times)
+        failed = sum(not isinstance(t, float) for t in times)
+        print(
+            f"| {label} | {statistics.median(answered[label]):.2f} | {max(answered[label]):.2f} | {failed} | {shown} |"
+        )
+    first, second = answered.values()
+    ratio = statistics.median(second) / statistics.median(first)
+    print(f"\nratio of medians {ratio:.2f}, of worst {max(second) / max(first):.2f} (target: at most 2)", flush=True)
 
 
 def main() -> None:
@@ -179,7 +247,17 @@ def main() -> None:
     parser.add_argument("--megapixels", type=float, default=40.0)
     parser.add_argument("--calls", type=int, default=6000)
     parser.add_argument("--every", type=int, default=500, help="calls between two RSS readings")
-    parser.add_argument("--seconds", type=float, default=1.0)
+    parser.add_argument(
+        "--seconds", type=float, default=1.0, help="`slow`: seconds between two of the slow repo's images"
+    )
+    parser.add_argument("--visitors", type=int, default=8, help="`slow`: visitors paging the slow repo")
+    parser.add_argument(
+        "--every-page",
+        type=float,
+        default=0.0,
+        help="`slow`: a hostile visitor's pages this often (0: each once answered)",
+    )
+    parser.add_argument("--fresh", type=int, default=10, help="`slow`: the other visitor's pages timed, each way")
     args = parser.parse_args()
     sys.path.insert(0, str(args.checkout.resolve()))
     {"pages": pages, "calls": calls, "slow": slow}[args.what](args)
