@@ -123,7 +123,7 @@ def _natural_key(name: str) -> list[tuple[int, int | str]]:
 
 
 def score_images(
-    items: Sequence[ImageItem], prompts: PromptIndex, reward: Reward, judge: JudgeAdapter, *, batch_size: int = 16
+    items: Sequence[ImageItem], prompts: PromptIndex, reward: Reward, judge: JudgeAdapter, *, batch_size: int = 8
 ) -> ImageScores:
     """The reward's and the judge's score of every image, BATCH_SIZE images at a time.
 
@@ -367,7 +367,7 @@ def run_audit(
     *,
     out: str | Path,
     margin: float = DEFAULT_MARGIN,
-    batch_size: int = 16,
+    batch_size: int = 8,
     seed: int = 0,
 ) -> list[AuditRow]:
     """Score every checkpoint's images, then write the audit to OUT.

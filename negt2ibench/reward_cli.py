@@ -126,7 +126,7 @@ def register_audit(commands) -> None:
     audit.add_argument("--margin", type=float, default=0.05, help="flag a gap whose interval is above this (0.05)")
     audit.add_argument("--out", required=True, metavar="DIR", help="where audit.md/.csv/.json/.png are written")
     add_device_option(audit, "auto, cpu or cuda (default: auto)")
-    add_batch_size_option(audit, "images scored at once", default=16)
+    add_batch_size_option(audit, "images scored at once", default=8)
     audit.add_argument("--preset", default="current", help="the negation reward's scorer preset (default: current)")
     add_weights_dir_option(audit)
     audit.set_defaults(handler=run_audit_command)

@@ -66,6 +66,8 @@ def _serve_demo(args: argparse.Namespace) -> int:
     from .serving import serve
 
     with tempfile.TemporaryDirectory(prefix="negt2i_demo_") as folder:
+        # all the demo keeps (its store, the salt of visitors' hashed addresses) goes with its folder
+        os.environ["NEGT2I_HOME"] = folder
         _say("writing the synthetic examples and the demo's leaderboard store …")
         setup = demo_setup(folder)
         print(f"demo: synthetic examples and a leaderboard store in {folder} (removed when it stops)", flush=True)

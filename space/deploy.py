@@ -36,8 +36,9 @@ ZERO_GPU_HARDWARE = "zero-a10g"  # huggingface_hub.SpaceHardware.ZERO_A10G, what
 
 # What the Space's code imports: the distributions behind every third-party import of the modules
 # space/app.py reaches (tests/space/test_deploy.py derives them and compares). Not diffusers,
-# bitsandbytes (generation), scikit-learn/statsmodels (the agreement study), scikit-image (selftest)
-# or the test tools.
+# bitsandbytes (generation), scikit-learn/statsmodels (the agreement study) or the test tools.
+# scikit-image is: the job keeper plans from the regeneration check's policy module, whose
+# `own_image` (CIEDE2000 in Lab) a verification job run by the `local` backend computes here.
 SPACE_IMPORTS = (
     "accelerate",
     "confusable-homoglyphs",
@@ -51,6 +52,7 @@ SPACE_IMPORTS = (
     "pyarrow",
     "pydantic",
     "rfdetr",
+    "scikit-image",
     "scipy",
     "spaces",
     "supervision",

@@ -65,7 +65,7 @@ def test_a_record_whose_model_id_names_nothing_on_the_hub_cannot_be_regenerated(
     ],
 )  # fmt: skip
 def test_unusable_settings_do_not_opt_out_a_hub_repo_it_is_regenerated_with_diffusers_defaults(params, unusable):
-    """Issue 51: whether an image is regenerated is decided by its model's id, not by what else was recorded."""
+    """Whether an image is regenerated is decided by its model's id, not by what else was recorded."""
     found = regeneration_spec("lab/x", "k", params)
     assert found.spec == custom_spec("lab/x", "k", revision=recorded_commit(params))  # the pipeline's defaults
     assert unusable in found.fallback and found.fallback.endswith("regenerated with diffusers' defaults for that repo")

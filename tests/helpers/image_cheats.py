@@ -1,5 +1,5 @@
 """What a cheater does to an image to turn a failed statement into a passed one, and what honest
-hardware drift does to it: the two sides the regeneration check's measure must tell apart (issue 51).
+hardware drift does to it: the two sides the regeneration check's measure must tell apart.
 
 Cheats (each on a square region of `share` of the image's area, placed where the edit matters):
 

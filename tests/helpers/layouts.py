@@ -2,7 +2,7 @@
 
 `make screenshots` records the layout of each tab it photographs beside the pictures
 (`docs/img/space_layouts.json`, picture → layout); tests/space/test_screenshots_current.py builds the same
-app and fails, naming the picture to retake, when a tab's layout no longer is the one photographed. A
+app and fails, naming the picture to retake, when a tab's layout differs from the one photographed. A
 component is written as its type and its label or elem_id (what a reader sees change), in page order;
 values (the data shown) do not count.
 """

@@ -38,7 +38,7 @@ REPO_A = "test-regen/tiny-a"
 SECRET = b"regeneration test secret"
 COMMIT_A = "a" * 40
 COMMIT_B = "b" * 40
-# benchmarks/RESULTS.md, *Regeneration calibration* (issue 51): every same-seed pair stays within t up to
+# benchmarks/RESULTS.md, *Regeneration calibration*: every same-seed pair stays within t up to
 # injected drift sigma = 0.1; at 0.3 every pair is beyond it (latent noise at every step is no hardware drift).
 DRIFT_WITHIN_BOUND = 0.1
 

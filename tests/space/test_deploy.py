@@ -132,7 +132,7 @@ def test_the_space_requirements_are_exactly_what_its_modules_import():
     assert unlisted <= dependencies_of(listed | INSTALLED_BY_THE_SDK), unlisted - dependencies_of(listed)
     written = {normalized(line.split("==")[0]) for line in space_requirements().splitlines()}
     assert written == {normalized(name) for name in (*SPACE_IMPORTS, *RUNTIME_EXTRAS)}
-    assert not written & {"diffusers", "bitsandbytes", "pytest", "playwright", "ruff", "scikit-image", "gradio"}
+    assert not written & {"diffusers", "bitsandbytes", "pytest", "playwright", "ruff", "gradio"}
 
 
 def test_every_pin_installs_on_the_spaces_python():

@@ -59,6 +59,13 @@ def annotation_handlers(
     )
 
 
+def _image() -> gr.Image:
+    """The image to annotate: shown once one is served (after Start)."""
+    return gr.Image(
+        label="Image", type="pil", format="png", interactive=False, height=560, elem_id="annotate-image", visible=False
+    )
+
+
 def build(demo: gr.Blocks, on: AnnotateHandlers | None, *, login_button: bool) -> None:
     """The Annotate tab, wired to `on` (without a sample: how to start one); `login_button`:
     show "Sign in with Hugging Face"."""
@@ -82,15 +89,7 @@ def build(demo: gr.Blocks, on: AnnotateHandlers | None, *, login_button: bool) -
             status = gr.Markdown(elem_id="annotate-status")
             with gr.Row():
                 with gr.Column(scale=3):
-                    image = gr.Image(  # shown once an image is served (after Start)
-                        label="Image",
-                        type="pil",
-                        format="png",
-                        interactive=False,
-                        height=560,
-                        elem_id="annotate-image",
-                        visible=False,
-                    )
+                    image = _image()
                 with gr.Column(scale=2):
                     header = gr.Markdown(
                         annotate_views.signed_out_markdown(on.require_login), elem_id="annotate-header"

@@ -125,6 +125,23 @@ class GalleryHandlers:
         return self.looking.item(model, prompt_id, sample_index)
 
 
+def _filter_row() -> list[gr.Dropdown]:
+    """The picker and the filters, in one row: model, category, setting, load, verdict, cause."""
+    with gr.Row():
+        return [
+            gr.Dropdown([], label="Verified model", scale=2, allow_custom_value=True),
+            gr.Dropdown([gallery_views.ANY, *CATEGORIES], value=gallery_views.ANY, label="Category"),
+            gr.Dropdown(
+                [(gallery_views.ANY, gallery_views.ANY), *prompt_views.SETTING_CHOICES],
+                value=gallery_views.ANY,
+                label="Setting (P:N)",
+            ),
+            gr.Dropdown([gallery_views.ANY, *gallery_views.LOADS], value=gallery_views.ANY, label="Load"),
+            gr.Dropdown([gallery_views.ANY, *VERDICTS], value=gallery_views.ANY, label="Verdict"),
+            gr.Dropdown([gallery_views.ANY, *CAUSES], value=gallery_views.ANY, label="Failure cause"),
+        ]
+
+
 def build(on: GalleryHandlers) -> None:
     """The Gallery tab, filled when it is opened and on every change of the picker or a filter."""
     with gr.Tab("Gallery", id="gallery") as tab:
@@ -132,17 +149,8 @@ def build(on: GalleryHandlers) -> None:
             "A verified model's images, 24 a page: the record's boxes and its verdict drawn on each. "
             "Filter, then click an image for its full view."
         )
-        with gr.Row():
-            model = gr.Dropdown([], label="Verified model", scale=2, allow_custom_value=True)
-            category = gr.Dropdown([gallery_views.ANY, *CATEGORIES], value=gallery_views.ANY, label="Category")
-            setting = gr.Dropdown(
-                [(gallery_views.ANY, gallery_views.ANY), *prompt_views.SETTING_CHOICES],
-                value=gallery_views.ANY,
-                label="Setting (P:N)",
-            )
-            load = gr.Dropdown([gallery_views.ANY, *gallery_views.LOADS], value=gallery_views.ANY, label="Load")
-            verdict = gr.Dropdown([gallery_views.ANY, *VERDICTS], value=gallery_views.ANY, label="Verdict")
-            cause = gr.Dropdown([gallery_views.ANY, *CAUSES], value=gallery_views.ANY, label="Failure cause")
+        filters = _filter_row()
+        model = filters[0]
         with gr.Row():
             previous = gr.Button("← Previous page", min_width=120)
             page = gr.Number(1, label="Page", precision=0, min_width=100)
@@ -165,7 +173,6 @@ def build(on: GalleryHandlers) -> None:
         item_prompt = gr.Textbox(visible=False, label="prompt id")
         item_sample = gr.Number(0, visible=False, precision=0, label="sample index")
         keys = gr.State([])
-        filters = [model, category, setting, load, verdict, cause]
         outputs = [summary, thumbnails, table, page, keys]
         private: dict[str, Any] = {"api_name": "internal", "api_visibility": "private"}
         busy: dict[str, Any] = {"concurrency_limit": GALLERY_CONCURRENCY}  # a slow repo's page never queues others

@@ -54,6 +54,31 @@ def image_upload(**kwargs: Any) -> gr.Image:
     return component
 
 
+def _inputs(
+    prompt_choices: Sequence[tuple[str, str]], example: ScoreExample | None
+) -> tuple[gr.Image, gr.Dropdown, gr.Textbox, gr.Button]:
+    """The upload, the prompt picker, the typed prompt and the Score button, in the open column."""
+    upload = image_upload(
+        value=example.image if example else None,
+        label="Image (PNG / JPEG)",
+        sources=["upload", "clipboard"],
+        height=320,
+    )
+    prompt_pick = gr.Dropdown(
+        list(prompt_choices),
+        value=example.prompt_id if example else None,
+        label="Benchmark prompt (type an id or words to search)",
+        filterable=True,
+        allow_custom_value=True,
+    )
+    custom = gr.Textbox(
+        label="…or a prompt in the benchmark grammar",
+        lines=2,
+        placeholder="a photo of a cat and a dog, where the cat is not left of the dog",
+    )
+    return upload, prompt_pick, custom, gr.Button("Score", variant="primary")
+
+
 def build(
     on: ScoreHandlers,
     prompt_choices: Sequence[tuple[str, str]],
@@ -66,25 +91,7 @@ def build(
         gr.Markdown(on.scorer_notice, elem_id="score-notice")  # a callable value: read on every page load
         with gr.Row():
             with gr.Column():
-                upload = image_upload(
-                    value=example.image if example else None,
-                    label="Image (PNG / JPEG)",
-                    sources=["upload", "clipboard"],
-                    height=320,
-                )
-                prompt_pick = gr.Dropdown(
-                    list(prompt_choices),
-                    value=example.prompt_id if example else None,
-                    label="Benchmark prompt (type an id or words to search)",
-                    filterable=True,
-                    allow_custom_value=True,
-                )
-                custom = gr.Textbox(
-                    label="…or a prompt in the benchmark grammar",
-                    lines=2,
-                    placeholder="a photo of a cat and a dog, where the cat is not left of the dog",
-                )
-                score_button = gr.Button("Score", variant="primary")
+                upload, prompt_pick, custom, score_button = _inputs(prompt_choices, example)
             with gr.Column():
                 annotated = gr.Image(
                     example.drawn if example else None,

@@ -1,6 +1,6 @@
 """The regeneration check's policy (`leaderboard.checks.regeneration_policy`): k and m from the error budget with
 a per-machine miss rate of 3%, checked exactly against the binomial; the sample's seed in its own domain;
-the measure (`own_image`) on real photographs, against every cheat of issue 51 and against drift; the
+the measure (`own_image`) on real photographs, against every cheat a submitter would use and against drift; the
 verdict test at its boundaries; the decision of both sides with the entry's drift; and what an image's row
 records of its making (`leaderboard.store.image_sources.GenerationRecord`).
 
@@ -56,7 +56,7 @@ def test_the_plan_meets_both_bounds_at_a_3_percent_miss_rate_and_is_the_smallest
 
 
 def test_correlated_drift_the_old_plan_failed_honest_files_the_new_one_holds_for_every_machine_up_to_3_percent():
-    """Issue 51: the plan before (k 114, m 4, misses <= 1%) rejected an honest file drifting 2% of its
+    """The earlier plan (k 114, m 4, misses <= 1%) rejected an honest file drifting 2% of its
     images 7.9% of the time, at 3% 25.8%. Misses are independent given the two machines, and P(reject)
     grows with the machines' rate: so the plan holds for any pair of machines up to 3%."""
     old = RegenerationPlan(114, 4)

@@ -1,5 +1,5 @@
 """The regeneration check (`leaderboard.checks.regeneration_run`) as a step of `verify-job`, on tiny random diffusers
-pipelines saved in the Hugging Face cache as pinned Hub repos, on the CPU, against the cheats of issue 51:
+pipelines saved in the Hugging Face cache as pinned Hub repos, on the CPU, against the cheats a submitter would use:
 an honest entry's images are the model's own and it is verified, drift within the calibrated bound too;
 images edited (recoloured at equal lightness, pasted into, erased, another picture nudged to the own
 layout) are rejected at once; best-of-4 over other seeds and another model's images are rejected on the

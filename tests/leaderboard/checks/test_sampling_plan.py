@@ -43,7 +43,7 @@ def test_the_honest_bound_is_inclusive():
     ("caught", "honest", "expected"),
     [
         (0.02, 0.0026, SampledPlan(652, 5)),  # the spot check's rates (docs/leaderboard.md: n = 652, d = 5)
-        (0.10 * 0.99, 0.01, SampledPlan(114, 4)),  # the regeneration check's (docs/leaderboard.md: k = 114, m = 4)
+        (0.10 * 0.99, 0.03, SampledPlan(252, 14)),  # the regeneration check's (docs/leaderboard.md: k = 252, m = 14)
     ],
 )
 def test_the_documented_plans_are_the_smallest_that_meet_both_bounds(caught, honest, expected):

@@ -1,5 +1,5 @@
 """Plans that fit (`leaderboard.jobs.job_plan.fitted_plan`) and bounded launches (`leaderboard.jobs.job_keeper`),
-issue 51: the flavour follows the model's memory; a plan over a job's time or a day's budget is split into
+the flavour follows the model's memory; a plan over a job's time or a day's budget is split into
 jobs that fit, each stopping at its deadline and the next going on; a fresh draw is shrunk or waits with
 the reason; a job that ends without an outcome is a failed attempt; launches are capped per entry and per
 submitter; a regeneration inconclusive on one machine is rerun on another flavour.
