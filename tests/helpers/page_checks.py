@@ -78,3 +78,16 @@ def page_problems(page: Any) -> list[str]:
 def header_lines(page: Any, selector: str) -> int:
     """How many lines the tallest header cell of the table inside SELECTOR takes."""
     return page.evaluate(HEADER_LINES, selector)
+
+
+def lasting_problems(page: Any, timeout_ms: int) -> list[str]:
+    """The problems still there once the page has had TIMEOUT_MS to clear them: a component that gradio
+    redraws (the board's timer re-renders the ranking plot while a submission awaits) is empty for the
+    moment of its redraw, which no reader sees; one that stays empty is reported."""
+    from playwright.sync_api import TimeoutError as StillThere
+
+    try:
+        page.wait_for_function(f"() => ({EMPTY_OR_BROKEN})().length === 0", timeout=timeout_ms)
+    except StillThere:  # what is still wrong is reported below
+        pass
+    return page_problems(page)

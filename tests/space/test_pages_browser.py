@@ -21,7 +21,7 @@ from space.app import build_app
 from space.demo import DEMO_IMAGES, demo_setup
 from space.demo_scenes import SCENES_KEY, shipped_records
 from tests.helpers.net import launch_local
-from tests.helpers.page_checks import header_lines, page_problems, settle
+from tests.helpers.page_checks import header_lines, lasting_problems, settle
 
 CHROMIUM = Path("/usr/bin/chromium")
 WAIT_MS = 180_000
@@ -73,7 +73,7 @@ def walk_every_tab(page) -> dict[str, list[str]]:
     for name in TABS:
         page.get_by_role("tab", name=name).click()
         settle(page, WAIT_MS)
-        found[name] = page_problems(page)
+        found[name] = lasting_problems(page, WAIT_MS)
     return found
 
 
