@@ -24,25 +24,13 @@ from PIL import Image, ImageDraw, ImageFont
 from dataset_builder.records import PromptRecord
 from dataset_builder.vocabulary import CATEGORY_VOCABULARY
 from evaluator.results import ResultRecord
+from space.demo_scenes import COLOR_FILLS, FILLS  # the demo draws its scenes in the same colours
 from tests.helpers.space_helpers import RectanglePerception
 
 SYNTHETIC_MODEL = "Synthetic scenes (rectangle double)"
 SYNTHETIC_KEY = "synthetic_scenes"
 SYNTHETIC_LABEL = "SYNTHETIC SCENE - test double, not a model's output"
 SIZE = (384, 256)
-FILLS = ((86, 180, 233), (230, 159, 0), (0, 158, 115), (204, 121, 167), (213, 94, 0))  # Okabe-Ito
-COLOR_FILLS = {
-    "red": (200, 30, 30),
-    "orange": (240, 140, 20),
-    "yellow": (235, 210, 40),
-    "green": (40, 150, 60),
-    "blue": (40, 80, 200),
-    "purple": (120, 50, 160),
-    "pink": (240, 150, 190),
-    "brown": (120, 75, 40),
-    "black": (20, 20, 20),
-    "white": (250, 250, 250),
-}
 
 
 def _other_value(prompt: PromptRecord) -> str:
