@@ -8,7 +8,19 @@ empty too; and each word of each header cell must sit on one line (its text's cl
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's (`make browser`); Playwright's own download fails offline
+BROWSER_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 EMPTY_OR_BROKEN = """() => {
   const visible = (el) => !!el && el.offsetParent !== null && el.getBoundingClientRect().width > 0;

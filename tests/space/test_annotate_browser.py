@@ -6,8 +6,6 @@ screenshots`, the first to docs/img/space_annotate.png)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from leaderboard.store.sqlite_store import SQLiteStore
@@ -16,20 +14,10 @@ from tests.helpers.annotate_helpers import answer_pattern, expected_record
 from tests.helpers.doc_pictures import doc_images_dir, small_png
 from tests.helpers.layouts import record_layouts
 from tests.helpers.net import launch_local
+from tests.helpers.page_checks import BROWSER_ARGS, CHROMIUM
 from tests.helpers.screenshot_apps import ANNOTATE_PROMPT_IDS, annotate_app, annotate_sample
 from validation.annotations import read_annotations
 from validation.questions import prompt_questions
-
-CHROMIUM = Path("/usr/bin/chromium")
-BROWSER_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 @pytest.mark.browser

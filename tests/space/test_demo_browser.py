@@ -8,25 +8,14 @@ busy 2-core machine."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from space.app import build_app
 from space.demo import PENDING_NAME, VERIFIED_NAME, demo_setup
 from tests.helpers.net import launch_local
+from tests.helpers.page_checks import BROWSER_ARGS, CHROMIUM
 
-CHROMIUM = Path("/usr/bin/chromium")
 WAIT_MS = 120_000
-BROWSER_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 @pytest.mark.browser

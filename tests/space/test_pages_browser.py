@@ -21,20 +21,10 @@ from space.app import build_app
 from space.demo import DEMO_IMAGES, demo_setup
 from space.demo_scenes import SCENES_KEY, shipped_records
 from tests.helpers.net import launch_local
-from tests.helpers.page_checks import header_lines, lasting_problems, settle
+from tests.helpers.page_checks import BROWSER_ARGS, CHROMIUM, header_lines, lasting_problems, settle
 
-CHROMIUM = Path("/usr/bin/chromium")
 WAIT_MS = 180_000
 WIDTHS = (1280, 1920)
-BROWSER_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 TABS = ("Leaderboard", "Explore", "Score an image", "Gallery", "Compare", "Submit", "Annotate")
 
 
