@@ -216,7 +216,7 @@ def render_record(draw: GroupDraw, num_pos: int, num_neg: int) -> PromptRecord:
 
 def build_corpus(seed: int = DEFAULT_SEED) -> list[PromptRecord]:
     """All 4,800 records: categories in CATEGORIES order, then SETTINGS order, then k = 0..99."""
-    return _build(seed, frozenset(), "")
+    return list(_build(seed, frozenset(), ""))
 
 
 def build_train_corpus(seed: int = DEFAULT_TRAIN_SEED, test_seed: int = DEFAULT_SEED) -> list[PromptRecord]:
@@ -225,7 +225,7 @@ def build_train_corpus(seed: int = DEFAULT_TRAIN_SEED, test_seed: int = DEFAULT_
     if seed == test_seed:
         raise ValueError(f"the training split needs another seed than the test split's ({test_seed})")
     avoid = frozenset(record_combination(record) for record in build_corpus(test_seed))
-    return _build(seed, avoid, TRAIN_PREFIX)
+    return list(_build(seed, avoid, TRAIN_PREFIX))
 
 
 def build_fresh_corpus(seed: int) -> list[PromptRecord]:
@@ -235,7 +235,7 @@ def build_fresh_corpus(seed: int) -> list[PromptRecord]:
     if seed in (DEFAULT_SEED, DEFAULT_TRAIN_SEED):
         published = f"{DEFAULT_SEED}, {DEFAULT_TRAIN_SEED}"
         raise ValueError(f"a fresh draw needs a seed other than the published splits' ({published})")
-    return _build(seed, frozenset(), FRESH_PREFIX)
+    return list(_build(seed, frozenset(), FRESH_PREFIX))
 
 
 @lru_cache(maxsize=4)
@@ -248,9 +248,16 @@ def published_combinations(
     return frozenset(record_combination(record) for record in published)
 
 
-def _build(seed: int, avoid: frozenset[Combination], prefix: str) -> list[PromptRecord]:
+def _build(seed: int, avoid: frozenset[Combination], prefix: str) -> tuple[PromptRecord, ...]:
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"seed must be an integer, got {seed!r}")
+    return _drawn(seed, avoid, prefix)
+
+
+@lru_cache(maxsize=4)
+def _drawn(seed: int, avoid: frozenset[Combination], prefix: str) -> tuple[PromptRecord, ...]:
+    # cached: one start of the Space or of the demo asks for the default corpus more than once (0.6 s
+    # each); the records are frozen, and each caller gets its own list of them
     records: list[PromptRecord] = []
     by_kind = {kind: draw_kind(kind, seed, avoid, prefix) for kind in ("attribute", "relation")}
     for category in CATEGORIES:
@@ -259,4 +266,4 @@ def _build(seed: int, avoid: frozenset[Combination], prefix: str) -> list[Prompt
             load = num_pos + num_neg
             for k in range(PROMPTS_PER_SETTING):
                 records.append(render_record(by_load_k[(load, k)], num_pos, num_neg))
-    return records
+    return tuple(records)

@@ -63,7 +63,7 @@ from .tabs.leaderboard.leaderboard_tab import BOARD_REFRESH_SECONDS
 from .tabs.score import score_tab
 from .tabs.score.judge_panel import judge_panel
 from .tabs.score.score_handlers import ScoreHandlers
-from .tabs.score.score_tab import ScoreExample
+from .tabs.score.score_views import ScoreExample
 from .tabs.submit import submit_tab
 from .tabs.submit.submit_handlers import SubmitHandlers
 from .verified_images.verified_entries import VerifiedImages, verified_images

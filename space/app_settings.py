@@ -18,7 +18,7 @@ from negt2ibench.api import Evaluator
 
 from .resources import CACHE_BYTES
 from .tabs.leaderboard.leaderboard_tab import BOARD_REFRESH_SECONDS
-from .tabs.score.score_tab import ScoreExample
+from .tabs.score.score_views import ScoreExample
 
 # How often the verification jobs' pass runs while the app runs (launch, poll, relaunch, cancel; a
 # stored submission wakes it at once). Cheap: a store read, and one state call per running job.

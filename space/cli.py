@@ -60,16 +60,19 @@ def _serve_demo(args: argparse.Namespace) -> int:
     _check_free(args.host, args.port)
     import tempfile
 
-    _say("importing gradio and the app …")
-    from .app import LAUNCH_KWARGS, build_app
-    from .demo import demo_setup
-    from .serving import serve
+    _say("writing the synthetic examples and the demo's leaderboard store, beside the import …")
+    from .demo import start_demo
 
     with tempfile.TemporaryDirectory(prefix="negt2i_demo_") as folder:
         # all the demo keeps (its store, the salt of visitors' hashed addresses) goes with its folder
         os.environ["NEGT2I_HOME"] = folder
-        _say("writing the synthetic examples and the demo's leaderboard store …")
-        setup = demo_setup(folder)
+        demo_written = start_demo(folder)
+        _say("importing gradio and the app …")
+        from .app import LAUNCH_KWARGS, build_app
+        from .serving import serve
+
+        _say("waiting for the synthetic examples and the store …")
+        setup = demo_written()
         print(f"demo: synthetic examples and a leaderboard store in {folder} (removed when it stops)", flush=True)
         _say("building the app …")
         demo = build_app(

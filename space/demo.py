@@ -21,6 +21,11 @@ each synthetic thing says so where it is shown: the names, the reasons, the pict
 
 from __future__ import annotations
 
+import multiprocessing
+import sys
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +35,7 @@ from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import PRESETS
 from evaluator.resultio import read_results
 from evaluator.results import ResultRecord
+from negt2ibench.core.errors import UserError
 from leaderboard.checks.compared_fields import shown_numbers
 from leaderboard.store.image_sources import ImageSource, ImagesUnreachable
 from leaderboard.store.sqlite_store import Entry, SQLiteStore
@@ -37,7 +43,7 @@ from validation.examples import EXAMPLE_KEY, write_examples
 
 from . import verdict_views
 from .demo_scenes import SCENES_KEY, SceneImages, draw_scene, scene_layout, shipped_records
-from .tabs.score.score_tab import ScoreExample
+from .tabs.score.score_views import ScoreExample
 from .verified_images.verified_views import drawn
 
 VERIFIED_NAME = "Synthetic scenes (demo)"
@@ -132,12 +138,35 @@ def _score_example(folder: Path, results: list[ResultRecord], prompts: PromptInd
     return ScoreExample(str(picture), prompt.prompt_id, shown, summary, verdict_views.verdict_frame(prompt, record))
 
 
+STORE_FILE = "leaderboard.sqlite"
+WRITES_BESIDE = sys.platform == "linux"  # where `start_demo` forks its writer (fork is safe and cheap there)
+
+
+@dataclass(frozen=True)
+class WrittenDemo:
+    """What `write_demo` hands back beside its files: the prompts it read and the Score tab's example."""
+
+    prompts: list[PromptRecord]
+    score_example: ScoreExample
+
+
 def demo_setup(folder: str | Path) -> DemoSetup:
     """Write the examples and the demo's store into FOLDER (empty or absent); what the app needs."""
+    return open_demo(folder, write_demo(folder))
+
+
+def open_demo(folder: str | Path, written: WrittenDemo) -> DemoSetup:
+    """The demo `write_demo` wrote into FOLDER, its store opened here."""
+    folder = Path(folder)
+    return DemoSetup(folder, written.prompts, SQLiteStore(folder / STORE_FILE), written.score_example)
+
+
+def write_demo(folder: str | Path) -> WrittenDemo:
+    """Write the examples, the demo's store and the Score tab's example picture into FOLDER."""
     folder = Path(folder)
     examples = folder / "examples"
     write_examples(examples)
-    store = SQLiteStore(folder / "leaderboard.sqlite")
+    store = SQLiteStore(folder / STORE_FILE)
     scenes = shipped_records()
     store.add_submission(
         _entry(
@@ -168,4 +197,33 @@ def demo_setup(folder: str | Path) -> DemoSetup:
         no_sam,
     )
     prompts = load_prompts(None)
-    return DemoSetup(folder, prompts, store, _score_example(folder, scenes, PromptIndex(prompts)))
+    return WrittenDemo(prompts, _score_example(folder, scenes, PromptIndex(prompts)))
+
+
+def start_demo(folder: str | Path) -> Callable[[], DemoSetup]:
+    """Start writing the demo into FOLDER; the call returned waits for it and opens it.
+
+    On Linux the writing (2 to 3 s: the corpus, the examples' drawings, supervision for the example's
+    verdict) runs in a forked process, so what the caller does next (importing gradio, 5 s) runs beside
+    it on another core; elsewhere, where forking is not safe, it is written here and now."""
+    if not WRITES_BESIDE:
+        setup = demo_setup(folder)
+        return lambda: setup
+    # forked before gradio is imported: no thread runs yet, and the child needs none of it
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork"))
+    writing = pool.submit(write_demo, str(folder))
+
+    def opened() -> DemoSetup:
+        try:
+            written = writing.result()
+        except BrokenProcessPool as error:
+            raise DemoNotWritten(f"the demo's writer stopped before it finished ({error}); run it again") from None
+        finally:
+            pool.shutdown()
+        return open_demo(folder, written)
+
+    return opened
+
+
+class DemoNotWritten(UserError):
+    """The process writing the demo's files died (killed, out of memory) before it finished."""

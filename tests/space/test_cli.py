@@ -211,9 +211,10 @@ def test_serve_demo_fills_every_tab_from_the_examples_offline_and_leaves_nothing
 
     process, url, log_path = start_serve(tmp_path, "--demo")
     try:
-        assert said_until_serving(log_path, process)[:4] == [
+        assert said_until_serving(log_path, process)[:5] == [
+            "serve: writing the synthetic examples and the demo's leaderboard store, beside the import …",
             "serve: importing gradio and the app …",
-            "serve: writing the synthetic examples and the demo's leaderboard store …",
+            "serve: waiting for the synthetic examples and the store …",
             "serve: building the app …",
             f"serve: starting the server on {url} …",
         ]

@@ -12,7 +12,6 @@ The handlers are `ScoreHandlers.score` (`score_handlers`) and the `JudgePanel`'s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
@@ -23,18 +22,7 @@ from space.verdict_views import VERDICT_COLUMNS
 
 from .judge_panel import JudgePanel
 from .score_handlers import ScoreHandlers
-
-
-@dataclass(frozen=True)
-class ScoreExample:
-    """What the tab shows before anything is scored: a picture and its prompt in the inputs, and a
-    verdict already made of it (drawn image, summary with `label` saying where it comes from, table)."""
-
-    image: str  # the picture's file
-    prompt_id: str
-    drawn: Any  # the picture with the verdict drawn (PIL)
-    summary: str  # Markdown: the verdict summary and its label
-    table: Any  # the verdict frame
+from .score_views import ScoreExample
 
 
 def image_upload(**kwargs: Any) -> gr.Image:

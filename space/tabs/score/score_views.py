@@ -1,10 +1,26 @@
 """Pure views of the Score tab beside the verdict (`space.verdict_views`): what it says when the
-scorer's weights or libraries are missing, and the prompt grammar shown under a prompt that does
-not parse. No gradio, no models, no store: each is testable on plain data."""
+scorer's weights or libraries are missing, the prompt grammar shown under a prompt that does not
+parse, and the example it opens on (`ScoreExample`, the demo's). No gradio, no models, no store:
+each is testable on plain data, and the demo writes its example without importing gradio."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from leaderboard.text.submitted_names import plain_markdown
+
+
+@dataclass(frozen=True)
+class ScoreExample:
+    """What the tab shows before anything is scored: a picture and its prompt in the inputs, and a
+    verdict already made of it (drawn image, summary with `label` saying where it comes from, table)."""
+
+    image: str  # the picture's file
+    prompt_id: str
+    drawn: Any  # the picture with the verdict drawn (PIL)
+    summary: str  # Markdown: the verdict summary and its label
+    table: Any  # the verdict frame
 
 
 def weights_missing(models: str, markdown: bool = True) -> str:
