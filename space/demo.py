@@ -35,10 +35,10 @@ from dataset_builder.records import PromptIndex, PromptRecord
 from evaluator.config import PRESETS
 from evaluator.resultio import read_results
 from evaluator.results import ResultRecord
-from negt2ibench.core.errors import UserError
 from leaderboard.checks.compared_fields import shown_numbers
 from leaderboard.store.image_sources import ImageSource, ImagesUnreachable
 from leaderboard.store.sqlite_store import Entry, SQLiteStore
+from negt2ibench.core.errors import UserError
 from validation.examples import EXAMPLE_KEY, write_examples
 
 from . import verdict_views
