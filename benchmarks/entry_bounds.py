@@ -20,15 +20,20 @@ resident memory, read from /proc/self/status.
   fresh Gallery page of the other (kept) entry, FRESH pages alone, then FRESH other pages while
   VISITORS visitors (each its own X-Forwarded-For, which the app trusts from 127.0.0.1, as from the
   Spaces proxy) page the slow repo, each asking for its next page once the last one is answered (as
-  a browser's visitor does), or with EVERY_PAGE a new page that often without waiting; the median
-  and worst of each, the pages that failed (a full queue refuses them), and the ratios (target: 2).
+  a browser's visitor does), or with EVERY_PAGE a new page that often without waiting (their clients
+  run in a process of their own, `hostile`, so their work is not the server's); the median and worst
+  of each, the pages that failed (a full queue refuses them), and the ratios (target: 2).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import os
+import resource
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -147,11 +152,12 @@ class SlowImages:
         return Slow()
 
 
-def page_through(client, first: int, pages: int, every: float, stop: threading.Event) -> None:
+def page_through(client, first: int, pages: int, every: float, stop: threading.Event, asked: list) -> None:
     """One hostile visitor paging the slow entry: a new page every EVERY seconds without waiting for
     the last one, or (EVERY 0) the next page as soon as the last one is answered, as a browser does."""
     number = first
     while not stop.is_set():
+        asked.append(number)
         page = ("Slow", "any", "any", "any", "any", "any", number % pages + 1)
         try:
             if every > 0:
@@ -183,22 +189,45 @@ def slow(args) -> None:
     url = first.src
     other = visitor_client(url, "203.0.113.1")
     kept = page_times(other, range(1, args.fresh + 2))[1:]  # page 1 warms the entry's records up
+    # the visitors' clients run in a process of their own, as they would on their own machines: in this
+    # one their gradio_client work (a TLS context and an SSE stream a call) would slow the server too
+    command = [sys.executable, __file__, "hostile", "--url", url, "--visitors", str(args.visitors)]
+    command += ["--every-page", str(args.every_page), "--checkout", str(args.checkout)]
+    command += ["--hostile-nice", str(args.hostile_nice)]
+    hostile = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+    try:
+        images.entered.wait(120)
+        time.sleep(5.0)  # every hostile visitor has asked for its first pages
+        during = page_times(other, range(args.fresh + 2, pages + 1))
+    finally:
+        hostile.terminate()
+        hostile.wait(60)
+    print_slow(args, kept, during)
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = used.ru_utime + used.ru_stime
+    print(f"the visitors' clients' process (niceness {args.hostile_nice}) used {cpu:.1f} s of CPU")
+    demo.close()
+
+
+def hostile(args) -> None:
+    """The VISITORS visitors of `slow`, paging the slow entry from this process until it is stopped."""
+    # at the lowest priority: on the visitors' own machines their clients' work takes none of the
+    # server's CPU; on this 2-core machine it would, unless it yields (`--hostile-nice 0` to compare)
+    os.nice(args.hostile_nice)
     stop = threading.Event()
-    hostile = [visitor_client(url, f"198.51.100.{k + 1}") for k in range(args.visitors)]
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    clients = [visitor_client(args.url, f"198.51.100.{k + 1}") for k in range(args.visitors)]
+    asked: list[int] = []
     threads = [
-        threading.Thread(target=page_through, args=(client, 8 * k, 8 * args.visitors, args.every_page, stop))
-        for k, client in enumerate(hostile)
+        threading.Thread(
+            target=page_through, args=(client, 8 * k, 8 * args.visitors, args.every_page, stop, asked), daemon=True
+        )
+        for k, client in enumerate(clients)
     ]
     for thread in threads:
         thread.start()
-    images.entered.wait(120)
-    time.sleep(5.0)  # every hostile visitor has asked for its first pages
-    during = page_times(other, range(args.fresh + 2, pages + 1))
-    stop.set()
-    print_slow(args, kept, during)
-    for thread in threads:
-        thread.join(120)
-    demo.close()
+    stop.wait()  # then out, pages in flight and all: the server answers them to no one
+    print(f"the {args.visitors} visitors asked for {len(asked)} pages", flush=True)
 
 
 def visitor_client(url: str, address: str):
@@ -241,7 +270,11 @@ def print_slow(args, alone: list, during: list) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["pages", "calls", "slow"])
+    parser.add_argument("what", choices=["pages", "calls", "slow", "hostile"], help="hostile: `slow`'s visitors")
+    parser.add_argument("--url", help="`hostile`: the app `slow` launched")
+    parser.add_argument(
+        "--hostile-nice", type=int, default=19, help="`slow`: the niceness of the visitors' clients' process"
+    )
     parser.add_argument("--checkout", type=Path, default=Path(__file__).resolve().parent.parent)
     parser.add_argument("--pages", type=int, default=20)
     parser.add_argument("--megapixels", type=float, default=40.0)
@@ -260,7 +293,7 @@ def main() -> None:
     parser.add_argument("--fresh", type=int, default=10, help="`slow`: the other visitor's pages timed, each way")
     args = parser.parse_args()
     sys.path.insert(0, str(args.checkout.resolve()))
-    {"pages": pages, "calls": calls, "slow": slow}[args.what](args)
+    {"pages": pages, "calls": calls, "slow": slow, "hostile": hostile}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -343,7 +343,7 @@ def _start_background_work(
     readings, the verification jobs' pass (woken by a stored submission)."""
     demo.queue(max_size=QUEUE_SIZE)
     on.cache = blocks_cache(demo, s.cache_bytes, demo.work_dir.existing)
-    looking.images.after_write = on.cache.enforce  # the bound holds after each Gallery page's writes
+    looking.images.after_write = on.cache.after_write  # the bound, told what each fetch kept
     demo.sweeper = Rechecker(on.cache.enforce, SWEEP_SECONDS, name="negt2i-cache").start()
     if hub_board is not None:  # read at start-up, then hourly; the board shows the last reading
         demo.hub_reader = Rechecker(hub_board.refresh, s.hub_refresh_every, name="negt2i-hub").start()

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 CACHE_BYTES = 2 * 2**30  # the app's files on disk, at most
 DELETE_CACHE = (600, 3600)  # gradio's delete_cache: every 10 minutes, files older than an hour
 SWEEP_SECONDS = 30.0
+LOW_WATER = 0.9  # a walk that finds the app's files over their bound leaves them at this share of it
 QUEUE_SIZE = 64  # events waiting in the queue, at most
 SCORE_CONCURRENCY = 2  # scoring events running at once (a second client is not stuck behind the first)
 SUBMIT_CONCURRENCY = 2  # submit events validating at once: one per client, so another client is never queued
@@ -130,13 +131,30 @@ class RecentEvents:
 
 
 class CacheBudget:
-    """Keeps the app's files under `max_bytes`: `enforce()` removes the oldest until they fit."""
+    """Keeps the app's files under `max_bytes`: `enforce()` walks them and, when they are over it,
+    removes the oldest until they fit in `LOW_WATER` of it; `after_write(added)` walks only when what
+    was kept since the last walk may have taken them over."""
 
     def __init__(self, max_bytes: int, tracked: Callable[[], Iterable[set]], folders: Callable[[], Iterable[Path]]):
         self.max_bytes = max_bytes
         self._tracked = tracked  # gradio's sets of temporary files (uploads, outputs)
         self._folders = folders  # folders whose files are all the app's (its temporary folder)
         self._lock = threading.Lock()
+        self._swept: int | None = None  # the files' bytes the last walk left (None: no walk yet)
+        self._added = 0  # bytes the app said it kept since
+
+    def after_write(self, added: int) -> int:
+        """After the app kept ADDED bytes of files: `enforce()` if the last walk's total and what was
+        kept since may be over the bound, else nothing; the bytes removed.
+
+        A walk visits every file of the app (tens of ms with thousands of thumbnails); after every
+        fetch, visitors paging fast made it a large share of the app's time. Files the app did not
+        say it kept (gradio's copies of what it serves, uploads) are found by the next walk: this
+        one's, or the periodic sweep's (`SWEEP_SECONDS`)."""
+        with self._lock:
+            self._added += added
+            under = self._swept is not None and self._swept + self._added <= self.max_bytes
+        return 0 if under else self.enforce()
 
     def _files(self) -> list[tuple[float, int, str, set | None]]:
         found: dict[str, tuple[float, int, str, set | None]] = {}
@@ -170,10 +188,13 @@ class CacheBudget:
         return sum(size for _, size, _, _ in self._files())
 
     def enforce(self) -> int:
-        """Remove the oldest files until the rest fit in `max_bytes`; the bytes removed."""
+        """Walk the app's files; when they are over `max_bytes`, remove the oldest until the rest fit in
+        `LOW_WATER` of it. The bytes removed."""
         with self._lock:
             files = self._files()
-            excess = sum(size for _, size, _, _ in files) - self.max_bytes
+            total = sum(size for _, size, _, _ in files)
+            # over the bound: down to LOW_WATER of it, so the next writes do not each need a walk
+            excess = total - int(self.max_bytes * LOW_WATER) if total > self.max_bytes else 0
             freed = 0
             for _, size, name, owner in files:
                 if freed >= excess:
@@ -187,6 +208,7 @@ class CacheBudget:
                 freed += size
             if freed:
                 log.info("upload cache over %d bytes: removed %d bytes of the oldest files", self.max_bytes, freed)
+            self._swept, self._added = total - freed, 0
             return freed
 
 

@@ -157,7 +157,7 @@ class GalleryImages:
         retry_seconds: float = RETRY_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         page_seconds: float | None = None,
-        after_write: Callable[[], object] | None = None,
+        after_write: Callable[[int], object] | None = None,
         visit: Callable[[], Visit] = current_visit,
         fetches: FairQueue | None = None,
     ):
@@ -165,7 +165,7 @@ class GalleryImages:
         self._folder = folder
         self.retry_seconds = retry_seconds
         self.page_seconds = PAGE_SECONDS if page_seconds is None else page_seconds
-        self.after_write = after_write  # the app's cache bound, enforced after each page's writes
+        self.after_write = after_write  # the app's cache bound, told the bytes each fetch kept
         self._clock = clock
         self._visit = visit  # who asks, and in which request (`space.visitors`)
         self._fetcher = FairFetcher(
@@ -196,10 +196,10 @@ class GalleryImages:
             _keep(path, _png(verified_views.placeholder(reason, side)))
         return str(path)
 
-    def _written(self) -> None:
+    def _written(self, kept_bytes: int) -> None:
         if self.after_write is not None:
             try:
-                self.after_write()
+                self.after_write(kept_bytes)
             except Exception:  # noqa: BLE001 - a failed sweep must not fail the page; the next one retries
                 log.exception("cache bound after a gallery write failed")
 
@@ -299,17 +299,19 @@ class GalleryImages:
         in memory at a time; why each image that is not kept is not. Runs as a job of the fair queue."""
         by_key = {(r.prompt_id, r.sample_index): r for r in records}
         broken: dict[Key, str] = {}
+        kept: list[int] = []  # the bytes of each file kept
 
         def take(key: Key, image: Image.Image) -> None:
             try:
                 record = by_key[key]
                 full = verified_views.shrunk(image, FULL_SIDE)  # resized once; the thumbnail comes from this
                 scale = full.width / image.width
-                _keep(self._full_path(entry, source, key), _png(verified_views.drawn(full, record, scale=scale), 1))
-                _keep(
-                    self._thumb_path(entry, source, key),
-                    _png(verified_views.drawn(full, record, verified_views.THUMB_SIDE, scale=scale)),
-                )
+                drawn_full = _png(verified_views.drawn(full, record, scale=scale), 1)
+                _keep(self._full_path(entry, source, key), drawn_full)
+                kept.append(len(drawn_full))
+                thumbnail = _png(verified_views.drawn(full, record, verified_views.THUMB_SIDE, scale=scale))
+                _keep(self._thumb_path(entry, source, key), thumbnail)
+                kept.append(len(thumbnail))
             except Exception as error:  # noqa: BLE001 - a record that cannot be drawn, a full disk: this image only
                 log.exception("drawing %s failed", key)
                 broken[key] = f"could not draw it: {type(error).__name__}: {error}"
@@ -318,6 +320,11 @@ class GalleryImages:
             return {**self.fetch(source, list(by_key), take, stopped), **broken}
         finally:
             release_memory()
+            # once per fetch, in its worker, and only when it kept a file: a page whose images are
+            # kept already, or that a newer page ended, never reaches the bound (it walked the cache
+            # once per page event: a visitor paging fast slowed every other visitor's page)
+            if kept:
+                self._written(sum(kept))
 
     def _wait(self, job: FetchJob) -> Callable[[Key], str]:
         """Wait for the job `page_seconds` at most; why an image it was to make is not there: its
@@ -344,7 +351,6 @@ class GalleryImages:
         why: Callable[[Key], str] = lambda key: "not fetched"  # noqa: E731
         if missing:
             why = self._wait(self._submit(PAGE, source, lambda stopped: self._make(entry, source, missing, stopped)))
-            self._written()
         shown = []
         for key, path in zip(keys, paths, strict=True):
             if path.exists():
@@ -361,7 +367,6 @@ class GalleryImages:
         path = self._full_path(entry, source, key)
         if not path.exists():
             why = self._wait(self._submit(FULL, source, lambda stopped: self._make(entry, source, [record], stopped)))
-            self._written()
             if not path.exists():
                 return FullView(None, why(key))
         try:

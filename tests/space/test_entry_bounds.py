@@ -276,8 +276,9 @@ def test_a_visitor_paging_a_slow_repository_holds_only_its_share(prompts, tmp_pa
         superseded = _answered([first, *later], 3)  # all but its newest page, each answered at once
         assert not images.release.is_set()
         for job in superseded:
-            _, thumbnails, _, _ = job.result()
-            assert all(verified_source.SUPERSEDED in t["caption"] for t in thumbnails)
+            summary, *rest = job.result()
+            assert summary.endswith("was not fetched: a newer page of yours came first (only the newest is fetched).")
+            assert all(update == {"__type__": "update"} for update in rest)  # the page shown is left as it is
         [newest] = [job for job in [first, *later] if all(job is not other for other in superseded)]
         _, fresh, _, _ = app.client("198.51.100.1").predict("Fast", *pages[0], api_name="/gallery")
         assert len(fresh) == 24 and not any("unavailable" in t["caption"] for t in fresh)

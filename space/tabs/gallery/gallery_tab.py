@@ -38,7 +38,7 @@ from space.verified_images.verified_entries import (
     no_table,
     source_line,
 )
-from space.verified_images.verified_source import IndexedRecords
+from space.verified_images.verified_source import SUPERSEDED, IndexedRecords
 
 from . import gallery_views
 
@@ -85,6 +85,10 @@ class GalleryHandlers:
             return reply, [], gallery_views.page_frame(gallery_views.page_of([], 1), [], looking.prompts), 1, []
         shown_page = gallery_views.page_of(gallery_views.matching_rows(indexed.rows, looking.prompts, wanted), page)
         shown = looking.images.thumbnails(entry, indexed.split, [indexed.record(r.key) for r in shown_page.rows])
+        if any(s.reason == SUPERSEDED for s in shown):
+            # the visitor's newer page is on its way: this one changes nothing on the page (no 24
+            # placeholders for gradio to check and copy, which cost the event loop for everyone)
+            return gallery_views.superseded(shown_page.number), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         thumbnails = [
             (s.path, verified_views.caption(r, s.reason)) for r, s in zip(shown_page.rows, shown, strict=True)
         ]

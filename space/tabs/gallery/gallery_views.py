@@ -115,3 +115,8 @@ def page_frame(page: Page, reasons: Sequence[str], prompts: PromptLookup) -> pd.
         for offset, (row, reason) in enumerate(zip(page.rows, reasons, strict=True))
     ]
     return pd.DataFrame(rows, columns=GALLERY_COLUMNS)
+
+
+def superseded(number: int) -> str:
+    """The summary of a page that a newer page of the same visitor's tab replaced before it was fetched."""
+    return f"Page {number} was not fetched: a newer page of yours came first (only the newest is fetched)."

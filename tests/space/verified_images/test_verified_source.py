@@ -140,6 +140,44 @@ def test_kept_images_are_under_the_apps_cache_bound(entry_and_records, tmp_path)
     assert all(not s.reason for s in shown) and len(source.reads) == 2
 
 
+def test_the_bound_is_told_what_a_fetch_kept_and_nothing_after_one_that_kept_nothing(entry_and_records, tmp_path):
+    _, entry, results = entry_and_records
+    told: list[int] = []
+    work = tmp_path / "work"
+    images = GalleryImages(Factory(Images()), lambda: work, after_write=told.append)
+    images.thumbnails(entry, "m", results[:6])
+    kept = sum(p.stat().st_size for p in work.rglob("*.png"))
+    assert told == [kept] and kept > 0  # once for the fetch, its twelve files' bytes
+    images.thumbnails(entry, "m", results[:6])  # all kept already: no fetch
+    no_repo = entry.model_copy(update={"images_repo": ""})
+    images.thumbnails(no_repo, "m", results[6:8])  # a fetch that kept nothing
+    assert told == [kept]
+
+
+def test_a_write_walks_the_files_only_when_they_may_be_over_the_bound(tmp_path):
+    from space.resources import LOW_WATER
+
+    walks: list[int] = []
+
+    def folders():
+        walks.append(1)
+        return [tmp_path]
+
+    def kept(name: str, size: int) -> int:
+        (tmp_path / name).write_bytes(b"x" * size)
+        return size
+
+    budget = CacheBudget(100, list, folders)
+    assert budget.after_write(kept("a", 10)) == 0 and len(walks) == 1  # nothing known yet: it walks
+    assert budget.after_write(kept("b", 50)) == 0 and len(walks) == 1  # 10 + 50: under, no walk
+    assert budget.after_write(kept("c", 40)) == 0 and len(walks) == 1  # 100: at the bound, still no walk
+    freed = budget.after_write(kept("d", 1))  # 101: over, a walk, down to LOW_WATER of the bound
+    assert len(walks) == 2 and freed > 0 and budget.size() <= LOW_WATER * 100 and budget.size() == 101 - freed
+    (tmp_path / "gradio_copy").write_bytes(b"x" * 95)  # a file the app did not say it kept ...
+    budget.enforce()  # ... is found by the next walk (the periodic sweep's)
+    assert budget.size() <= LOW_WATER * 100
+
+
 def test_records_are_read_once_per_entry_version(entry_and_records, prompts):
     store, entry, results = entry_and_records
 
