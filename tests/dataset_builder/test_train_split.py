@@ -9,7 +9,7 @@ import pytest
 
 from dataset_builder.corpus import DEFAULT_SEED, build_corpus, build_train_corpus, record_combination
 from dataset_builder.train_split import train_violations, write_train_folder
-from dataset_builder.validate import find_violations
+from dataset_builder.validate import Violation, find_violations
 from evaluator.geneval.prompts import load_geneval_prompts
 from negt2ibench.cli import main
 
@@ -107,3 +107,34 @@ def test_each_fault_of_a_training_record_is_named_and_the_training_split_has_non
     where, message = found[2]
     named = {r.prompt_id: r for r in TEST}[message.removeprefix("asks for the objects and predicates of test prompt ")]
     assert len(found) == 3 and where == "train_x" and asks_for(named) == asks_for(test)
+
+
+def test_validating_a_small_train_folder_reads_every_copy_and_checks_each_rule(tmp_path):
+    # Fast (a dozen records): each file is read, and the violations are the record checks, the
+    # disjointness and the copies' differences, each once (the full folder's run is slow, above).
+    from dataset_builder.train_split import TRAIN_METADATA, validate_train_folder
+
+    leaked = TEST[20].model_copy(  # a test prompt under a training id no other record has
+        update={"prompt_id": "train_" + TEST[20].prompt_id, "group_id": "train_" + TEST[20].group_id}
+    )
+    records = [*TRAIN[:11], leaked]
+    out = write_train_folder(
+        records, tmp_path / "t", seed=2027, test_seed=DEFAULT_SEED, geneval_train=[], geneval_test=[]
+    )
+    read, violations, test_seed = validate_train_folder(out)
+    assert read == records and test_seed == DEFAULT_SEED
+    leak = train_violations(records, TEST)
+    assert leak and all(v.where == leaked.prompt_id for v in leak)
+    assert violations == find_violations(records) + leak  # the copies agree: the records' rules, then the leak
+
+    lines = (out / "prompts.jsonl").read_text().splitlines()
+    changed = json.loads(lines[3]) | {"prompt": "a text the parquet split does not have"}
+    (out / "prompts.jsonl").write_text("\n".join([*lines[:3], json.dumps(changed), *lines[4:]]) + "\n")
+    (out / TRAIN_METADATA).unlink()
+    _, violations, _ = validate_train_folder(out)
+    assert violations[:2] == [
+        Violation(records[3].prompt_id, "prompts.jsonl differs from the parquet split in prompt"),
+        violations[1],
+    ]
+    assert violations[1].where == TRAIN_METADATA and violations[1].message.startswith("unreadable or missing")
+    assert violations[2:] == find_violations(records) + leak

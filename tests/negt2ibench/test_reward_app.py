@@ -181,6 +181,27 @@ def test_an_image_over_the_documented_bytes_and_a_request_over_the_documented_pi
     assert answer.status_code == status and "in all; at most 67.1 MP" in one_line(answer)
 
 
+def test_a_base64_image_over_the_documented_bytes_is_refused_before_it_is_decoded(monkeypatch):
+    # base64 writes 3 bytes as 4 characters: an image of exactly the bound (16 MiB = 3 x 5,592,405 + 1
+    # bytes) is 4 x 5,592,406 characters, 3 bytes more is 4 x 5,592,407; the second is refused from its
+    # length alone, never decoded (a decoded one would be refused later, as "is 16.0 MiB")
+    image_bytes, status = documented_bound("one image, encoded")
+    decoded: list[int] = []
+    original = base64.b64decode
+    monkeypatch.setattr(base64, "b64decode", lambda text, **kw: decoded.append(len(text)) or original(text, **kw))
+    client = client_of()
+    over = base64.b64encode(b"\0" * (image_bytes + 3)).decode()
+    assert len(over) == 4 * 5_592_407
+    answer = client.post("/compute", json={"prompt": [COLOR], "image": [over]})
+    assert answer.status_code == status and one_line(answer).endswith("image[0] is over 16 MiB")
+    assert decoded == []
+    at_bound = base64.b64encode(b"\0" * image_bytes).decode()
+    assert len(at_bound) == 4 * 5_592_406
+    answer = client.post("/compute", json={"prompt": [COLOR], "image": [at_bound]})
+    assert decoded == [len(at_bound)]  # read past the length check: decoded, then judged as an image
+    assert "is over 16 MiB" not in one_line(answer)
+
+
 # -- Flow-Factory's /compute: texts, GenEval's texts, metadata ------------------------------------------
 
 

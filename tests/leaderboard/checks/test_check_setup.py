@@ -20,3 +20,19 @@ def test_the_default_limits_are_the_documented_ones():
     assert SubmissionLimits().per_day == per_day
     [invalid] = re.findall(r"at most ([0-9]+) files\s+an hour refused as invalid", DOC)
     assert SubmissionLimits().invalid_per_hour == int(invalid)
+
+
+def test_a_setup_cannot_be_changed_once_made():
+    # every check of a run reads the same setup (the secret its samples are drawn with, the limits):
+    # a handler that reassigned one would change the samples of the checks after it
+    import dataclasses
+
+    import pytest
+
+    from dataset_builder.records import PromptIndex
+    from leaderboard.checks.check_setup import SpotCheckSetup
+
+    setup = SpotCheckSetup(PromptIndex([]), None, secret=b"drawn once")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setup.secret = b"another"  # type: ignore[misc]
+    assert setup.secret == b"drawn once"

@@ -55,6 +55,23 @@ def test_the_plan_meets_both_bounds_at_a_3_percent_miss_rate_and_is_the_smallest
         regeneration_plan(0)
 
 
+@pytest.mark.parametrize(
+    "rates",
+    [
+        {"miss": 0.0},  # an honest file never missing: no tolerance to size
+        {"miss": 0.099},  # as often as a cheat is caught: no plan tells them apart
+        {"share": 1.0, "impostor": 0.0},  # caught = 1: every cheat image fails, a plan of nothing
+        {"error": 0.0},
+        {"error": 1.0},
+        {"error": 1.5},  # the other rates valid: each bound refused on its own
+    ],
+)
+def test_rates_outside_their_stated_ranges_are_refused(rates):
+    # the docstring's ranges: 0 < miss < share x (1 - impostor) < 1 and 0 < error < 1
+    with pytest.raises(ValueError, match="need 0 < miss < share x"):
+        regeneration_plan(19_200, **rates)
+
+
 def test_correlated_drift_the_old_plan_failed_honest_files_the_new_one_holds_for_every_machine_up_to_3_percent():
     """The earlier plan (k 114, m 4, misses <= 1%) rejected an honest file drifting 2% of its
     images 7.9% of the time, at 3% 25.8%. Misses are independent given the two machines, and P(reject)

@@ -39,6 +39,20 @@ def test_the_honest_bound_is_inclusive():
     assert tolerated_failures(2, 0.1, 0.1) == 1
 
 
+def test_the_tolerance_is_the_first_that_meets_the_bound_scanned_one_by_one():
+    # The definition, scanned from 0 here (the product starts at the binomial's quantile and steps up
+    # where its rounding fell short). (2, 0.1, 0.01) is such a case: P(X = 2) = 0.01 exactly, which
+    # scipy's sf gives as 0.010000000000000002, so the quantile's 1 is one short and 2 is the first.
+    from scipy.stats import binom
+
+    for n in (1, 2, 3, 7, 40, 252, 652):
+        for honest in (0.0026, 0.03, 0.1, 0.5):
+            for error in (0.01, 0.05, 0.1, 0.2):
+                first = next(d for d in range(n + 1) if binom.sf(d, n, honest) <= error)
+                assert tolerated_failures(n, honest, error) == first, (n, honest, error)
+    assert tolerated_failures(2, 0.1, 0.01) == 2
+
+
 @pytest.mark.parametrize(
     ("caught", "honest", "expected"),
     [

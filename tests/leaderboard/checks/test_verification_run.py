@@ -115,3 +115,22 @@ def test_a_submission_stored_without_results_is_rejected_saying_so(tmp_path):
     entry = store.add_submission(Entry(model_name="Model A", model_key="model_a", submitter="alice"))
     settled = advance(store, entry, None, check=False)  # type: ignore[arg-type]
     assert (settled.status, settled.reason) == ("rejected", "no results are stored with this submission")
+
+
+def test_awaiting_lists_only_the_entries_not_final_oldest_first():
+    from leaderboard.checks.verification_run import awaiting
+
+    def entry(status: str, created_at: float) -> Entry:
+        return Entry(model_name=status, model_key=status, submitter="a", status=status, created_at=created_at)
+
+    stored = [
+        entry("verified", 1.0),
+        entry("pending", 5.0),
+        entry("rejected", 2.0),
+        entry("received", 4.0),
+        entry("withdrawn", 0.5),
+        entry("held", 2.5),
+        entry("validated", 3.0),
+    ]
+    # the statuses a recheck advances (docs/leaderboard.md): received, validated, pending; not the final ones
+    assert [e.status for e in awaiting(stored)] == ["validated", "received", "pending"]

@@ -613,3 +613,24 @@ def test_the_eval_results_yaml_of_any_stored_name_loads():
     legacy = _entry("Name\ufffe\x1b[2J\u202e", "https://huggingface.co/org/m", 20.0)  # a name the rules refuse
     text = entry_eval_results(legacy, dataset_id=DATASET, dataset_revision=REVISION, page_url=SPACE)
     assert yaml.safe_load(text) and "\\ufffe\\x1b[2J\\u202e" in text.splitlines()[0]
+
+
+def test_a_hub_id_is_shown_whole_up_to_100_characters_and_clipped_beyond():
+    # docs/hub.md: "at most its first 100 characters followed by "…" and its full length"
+    from leaderboard.hub.hub_check import HubMatch, hub_check_lines
+
+    whole, clipped = "o" * 3 + "/" + "m" * 96, "o" * 4 + "/" + "m" * 96  # 100 and 101 characters, both valid ids
+    rows = [HubRow(1, whole, 40.0), HubRow(2, clipped, 41.0)]
+    lines = hub_check_lines([HubMatch(row, "not_verified") for row in rows])
+    assert lines[0].startswith(f"#1 {whole}: 40.0 on the Hub")
+    assert lines[1].startswith(f"#2 {clipped[:100]}… (101 characters): 41.0 on the Hub")
+
+
+def test_a_rows_source_link_is_read_when_it_is_one():
+    row = SimpleNamespace(rank=1, model_id="org/model", value=41.3, pull_request=None)
+    assert (
+        HubRow.of(SimpleNamespace(**vars(row), source={"url": "https://e.org/log"})).source_url == "https://e.org/log"
+    )
+    assert HubRow.of(SimpleNamespace(**vars(row), source=None)).source_url is None
+    assert HubRow.of(SimpleNamespace(**vars(row), source="https://e.org/log")).source_url is None  # not a mapping
+    assert HubRow.of(SimpleNamespace(**vars(row), source={"url": 7})).source_url is None
