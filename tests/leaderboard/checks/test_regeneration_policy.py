@@ -166,6 +166,27 @@ def test_the_worst_region_is_where_the_edit_is(photos):
     assert right - left == pytest.approx(36 / 256)  # a region of 2% of the area: 36 x 36 px at 256
 
 
+@pytest.mark.parametrize("corner", ["top left", "bottom right"])
+def test_an_edit_in_a_corner_is_measured_whole_there(photos, corner):
+    # The cheat an edge invites: the object drawn against the image's border. At 256 px the region is
+    # 36 x 36 (2% of the area); an edit of exactly that block in a corner is found by the window that
+    # covers it whole, its region reaching the image's edge, and its difference is the edit's own.
+    from PIL import ImageDraw
+
+    own = photos["chelsea"].convert("RGB").resize((256, 256))
+    edited = own.copy()
+    start = 0 if corner == "top left" else 256 - 36
+    ImageDraw.Draw(edited).rectangle((start, start, start + 35, start + 35), fill=(0, 200, 255))
+    measured = own_image(edited, own)
+    assert measured.region == pytest.approx((start / 256, start / 256, (start + 36) / 256, (start + 36) / 256))
+    import numpy as np
+    from skimage.color import deltaE_ciede2000, rgb2lab
+
+    block = (start, start, start + 36, start + 36)
+    lab = [rgb2lab(np.asarray(image.crop(block), dtype=np.float64) / 255.0) for image in (edited, own)]
+    assert measured.difference == pytest.approx(float(deltaE_ciede2000(*lab).mean()))  # the block's mean, whole
+
+
 def record(statements: list[bool], present: list[bool], error: str | None = None) -> ResultRecord:
     """A result record with these statements' verdicts and objects' presence."""
     return ResultRecord(
