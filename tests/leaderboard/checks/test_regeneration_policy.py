@@ -187,7 +187,7 @@ def test_an_edit_in_a_corner_is_measured_whole_there(photos, corner):
     assert measured.difference == pytest.approx(float(deltaE_ciede2000(*lab).mean()))  # the block's mean, whole
 
 
-@pytest.mark.parametrize("edge", ["left", "right"])
+@pytest.mark.parametrize("edge", ["left", "right", "top", "bottom"])
 def test_an_edit_along_the_border_is_measured_by_windows_inside_the_image(photos, edge):
     # A strip 3 px wide painted along one border: the worst window is the one inside the image that
     # reaches that border; a window reaching past it (the filter pads with the border's own pixels,
@@ -196,11 +196,11 @@ def test_an_edit_along_the_border_is_measured_by_windows_inside_the_image(photos
 
     own = photos["chelsea"].convert("RGB").resize((256, 256))
     edited = own.copy()
-    columns = (0, 2) if edge == "left" else (253, 255)
-    ImageDraw.Draw(edited).rectangle((columns[0], 0, columns[1], 255), fill=(0, 255, 0))
+    strip = {"left": (0, 0, 2, 255), "right": (253, 0, 255, 255), "top": (0, 0, 255, 2), "bottom": (0, 253, 255, 255)}
+    ImageDraw.Draw(edited).rectangle(strip[edge], fill=(0, 255, 0))
     left, top, right, bottom = own_image(edited, own).region
     assert 0.0 <= left < right <= 1.0 and 0.0 <= top < bottom <= 1.0
-    assert (left == 0.0) if edge == "left" else (right == 1.0)
+    assert {"left": left == 0.0, "right": right == 1.0, "top": top == 0.0, "bottom": bottom == 1.0}[edge]
 
 
 def record(statements: list[bool], present: list[bool], error: str | None = None) -> ResultRecord:
