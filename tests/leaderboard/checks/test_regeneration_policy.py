@@ -112,6 +112,8 @@ def test_the_same_picture_is_the_models_own_at_any_size(photos):
     picture = photos["astronaut"]
     same = own_image(picture, picture.copy())
     assert same.own and same.difference == 0.0 and same.within == 1.0
+    at_zero = own_image(picture, picture.copy(), threshold=0.0)  # every region at t exactly: within it, own
+    assert at_zero.own and at_zero.within == 1.0
     assert own_image(picture.resize((1024, 1024)), picture).own  # compared at one size
 
 
