@@ -351,8 +351,9 @@ def sign_test(favourable: int, unfavourable: int, error: float = SIGN_ERROR) -> 
     from scipy.stats import binom  # only when a probability is asked for: the app starts without scipy
 
     moved = favourable + unfavourable
+    # nothing in the submission's favour (nothing moved included): p = 1, above any error < 1
     p_value = float(binom.sf(favourable - 1, moved, 0.5)) if favourable else 1.0
-    return SignTest(favourable, unfavourable, p_value, moved > 0 and p_value <= error)
+    return SignTest(favourable, unfavourable, p_value, p_value <= error)
 
 
 def entry_drift(agreeing: Sequence[float]) -> float | None:

@@ -254,8 +254,20 @@ def test_the_sign_test_at_its_boundaries(favourable, unfavourable, p, rejects):
 
 def test_the_sign_test_rejects_at_p_equal_to_its_error():
     assert sign_test(7, 0, error=1 / 128).rejects and not sign_test(7, 0, error=1 / 128 - 1e-12).rejects
-    with pytest.raises(ValueError):
-        sign_test(-1, 0)
+    # one image moved, in the submission's favour: p = 1/2, rejected at an error of 1/2 (a single
+    # favourable flip is a test of one image, not "nothing moved")
+    assert sign_test(1, 0, error=0.5).rejects and not sign_test(0, 1, error=0.5).rejects
+
+
+@pytest.mark.parametrize(
+    "favourable, unfavourable, error",
+    [(-1, 0, 0.01), (0, -1, 0.01), (3, 1, 0.0), (3, 1, 1.0), (3, 1, 1.5), (3, 1, -0.01)],
+)
+def test_the_sign_test_refuses_a_negative_count_and_an_error_outside_0_to_1(favourable, unfavourable, error):
+    # the docstring: "a negative count, or `error` outside (0, 1)"; each bound on its own
+    with pytest.raises(ValueError, match="need counts >= 0 and 0 < error < 1"):
+        sign_test(favourable, unfavourable, error=error)
+    assert sign_test(0, 0, error=0.5).p_value == 1.0  # zero counts are counts
 
 
 def test_the_entry_drift_is_the_median_of_the_agreeing_images():
