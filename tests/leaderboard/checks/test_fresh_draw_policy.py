@@ -21,6 +21,7 @@ from leaderboard.checks.fresh_draw_policy import (
     fresh_seed,
     worst_half_width,
 )
+from leaderboard.checks.fresh_draw_run import _fresh_record
 
 
 def test_432_prompts_reach_a_half_width_of_5_points_and_384_do_not():
@@ -113,3 +114,16 @@ def test_a_gap_whose_interval_excludes_zero_is_flagged():
     common |= {"public": 20.0, "public_interval": [19.0, 21.0], "gap": -10.0}
     assert FreshDraw(**common, gap_interval=[-12.5, -7.5]).flagged
     assert not FreshDraw(**common, gap_interval=[-12.5, 0.5]).flagged
+
+
+def test_the_stored_draw_keeps_each_number_to_2_decimals():
+    # fast, beside the slow run's test: 1 of 12 fresh images passes (8.333...%), 3 of 4 public ones
+    # (75%): the gap -66.666... is stored as -66.67, the interval bounds likewise (the entry page's
+    # precision), never with a third decimal
+    fresh = [record(f"f{k}", s, (k, s) == (0, 0)) for k in range(3) for s in range(4)]
+    public = [record("p", s, s != 3) for s in range(4)]
+    draw = _fresh_record(7, 3, fresh, public)
+    assert (draw.seed, draw.prompts, draw.images) == (7, 3, 12)
+    assert (draw.accuracy, draw.public, draw.gap) == (8.33, 75.0, -66.67)
+    numbers = [*draw.interval, *draw.public_interval, *draw.gap_interval]
+    assert [round(number, 2) for number in numbers] == numbers
