@@ -216,7 +216,7 @@ def _decoded(texts: Any, key: str, bounds: RequestBounds) -> list[bytes]:
     for index, text in enumerate(texts):
         if not isinstance(text, str):
             raise BadRequest(f"{key}[{index}] is not base64 text")
-        if len(text) > bounds.image_bytes * 4 // 3 + 4:  # before decoding it: base64 is 4/3 of the bytes
+        if len(text) > 4 * -(-bounds.image_bytes // 3):  # before decoding: base64 writes 3 bytes as 4 characters
             raise TooLarge(f"{key}[{index}] is over {bounds.image_bytes // 2**20} MiB")
         try:
             images.append(base64.b64decode(text, validate=True))
