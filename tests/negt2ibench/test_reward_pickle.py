@@ -5,10 +5,12 @@ the bounds are docs/reward.md's numbers (`documented_bound`), not the code's con
 
 from __future__ import annotations
 
+import base64
 import builtins
 import dataclasses
 import functools
 import importlib
+import json
 import operator
 import pickle
 import pickletools
@@ -20,8 +22,8 @@ import pytest
 import torch
 
 import negt2ibench.reward_pickle as reward_pickle
-from negt2ibench.reward_body import json_value
-from negt2ibench.reward_pickle import BadRequest, TooLarge, plain_loads
+from negt2ibench.reward_body import compute_batch, json_value
+from negt2ibench.reward_pickle import BadRequest, RequestBounds, TooLarge, plain_loads
 from tests.helpers.reward_helpers import documented_bound
 
 PROTOCOLS = range(pickle.HIGHEST_PROTOCOL + 1)
@@ -341,3 +343,17 @@ def test_a_malformed_pickle_is_refused_with_the_first_line_of_its_error_or_the_e
     truncated = r"^not a pickle of plain types \(UnpicklingError: pickle data was truncated\)$"
     with pytest.raises(BadRequest, match=truncated):
         plain_loads(pickle.dumps([1, 2, 3])[:-3])
+
+
+@pytest.mark.parametrize("size, refused", [(2_999, False), (3_000, False), (3_001, True), (3_003, True)])
+def test_a_base64_image_is_refused_from_its_length_exactly_past_the_bound(size, refused):
+    # base64 writes each 3 bytes as 4 characters, the last group padded: an image of the bound, 3,000
+    # bytes, is 4,000 characters; 3,001 bytes are 4,004, refused before anything is decoded
+    bounds = RequestBounds(image_bytes=3_000)
+    text = base64.b64encode(b"\0" * size).decode()
+    body = json.dumps({"prompt": ["color_pos1_neg0_000"], "image": [text]}).encode()
+    if refused:
+        with pytest.raises(TooLarge, match=r"image\[0\] is over"):
+            compute_batch(body, ("negation",), bounds)
+    else:
+        assert compute_batch(body, ("negation",), bounds).images == [b"\0" * size]
