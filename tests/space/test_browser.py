@@ -28,11 +28,11 @@ from tests.helpers.doc_pictures import doc_images_dir, small_png
 from tests.helpers.gallery_helpers import some_prompts
 from tests.helpers.layouts import record_layouts
 from tests.helpers.net import launch_local
+from tests.helpers.page_checks import BROWSER_ARGS, CHROMIUM
 from tests.helpers.screenshot_apps import screenshot_app
 from tests.helpers.space_helpers import result_line, scene_png, write_results
 from tests.helpers.synthetic_scenes import SYNTHETIC_KEY, SYNTHETIC_MODEL, scored_scenes, write_scene_repo
 
-CHROMIUM = Path("/usr/bin/chromium")
 WAIT_MS = 120_000  # for anything the server computes or sends
 TOY = "Toy model (hand-written records)"
 SUBMITTED = "Submitted toy model (offline images)"
@@ -103,18 +103,7 @@ def test_browser_scores_an_upload_and_shows_the_leaderboard_gallery_and_compare(
     docs = doc_images_dir()
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=str(CHROMIUM),
-                args=[
-                    "--no-sandbox",
-                    "--headless",
-                    "--disable-gpu",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    "--no-first-run",
-                ],
-            )
+            browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=BROWSER_ARGS)
             page = browser.new_page(viewport={"width": WIDTH, "height": 1100})
             page.set_default_timeout(WAIT_MS)
             page.goto(url, timeout=WAIT_MS)
