@@ -3,6 +3,11 @@
 `shown_if_filled(*values)` gives, for each value an event wrote, an update showing its component only
 when it holds something: an image, a non-empty table, a non-empty gallery, a file. A panel without content
 is hidden rather than drawn as an empty frame; what would fill it is said in a sentence beside it.
+
+`MOUNTED_HIDDEN` is for a component that a page load fills and shows in one update: gradio 6 does not
+mount a `visible=False` component, and mounting it lazily while its value arrives can lose the value on a
+busy page (gradio-app/gradio#12511: the Leaderboard's plot stayed an empty frame). One built and hidden
+with `MOUNTED_HIDDEN`, and hidden again the same way (`shown_or_hidden`), is mounted from the start.
 """
 
 from __future__ import annotations
@@ -11,6 +16,13 @@ from typing import Any
 
 import gradio as gr
 import pandas as pd
+
+MOUNTED_HIDDEN = "hidden"  # gradio's `visible="hidden"`: in the page, not displayed
+
+
+def shown_or_hidden(show: bool) -> bool | str:
+    """The `visible` of a component kept mounted while hidden: True, or `MOUNTED_HIDDEN` (never False)."""
+    return True if show else MOUNTED_HIDDEN
 
 
 def filled(value: Any) -> bool:

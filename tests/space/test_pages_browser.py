@@ -85,6 +85,7 @@ def test_the_space_opens_on_the_ranking_and_no_tab_shows_an_empty_frame(tmp_path
                 page.goto(url, timeout=WAIT_MS)
                 expect(page.locator('[role="tab"][aria-selected="true"]')).to_have_text("Leaderboard")
                 expect(page.locator("#leaderboard")).to_contain_text("reported (paper)")
+                expect(page.locator("#leaderboard-plot img")).to_be_visible()  # the ranking drawn, not a frame
                 settle(page, WAIT_MS)
                 problems = walk_every_tab(page)
                 assert problems == dict.fromkeys(TABS, []), (width, problems)

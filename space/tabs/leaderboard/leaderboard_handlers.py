@@ -14,6 +14,7 @@ from leaderboard.store.ranking import REPORTED, newest_entries, ranked_entries
 from leaderboard.store.sqlite_store import LeaderboardStore
 from leaderboard.text.submitted_names import MAX_ENTRY_ID, plain_markdown
 from space.error_messages import error_markdown
+from space.filled import shown_or_hidden
 from space.shared_state import WorkDir
 
 from .detail_figures import ranking_figure
@@ -81,12 +82,15 @@ class LeaderboardHandlers:
 
     def ranking(self, hide: bool = False):
         """The plot of the ranking (the board's `overall` with its intervals), hidden when no row has one;
-        and the line under the board saying how to fill it while no submission is ranked."""
+        and the line under the board saying how to fill it while no submission is ranked. Hidden is
+        `MOUNTED_HIDDEN`, never False (`space.filled`): both are filled on a page load."""
         entries = self.store.list_entries()
         frame = self._frame(entries, bool(hide))
         figure = ranking_figure(frame, reported=REPORTED, synthetic=SYNTHETIC_MARK)
         ranked = any(not e.synthetic for e in ranked_entries(entries))
-        return gr.update(value=figure, visible=figure is not None), gr.update(visible=not ranked)
+        return gr.update(value=figure, visible=shown_or_hidden(figure is not None)), gr.update(
+            visible=shown_or_hidden(not ranked)
+        )
 
     def _frame(self, entries: list, hide: bool = False):
         frame = leaderboard_frame(entries, hide_not_reproduced=hide)

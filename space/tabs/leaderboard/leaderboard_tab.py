@@ -22,6 +22,7 @@ from typing import Any
 import gradio as gr
 
 from leaderboard.hub.entry_eval_results import ENTRY_PARAM
+from space.filled import MOUNTED_HIDDEN
 
 from . import detail_figures_tab
 from .entry_views import NOT_REPRODUCED
@@ -142,8 +143,9 @@ def _board_layout(on: LeaderboardHandlers) -> _Board:
         hide = gr.Checkbox(False, label=f"Hide entries marked '{NOT_REPRODUCED}'", elem_id="leaderboard-hide")
         refresh = gr.Button("Refresh", size="sm")
         csv_file = gr.DownloadButton("Download the board (CSV)", size="sm", elem_id="leaderboard-csv")
-    none_ranked = gr.Markdown(NONE_RANKED, visible=False, elem_id="leaderboard-none")
-    ranking = gr.Plot(label="The ranking", show_label=False, visible=False, elem_id="leaderboard-plot")
+    # filled and shown by the page load: mounted from the start (`MOUNTED_HIDDEN`)
+    none_ranked = gr.Markdown(NONE_RANKED, visible=MOUNTED_HIDDEN, elem_id="leaderboard-none")
+    ranking = gr.Plot(label="The ranking", show_label=False, visible=MOUNTED_HIDDEN, elem_id="leaderboard-plot")
     with gr.Accordion("What the columns mean", open=False):
         gr.Markdown(f"{COLUMNS_NOTE} {PAPER_ROWS_NOTE}")
     hub_md = gr.Markdown()

@@ -4,6 +4,7 @@ the filter of entries whose images were not reproduced; an entry's page by its i
 
 from __future__ import annotations
 
+import gradio as gr
 from PIL import Image
 
 from leaderboard.checks.regeneration_run import thumbnail
@@ -12,6 +13,7 @@ from leaderboard.store.sqlite_store import Entry, SQLiteStore
 from leaderboard.text.submitted_names import plain_markdown
 from space.shared_state import WorkDir
 from space.tabs.leaderboard.leaderboard_handlers import LeaderboardHandlers
+from space.tabs.leaderboard.leaderboard_tab import build
 
 
 def entry(name: str, status: str, **fields) -> Entry:
@@ -107,4 +109,23 @@ def test_an_entrys_page_shows_any_entry_by_its_id_with_its_pairs_side_by_side(tm
     assert on.model_pairs("Best *of* 4")["visible"] is False  # not in the picker: no pairs, no frame
     page, _ = on.entry_details(honest.submission_id)
     assert "**Fresh draw**: not done yet; its seed is revealed here once it is." in page
+    on.work_dir.cleanup()
+
+
+def test_the_ranking_plot_and_its_note_stay_mounted_while_hidden(tmp_path):
+    # A page load fills the plot and shows it in one update; gradio 6 mounts a visible=False component
+    # lazily and can lose that value (the plot stayed an empty frame), so both start and hide as "hidden".
+    store = SQLiteStore(tmp_path / "lb.sqlite")
+    on = LeaderboardHandlers(store, WorkDir())
+    plot, none_ranked = on.ranking()
+    assert plot["visible"] is True and plot["value"] is not None  # the paper's rows are plotted
+    assert none_ranked["visible"] is True  # nothing verified yet: the note says how to fill the board
+    store.add_submission(entry("Ranked", "verified"))
+    plot, none_ranked = on.ranking(True)
+    assert plot["visible"] is True and none_ranked["visible"] == "hidden"
+    with gr.Blocks() as demo:
+        build(demo, on)
+    named = ("leaderboard-plot", "leaderboard-none")
+    built = {block.elem_id: block.visible for block in demo.blocks.values() if block.elem_id in named}
+    assert built == dict.fromkeys(named, "hidden")
     on.work_dir.cleanup()
