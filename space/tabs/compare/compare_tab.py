@@ -19,10 +19,11 @@ from typing import Any
 import gradio as gr
 
 from dataset_builder.records import PromptLookupError, PromptRecord
-from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES, SAMPLES_PER_PROMPT, setting_label
+from dataset_builder.vocabulary import SAMPLES_PER_PROMPT, setting_label
 from space import prompt_views
 from space.error_messages import error_reply
 from space.filled import filled, shown_if_filled
+from space.prompt_filters import prompt_filters
 from space.resources import GALLERY_CONCURRENCY
 from space.verified_images import verified_views
 from space.verified_images.verified_entries import LOGGED, FullViewReply, VerifiedImages, full_view_layout, no_table
@@ -118,17 +119,7 @@ def build(on: CompareHandlers, prompt_choices: Sequence[tuple[str, str]]) -> Non
     `prompt_views.EXPLORE_LIMIT` until the filters narrow it. Filled when it is opened."""
     with gr.Tab("Compare", id="compare") as tab:
         gr.Markdown("One prompt, every verified model's images of it side by side. Click an image for its full view.")
-        with gr.Row():
-            category = gr.Dropdown([prompt_views.ANY, *CATEGORIES], value=prompt_views.ANY, label="Category")
-            setting = gr.Dropdown(
-                [(prompt_views.ANY, prompt_views.ANY), *prompt_views.SETTING_CHOICES],
-                value=prompt_views.ANY,
-                label="Setting (P:N)",
-            )
-            load = gr.Dropdown([prompt_views.ANY, "1", "2", "3", "4"], value=prompt_views.ANY, label="Load")
-            obj = gr.Dropdown(
-                [prompt_views.ANY, *OBJECT_CLASSES], value=prompt_views.ANY, label="Object", filterable=True
-            )
+        filters = prompt_filters()  # category, setting, load, object
         chosen = gr.Dropdown(
             list(prompt_choices[: prompt_views.EXPLORE_LIMIT]),
             value=None,
@@ -156,7 +147,6 @@ def build(on: CompareHandlers, prompt_choices: Sequence[tuple[str, str]]) -> Non
         keys = gr.State([])
         private: dict[str, Any] = {"api_name": "internal", "api_visibility": "private"}
         outputs = [header, group, summary, thumbnails, table, keys]
-        filters = [category, setting, load, obj]
         for control in filters:
             control.change(on.narrow, [*filters, chosen], chosen, **private)
         shown = [group, thumbnails, table]  # each shown only with something in it

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import gradio as gr
 
 from dataset_builder.records import PromptIndex, PromptLookupError, PromptRecord
-from dataset_builder.vocabulary import CATEGORIES, OBJECT_CLASSES
 from space import prompt_views
 from space.error_messages import error_reply
+from space.prompt_filters import prompt_filters
 
 from . import explore_views
 
@@ -60,17 +60,7 @@ def build(demo: gr.Blocks, on: ExploreHandlers, prompt_choices: Sequence[tuple[s
     """The Explore tab; `prompt_choices`: (label, prompt id) of every prompt, the picker's first
     `prompt_views.EXPLORE_LIMIT` until the filters (applied on load) narrow it."""
     with gr.Tab("Explore", id="explore"):
-        with gr.Row():
-            category = gr.Dropdown([prompt_views.ANY, *CATEGORIES], value=prompt_views.ANY, label="Category")
-            setting = gr.Dropdown(
-                [(prompt_views.ANY, prompt_views.ANY), *prompt_views.SETTING_CHOICES],
-                value=prompt_views.ANY,
-                label="Setting (P:N)",
-            )
-            load = gr.Dropdown([prompt_views.ANY, "1", "2", "3", "4"], value=prompt_views.ANY, label="Load")
-            obj = gr.Dropdown(
-                [prompt_views.ANY, *OBJECT_CLASSES], value=prompt_views.ANY, label="Object", filterable=True
-            )
+        filters = prompt_filters()  # category, setting, load, object
         count = gr.Markdown()
         table = gr.Dataframe(
             headers=explore_views.PROMPT_COLUMNS,
@@ -89,7 +79,6 @@ def build(demo: gr.Blocks, on: ExploreHandlers, prompt_choices: Sequence[tuple[s
             label="Matched group (same content, other polarities)",
             interactive=False,
         )
-        filters = [category, setting, load, obj]
         for control in filters:
             control.change(
                 on.explore, filters, [count, table, chosen], api_name="internal", api_visibility="private"
