@@ -12,15 +12,15 @@ with `MOUNTED_HIDDEN`, and hidden again the same way (`shown_or_hidden`), is mou
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final, Literal
 
 import gradio as gr
 import pandas as pd
 
-MOUNTED_HIDDEN = "hidden"  # gradio's `visible="hidden"`: in the page, not displayed
+MOUNTED_HIDDEN: Final = "hidden"  # gradio's `visible="hidden"`: in the page, not displayed
 
 
-def shown_or_hidden(show: bool) -> bool | str:
+def shown_or_hidden(show: bool) -> bool | Literal["hidden"]:
     """The `visible` of a component kept mounted while hidden: True, or `MOUNTED_HIDDEN` (never False)."""
     return True if show else MOUNTED_HIDDEN
 
