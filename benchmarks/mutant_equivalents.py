@@ -40,4 +40,12 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "a dict's children are its keys then its values (`_children`), one copy each or a refusal, so the "
         "two halves are always of one length and `strict` never has anything to refuse",
     ),
+    Equivalent(
+        "dataset_builder/corpus.py",
+        "for index, (polarity, predicate, text) in enumerate(zip(polarities, draw.predicates, texts, strict=False)):",
+        "False → True",
+        "`render_prompt`, called just before, raises unless there is one polarity per predicate and returns one "
+        "text per predicate, so the three sequences are always of one length and `strict` never has anything "
+        "to refuse",
+    ),
 )

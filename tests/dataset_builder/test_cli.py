@@ -79,6 +79,25 @@ def test_interrupted_build_leaves_nothing(tmp_path, monkeypatch, capsys):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_validate_says_ok_exactly_when_the_checks_find_nothing(tmp_path, monkeypatch, capsys):
+    # fast, beside the full folder's slow test: the command's verdict follows the checks' findings (the
+    # checks themselves are tested in test_validate): none is OK with exit 0, one is INVALID with exit 1
+    from dataset_builder import validate
+    from dataset_builder.validate import Violation
+
+    records = build_corpus()[:24]
+    found: list[Violation] = []
+    monkeypatch.setattr(validate, "validate_folder", lambda root: (records, found))
+    assert main(["validate", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert f"OK: {tmp_path} holds 24 valid prompts" in printed and "INVALID" not in printed
+    found.append(Violation(records[0].prompt_id, "a fault"))
+    assert main(["validate", str(tmp_path)]) == 1
+    printed = capsys.readouterr().out
+    assert f"{records[0].prompt_id}: a fault" in printed and f"INVALID: 1 violations in {tmp_path}" in printed
+    assert "OK:" not in printed
+
+
 @pytest.mark.slow
 def test_validate_ok(built, capsys):
     assert main(["validate", str(built)]) == 0
