@@ -54,6 +54,14 @@ def test_help_texts(command, capsys):
     assert "--preset" in text and len(text) > 400
 
 
+def test_explain_needs_one_way_to_name_its_prompt(capsys):
+    # without --prompt-id, --prompt-json or --prompt there is nothing to explain: argparse says so
+    with pytest.raises(SystemExit) as exit_info:
+        main(["explain", "cup.png"])
+    assert exit_info.value.code == 2
+    assert "one of the arguments --prompt-id --prompt-json --prompt is required" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_score_writes_records_and_resumes(workspace, tiny_models_in_cli, capsys):
     tmp_path, prompts, folder = workspace

@@ -140,3 +140,27 @@ def test_helpers():
     assert consecutive(5, 2) == [[0, 1], [2, 3], [4]] and consecutive(0, 3) == []
     assert error_kind("bad image: truncated", ("unknown prompt id", "bad image")) == "bad image"
     assert error_kind("disk on fire", ("bad image",)) == "other"
+
+
+def test_leaving_the_verdict_thread_waits_for_each_job_and_raises_the_last_ones_error():
+    # a batch's records are written in the verdict thread: the run must not end before the last ones
+    # are, and an error there (a full disk) must reach the run, not vanish with the thread
+    import threading
+
+    from evaluator.engine import VerdictThread
+
+    release, done = threading.Event(), []
+
+    def slow():
+        release.wait(60)
+        done.append("slow")
+
+    def broken():
+        raise OSError("no space left on device")
+
+    with pytest.raises(OSError, match="no space left"):
+        with VerdictThread(depth=4) as verdicts:
+            verdicts.submit(slow)
+            verdicts.submit(broken)  # still waiting when the block ends
+            release.set()
+    assert done == ["slow"]
