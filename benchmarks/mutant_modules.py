@@ -163,6 +163,23 @@ def tests_of(path: str, tests: dict[str, set[str]], product: dict[str, set[str]]
     return ()
 
 
+def importers_tests(
+    path: str, tests: dict[str, set[str]], product: dict[str, set[str]], root: Path = ROOT
+) -> tuple[str, ...]:
+    """The test files of the modules that import PATH, the nearest of `UP` levels that has any besides
+    PATH's own (`tests_of`): a module is often tested through what imports it, so a mutant its own
+    tests let live is run against these before it is called a survivor."""
+    own = set(tests_of(path, tests, product, root))
+    level, seen = [path], {path}
+    for _ in range(UP):
+        level = [other for module in level for other in importers(module, product) if other not in seen]
+        seen.update(level)
+        found = [test for module in level for test in direct_tests(module, tests, root) if test not in own]
+        if found:
+            return tuple(dict.fromkeys(found))
+    return ()
+
+
 def qualified_functions(tree: ast.AST) -> list[tuple[int, int, str]]:
     """(first line, last line, qualified name) of every function and class of TREE, nested ones too."""
     found: list[tuple[int, int, str]] = []

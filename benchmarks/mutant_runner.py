@@ -9,7 +9,8 @@ failure), and the file is restored.
 A mutant is *killed* when a test fails and that test passes on the unmutated copy (run once per
 failing test and remembered), *broken* when the test fails without the mutant too (a flaky or
 broken test, not a kill), *timed out* past `timeout`, and *survives* when its tests all pass (or
-none of them is fast, or no test file imports its module: the detail says which).
+none of them is fast, or no test file imports its module: the detail says which) and then the tests
+of its module's importers (`Mutation.wider`) pass too.
 """
 
 from __future__ import annotations
@@ -133,9 +134,15 @@ def run_one(copy: Path, mutation: Mutation, timeout: float, confirmations: Confi
     started = time.perf_counter()
     try:
         status, detail, failing = run_tests(copy, mutation.tests, timeout)
+        tests = mutation.tests
+        if status == "survived" and mutation.wider:  # its importers' tests may still catch it
+            own = detail
+            tests = mutation.wider
+            status, detail, failing = run_tests(copy, tests, timeout)
+            detail = f"{own}; its importers' tests: {detail}" if status == "survived" else f"by an importer's: {detail}"
     finally:
         target.write_text(original, encoding="utf-8")
-    if status == "killed" and not confirmations.passes_unmutated(copy, failing, mutation.tests):
+    if status == "killed" and not confirmations.passes_unmutated(copy, failing, tests):
         status, detail = "broken", f"{detail} — and it fails without the mutant too"
     return Outcome(mutation.name, status, detail, time.perf_counter() - started, mutation.site)
 

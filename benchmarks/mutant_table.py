@@ -24,6 +24,7 @@ class Mutation:
     new: str
     tests: tuple[str, ...]
     site: Site | None = None  # where a generated mutant changes its module (None in the table)
+    wider: tuple[str, ...] = ()  # its module's importers' tests: run when `tests` all pass
 
 
 TABLE: tuple[Mutation, ...] = (

@@ -42,6 +42,7 @@ from mutant_modules import (  # noqa: E402
     excluded_by,
     function_at,
     guards_of,
+    importers_tests,
     product_imports,
     product_modules,
     qualified_functions,
@@ -59,9 +60,12 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 
 
-def module_mutations(path: str, tests: tuple[str, ...], root: Path = ROOT) -> list[Mutation]:
+def module_mutations(
+    path: str, tests: tuple[str, ...], root: Path = ROOT, wider: tuple[str, ...] = ()
+) -> list[Mutation]:
     """The mutants of module PATH as `Mutation`s, each with its `Site` (`old` the module's text, `new` the
-    mutant's; whether it compiles is checked once it is chosen, `compiled`)."""
+    mutant's; whether it compiles is checked once it is chosen, `compiled`); WIDER: the tests run on
+    one that TESTS let live (`importers_tests`)."""
     source = (root / path).read_text(encoding="utf-8")
     spans = qualified_functions(ast.parse(source))
     lines = source.splitlines()
@@ -72,14 +76,20 @@ def module_mutations(path: str, tests: tuple[str, ...], root: Path = ROOT) -> li
         function = function_at(spans, edit.line)
         area = guards_of(path, function)
         site = Site(path, edit.line, edit.column, text, edit.operator, edit.what, function, area, rank)
-        made.append(Mutation(site.describe(), path, source, apply(source, edit), tests, site))
+        made.append(Mutation(site.describe(), path, source, apply(source, edit), tests, site, wider))
     return made
 
 
 def generated(modules: Sequence[str], root: Path = ROOT) -> list[Mutation]:
     """Every mutant of MODULES (relative paths), with the tests found for each module."""
     tests, product = test_imports(root), product_imports(root)
-    return [m for path in modules for m in module_mutations(path, tests_of(path, tests, product, root), root)]
+    return [
+        mutant
+        for path in modules
+        for mutant in module_mutations(
+            path, tests_of(path, tests, product, root), root, importers_tests(path, tests, product, root)
+        )
+    ]
 
 
 def sampled(made: Sequence[Mutation], per_module: int, seed: int) -> list[Mutation]:

@@ -373,3 +373,37 @@ def test_every_mutation_of_the_table_fails_a_fast_test(capsys):
     assert mutants.main(["--workers", "1"]) == 0, capsys.readouterr().out
     shown = capsys.readouterr().out
     assert f"{len(mutants.TABLE)} of {len(mutants.TABLE)} mutants killed" in shown
+
+
+def test_a_mutant_its_own_tests_let_live_is_run_against_its_importers_tests(tmp_path, monkeypatch):
+    """A module tested through what imports it: a mutant that passes its own test file is run against
+    the importers' tests (the nearest level that has any besides its own) and is killed there; one
+    that passes both survives, and its detail says both ran."""
+    files = {
+        "leaderboard/__init__.py": "",
+        "leaderboard/low.py": "x = 1\ny = 2\n",
+        "leaderboard/high.py": "from leaderboard import low\n",
+        "tests/leaderboard/test_low.py": "from leaderboard import low\n",
+        "tests/leaderboard/test_high.py": "from leaderboard import high\n",
+    }
+    root = plant(tmp_path / "repo", files)
+    tests, product = mutant_modules.test_imports(root), mutant_modules.product_imports(root)
+    assert mutant_modules.tests_of("leaderboard/low.py", tests, product, root) == ("tests/leaderboard/test_low.py",)
+    wider = mutant_modules.importers_tests("leaderboard/low.py", tests, product, root)
+    assert wider == ("tests/leaderboard/test_high.py",)
+    ran: list[tuple[str, ...]] = []
+
+    def fake_tests(copy, tests, timeout):  # test_high catches x changed; nothing catches y
+        ran.append(tuple(tests))
+        changed = (copy / "leaderboard/low.py").read_text(encoding="utf-8") != files["leaderboard/low.py"]
+        if "high" in tests[0] and changed and "x = 2" in (copy / "leaderboard/low.py").read_text(encoding="utf-8"):
+            return "killed", "failed tests/leaderboard/test_high.py::test_x", "tests/leaderboard/test_high.py::test_x"
+        return "survived", "1 passed", ""
+
+    monkeypatch.setattr(mutant_runner, "run_tests", fake_tests)
+    made = mutants.module_mutations("leaderboard/low.py", ("tests/leaderboard/test_low.py",), root, wider)
+    outcomes = mutant_runner.run_all(made, workers=1, timeout=10, root=root)
+    assert [(o.name.split(" in ")[-1], o.status) for o in outcomes] == [("`x = 1`", "killed"), ("`y = 2`", "survived")]
+    assert outcomes[0].detail.startswith("by an importer's: failed tests/leaderboard/test_high.py::test_x")
+    assert outcomes[1].detail == "1 passed; its importers' tests: 1 passed"
+    assert ran.count(("tests/leaderboard/test_low.py",)) == 2  # each mutant: its own tests first
