@@ -112,6 +112,8 @@ def test_the_rfdetr_preset_scores_through_the_api(tmp_path):
     assert (summary.scored, summary.errors) == (2, 0)
     records = read_geneval_records(tmp_path / "r.jsonl")
     assert {r.preset for r in records} == {"geneval_rfdetr"} and records[0].detector == "RF-DETR Seg XL"
+    by_text = {r.prompt: (r.tag, json.loads(r.metadata)) for r in records}  # each record names its prompt
+    assert by_text == {p.prompt: (p.tag, json.loads(p.metadata_json)) for p in CHOSEN[:2]}
     one = evaluator.score(images / "00000" / "samples" / "0000.png", 0)
     assert (one.correct, one.reason) == (records[0].correct, records[0].reason)  # scores: float noise of batching
     assert json.loads(one.details).keys() == json.loads(records[0].details).keys()

@@ -66,3 +66,18 @@ def test_a_position_scene_is_the_same_seen_from_either_object():
         "prompt": "a photo of a cat right of a dog",
     }
     assert combination(dog_left_of_cat) == combination(cat_right_of_dog)
+
+
+def test_colour_prompts_ask_for_one_of_each_object_as_genevals_do():
+    # "a photo of a red cup and a blue bowl": one of each, as every color_attr prompt of GenEval's 553
+    # says in its metadata (read from GenEval's file here, not from the training code)
+    shapes = {
+        tuple((part["count"], "color" in part) for part in prompt.metadata["include"])
+        for prompt in load_geneval_prompts()
+        if prompt.tag == "color_attr"
+    }
+    assert shapes == {((1, True), (1, True))}
+    trained = [prompt for prompt in geneval_train_prompts() if prompt["tag"] == "color_attr"]
+    assert trained and all(
+        [(part["count"], "color" in part) for part in prompt["include"]] == [(1, True), (1, True)] for prompt in trained
+    )
