@@ -48,4 +48,11 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "text per predicate, so the three sequences are always of one length and `strict` never has anything "
         "to refuse",
     ),
+    Equivalent(
+        "evaluator/models/depth.py",
+        "for index, tensor in zip(indices, given, strict=True)",
+        "True → False",
+        "`given` is built from `indices` one for one on the line above, so the two are always of one length "
+        "and `strict` never has anything to refuse",
+    ),
 )

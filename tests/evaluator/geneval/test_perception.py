@@ -35,6 +35,9 @@ def test_mask2bbox_is_tight_with_plus_one_and_zeros_when_empty():
     # mmdet's mask2bbox: [x[0], y[0], x[-1] + 1, y[-1] + 1]
     assert mask_box(mask) == (10.0, 4.0, 13.0, 9.0)
     assert mask_box(np.zeros((5, 5), dtype=bool)) == (0.0, 0.0, 0.0, 0.0)
+    one = np.zeros((5, 5), dtype=bool)
+    one[2, 3] = True  # a single pixel, x 3, y 2: a 1×1 box, not an empty one
+    assert mask_box(one) == (3.0, 2.0, 4.0, 3.0)
 
 
 @pytest.mark.slow
