@@ -55,4 +55,12 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "`given` is built from `indices` one for one on the line above, so the two are always of one length "
         "and `strict` never has anything to refuse",
     ),
+    Equivalent(
+        "evaluator/geometry.py",
+        "region = (slice(int(rows_any[0]), int(rows_any[-1]) + 1), slice(int(cols_any[0]), int(cols_any[-1]) + 1))",
+        "1 → 2",
+        "the row (or column) past the last one holding a candidate holds none, so the candidates' box grows by "
+        "an empty row or column: the same pixels face B, only the windows and the cost estimate grow "
+        "(tests/evaluator/test_geometry.py checks every method gives the same pixels)",
+    ),
 )
