@@ -66,6 +66,13 @@ def test_detections_keep_prompt_classes_capped_ordered_and_in_bounds():
     assert len(found[0]) >= 1 and len(found[1]) >= 1
 
 
+def test_a_greyscale_or_rgba_picture_is_detected_as_its_rgb_conversion():
+    grey = random_image(5, (80, 60)).convert("L")
+    for picture in (grey, grey.convert("RGBA")):
+        found, expected = _detector().detect([picture, picture.convert("RGB")], [["cup"], ["cup"]], with_masks=False)
+        assert np.array_equal(found.xyxy, expected.xyxy) and np.array_equal(found.confidence, expected.confidence)
+
+
 @pytest.mark.slow
 def test_a_higher_threshold_keeps_fewer_and_an_unknown_class_is_refused():
     image = [random_image(3)]
