@@ -63,4 +63,11 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "an empty row or column: the same pixels face B, only the windows and the cost estimate grow "
         "(tests/evaluator/test_geometry.py checks every method gives the same pixels)",
     ),
+    Equivalent(
+        "evaluator/report/facts.py",
+        "per_record = np.array([places[prompt_id] for prompt_id in prompt_ids], dtype=np.int64).reshape(-1, 3)",
+        "1 → 2",
+        "numpy (2.x, the version pinned) reads any negative size in `reshape` as the one unknown dimension, "
+        "so `reshape(-2, 3)` is `reshape(-1, 3)`",
+    ),
 )

@@ -433,3 +433,6 @@ def test_summary_line_names_the_rank_file_under_a_launcher(tmp_path):
     assert alone.startswith("4 new rows (3 scored, 1 passed, 1 errors)") and alone.endswith(f"→ {out}")
     shared = ScoreSummary(out_path=out, total=4, scored=2, rank=1, world=2).line()
     assert shared.startswith("[rank 1/2] 2 new rows") and f"{rank_path(out, 1).name}, merged into {out}" in shared
+    timed = ScoreSummary(out_path=out, total=4, scored=3, errors=1, seconds=8.0).line()
+    assert ", 4 in source, 2.00 s/image →" in timed  # 8 s over the 4 new rows, error rows counted
+    assert "s/image" not in ScoreSummary(out_path=out, total=4, already_done=4, seconds=1.0).line()
