@@ -2,8 +2,8 @@
 on 127.0.0.1, the tests' perception double, a local images repo, the default limits).
 
 - Fabricated scores: files claiming passes on 5% and 25% of images the re-score fails are
-  rejected; an honest file with 0.2% of its verdicts flipped is verified (a fixed sample secret,
-  so each submission has one outcome; the rates themselves are in test_space_verification).
+  rejected; an honest file with 5 of its verdicts flipped, the most the spot check tolerates, is
+  verified whichever images its sample draws (the rates themselves are in test_space_verification).
 - Identities: X-Forwarded-For from a peer that is not a configured proxy changes nothing; behind
   a configured proxy the client is the hop the proxy appended, whatever the client wrote before it.
 - Names: a homoglyph of a ranked model's name is refused; Markdown, HTML and math in names are
@@ -51,17 +51,19 @@ def files(prompts, tmp_path_factory):
     root = tmp_path_factory.mktemp("attacks")
     keys = [(p.prompt_id, s) for p in prompts for s in range(4)]
 
-    def claiming(share: float, seed: int) -> Path:
-        """Every image fails (what the double finds on the flat images) but `share` of them, chosen
+    def claiming(count: int, seed: int) -> Path:
+        """Every image fails (what the double finds on the flat images) but `count` of them, chosen
         with `seed`, are claimed as passes."""
-        chosen = set(random.Random(seed).sample(keys, round(share * len(keys))))
-        path = root / f"claims_{share}_{seed}.jsonl"
+        chosen = set(random.Random(seed).sample(keys, count))
+        path = root / f"claims_{count}_{seed}.jsonl"
         return write_results(path, prompts, SPLIT, passed=lambda p, s: (p.prompt_id, s) in chosen)
 
     return {
-        "honest": claiming(0.002, 1),
-        "inflated_5": claiming(0.05, 2),
-        "inflated_25": claiming(0.25, 3),
+        # honest: 5 flips in all, the most the spot check tolerates (5 of its 652): verified whichever
+        # images its sample draws (a share instead, 0.2%, was rejected when the draw held 6 of them)
+        "honest": claiming(5, 1),
+        "inflated_5": claiming(round(0.05 * len(keys)), 2),
+        "inflated_25": claiming(round(0.25 * len(keys)), 3),
         "true": write_results(root / "true.jsonl", prompts, SPLIT, passed=False),
         "hub": root / "hub",  # ORG/NAME folders as the Hub repos, for the verification jobs
         "images": write_images_dataset(root / "hub" / IMAGES_REPO, prompts, SPLIT),
