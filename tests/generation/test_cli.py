@@ -71,6 +71,20 @@ def exit_code(argv: list[str]) -> int:
         return exited.code
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["generate", "--model-id", "some/pipeline"], "--model-id needs --key"),
+        (["generate", "--model", "sd_1_5", "--model-id", "some/pipeline"], "either --model KEY or --model-id"),
+    ],
+)
+def test_a_model_named_two_ways_or_by_hub_id_alone_is_a_usage_error(argv, message, dataset, capsys):
+    # fast, beside the slow table below: checked before any pipeline is looked for
+    assert exit_code(argv + ["--out", str(dataset)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("argv", "code", "message"),

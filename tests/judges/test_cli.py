@@ -204,3 +204,12 @@ def test_torchrun_two_cpu_processes_split_merge_and_resume(workspace):
 
     assert second.count("0 of 4 images judged") == 2 and "2 already done" in second, second[-3000:]
     assert all(len(read_results(tmp_path / f"judge.{mode}.jsonl")) == 4 for mode in ("whole", "pos", "neg"))
+
+
+def test_download_is_passed_to_the_adapter_only_when_asked():
+    import argparse
+
+    from judges.cli import download_options
+
+    assert download_options(argparse.Namespace(download=True)) == {"download": True}
+    assert download_options(argparse.Namespace(download=False)) == {}
