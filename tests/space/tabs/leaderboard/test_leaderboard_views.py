@@ -113,6 +113,12 @@ def fresh(gap: float, low: float, high: float) -> FreshDraw:
     )  # fmt: skip
 
 
+def test_a_gap_whose_interval_ends_at_zero_is_not_flagged():
+    # the flag says the interval excludes 0: an interval that ends on 0 holds it, on either side
+    assert [fresh(g, low, high).flagged for g, low, high in [(2.0, 0.0, 4.0), (-2.0, -4.0, 0.0)]] == [False, False]
+    assert [fresh(g, low, high).flagged for g, low, high in [(2.0, 0.01, 4.0), (-2.0, -4.0, -0.01)]] == [True, True]
+
+
 def test_the_fresh_draw_column_shows_the_accuracy_and_flags_a_gap_whose_interval_excludes_zero():
     entries = [
         entry("Learnt", 20.0, regeneration=REPRODUCED, fresh_draw=fresh(-1.0, -4.2, 2.3)),
