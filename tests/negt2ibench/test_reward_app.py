@@ -179,6 +179,9 @@ def test_an_image_over_the_documented_bytes_and_a_request_over_the_documented_pi
     fits = request_pixels // image_pixels  # 16 images of 2048 × 2048 hold exactly the documented pixels
     answer = post_pickle(client, [jpeg_claiming(side, side)] * (fits + 1), [COLOR] * (fits + 1))
     assert answer.status_code == status and "in all; at most 67.1 MP" in one_line(answer)
+    assert side * side * fits == request_pixels  # on the bound itself: not refused for its pixels
+    answer = post_pickle(client, [jpeg_claiming(side, side)] * fits, [COLOR] * fits)
+    assert answer.status_code != status  # read on (its headers claim pictures its bytes do not hold)
 
 
 def test_a_base64_image_over_the_documented_bytes_is_refused_before_it_is_decoded(monkeypatch):
