@@ -436,3 +436,4 @@ def test_summary_line_names_the_rank_file_under_a_launcher(tmp_path):
     timed = ScoreSummary(out_path=out, total=4, scored=3, errors=1, seconds=8.0).line()
     assert ", 4 in source, 2.00 s/image →" in timed  # 8 s over the 4 new rows, error rows counted
     assert "s/image" not in ScoreSummary(out_path=out, total=4, already_done=4, seconds=1.0).line()
+    assert "1.50 s/image" in ScoreSummary(out_path=out, total=2, scored=1, errors=1, seconds=3.0).line()
